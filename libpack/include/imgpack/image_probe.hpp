@@ -1,0 +1,47 @@
+// Reads an encoded image's header without decoding it: format, stored size,
+// EXIF orientation. Used to reject decompression bombs before any pixel memory
+// is allocated, to pick the JPEG DCT scale, and to learn sizes cheaply.
+//
+// Pure functions over a byte buffer; never read past its end; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace imgpack {
+
+enum class ImageFormat { unknown, jpeg, png, bmp, tiff, webp, pnm, gif };
+
+const char* format_name(ImageFormat format);
+
+struct ImageInfo {
+  ImageFormat format = ImageFormat::unknown;
+  uint32_t width = 0;   // as stored, before orientation
+  uint32_t height = 0;
+  // EXIF orientation 1..8 (1 = upright; 5..8 swap width and height).
+  int orientation = 1;
+  // JPEG only: components and whether the Adobe marker says CMYK/YCCK.
+  int components = 0;
+  bool cmyk = false;
+
+  bool transposed() const { return orientation >= 5 && orientation <= 8; }
+  // Size after applying the orientation.
+  uint32_t upright_width() const { return transposed() ? height : width; }
+  uint32_t upright_height() const { return transposed() ? width : height; }
+  uint64_t pixels() const { return uint64_t{width} * height; }
+};
+
+// The format, from magic bytes alone.
+ImageFormat sniff_format(std::span<const uint8_t> bytes);
+
+// Header information, or std::nullopt if the format is unknown or the header
+// is damaged or truncated before the size is known.
+std::optional<ImageInfo> probe_image(std::span<const uint8_t> bytes);
+
+// EXIF orientation from a TIFF-structured EXIF block ("II*\0" or "MM\0*"...),
+// 1 when absent or unreadable.
+int exif_orientation(std::span<const uint8_t> tiff);
+
+}  // namespace imgpack

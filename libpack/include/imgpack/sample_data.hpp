@@ -1,0 +1,42 @@
+// A generated, labeled image directory for demos, tests and benchmarks.
+//
+// Each class is a shape in its own colour (circle, square, triangle, ...),
+// drawn at a random position, scale and angle; each group has its own
+// background (gradient and texture), as photos from one camera or site would.
+// Files are real JPEGs and PNGs of varying size, laid out as
+// OUT/<class>/<group>_<n>.<ext>, so the class comes from the folder and the
+// group from `--group-regex '/([^_/]+)_'`. OUT/labels.csv lists path,class,group.
+// The same options and seed always give the same files.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+namespace imgpack {
+
+struct SampleDataOptions {
+  uint32_t classes = 4;
+  uint32_t groups = 6;
+  uint32_t per_class = 50;
+  uint32_t width = 160;   // typical size; each image varies by up to +-25%
+  uint32_t height = 120;
+  uint64_t seed = 0;
+  bool vary_size = true;
+  // Every n-th image is a PNG, the rest JPEG (0 = JPEG only).
+  uint32_t png_every = 4;
+};
+
+struct SampleDataResult {
+  uint64_t images = 0;
+  uint64_t bytes = 0;
+};
+
+// Writes the directory (created if missing; must not already hold images).
+// Throws UsageError for invalid options, Error for write failures.
+SampleDataResult write_sample_data(const std::filesystem::path& out,
+                                   const SampleDataOptions& options);
+
+// The class names write_sample_data uses, in id order.
+std::string sample_class_name(uint32_t class_id);
+
+}  // namespace imgpack

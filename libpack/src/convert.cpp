@@ -1,0 +1,529 @@
+#include "imgpack/convert.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/parallel_pipeline.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "imgpack/checksum.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/files.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/image_probe.hpp"
+#include "imgpack/random.hpp"
+#include "imgpack/shard_writer.hpp"
+#include "imgpack/version.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+// Stream ids for CounterRng, so unrelated random choices never share a stream.
+constexpr uint64_t kWriteOrderStream = 0x6f72646572;  // "order"
+
+const char* name_of(ResizeMode mode) {
+  switch (mode) {
+    case ResizeMode::crop: return "crop";
+    case ResizeMode::stretch: return "stretch";
+    case ResizeMode::pad: return "pad";
+  }
+  return "?";
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+uint64_t parse_unsigned(const std::string& text, const std::string& what) {
+  if (text.empty() || !std::all_of(text.begin(), text.end(), ::isdigit) || text.size() > 19) {
+    throw UsageError(what + " '" + text + "' is not a non-negative integer");
+  }
+  return std::stoull(text);
+}
+
+// Reads a whole file into `out` (reusing its capacity). Returns "" or the reason.
+std::string read_file(const fs::path& path, std::vector<uint8_t>& out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::string("cannot open: ") + std::strerror(errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int saved = errno;
+    ::close(fd);
+    return std::string("cannot stat: ") + std::strerror(saved);
+  }
+  out.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  std::string error;
+  while (done < out.size()) {
+    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error = std::string("cannot read: ") + std::strerror(errno);
+      break;
+    }
+    if (n == 0) break;  // shrank while reading
+    done += static_cast<std::size_t>(n);
+  }
+  out.resize(done);
+  ::close(fd);
+  return error;
+}
+
+std::string format_uuid(Hash128 h) {
+  // RFC 9562 layout with version 8 (custom) and the RFC variant bits.
+  uint64_t hi = (h.high & ~0xF000ULL) | 0x8000ULL;
+  uint64_t lo = (h.low & ~(3ULL << 62)) | (2ULL << 62);
+  char text[40];
+  std::snprintf(text, sizeof text, "%08x-%04x-%04x-%04x-%012llx",
+                static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xFFFF),
+                static_cast<unsigned>(hi & 0xFFFF), static_cast<unsigned>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
+  return text;
+}
+
+// The dataset uuid is derived from what determines the output, so a rerun of
+// the same conversion yields the same bytes.
+std::string derive_uuid(const std::string& options_json, const SourceList& list) {
+  std::string key = options_json;
+  for (const SourceSample& s : list.samples) {
+    key += '\n';
+    key += s.path;
+    key += '\t';
+    key += std::to_string(s.file_size);
+    key += '\t';
+    key += std::to_string(s.label);
+    key += '\t';
+    key += std::to_string(s.group);
+  }
+  return format_uuid(hash128(key, 0x696d677061636bULL));
+}
+
+bool is_imgpack_output(const std::string& name) {
+  return name == format::kIndexFile || name == format::kReportFile ||
+         format::is_shard_file_name(name) || name.ends_with(format::kTmpSuffix);
+}
+
+bool is_inside(const fs::path& child, const fs::path& parent) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(child, ec);
+  fs::path p = fs::weakly_canonical(parent, ec);
+  auto [pi, ci] = std::mismatch(p.begin(), p.end(), c.begin(), c.end());
+  return pi == p.end();
+}
+
+void prepare_output(const ConvertOptions& options) {
+  const fs::path& out = options.out;
+  if (is_inside(out, options.src)) {
+    throw UsageError(out.string() + ": the output directory must not be inside SRC (" +
+                     options.src.string() + "), which imgpack never modifies");
+  }
+  std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {
+    throw UsageError(out.string() + ": exists and is not a directory");
+  }
+  if (!fs::exists(out, ec)) {
+    fs::create_directories(out, ec);
+    if (ec) throw UsageError(out.string() + ": cannot create directory: " + ec.message());
+    return;
+  }
+  std::vector<fs::path> ours;
+  for (const fs::directory_entry& entry : fs::directory_iterator(out, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!is_imgpack_output(name)) {
+      throw UsageError(out.string() + ": not empty and holds " + name +
+                       ", which imgpack did not write; choose an empty or new directory");
+    }
+    ours.push_back(entry.path());
+  }
+  if (ec) throw UsageError(out.string() + ": cannot list directory: " + ec.message());
+  if (ours.empty()) return;
+  if (!options.overwrite) {
+    throw UsageError(out.string() + ": already holds a dataset (or a partial one); pass "
+                     "--overwrite to replace it");
+  }
+  // Invalidate the old dataset first: without index.h5 no reader accepts it.
+  fs::remove(out / format::kIndexFile, ec);
+  if (ec) throw UsageError((out / format::kIndexFile).string() + ": cannot remove: " + ec.message());
+  fsync_path(out);
+  for (const fs::path& path : ours) {
+    fs::remove(path, ec);
+    if (ec) throw UsageError(path.string() + ": cannot remove: " + ec.message());
+  }
+}
+
+// The upright size all readable inputs share, for conversions without --size.
+std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
+                                                const SourceList& list) {
+  std::mutex mutex;
+  std::map<std::pair<uint32_t, uint32_t>, std::string> sizes;  // size -> first path
+  tbb::parallel_for(std::size_t{0}, list.samples.size(), [&](std::size_t i) {
+    std::vector<uint8_t> bytes;
+    if (!read_file(options.src / list.samples[i].path, bytes).empty()) return;
+    std::optional<ImageInfo> info = probe_image(bytes);
+    std::pair<uint32_t, uint32_t> size;
+    if (info) {
+      size = {info->upright_width(), info->upright_height()};
+    } else {
+      try {
+        DecodeOptions decode;
+        decode.max_pixels = options.max_pixels;
+        decode.dct_scaling = false;
+        DecodedImage image = decode_image(bytes, decode);
+        size = {static_cast<uint32_t>(image.pixels.cols), static_cast<uint32_t>(image.pixels.rows)};
+      } catch (const DecodeError&) {
+        return;  // reported when the pipeline reaches it
+      }
+    }
+    std::lock_guard lock(mutex);
+    auto it = sizes.find(size);
+    if (it == sizes.end() || list.samples[i].path < it->second) {
+      sizes[size] = list.samples[i].path;
+    }
+  });
+  if (sizes.empty()) throw UsageError(options.src.string() + ": no readable images found");
+  if (sizes.size() > 1) {
+    auto a = sizes.begin();
+    auto b = std::next(a);
+    throw UsageError("input images differ in size (" + a->second + " is " +
+                     std::to_string(a->first.first) + "x" + std::to_string(a->first.second) +
+                     ", " + b->second + " is " + std::to_string(b->first.first) + "x" +
+                     std::to_string(b->first.second) + ", " + std::to_string(sizes.size()) +
+                     " sizes in all); pass --size to resize them");
+  }
+  return sizes.begin()->first;
+}
+
+// One input in flight through the pipeline. Slots are reused round-robin, so
+// the pipeline allocates nothing per image beyond what decoding needs.
+struct Slot {
+  std::size_t sample = 0;  // index into SourceList::samples
+  std::vector<uint8_t> file_bytes;
+  std::vector<uint8_t> pixels;  // variants x record bytes
+  std::vector<uint64_t> checksums;
+  std::string error;
+};
+
+class RecordRenderer {
+ public:
+  RecordRenderer(const ConvertOptions& options, RecordShape shape) : options_(options) {
+    spec_.width = shape.width;
+    spec_.height = shape.height;
+    spec_.mode = options.resize;
+    spec_.fill = options.fill;
+    record_bytes_ = shape.bytes();
+  }
+
+  // Decodes `bytes` and renders every variant into slot.pixels.
+  void render(Slot& slot) const {
+    DecodeOptions decode;
+    decode.color = options_.color;
+    decode.max_pixels = options_.max_pixels;
+    decode.fill = options_.fill;
+    decode.dct_scaling = options_.dct_scaling;
+    if (std::optional<ImageInfo> info = probe_image(slot.file_bytes)) {
+      cv::Size need = spec_.required_source_size(info->upright_width(), info->upright_height());
+      decode.min_width = static_cast<uint32_t>(need.width);
+      decode.min_height = static_cast<uint32_t>(need.height);
+    }
+    DecodedImage image = decode_image(slot.file_bytes, decode);
+    for (uint32_t v = 0; v < options_.variants; ++v) {
+      uint8_t* out = slot.pixels.data() + v * record_bytes_;
+      resize_into(image.pixels, spec_, out);
+      slot.checksums[v] = checksum(out, record_bytes_);
+    }
+  }
+
+ private:
+  const ConvertOptions& options_;
+  ResizeSpec spec_;
+  std::size_t record_bytes_ = 0;
+};
+
+}  // namespace
+
+void ConvertOptions::validate() const {
+  if (size && (size->first == 0 || size->second == 0 || size->first > 65535 ||
+               size->second > 65535)) {
+    throw UsageError("--size must be between 1 and 65535 pixels per side");
+  }
+  if (variants < 1 || variants > 1024) throw UsageError("--variants must be between 1 and 1024");
+  if (variants > 1) {
+    throw UsageError("--variants above 1 needs pre-augmentation, which this build does not have");
+  }
+  if (!augment.empty()) {
+    throw UsageError("--augment is not available in this build");
+  }
+  if (shard_size < 4096) throw UsageError("--shard-size must be at least 4K");
+  if (max_pixels == 0) throw UsageError("--max-pixels must be positive");
+  if (threads > 4096) throw UsageError("--threads must be at most 4096");
+}
+
+std::string ConvertOptions::to_json() const {
+  json j;
+  if (size) {
+    j["width"] = size->first;
+    j["height"] = size->second;
+  } else {
+    j["width"] = nullptr;
+    j["height"] = nullptr;
+  }
+  j["resize"] = name_of(resize);
+  j["fill"] = {fill[0], fill[1], fill[2]};
+  j["color"] = color == ColorMode::rgb ? "rgb" : "gray";
+  j["labels"] = scan.labels == LabelSource::dirs ? "dirs" : "none";
+  j["group_regex"] = scan.group_regex;
+  j["variants"] = variants;
+  j["augment"] = augment;
+  j["seed"] = seed;
+  j["order"] = order == WriteOrder::shuffle ? "shuffle" : "sorted";
+  j["shard_size"] = shard_size;
+  j["max_pixels"] = max_pixels;
+  j["dct_scaling"] = dct_scaling;
+  return j.dump();
+}
+
+std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text) {
+  auto x = text.find_first_of("xX");
+  uint64_t w, h;
+  if (x == std::string::npos) {
+    w = h = parse_unsigned(text, "--size");
+  } else {
+    w = parse_unsigned(text.substr(0, x), "--size width");
+    h = parse_unsigned(text.substr(x + 1), "--size height");
+  }
+  if (w == 0 || h == 0 || w > 65535 || h > 65535) {
+    throw UsageError("--size '" + text + "': each side must be between 1 and 65535");
+  }
+  return {static_cast<uint32_t>(w), static_cast<uint32_t>(h)};
+}
+
+uint64_t parse_byte_size(const std::string& text) {
+  if (text.empty()) throw UsageError("empty byte size");
+  std::string digits = text;
+  uint64_t unit = 1;
+  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (last == 'B' && text.size() > 1) {
+    digits.pop_back();
+    last = static_cast<char>(std::toupper(static_cast<unsigned char>(digits.back())));
+  }
+  if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
+    digits.pop_back();
+    unit = last == 'K' ? 1ULL << 10 : last == 'M' ? 1ULL << 20 : last == 'G' ? 1ULL << 30 : 1ULL << 40;
+  }
+  uint64_t value = parse_unsigned(digits, "byte size '" + text + "':");
+  if (value > UINT64_MAX / unit) throw UsageError("byte size '" + text + "' is too large");
+  return value * unit;
+}
+
+std::array<uint8_t, 3> parse_fill(const std::string& text) {
+  std::vector<uint64_t> values;
+  std::size_t start = 0;
+  while (true) {
+    auto comma = text.find(',', start);
+    values.push_back(parse_unsigned(text.substr(start, comma - start), "--fill"));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (values.size() != 1 && values.size() != 3) {
+    throw UsageError("--fill '" + text + "' must be one value or three (R,G,B)");
+  }
+  for (uint64_t v : values) {
+    if (v > 255) throw UsageError("--fill '" + text + "': values must be 0..255");
+  }
+  if (values.size() == 1) values = {values[0], values[0], values[0]};
+  return {static_cast<uint8_t>(values[0]), static_cast<uint8_t>(values[1]),
+          static_cast<uint8_t>(values[2])};
+}
+
+ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress) {
+  const Clock::time_point start = Clock::now();
+  options.validate();
+  SourceList list = scan_directory(options.src, options.scan);
+  const double scan_s = seconds_since(start);
+  if (list.samples.empty()) {
+    throw UsageError(options.src.string() + ": no images found (extensions: jpg, jpeg, png, bmp, "
+                     "tif, tiff, webp, pnm" +
+                     std::string(options.scan.labels == LabelSource::dirs
+                                     ? "; with --labels dirs they must be inside class folders"
+                                     : "") +
+                     ")");
+  }
+  prepare_output(options);
+
+  const unsigned threads =
+      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  tbb::task_arena arena(static_cast<int>(threads));
+
+  const Clock::time_point probe_start = Clock::now();
+  std::pair<uint32_t, uint32_t> size;
+  if (options.size) {
+    size = *options.size;
+  } else {
+    arena.execute([&] { size = common_input_size(options, list); });
+  }
+  const double probe_s = seconds_since(probe_start);
+
+  RecordShape shape{size.second, size.first, options.color == ColorMode::gray ? 1u : 3u};
+  const std::string options_json = options.to_json();
+  const std::string uuid = derive_uuid(options_json, list);
+
+  std::vector<std::size_t> plan(list.samples.size());
+  for (std::size_t i = 0; i < plan.size(); ++i) plan[i] = i;
+  if (options.order == WriteOrder::shuffle) {
+    CounterRng(options.seed, kWriteOrderStream).shuffle(std::span(plan));
+  }
+
+  DatasetIndex index;
+  index.format_version = format::kVersion;
+  index.uuid = uuid;
+  index.height = shape.height;
+  index.width = shape.width;
+  index.channels = shape.channels;
+  index.variants = options.variants;
+  index.color = options.color == ColorMode::rgb ? "rgb" : "gray";
+  index.convert_options = options_json;
+  index.created_by = std::string("imgpack ") + kVersionString;
+  index.class_names = list.class_names;
+  index.group_names = list.group_names;
+
+  ConvertResult result;
+  result.skipped = list.skipped;
+  result.ignored_files = list.ignored_files;
+
+  const std::size_t tokens = std::size_t{threads} * 4;
+  std::vector<Slot> slots(tokens);
+  for (Slot& slot : slots) {
+    slot.pixels.resize(options.variants * shape.bytes());
+    slot.checksums.resize(options.variants);
+  }
+  RecordRenderer renderer(options, shape);
+  DatasetWriter writer(options.out, shape, options.shard_size, uuid,
+                       uint64_t{options.variants} * plan.size());
+
+  const Clock::time_point convert_start = Clock::now();
+  ConvertProgress status;
+  status.total = plan.size();
+  std::size_t next = 0;
+  arena.execute([&] {
+    tbb::parallel_pipeline(
+        tokens,
+        tbb::make_filter<void, Slot*>(
+            tbb::filter_mode::serial_in_order,
+            [&](tbb::flow_control& fc) -> Slot* {
+              if (next == plan.size()) {
+                fc.stop();
+                return nullptr;
+              }
+              Slot* slot = &slots[next % tokens];
+              slot->sample = plan[next++];
+              return slot;
+            }) &
+            tbb::make_filter<Slot*, Slot*>(
+                tbb::filter_mode::parallel,
+                [&](Slot* slot) {
+                  slot->error = read_file(options.src / list.samples[slot->sample].path,
+                                          slot->file_bytes);
+                  if (slot->error.empty()) {
+                    try {
+                      renderer.render(*slot);
+                    } catch (const DecodeError& e) {
+                      slot->error = e.what();
+                    } catch (const cv::Exception& e) {
+                      slot->error = std::string("image processing failed: ") + e.what();
+                    }
+                  }
+                  return slot;
+                }) &
+            tbb::make_filter<Slot*, void>(
+                tbb::filter_mode::serial_in_order, [&](Slot* slot) {
+                  const SourceSample& sample = list.samples[slot->sample];
+                  if (!slot->error.empty()) {
+                    if (options.on_error == OnError::fail) {
+                      throw Error((options.src / sample.path).string() + ": " + slot->error +
+                                  " (--on-error fail)");
+                    }
+                    result.skipped.push_back({sample.path, slot->error});
+                    writer.forgo(options.variants);
+                    ++status.skipped;
+                  } else {
+                    auto id = static_cast<int64_t>(index.sample_path.size());
+                    index.sample_path.push_back(sample.path);
+                    index.sample_label.push_back(sample.label);
+                    index.sample_group.push_back(sample.group);
+                    for (uint32_t v = 0; v < options.variants; ++v) {
+                      writer.add(slot->pixels.data() + v * shape.bytes(), slot->checksums[v],
+                                 sample.label, id, static_cast<uint16_t>(v));
+                    }
+                  }
+                  ++status.done;
+                  if (progress) {
+                    status.elapsed_s = seconds_since(convert_start);
+                    progress(status);
+                  }
+                }));
+  });
+  const double convert_s = seconds_since(convert_start);
+
+  if (index.sample_path.empty()) {
+    throw Error(options.src.string() + ": none of the " + std::to_string(plan.size()) +
+                " images could be converted (see the reasons with --on-error fail, or the "
+                "first: " + result.skipped.back().path + ": " + result.skipped.back().reason + ")");
+  }
+  writer.finish(index);
+
+  result.records = index.num_records();
+  result.samples = index.num_samples();
+  result.shards = index.num_shards();
+  result.width = shape.width;
+  result.height = shape.height;
+  result.channels = shape.channels;
+  result.uuid = uuid;
+  result.seconds = seconds_since(start);
+
+  json report;
+  report["imgpack_format"] = format::kVersion;
+  report["created_by"] = index.created_by;
+  report["dataset_uuid"] = uuid;
+  report["source"] = options.src.string();
+  report["records"] = result.records;
+  report["samples"] = result.samples;
+  report["shards"] = result.shards;
+  report["ignored_files"] = result.ignored_files;
+  json skipped = json::array();
+  for (const SkippedInput& s : result.skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+  report["skipped"] = std::move(skipped);
+  report["threads"] = threads;
+  report["timings"] = {{"scan_s", scan_s},
+                       {"probe_s", probe_s},
+                       {"convert_s", convert_s},
+                       {"total_s", seconds_since(start)}};
+  report["images_per_s"] = convert_s > 0 ? static_cast<double>(plan.size()) / convert_s : 0.0;
+  report["options"] = json::parse(options_json);
+  write_file_atomic(options.out / format::kReportFile, report.dump(2) + "\n");
+
+  // index.h5 last: its presence is what makes the dataset complete.
+  write_index(options.out, index);
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace imgpack

@@ -1,0 +1,257 @@
+#include "imgpack/shard_writer.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "imgpack/error.hpp"
+#include "imgpack/files.hpp"
+#include "imgpack/format.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Pixels are gathered into writes of about this size.
+constexpr std::size_t kStagingBytes = 32u << 20;
+
+class Fd {
+ public:
+  Fd(const fs::path& path, int flags) : fd_(::open(path.c_str(), flags | O_CLOEXEC)) {
+    if (fd_ < 0) throw system_error(path, "cannot open", errno);
+  }
+  ~Fd() { ::close(fd_); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Creates /images [n, H, W, C] uint8: contiguous, unfiltered, allocated at
+// creation, never filled, so its bytes are one aligned run at H5Dget_offset.
+h5::Handle create_images(h5::File& file, RecordShape shape, uint64_t n) {
+  hsize_t dims[4] = {n, shape.height, shape.width, shape.channels};
+  h5::Handle space(file.check(H5Screate_simple(4, dims, nullptr), "H5Screate_simple",
+                              format::kImages));
+  h5::Handle dcpl = h5::dataset_creation_plist();
+  file.check_status(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "H5Pset_layout", format::kImages);
+  file.check_status(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time",
+                    format::kImages);
+  file.check_status(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time",
+                    format::kImages);
+  return h5::Handle(file.check(H5Dcreate2(file.id(), format::kImages, H5T_NATIVE_UINT8,
+                                          space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                               "H5Dcreate2", format::kImages));
+}
+
+uint64_t images_offset(h5::File& file, const h5::Handle& images) {
+  haddr_t offset = H5Dget_offset(images.get());
+  if (offset == HADDR_UNDEF) throw file_error(file.path(), "/images has no storage offset");
+  return offset;
+}
+
+// Copies `size` bytes between two files, in the kernel where it can.
+void copy_range(const fs::path& from, uint64_t from_offset, const fs::path& to, uint64_t to_offset,
+                uint64_t size) {
+  Fd in(from, O_RDONLY);
+  Fd out(to, O_WRONLY);
+  auto in_off = static_cast<off_t>(from_offset);
+  auto out_off = static_cast<off_t>(to_offset);
+  uint64_t left = size;
+  while (left > 0) {
+    ssize_t n = ::copy_file_range(in.get(), &in_off, out.get(), &out_off, left, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
+      break;  // fall back to read/write below
+    }
+    if (n < 0) throw system_error(to, "copying pixels failed", errno);
+    if (n == 0) throw file_error(from, "unexpected end of file while copying pixels");
+    left -= static_cast<uint64_t>(n);
+  }
+  std::vector<uint8_t> buffer(std::min<uint64_t>(left, 8u << 20));
+  while (left > 0) {
+    std::size_t chunk = std::min<uint64_t>(left, buffer.size());
+    ssize_t r = ::pread(in.get(), buffer.data(), chunk, in_off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw system_error(from, "reading pixels failed", r < 0 ? errno : EIO);
+    std::size_t written = 0;
+    while (written < static_cast<std::size_t>(r)) {
+      ssize_t w = ::pwrite(out.get(), buffer.data() + written, r - written, out_off + written);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) throw system_error(to, "writing pixels failed", errno);
+      written += static_cast<std::size_t>(w);
+    }
+    in_off += r;
+    out_off += r;
+    left -= static_cast<uint64_t>(r);
+  }
+}
+
+}  // namespace
+
+ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capacity,
+                         std::string dataset_uuid, uint32_t shard_index)
+    : final_path_(std::move(final_path)),
+      shape_(shape),
+      capacity_(capacity),
+      uuid_(std::move(dataset_uuid)),
+      shard_index_(shard_index) {
+  if (capacity_ == 0 || shape_.bytes() == 0) throw Error("ShardWriter: empty shard requested");
+  tmp_path_ = final_path_;
+  tmp_path_ += format::kTmpSuffix;
+  file_ = h5::File::create(tmp_path_);
+  images_ = create_images(file_, shape_, capacity_);
+  staging_capacity_ = std::clamp<uint64_t>(kStagingBytes / shape_.bytes(), 1, capacity_);
+  staging_.resize(staging_capacity_ * shape_.bytes());
+  labels_.reserve(capacity_);
+  samples_.reserve(capacity_);
+  variants_.reserve(capacity_);
+  checksums_.reserve(capacity_);
+}
+
+ShardWriter::~ShardWriter() {
+  if (!committed_) {
+    images_.reset();
+    file_ = h5::File();
+    std::error_code ec;
+    fs::remove(tmp_path_, ec);
+  }
+}
+
+void ShardWriter::append(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
+                         uint16_t variant) {
+  if (full()) throw file_error(tmp_path_, "shard is full");
+  std::memcpy(staging_.data() + staged_ * shape_.bytes(), pixels, shape_.bytes());
+  ++staged_;
+  labels_.push_back(label);
+  samples_.push_back(sample);
+  variants_.push_back(variant);
+  checksums_.push_back(checksum);
+  if (staged_ == staging_capacity_) flush_staging();
+}
+
+void ShardWriter::flush_staging() {
+  if (staged_ == 0) return;
+  hsize_t start[4] = {staging_first_, 0, 0, 0};
+  hsize_t count[4] = {staged_, shape_.height, shape_.width, shape_.channels};
+  h5::Handle file_space(file_.check(H5Dget_space(images_.get()), "H5Dget_space", format::kImages));
+  file_.check_status(
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
+      "H5Sselect_hyperslab", format::kImages);
+  h5::Handle mem_space(file_.check(H5Screate_simple(4, count, nullptr), "H5Screate_simple",
+                                   format::kImages));
+  file_.check_status(H5Dwrite(images_.get(), H5T_NATIVE_UINT8, mem_space.get(), file_space.get(),
+                              H5P_DEFAULT, staging_.data()),
+                     "H5Dwrite", format::kImages);
+  staging_first_ += staged_;
+  staged_ = 0;
+}
+
+void ShardWriter::write_columns_and_attrs(h5::File& file) {
+  file.write(format::kLabels, labels_);
+  file.write(format::kSample, samples_);
+  file.write(format::kVariant, variants_);
+  file.write(format::kChecksum, checksums_);
+  file.write_attr("/", format::kAttrFormat, int64_t{format::kVersion});
+  file.write_attr("/", format::kAttrUuid, uuid_);
+  file.write_attr("/", format::kAttrShardIndex, int64_t{shard_index_});
+}
+
+void ShardWriter::commit() {
+  if (committed_) return;
+  if (size() == 0) throw file_error(tmp_path_, "cannot commit an empty shard");
+  flush_staging();
+  if (size() < capacity_) {
+    compact_and_commit();
+  } else {
+    write_columns_and_attrs(file_);
+    images_.reset();
+    file_.close();
+    commit_file(tmp_path_, final_path_);
+  }
+  committed_ = true;
+}
+
+void ShardWriter::compact_and_commit() {
+  // /images cannot shrink (contiguous layout), so write an exactly sized file
+  // and move the pixels across without passing them through user space.
+  uint64_t old_offset = images_offset(file_, images_);
+  images_.reset();
+  file_.close();
+
+  fs::path compact_path = final_path_;
+  compact_path += ".compact";
+  compact_path += format::kTmpSuffix;
+  try {
+    uint64_t new_offset = 0;
+    {
+      h5::File file = h5::File::create(compact_path);
+      h5::Handle images = create_images(file, shape_, size());
+      new_offset = images_offset(file, images);
+      write_columns_and_attrs(file);
+      images.reset();
+      file.close();
+    }
+    copy_range(tmp_path_, old_offset, compact_path, new_offset, size() * shape_.bytes());
+    commit_file(compact_path, final_path_);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(compact_path, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::remove(tmp_path_, ec);
+}
+
+DatasetWriter::DatasetWriter(fs::path out_dir, RecordShape shape, uint64_t shard_bytes,
+                             std::string dataset_uuid, uint64_t max_records)
+    : out_dir_(std::move(out_dir)),
+      shape_(shape),
+      uuid_(std::move(dataset_uuid)),
+      records_per_shard_(std::max<uint64_t>(1, shard_bytes / shape.bytes())),
+      remaining_(max_records) {}
+
+void DatasetWriter::add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
+                        uint16_t variant) {
+  if (!current_) {
+    auto index = static_cast<uint32_t>(shard_file_.size());
+    std::string name = format::shard_file_name(index);
+    uint64_t capacity = std::clamp<uint64_t>(remaining_, 1, records_per_shard_);
+    current_ = std::make_unique<ShardWriter>(out_dir_ / name, shape_, capacity, uuid_, index);
+    shard_file_.push_back(name);
+    shard_records_.push_back(0);
+  }
+  record_shard_.push_back(static_cast<uint32_t>(shard_file_.size() - 1));
+  record_row_.push_back(static_cast<uint32_t>(current_->size()));
+  record_sample_.push_back(sample);
+  record_variant_.push_back(variant);
+  current_->append(pixels, checksum, label, sample, variant);
+  ++shard_records_.back();
+  if (remaining_ > 0) --remaining_;
+  if (current_->full()) {
+    current_->commit();
+    current_.reset();
+  }
+}
+
+void DatasetWriter::finish(DatasetIndex& index) {
+  if (current_) {
+    current_->commit();
+    current_.reset();
+  }
+  index.record_shard = std::move(record_shard_);
+  index.record_row = std::move(record_row_);
+  index.record_sample = std::move(record_sample_);
+  index.record_variant = std::move(record_variant_);
+  index.shard_file = std::move(shard_file_);
+  index.shard_records = std::move(shard_records_);
+}
+
+}  // namespace imgpack

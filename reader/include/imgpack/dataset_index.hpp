@@ -1,0 +1,85 @@
+// The dataset index: everything in index.h5, in memory.
+//
+// DatasetIndex is a plain value: read_index() loads all of it, write_index()
+// writes all of it crash-safely (index.h5.tmp, fsync, rename, fsync dir), so a
+// reader that opened the old file keeps a consistent view. It holds no HDF5
+// handles and is safe to share between threads for reading.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace imgpack {
+
+// One named split: an assignment of every source sample to a fold 0..folds-1
+// or to the test set (-1). Role `val` of fold f is assign == f, role `train`
+// is assign >= 0 && assign != f, role `test` is assign == -1. A holdout split
+// has folds == 2 and is used through fold 0 (0 = validation, 1 = train).
+struct Split {
+  std::string name;
+  std::string kind;  // random, stratified, group, stratified-group, holdout
+  int32_t folds = 0;
+  uint64_t seed = 0;
+  double test_fraction = 0;
+  double val_fraction = 0;  // holdout only
+  std::string created;      // ISO 8601 UTC
+  std::vector<int16_t> assign;
+};
+
+struct DatasetIndex {
+  // Root attributes.
+  int64_t format_version = 0;
+  std::string uuid;
+  uint32_t height = 0;
+  uint32_t width = 0;
+  uint32_t channels = 0;
+  uint32_t variants = 1;
+  std::string color;            // "rgb" or "gray"
+  std::string convert_options;  // JSON
+  std::string created_by;
+
+  // Source samples [S].
+  std::vector<std::string> sample_path;  // relative to the input root
+  std::vector<int32_t> sample_label;     // -1 = unlabeled
+  std::vector<int32_t> sample_group;     // -1 = none
+  // Names [L] and [G].
+  std::vector<std::string> class_names;
+  std::vector<std::string> group_names;
+  // Records [R].
+  std::vector<uint32_t> record_shard;
+  std::vector<uint32_t> record_row;
+  std::vector<int64_t> record_sample;
+  std::vector<uint16_t> record_variant;
+  // Shards [N].
+  std::vector<std::string> shard_file;
+  std::vector<uint64_t> shard_records;
+
+  std::vector<Split> splits;  // in name order
+
+  std::size_t num_samples() const { return sample_path.size(); }
+  std::size_t num_records() const { return record_shard.size(); }
+  std::size_t num_shards() const { return shard_file.size(); }
+  std::size_t record_bytes() const { return std::size_t{height} * width * channels; }
+
+  const Split* find_split(const std::string& name) const;
+
+  // Checks internal consistency (array lengths agree, ids in range, records
+  // of each shard numbered 0..n-1); throws imgpack::Error naming `where` and
+  // the first problem.
+  void validate(const std::string& where) const;
+};
+
+// Reads DIR/index.h5. Throws imgpack::Error naming the file if it is missing
+// ("not a complete imgpack dataset"), of another format version, or damaged.
+DatasetIndex read_index(const std::filesystem::path& dataset_dir);
+
+// Writes DIR/index.h5 crash-safely. Byte-identical for identical input.
+void write_index(const std::filesystem::path& dataset_dir, const DatasetIndex& index);
+
+// Current UTC time as "2026-11-22T03:46:16Z".
+std::string utc_timestamp();
+
+}  // namespace imgpack

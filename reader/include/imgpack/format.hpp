@@ -1,0 +1,76 @@
+// Names and constants of the imgpack dataset format (see docs/FORMAT.md).
+//
+// These are a contract shared by the writer (imgpack::pack), the reader and
+// every tool: a change here is a format-version bump.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace imgpack::format {
+
+inline constexpr int kVersion = 1;
+
+inline constexpr const char* kIndexFile = "index.h5";
+inline constexpr const char* kReportFile = "report.json";
+inline constexpr const char* kTmpSuffix = ".tmp";
+
+// Alignment of every dataset of at least this many bytes, and so of /images,
+// so that a shard's pixels are one page-aligned run in the file.
+inline constexpr std::size_t kAlignment = 4096;
+inline constexpr std::size_t kAlignmentThreshold = 4096;
+
+// Labels and groups that are absent.
+inline constexpr int32_t kNoLabel = -1;
+inline constexpr int32_t kNoGroup = -1;
+// Split assignment of a sample that is in the test set (never train or val).
+inline constexpr int16_t kTestFold = -1;
+
+// "shard-00042.h5"
+std::string shard_file_name(std::size_t shard_index);
+// True for names of the form shard-NNNNN.h5 (five or more digits).
+bool is_shard_file_name(const std::string& name);
+
+// Shard file objects.
+inline constexpr const char* kImages = "/images";
+inline constexpr const char* kLabels = "/labels";
+inline constexpr const char* kSample = "/sample";
+inline constexpr const char* kVariant = "/variant";
+inline constexpr const char* kChecksum = "/checksum";
+
+// Root attributes of shards and index.
+inline constexpr const char* kAttrFormat = "imgpack_format";
+inline constexpr const char* kAttrUuid = "dataset_uuid";
+inline constexpr const char* kAttrShardIndex = "shard_index";
+inline constexpr const char* kAttrHeight = "height";
+inline constexpr const char* kAttrWidth = "width";
+inline constexpr const char* kAttrChannels = "channels";
+inline constexpr const char* kAttrVariants = "variants";
+inline constexpr const char* kAttrColor = "color";
+inline constexpr const char* kAttrConvertOptions = "convert_options";
+inline constexpr const char* kAttrCreatedBy = "created_by";
+
+// Index file objects.
+inline constexpr const char* kSamplesPath = "/samples/path";
+inline constexpr const char* kSamplesLabel = "/samples/label";
+inline constexpr const char* kSamplesGroup = "/samples/group";
+inline constexpr const char* kClassesName = "/classes/name";
+inline constexpr const char* kGroupsName = "/groups/name";
+inline constexpr const char* kRecordsShard = "/records/shard";
+inline constexpr const char* kRecordsRow = "/records/row";
+inline constexpr const char* kRecordsSample = "/records/sample";
+inline constexpr const char* kRecordsVariant = "/records/variant";
+inline constexpr const char* kShardsFile = "/shards/file";
+inline constexpr const char* kShardsRecords = "/shards/records";
+inline constexpr const char* kSplitsGroup = "/splits";
+
+// Split group attributes.
+inline constexpr const char* kSplitKind = "kind";
+inline constexpr const char* kSplitFolds = "folds";
+inline constexpr const char* kSplitSeed = "seed";
+inline constexpr const char* kSplitTestFraction = "test_fraction";
+inline constexpr const char* kSplitValFraction = "val_fraction";
+inline constexpr const char* kSplitCreated = "created";
+
+}  // namespace imgpack::format

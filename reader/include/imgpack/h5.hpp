@@ -1,0 +1,160 @@
+// A thin, exception-safe layer over the HDF5 C API.
+//
+// Handle owns one hid_t of any kind and closes it with the matching H5?close.
+// File wraps an open file with typed helpers that read and write whole 1-D
+// datasets and attributes, turning every failure into an imgpack::Error naming
+// the file, the object and the HDF5 call ("index.h5: H5Dopen2(/samples/path): ...").
+//
+// HDF5 (Debian's thread-safe build) serialises every call behind one global
+// lock, so this layer is for metadata and bulk writes, never a per-record path.
+// Handles are not shared between threads.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace imgpack::h5 {
+
+// Turns off HDF5's printing of its error stack to stderr (once per process).
+// Every entry point in this file calls it.
+void silence_errors();
+
+// The innermost message on HDF5's current error stack, or "" if empty.
+std::string last_error_message();
+
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(hid_t id) : id_(id) {}
+  ~Handle() { reset(); }
+  Handle(Handle&& other) noexcept : id_(other.release()) {}
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = other.release();
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  hid_t get() const { return id_; }
+  explicit operator bool() const { return id_ >= 0; }
+  hid_t release() {
+    hid_t id = id_;
+    id_ = H5I_INVALID_HID;
+    return id;
+  }
+  // Closes now; returns the status of the close (negative on failure).
+  herr_t close();
+  void reset() { (void)close(); }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+};
+
+// The native HDF5 type for a C++ arithmetic type.
+template <class T>
+hid_t native_type() {
+  if constexpr (std::is_same_v<T, uint8_t>) return H5T_NATIVE_UINT8;
+  else if constexpr (std::is_same_v<T, int8_t>) return H5T_NATIVE_INT8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return H5T_NATIVE_UINT16;
+  else if constexpr (std::is_same_v<T, int16_t>) return H5T_NATIVE_INT16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return H5T_NATIVE_UINT32;
+  else if constexpr (std::is_same_v<T, int32_t>) return H5T_NATIVE_INT32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return H5T_NATIVE_UINT64;
+  else if constexpr (std::is_same_v<T, int64_t>) return H5T_NATIVE_INT64;
+  else if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
+  else if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
+  else static_assert(sizeof(T) == 0, "no HDF5 native type for T");
+}
+
+// An open HDF5 file. Move-only; not for concurrent use.
+class File {
+ public:
+  // Opens read-only. Errors name the file; a locking failure (NFS) suggests
+  // HDF5_USE_FILE_LOCKING=FALSE.
+  static File open_read(const std::filesystem::path& path);
+  // Opens for reading and writing.
+  static File open_write(const std::filesystem::path& path);
+  // Creates (truncating) with the format's settings: HDF5 1.10 object format
+  // bounds, and every object of >= 4096 bytes aligned to 4096.
+  static File create(const std::filesystem::path& path);
+
+  File() = default;
+  hid_t id() const { return handle_.get(); }
+  const std::filesystem::path& path() const { return path_; }
+  // Flushes and closes, throwing on failure (the destructor closes silently).
+  void close();
+
+  bool exists(const std::string& object) const;
+  Handle open_dataset(const std::string& name) const;
+  Handle open_group(const std::string& name) const;
+  // Creates the group and any missing parents, without creation times.
+  Handle create_group(const std::string& name);
+  void unlink(const std::string& name);
+
+  // Number of elements of a 1-D dataset; throws if it is not 1-D.
+  uint64_t length(const std::string& name) const;
+  std::vector<uint64_t> shape(const std::string& name) const;
+
+  // Whole 1-D datasets. read() checks the stored class and size match T.
+  template <class T>
+  std::vector<T> read(const std::string& name) const {
+    std::vector<T> out(length(name));
+    read_raw(name, native_type<T>(), sizeof(T), std::is_signed_v<T> ? 1 : 0,
+             std::is_floating_point_v<T>, out.data(), out.size());
+    return out;
+  }
+  template <class T>
+  void write(const std::string& name, std::span<const T> values) {
+    write_raw(name, native_type<T>(), values.data(), values.size());
+  }
+  template <class T>
+  void write(const std::string& name, const std::vector<T>& values) {
+    write<T>(name, std::span<const T>(values));
+  }
+  std::vector<std::string> read_strings(const std::string& name) const;
+  void write_strings(const std::string& name, const std::vector<std::string>& values);
+
+  // Attributes on the object at `object` ("/" for the root).
+  bool has_attr(const std::string& object, const std::string& attr) const;
+  int64_t read_int_attr(const std::string& object, const std::string& attr) const;
+  double read_double_attr(const std::string& object, const std::string& attr) const;
+  std::string read_string_attr(const std::string& object, const std::string& attr) const;
+  void write_attr(const std::string& object, const std::string& attr, int64_t value);
+  void write_attr(const std::string& object, const std::string& attr, double value);
+  void write_attr(const std::string& object, const std::string& attr, const std::string& value);
+
+  // Names of the links directly inside a group, in name order.
+  std::vector<std::string> list(const std::string& group) const;
+
+  // Throws "PATH: CALL(OBJECT) failed: HDF5 message" if id < 0, else returns it.
+  hid_t check(hid_t id, const char* call, const std::string& object) const;
+  void check_status(herr_t status, const char* call, const std::string& object) const;
+
+ private:
+  File(Handle handle, std::filesystem::path path)
+      : handle_(std::move(handle)), path_(std::move(path)) {}
+  void read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed,
+                bool is_float, void* out, uint64_t n) const;
+  void write_raw(const std::string& name, hid_t mem_type, const void* data, uint64_t n);
+  Handle open_attr(const std::string& object, const std::string& attr) const;
+  Handle create_attr(const std::string& object, const std::string& attr, hid_t type);
+
+  Handle handle_;
+  std::filesystem::path path_;
+};
+
+// Property lists for new objects: no creation/modification times, so output
+// is byte-identical across runs.
+Handle group_creation_plist();
+Handle dataset_creation_plist();
+
+}  // namespace imgpack::h5

@@ -1,0 +1,91 @@
+#include "imgpack/files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+
+namespace imgpack {
+
+namespace {
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+void fsync_path(const std::filesystem::path& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw system_error(path, "cannot open to fsync", errno);
+  // Directories on some file systems refuse fsync with EINVAL; nothing more can be done there.
+  if (::fsync(fd.get()) != 0 && errno != EINVAL) throw system_error(path, "fsync failed", errno);
+}
+
+void commit_file(const std::filesystem::path& from, const std::filesystem::path& to) {
+  fsync_path(from);
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    throw system_error(to, "cannot rename " + from.filename().string() + " into place", errno);
+  }
+  std::filesystem::path dir = to.parent_path();
+  fsync_path(dir.empty() ? std::filesystem::path(".") : dir);
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents) {
+  std::filesystem::path tmp = path;
+  tmp += format::kTmpSuffix;
+  {
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd.get() < 0) throw system_error(tmp, "cannot create", errno);
+    std::size_t done = 0;
+    while (done < contents.size()) {
+      ssize_t n = ::write(fd.get(), contents.data() + done, contents.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int saved = errno;
+        ::unlink(tmp.c_str());
+        throw system_error(tmp, "write failed", saved);
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0) {
+      int saved = errno;
+      ::unlink(tmp.c_str());
+      throw system_error(tmp, "fsync failed", saved);
+    }
+    if (::close(fd.release()) != 0) {
+      int saved = errno;
+      ::unlink(tmp.c_str());
+      throw system_error(tmp, "close failed", saved);
+    }
+  }
+  commit_file(tmp, path);
+}
+
+uint64_t file_size(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw system_error(path, "cannot stat", errno);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+}  // namespace imgpack

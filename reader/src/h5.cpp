@@ -1,0 +1,375 @@
+#include "imgpack/h5.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+
+namespace imgpack::h5 {
+
+void silence_errors() {
+  static std::once_flag once;
+  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+namespace {
+
+herr_t innermost_message(unsigned n, const H5E_error2_t* err, void* client) {
+  auto* out = static_cast<std::string*>(client);
+  if (n == 0 && err->desc != nullptr) *out = err->desc;
+  return 0;
+}
+
+herr_t collect_names(hid_t, const char* name, const H5L_info_t*, void* client) {
+  static_cast<std::vector<std::string>*>(client)->emplace_back(name);
+  return 0;
+}
+
+std::string parent_of(const std::string& name) {
+  auto slash = name.find_last_of('/');
+  if (slash == std::string::npos || slash == 0) return "/";
+  return name.substr(0, slash);
+}
+
+}  // namespace
+
+std::string last_error_message() {
+  std::string message;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost_message, &message);
+  return message;
+}
+
+herr_t Handle::close() {
+  if (id_ < 0) return 0;
+  hid_t id = release();
+  switch (H5Iget_type(id)) {
+    case H5I_FILE: return H5Fclose(id);
+    case H5I_GROUP: return H5Gclose(id);
+    case H5I_DATASET: return H5Dclose(id);
+    case H5I_DATASPACE: return H5Sclose(id);
+    case H5I_DATATYPE: return H5Tclose(id);
+    case H5I_ATTR: return H5Aclose(id);
+    case H5I_GENPROP_LST: return H5Pclose(id);
+    default: return H5Idec_ref(id);
+  }
+}
+
+Handle group_creation_plist() {
+  silence_errors();
+  Handle plist(H5Pcreate(H5P_GROUP_CREATE));
+  if (!plist || H5Pset_obj_track_times(plist.get(), false) < 0) {
+    throw Error("HDF5: cannot create a group property list: " + last_error_message());
+  }
+  return plist;
+}
+
+Handle dataset_creation_plist() {
+  silence_errors();
+  Handle plist(H5Pcreate(H5P_DATASET_CREATE));
+  if (!plist || H5Pset_obj_track_times(plist.get(), false) < 0) {
+    throw Error("HDF5: cannot create a dataset property list: " + last_error_message());
+  }
+  return plist;
+}
+
+hid_t File::check(hid_t id, const char* call, const std::string& object) const {
+  if (id < 0) {
+    std::string message = path_.string() + ": " + call + "(" + object + ") failed";
+    std::string detail = last_error_message();
+    if (!detail.empty()) message += ": " + detail;
+    throw Error(message);
+  }
+  return id;
+}
+
+void File::check_status(herr_t status, const char* call, const std::string& object) const {
+  if (status < 0) check(H5I_INVALID_HID, call, object);
+}
+
+File File::open_read(const std::filesystem::path& path) {
+  silence_errors();
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (id < 0) {
+    std::string detail = last_error_message();
+    std::string message = path.string() + ": cannot open as HDF5";
+    if (!detail.empty()) message += ": " + detail;
+    if (detail.find("lock") != std::string::npos) {
+      message += " (on file systems without flock, e.g. NFS, set HDF5_USE_FILE_LOCKING=FALSE)";
+    }
+    throw Error(message);
+  }
+  return File(Handle(id), path);
+}
+
+File File::open_write(const std::filesystem::path& path) {
+  silence_errors();
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  if (id < 0) {
+    throw Error(path.string() + ": cannot open for writing: " + last_error_message());
+  }
+  return File(Handle(id), path);
+}
+
+File File::create(const std::filesystem::path& path) {
+  silence_errors();
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  if (!fapl || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
+      H5Pset_alignment(fapl.get(), format::kAlignmentThreshold, format::kAlignment) < 0) {
+    throw Error(path.string() + ": cannot set file access properties: " + last_error_message());
+  }
+  // The root group is created from the file creation properties: no times there either.
+  Handle fcpl(H5Pcreate(H5P_FILE_CREATE));
+  if (!fcpl || H5Pset_obj_track_times(fcpl.get(), false) < 0) {
+    throw Error(path.string() + ": cannot set file creation properties: " + last_error_message());
+  }
+  hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
+  if (id < 0) throw Error(path.string() + ": cannot create: " + last_error_message());
+  return File(Handle(id), path);
+}
+
+void File::close() {
+  if (!handle_) return;
+  check_status(H5Fflush(handle_.get(), H5F_SCOPE_LOCAL), "H5Fflush", "/");
+  check_status(handle_.close(), "H5Fclose", "/");
+}
+
+bool File::exists(const std::string& object) const {
+  if (object == "/") return true;
+  // H5Lexists fails (rather than returning false) when a parent is missing,
+  // so walk the path one component at a time.
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = object.find('/', pos + 1);
+    std::string prefix = object.substr(0, pos);
+    if (H5Lexists(id(), prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+  }
+  return H5Oexists_by_name(id(), object.c_str(), H5P_DEFAULT) > 0;
+}
+
+Handle File::open_dataset(const std::string& name) const {
+  if (!exists(name)) throw Error(path_.string() + ": missing dataset " + name);
+  return Handle(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "H5Dopen2", name));
+}
+
+Handle File::open_group(const std::string& name) const {
+  if (!exists(name)) throw Error(path_.string() + ": missing group " + name);
+  return Handle(check(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), "H5Gopen2", name));
+}
+
+Handle File::create_group(const std::string& name) {
+  if (name == "/") return Handle(check(H5Gopen2(id(), "/", H5P_DEFAULT), "H5Gopen2", name));
+  std::string parent = parent_of(name);
+  if (parent != "/" && !exists(parent)) create_group(parent);
+  if (exists(name)) return open_group(name);
+  Handle gcpl = group_creation_plist();
+  return Handle(check(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
+                      "H5Gcreate2", name));
+}
+
+void File::unlink(const std::string& name) {
+  check_status(H5Ldelete(id(), name.c_str(), H5P_DEFAULT), "H5Ldelete", name);
+}
+
+std::vector<uint64_t> File::shape(const std::string& name) const {
+  Handle dataset = open_dataset(name);
+  Handle space(check(H5Dget_space(dataset.get()), "H5Dget_space", name));
+  int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0) check(H5I_INVALID_HID, "H5Sget_simple_extent_ndims", name);
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0) check_status(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr),
+                             "H5Sget_simple_extent_dims", name);
+  return {dims.begin(), dims.end()};
+}
+
+uint64_t File::length(const std::string& name) const {
+  std::vector<uint64_t> dims = shape(name);
+  if (dims.size() != 1) {
+    throw Error(path_.string() + ": " + name + " has rank " + std::to_string(dims.size()) +
+                ", expected 1");
+  }
+  return dims[0];
+}
+
+void File::read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed,
+                    bool is_float, void* out, uint64_t n) const {
+  Handle dataset = open_dataset(name);
+  Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
+  H5T_class_t cls = H5Tget_class(type.get());
+  bool ok = is_float ? cls == H5T_FLOAT
+                     : cls == H5T_INTEGER && H5Tget_sign(type.get()) == (is_signed ? H5T_SGN_2
+                                                                                   : H5T_SGN_NONE);
+  if (!ok || H5Tget_size(type.get()) != size) {
+    throw Error(path_.string() + ": " + name + " has an unexpected element type");
+  }
+  if (n == 0) return;
+  check_status(H5Dread(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread",
+               name);
+}
+
+void File::write_raw(const std::string& name, hid_t mem_type, const void* data, uint64_t n) {
+  std::string parent = parent_of(name);
+  if (parent != "/") create_group(parent);
+  hsize_t dims[1] = {n};
+  Handle space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", name));
+  Handle dcpl = dataset_creation_plist();
+  Handle dataset(check(H5Dcreate2(id(), name.c_str(), mem_type, space.get(), H5P_DEFAULT,
+                                  dcpl.get(), H5P_DEFAULT),
+                       "H5Dcreate2", name));
+  if (n == 0) return;
+  check_status(H5Dwrite(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "H5Dwrite",
+               name);
+}
+
+namespace {
+
+Handle utf8_string_type() {
+  Handle type(H5Tcopy(H5T_C_S1));
+  if (!type || H5Tset_size(type.get(), H5T_VARIABLE) < 0 ||
+      H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0) {
+    throw Error("HDF5: cannot make a string type: " + last_error_message());
+  }
+  return type;
+}
+
+}  // namespace
+
+std::vector<std::string> File::read_strings(const std::string& name) const {
+  Handle dataset = open_dataset(name);
+  Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
+  if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) <= 0) {
+    throw Error(path_.string() + ": " + name + " is not a variable-length string dataset");
+  }
+  uint64_t n = length(name);
+  std::vector<char*> raw(n, nullptr);
+  Handle mem_type = utf8_string_type();
+  if (n > 0) {
+    check_status(H5Dread(dataset.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()),
+                 "H5Dread", name);
+  }
+  std::vector<std::string> out;
+  out.reserve(n);
+  for (char* s : raw) out.emplace_back(s != nullptr ? s : "");
+  if (n > 0) {
+    Handle space(check(H5Dget_space(dataset.get()), "H5Dget_space", name));
+    H5Dvlen_reclaim(mem_type.get(), space.get(), H5P_DEFAULT, raw.data());
+  }
+  return out;
+}
+
+void File::write_strings(const std::string& name, const std::vector<std::string>& values) {
+  std::string parent = parent_of(name);
+  if (parent != "/") create_group(parent);
+  std::vector<const char*> raw;
+  raw.reserve(values.size());
+  for (const std::string& s : values) raw.push_back(s.c_str());
+  hsize_t dims[1] = {values.size()};
+  Handle type = utf8_string_type();
+  Handle space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", name));
+  Handle dcpl = dataset_creation_plist();
+  Handle dataset(check(H5Dcreate2(id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT,
+                                  dcpl.get(), H5P_DEFAULT),
+                       "H5Dcreate2", name));
+  if (values.empty()) return;
+  check_status(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()),
+               "H5Dwrite", name);
+}
+
+bool File::has_attr(const std::string& object, const std::string& attr) const {
+  if (!exists(object)) return false;
+  return H5Aexists_by_name(id(), object.c_str(), attr.c_str(), H5P_DEFAULT) > 0;
+}
+
+Handle File::open_attr(const std::string& object, const std::string& attr) const {
+  if (!has_attr(object, attr)) {
+    throw Error(path_.string() + ": missing attribute " + attr + " on " + object);
+  }
+  return Handle(check(H5Aopen_by_name(id(), object.c_str(), attr.c_str(), H5P_DEFAULT,
+                                      H5P_DEFAULT),
+                      "H5Aopen_by_name", object + "@" + attr));
+}
+
+Handle File::create_attr(const std::string& object, const std::string& attr, hid_t type) {
+  if (has_attr(object, attr)) {
+    check_status(H5Adelete_by_name(id(), object.c_str(), attr.c_str(), H5P_DEFAULT),
+                 "H5Adelete_by_name", object + "@" + attr);
+  }
+  Handle space(check(H5Screate(H5S_SCALAR), "H5Screate", object + "@" + attr));
+  return Handle(check(H5Acreate_by_name(id(), object.c_str(), attr.c_str(), type, space.get(),
+                                        H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                      "H5Acreate_by_name", object + "@" + attr));
+}
+
+int64_t File::read_int_attr(const std::string& object, const std::string& attr) const {
+  Handle a = open_attr(object, attr);
+  Handle type(check(H5Aget_type(a.get()), "H5Aget_type", object + "@" + attr));
+  if (H5Tget_class(type.get()) != H5T_INTEGER) {
+    throw Error(path_.string() + ": attribute " + attr + " on " + object + " is not an integer");
+  }
+  int64_t value = 0;
+  check_status(H5Aread(a.get(), H5T_NATIVE_INT64, &value), "H5Aread", object + "@" + attr);
+  return value;
+}
+
+double File::read_double_attr(const std::string& object, const std::string& attr) const {
+  Handle a = open_attr(object, attr);
+  Handle type(check(H5Aget_type(a.get()), "H5Aget_type", object + "@" + attr));
+  H5T_class_t cls = H5Tget_class(type.get());
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+    throw Error(path_.string() + ": attribute " + attr + " on " + object + " is not a number");
+  }
+  double value = 0;
+  check_status(H5Aread(a.get(), H5T_NATIVE_DOUBLE, &value), "H5Aread", object + "@" + attr);
+  return value;
+}
+
+std::string File::read_string_attr(const std::string& object, const std::string& attr) const {
+  Handle a = open_attr(object, attr);
+  Handle type(check(H5Aget_type(a.get()), "H5Aget_type", object + "@" + attr));
+  if (H5Tget_class(type.get()) != H5T_STRING) {
+    throw Error(path_.string() + ": attribute " + attr + " on " + object + " is not a string");
+  }
+  if (H5Tis_variable_str(type.get()) > 0) {
+    Handle mem_type = utf8_string_type();
+    char* raw = nullptr;
+    check_status(H5Aread(a.get(), mem_type.get(), &raw), "H5Aread", object + "@" + attr);
+    std::string value = raw != nullptr ? raw : "";
+    H5free_memory(raw);
+    return value;
+  }
+  std::size_t size = H5Tget_size(type.get());
+  std::string value(size, '\0');
+  check_status(H5Aread(a.get(), type.get(), value.data()), "H5Aread", object + "@" + attr);
+  value.resize(std::min(value.size(), value.find('\0')));
+  return value;
+}
+
+void File::write_attr(const std::string& object, const std::string& attr, int64_t value) {
+  Handle a = create_attr(object, attr, H5T_STD_I64LE);
+  check_status(H5Awrite(a.get(), H5T_NATIVE_INT64, &value), "H5Awrite", object + "@" + attr);
+}
+
+void File::write_attr(const std::string& object, const std::string& attr, double value) {
+  Handle a = create_attr(object, attr, H5T_IEEE_F64LE);
+  check_status(H5Awrite(a.get(), H5T_NATIVE_DOUBLE, &value), "H5Awrite", object + "@" + attr);
+}
+
+void File::write_attr(const std::string& object, const std::string& attr,
+                      const std::string& value) {
+  Handle type = utf8_string_type();
+  Handle a = create_attr(object, attr, type.get());
+  const char* raw = value.c_str();
+  check_status(H5Awrite(a.get(), type.get(), &raw), "H5Awrite", object + "@" + attr);
+}
+
+std::vector<std::string> File::list(const std::string& group) const {
+  Handle g = open_group(group);
+  std::vector<std::string> names;
+  check_status(H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_names, &names),
+               "H5Literate", group);
+  return names;
+}
+
+}  // namespace imgpack::h5

@@ -1,0 +1,25 @@
+#include "cli_common.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+namespace imgpack::cli {
+
+void print_json(const nlohmann::ordered_json& value) {
+  std::cout << value.dump(2) << std::endl;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+}  // namespace imgpack::cli

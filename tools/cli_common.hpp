@@ -1,0 +1,32 @@
+// What every imgpack subcommand shares: how it is registered, how it reports
+// errors and how it prints JSON.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace imgpack::cli {
+
+// The work a parsed subcommand will do; returns the process exit code.
+using Action = std::function<int()>;
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// Each subcommand adds itself to `app` and, when it is the one parsed, stores
+// its work in `action`.
+void add_convert_command(CLI::App& app, Action& action);
+void add_inspect_command(CLI::App& app, Action& action);
+void add_sample_data_command(CLI::App& app, Action& action);
+
+// Prints one JSON object on stdout, followed by a newline.
+void print_json(const nlohmann::ordered_json& value);
+
+// "1.5 GiB", "320 KiB", "12 B"
+std::string human_bytes(uint64_t bytes);
+
+}  // namespace imgpack::cli

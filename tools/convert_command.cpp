@@ -1,0 +1,141 @@
+// imgpack convert SRC OUT: pack an image directory into a dataset.
+#include <memory>
+
+#include "cli_common.hpp"
+#include "imgpack/convert.hpp"
+#include "progress.hpp"
+
+namespace imgpack::cli {
+
+namespace {
+
+struct ConvertArgs {
+  std::string src, out;
+  std::string size, resize = "crop", fill = "0", color = "rgb", labels = "dirs";
+  std::string group_regex, group_missing = "error";
+  uint32_t variants = 1;
+  std::string augment;
+  std::string shard_size = "1G";
+  unsigned threads = 0;
+  uint64_t seed = 0;
+  std::string order = "shuffle", on_error = "skip";
+  bool overwrite = false;
+  uint64_t max_pixels = uint64_t{1} << 28;
+  bool no_dct_scaling = false;
+  bool quiet = false, json = false;
+};
+
+ConvertOptions to_options(const ConvertArgs& a) {
+  ConvertOptions o;
+  o.src = a.src;
+  o.out = a.out;
+  if (!a.size.empty()) o.size = parse_image_size(a.size);
+  o.resize = a.resize == "crop" ? ResizeMode::crop
+             : a.resize == "stretch" ? ResizeMode::stretch
+                                     : ResizeMode::pad;
+  o.fill = parse_fill(a.fill);
+  o.color = a.color == "gray" ? ColorMode::gray : ColorMode::rgb;
+  o.scan.labels = a.labels == "none" ? LabelSource::none : LabelSource::dirs;
+  o.scan.group_regex = a.group_regex;
+  o.scan.group_missing_ok = a.group_missing == "ok";
+  o.variants = a.variants;
+  o.augment = a.augment;
+  o.shard_size = parse_byte_size(a.shard_size);
+  o.threads = a.threads;
+  o.seed = a.seed;
+  o.order = a.order == "sorted" ? WriteOrder::sorted : WriteOrder::shuffle;
+  o.on_error = a.on_error == "fail" ? OnError::fail : OnError::skip;
+  o.overwrite = a.overwrite;
+  o.max_pixels = a.max_pixels;
+  o.dct_scaling = !a.no_dct_scaling;
+  return o;
+}
+
+int run_convert(const ConvertArgs& args) {
+  ConvertOptions options = to_options(args);
+  Progress progress("convert", args.quiet || args.json);
+  ConvertResult result = convert(options, [&](const ConvertProgress& p) {
+    progress.update(p.done, p.total, p.skipped);
+  });
+  progress.finish(result.samples + result.skipped.size(), result.samples + result.skipped.size(),
+                  result.skipped.size());
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["records"] = result.records;
+    j["samples"] = result.samples;
+    j["skipped"] = result.skipped.size();
+    j["shards"] = result.shards;
+    j["seconds"] = result.seconds;
+    j["width"] = result.width;
+    j["height"] = result.height;
+    j["channels"] = result.channels;
+    j["dataset_uuid"] = result.uuid;
+    j["out"] = args.out;
+    print_json(j);
+  } else if (!args.quiet) {
+    std::fprintf(stderr, "%s: %llu records from %llu images (%ux%ux%u) in %llu shard%s, %.1f s",
+                 args.out.c_str(), static_cast<unsigned long long>(result.records),
+                 static_cast<unsigned long long>(result.samples), result.width, result.height,
+                 result.channels, static_cast<unsigned long long>(result.shards),
+                 result.shards == 1 ? "" : "s", result.seconds);
+    if (!result.skipped.empty()) {
+      std::fprintf(stderr, "; %zu skipped (reasons in %s/report.json), first: %s: %s",
+                   result.skipped.size(), args.out.c_str(), result.skipped[0].path.c_str(),
+                   result.skipped[0].reason.c_str());
+    }
+    std::fputc('\n', stderr);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_convert_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<ConvertArgs>();
+  CLI::App* cmd = app.add_subcommand("convert", "Pack an image directory into a dataset");
+  cmd->add_option("SRC", args->src, "Input directory (class folders below it)")->required();
+  cmd->add_option("OUT", args->out, "Output dataset directory (new or empty)")->required();
+  cmd->add_option("--size", args->size, "Output size N or WxH (default: the size all inputs share)");
+  cmd->add_option("--resize", args->resize, "crop: cover and centre-crop; stretch; pad: letterbox")
+      ->check(CLI::IsMember({"crop", "stretch", "pad"}))
+      ->capture_default_str();
+  cmd->add_option("--fill", args->fill, "Fill for pad and alpha: V or R,G,B")->capture_default_str();
+  cmd->add_option("--color", args->color, "Output colour")
+      ->check(CLI::IsMember({"rgb", "gray"}))
+      ->capture_default_str();
+  cmd->add_option("--labels", args->labels, "dirs: class = first folder below SRC; none: unlabeled")
+      ->check(CLI::IsMember({"dirs", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--group-regex", args->group_regex,
+                  "Regex over the relative path whose first capture names the group");
+  cmd->add_option("--group-missing", args->group_missing,
+                  "A path the group regex does not match: error, or ok (no group)")
+      ->check(CLI::IsMember({"error", "ok"}))
+      ->capture_default_str();
+  cmd->add_option("--variants", args->variants, "Records per image: 1 clean + K-1 augmented")
+      ->capture_default_str();
+  cmd->add_option("--augment", args->augment, "Augmentation spec for variants 1..K-1");
+  cmd->add_option("--shard-size", args->shard_size, "Most pixel bytes per shard (K/M/G suffixes)")
+      ->capture_default_str();
+  cmd->add_option("--threads", args->threads, "Worker threads (0 = all cores)")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed for write order and augmentation")
+      ->capture_default_str();
+  cmd->add_option("--order", args->order, "Write order: shuffle (seeded) or sorted by path")
+      ->check(CLI::IsMember({"shuffle", "sorted"}))
+      ->capture_default_str();
+  cmd->add_option("--on-error", args->on_error, "Unreadable input: skip and report, or fail")
+      ->check(CLI::IsMember({"skip", "fail"}))
+      ->capture_default_str();
+  cmd->add_flag("--overwrite", args->overwrite, "Replace the dataset already in OUT");
+  cmd->add_option("--max-pixels", args->max_pixels,
+                  "Skip images declaring more pixels than this (decompression bombs)")
+      ->capture_default_str();
+  cmd->add_flag("--no-dct-scaling", args->no_dct_scaling,
+                "Decode JPEGs at full size before resizing (slower; for comparisons)");
+  cmd->add_flag("--quiet,-q", args->quiet, "No progress output");
+  cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
+  cmd->callback([args, &action] { action = [args] { return run_convert(*args); }; });
+}
+
+}  // namespace imgpack::cli

@@ -1,0 +1,132 @@
+// imgpack inspect DATASET: what a dataset holds.
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+#include "cli_common.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/files.hpp"
+#include "imgpack/format.hpp"
+
+namespace imgpack::cli {
+
+namespace {
+
+struct InspectArgs {
+  std::string dataset;
+  bool json = false;
+};
+
+int run_inspect(const InspectArgs& args) {
+  DatasetIndex index = read_index(args.dataset);
+  std::filesystem::path dir(args.dataset);
+
+  std::vector<uint64_t> class_counts(index.class_names.size(), 0);
+  uint64_t unlabeled = 0;
+  for (int32_t label : index.sample_label) {
+    if (label < 0) {
+      ++unlabeled;
+    } else {
+      ++class_counts[static_cast<std::size_t>(label)];
+    }
+  }
+  uint64_t disk_bytes = imgpack::file_size(dir / format::kIndexFile);
+  std::vector<std::string> missing_shards;
+  for (const std::string& shard : index.shard_file) {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(dir / shard, ec);
+    if (ec) {
+      missing_shards.push_back(shard);
+    } else {
+      disk_bytes += size;
+    }
+  }
+  const uint64_t pixel_bytes = index.num_records() * index.record_bytes();
+
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["path"] = args.dataset;
+    j["dataset_uuid"] = index.uuid;
+    j["imgpack_format"] = index.format_version;
+    j["records"] = index.num_records();
+    j["samples"] = index.num_samples();
+    j["height"] = index.height;
+    j["width"] = index.width;
+    j["channels"] = index.channels;
+    j["variants"] = index.variants;
+    j["color"] = index.color;
+    j["pixel_bytes"] = pixel_bytes;
+    j["disk_bytes"] = disk_bytes;
+    nlohmann::ordered_json classes = nlohmann::ordered_json::array();
+    for (std::size_t c = 0; c < index.class_names.size(); ++c) {
+      classes.push_back({{"name", index.class_names[c]}, {"count", class_counts[c]}});
+    }
+    j["classes"] = std::move(classes);
+    j["unlabeled"] = unlabeled;
+    j["groups"] = index.group_names.size();
+    j["shards"] = index.num_shards();
+    j["missing_shards"] = missing_shards;
+    nlohmann::ordered_json splits = nlohmann::ordered_json::array();
+    for (const Split& split : index.splits) {
+      splits.push_back({{"name", split.name},
+                        {"kind", split.kind},
+                        {"folds", split.folds},
+                        {"seed", split.seed},
+                        {"test_size", std::count(split.assign.begin(), split.assign.end(),
+                                                 format::kTestFold)}});
+    }
+    j["splits"] = std::move(splits);
+    j["convert_options"] = nlohmann::ordered_json::parse(index.convert_options, nullptr, false);
+    j["created_by"] = index.created_by;
+    print_json(j);
+    return kExitOk;
+  }
+
+  std::cout << args.dataset << "\n"
+            << "  uuid        " << index.uuid << "  (imgpack format " << index.format_version
+            << ", " << index.created_by << ")\n"
+            << "  records     " << index.num_records() << " (" << index.num_samples()
+            << " images x " << index.variants << " variant" << (index.variants == 1 ? "" : "s")
+            << ")\n"
+            << "  shape       " << index.height << " x " << index.width << " x " << index.channels
+            << " uint8 (" << index.color << "), " << human_bytes(index.record_bytes())
+            << " per record\n"
+            << "  size        " << human_bytes(pixel_bytes) << " of pixels, "
+            << human_bytes(disk_bytes) << " on disk in " << index.num_shards() << " shard"
+            << (index.num_shards() == 1 ? "" : "s") << "\n";
+  if (!missing_shards.empty()) {
+    std::cout << "  MISSING     " << missing_shards.size() << " shard files, e.g. "
+              << missing_shards[0] << "\n";
+  }
+  std::cout << "  classes     " << index.class_names.size();
+  if (unlabeled > 0) std::cout << " (" << unlabeled << " unlabeled images)";
+  std::cout << "\n";
+  std::size_t width = 0;
+  for (const std::string& name : index.class_names) width = std::max(width, name.size());
+  for (std::size_t c = 0; c < index.class_names.size(); ++c) {
+    std::string name = index.class_names[c];
+    name.resize(width, ' ');
+    std::cout << "    " << name << "  " << class_counts[c] << "\n";
+  }
+  std::cout << "  groups      " << index.group_names.size() << "\n";
+  std::cout << "  splits      " << (index.splits.empty() ? "none" : "") << "\n";
+  for (const Split& split : index.splits) {
+    std::cout << "    " << split.name << ": " << split.kind << ", " << split.folds << " folds, seed "
+              << split.seed << ", test "
+              << std::count(split.assign.begin(), split.assign.end(), format::kTestFold) << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Summarise a dataset: sizes, classes, groups, "
+                                                "shards, splits");
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
+  cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
+  cmd->callback([args, &action] { action = [args] { return run_inspect(*args); }; });
+}
+
+}  // namespace imgpack::cli

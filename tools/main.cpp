@@ -1,0 +1,44 @@
+// imgpack: pack image directories into HDF5 datasets that train at memory speed.
+#include <opencv2/core/utils/logger.hpp>
+
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/version.hpp"
+
+int main(int argc, char** argv) {
+  using namespace imgpack::cli;
+  // OpenCV's own warnings would interleave with our messages; we report failures ourselves.
+  cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
+
+  CLI::App app{"imgpack: pack image directories into uncompressed HDF5 shards that training "
+               "programs read at memory speed"};
+  app.set_version_flag("--version", std::string("imgpack ") + imgpack::kVersionString);
+  app.require_subcommand(1);
+  Action action;
+  add_convert_command(app, action);
+  add_inspect_command(app, action);
+  add_sample_data_command(app, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  } catch (const imgpack::UsageError& e) {
+    std::cerr << "imgpack: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  try {
+    return action ? action() : kExitUsage;
+  } catch (const imgpack::UsageError& e) {
+    std::cerr << "imgpack: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "imgpack: " << e.what() << "\n";
+    return kExitFailure;
+  }
+}
