@@ -30,7 +30,7 @@ int run_inspect(const InspectArgs& args) {
       ++class_counts[static_cast<std::size_t>(label)];
     }
   }
-  uint64_t disk_bytes = imgpack::file_size(dir / format::kIndexFile);
+  uint64_t disk_bytes = file_length(dir / format::kIndexFile);
   std::vector<std::string> missing_shards;
   for (const std::string& shard : index.shard_file) {
     std::error_code ec;

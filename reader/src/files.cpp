@@ -82,7 +82,7 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   commit_file(tmp, path);
 }
 
-uint64_t file_size(const std::filesystem::path& path) {
+uint64_t file_length(const std::filesystem::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw system_error(path, "cannot stat", errno);
   return static_cast<uint64_t>(st.st_size);

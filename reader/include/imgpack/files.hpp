@@ -22,6 +22,6 @@ void commit_file(const std::filesystem::path& from, const std::filesystem::path&
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
 
 // Size in bytes of a regular file.
-uint64_t file_size(const std::filesystem::path& path);
+uint64_t file_length(const std::filesystem::path& path);
 
 }  // namespace imgpack

@@ -1,0 +1,77 @@
+#include "imgpack/h5.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "imgpack/error.hpp"
+#include "test_support.hpp"
+
+namespace imgpack::h5 {
+namespace {
+
+TEST(H5File, RoundTripsVectorsStringsAndAttributes) {
+  test::TempDir dir;
+  {
+    File file = File::create(dir / "t.h5");
+    file.write<int32_t>("/a/b/ints", std::vector<int32_t>{1, -2, 3});
+    file.write<uint64_t>("/empty", std::vector<uint64_t>{});
+    file.write_strings("/names", {"zebra", "", "naïve"});
+    file.write_attr("/", "count", int64_t{7});
+    file.write_attr("/a", "ratio", 0.25);
+    file.write_attr("/a/b/ints", "label", std::string("hello"));
+    file.close();
+  }
+  File file = File::open_read(dir / "t.h5");
+  EXPECT_EQ(file.read<int32_t>("/a/b/ints"), (std::vector<int32_t>{1, -2, 3}));
+  EXPECT_TRUE(file.read<uint64_t>("/empty").empty());
+  EXPECT_EQ(file.read_strings("/names"), (std::vector<std::string>{"zebra", "", "naïve"}));
+  EXPECT_EQ(file.read_int_attr("/", "count"), 7);
+  EXPECT_DOUBLE_EQ(file.read_double_attr("/a", "ratio"), 0.25);
+  EXPECT_EQ(file.read_string_attr("/a/b/ints", "label"), "hello");
+  EXPECT_TRUE(file.exists("/a/b"));
+  EXPECT_FALSE(file.exists("/a/c/d"));
+  EXPECT_EQ(file.list("/a"), (std::vector<std::string>{"b"}));
+}
+
+TEST(H5File, TypeMismatchIsAnError) {
+  test::TempDir dir;
+  {
+    File file = File::create(dir / "t.h5");
+    file.write<int32_t>("/x", std::vector<int32_t>{1});
+    file.close();
+  }
+  File file = File::open_read(dir / "t.h5");
+  EXPECT_THROW(file.read<uint32_t>("/x"), Error);
+  EXPECT_THROW(file.read<int64_t>("/x"), Error);
+  EXPECT_THROW(file.read_strings("/x"), Error);
+  EXPECT_THROW(file.read<int32_t>("/missing"), Error);
+}
+
+TEST(H5File, OpeningAForeignFileNamesIt) {
+  test::TempDir dir;
+  test::write_bytes(dir / "not.h5", "this is not HDF5");
+  try {
+    File::open_read(dir / "not.h5");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not.h5"), std::string::npos) << e.what();
+  }
+}
+
+TEST(H5File, CreatedFilesAreByteIdentical) {
+  test::TempDir dir;
+  for (const char* name : {"a.h5", "b.h5"}) {
+    // HDF5 stores times with one-second resolution: make them differ.
+    if (std::string(name) == "b.h5") std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    File file = File::create(dir / name);
+    file.write<int32_t>("/g/x", std::vector<int32_t>{1, 2, 3});
+    file.write_attr("/g", "k", std::string("v"));
+    file.close();
+  }
+  EXPECT_EQ(test::read_bytes(dir / "a.h5"), test::read_bytes(dir / "b.h5"));
+}
+
+}  // namespace
+}  // namespace imgpack::h5

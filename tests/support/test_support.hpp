@@ -1,0 +1,65 @@
+// Helpers shared by imgpack's tests: scratch directories, generated images,
+// running the imgpack CLI and the system Python.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace imgpack::test {
+
+// A fresh directory under the system temp dir, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A deterministic RGB test image (CV_8UC3, channels in RGB order) with
+// gradients, edges and noise, so resizing and decoding errors show.
+cv::Mat make_rgb_image(int width, int height, uint64_t seed);
+
+// Writes an RGB image (RGB channel order) with OpenCV, creating parent folders.
+// `extension` picks the format: ".jpg", ".png", ...
+void write_image(const std::filesystem::path& path, const cv::Mat& rgb,
+                 const std::vector<int>& params = {});
+
+// Writes raw bytes to a file, creating parent folders.
+void write_bytes(const std::filesystem::path& path, const std::string& bytes);
+std::string read_bytes(const std::filesystem::path& path);
+
+// OpenCV's decode of a file, converted to RGB (or gray), EXIF orientation applied.
+cv::Mat opencv_decode_rgb(const std::filesystem::path& path, bool gray = false);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs a shell command line, capturing stdout and stderr.
+CommandResult run_command(const std::string& command_line);
+
+// Runs the imgpack CLI with the given arguments (already shell-quoted where needed).
+CommandResult run_imgpack(const std::string& arguments);
+
+// Single-quotes a string for /bin/sh.
+std::string shell_quote(const std::string& text);
+
+// Mean absolute difference between two images of the same size and type.
+double mean_abs_diff(const cv::Mat& a, const cv::Mat& b);
+
+// True if the system Python (/usr/bin/python3) can import all of `modules`.
+bool python_has_modules(const std::vector<std::string>& modules);
+
+}  // namespace imgpack::test
