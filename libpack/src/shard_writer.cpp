@@ -51,6 +51,11 @@ h5::Handle create_images(h5::File& file, RecordShape shape, uint64_t n) {
                                "H5Dcreate2", format::kImages));
 }
 
+// /images must start on a 4096-byte boundary however small it is.
+uint64_t alignment_threshold(RecordShape shape, uint64_t records) {
+  return std::min<uint64_t>(format::kAlignmentThreshold, shape.bytes() * records);
+}
+
 uint64_t images_offset(h5::File& file, const h5::Handle& images) {
   haddr_t offset = H5Dget_offset(images.get());
   if (offset == HADDR_UNDEF) throw file_error(file.path(), "/images has no storage offset");
@@ -106,7 +111,7 @@ ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capaci
   if (capacity_ == 0 || shape_.bytes() == 0) throw Error("ShardWriter: empty shard requested");
   tmp_path_ = final_path_;
   tmp_path_ += format::kTmpSuffix;
-  file_ = h5::File::create(tmp_path_);
+  file_ = h5::File::create(tmp_path_, alignment_threshold(shape_, capacity_));
   images_ = create_images(file_, shape_, capacity_);
   staging_capacity_ = std::clamp<uint64_t>(kStagingBytes / shape_.bytes(), 1, capacity_);
   staging_.resize(staging_capacity_ * shape_.bytes());
@@ -192,7 +197,7 @@ void ShardWriter::compact_and_commit() {
   try {
     uint64_t new_offset = 0;
     {
-      h5::File file = h5::File::create(compact_path);
+      h5::File file = h5::File::create(compact_path, alignment_threshold(shape_, size()));
       h5::Handle images = create_images(file, shape_, size());
       new_offset = images_offset(file, images);
       write_columns_and_attrs(file);

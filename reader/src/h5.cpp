@@ -113,11 +113,11 @@ File File::open_write(const std::filesystem::path& path) {
   return File(Handle(id), path);
 }
 
-File File::create(const std::filesystem::path& path) {
+File File::create(const std::filesystem::path& path, uint64_t alignment_threshold) {
   silence_errors();
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   if (!fapl || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
-      H5Pset_alignment(fapl.get(), format::kAlignmentThreshold, format::kAlignment) < 0) {
+      H5Pset_alignment(fapl.get(), std::max<uint64_t>(alignment_threshold, 1), format::kAlignment) < 0) {
     throw Error(path.string() + ": cannot set file access properties: " + last_error_message());
   }
   // The root group is created from the file creation properties: no times there either.

@@ -19,6 +19,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "imgpack/format.hpp"
+
 namespace imgpack::h5 {
 
 // Turns off HDF5's printing of its error stack to stderr (once per process).
@@ -84,8 +86,10 @@ class File {
   // Opens for reading and writing.
   static File open_write(const std::filesystem::path& path);
   // Creates (truncating) with the format's settings: HDF5 1.10 object format
-  // bounds, and every object of >= 4096 bytes aligned to 4096.
-  static File create(const std::filesystem::path& path);
+  // bounds, and every allocation of at least `alignment_threshold` bytes
+  // aligned to 4096.
+  static File create(const std::filesystem::path& path,
+                     uint64_t alignment_threshold = format::kAlignmentThreshold);
 
   File() = default;
   hid_t id() const { return handle_.get(); }

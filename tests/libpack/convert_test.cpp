@@ -1,0 +1,353 @@
+#include "imgpack/convert.hpp"
+
+#include <gtest/gtest.h>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "imgpack/checksum.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/h5.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A small class-folder tree: two classes, JPEG and PNG, one gray JPEG, one
+// RGBA PNG, varied sizes, one nested folder.
+void make_tree(const fs::path& src) {
+  test::write_image(src / "cat" / "a.jpg", test::make_rgb_image(120, 90, 1), {cv::IMWRITE_JPEG_QUALITY, 95});
+  test::write_image(src / "cat" / "b.png", test::make_rgb_image(64, 80, 2));
+  test::write_image(src / "cat" / "deep" / "er" / "c.jpg", test::make_rgb_image(200, 100, 3));
+  cv::Mat gray;
+  cv::cvtColor(test::make_rgb_image(90, 90, 4), gray, cv::COLOR_RGB2GRAY);
+  test::write_image(src / "dog" / "gray.jpg", gray);
+  cv::Mat rgba;
+  cv::cvtColor(test::make_rgb_image(70, 50, 5), rgba, cv::COLOR_RGB2RGBA);
+  test::write_image(src / "dog" / "alpha.png", rgba);
+  test::write_image(src / "dog" / "e.JPEG", test::make_rgb_image(48, 48, 6));
+  test::write_bytes(src / "dog" / "notes.txt", "not an image, ignored");
+}
+
+ConvertOptions options_for(const fs::path& src, const fs::path& out) {
+  ConvertOptions options;
+  options.src = src;
+  options.out = out;
+  options.size = {{32, 24}};
+  options.threads = 2;
+  return options;
+}
+
+std::vector<uint8_t> read_record(const fs::path& dataset, const DatasetIndex& index, std::size_t r) {
+  h5::File shard = h5::File::open_read(dataset / index.shard_file[index.record_shard[r]]);
+  h5::Handle images = shard.open_dataset(format::kImages);
+  h5::Handle space(H5Dget_space(images.get()));
+  hsize_t start[4] = {index.record_row[r], 0, 0, 0};
+  hsize_t count[4] = {1, index.height, index.width, index.channels};
+  H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+  h5::Handle mem(H5Screate_simple(4, count, nullptr));
+  std::vector<uint8_t> pixels(index.record_bytes());
+  EXPECT_GE(H5Dread(images.get(), H5T_NATIVE_UINT8, mem.get(), space.get(), H5P_DEFAULT,
+                    pixels.data()), 0);
+  return pixels;
+}
+
+// Paths, sizes and contents of every file below `root`.
+std::map<std::string, std::string> snapshot(const fs::path& root) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    std::string key = fs::relative(entry.path(), root).string();
+    files[key] = entry.is_regular_file() ? test::read_bytes(entry.path()) : "<dir>";
+  }
+  return files;
+}
+
+TEST(Convert, WritesTheFormatContract) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  ConvertResult result = convert(options_for(dir / "src", dir / "out"));
+  EXPECT_EQ(result.samples, 6u);
+  EXPECT_EQ(result.records, 6u);
+  EXPECT_EQ(result.ignored_files, 1u);
+  EXPECT_TRUE(result.skipped.empty());
+
+  DatasetIndex index = read_index(dir / "out");
+  EXPECT_EQ(index.format_version, 1);
+  EXPECT_EQ(index.height, 24u);
+  EXPECT_EQ(index.width, 32u);
+  EXPECT_EQ(index.channels, 3u);
+  EXPECT_EQ(index.variants, 1u);
+  EXPECT_EQ(index.color, "rgb");
+  EXPECT_EQ(index.class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_FALSE(index.uuid.empty());
+  auto options = nlohmann::json::parse(index.convert_options);
+  EXPECT_EQ(options["width"], 32);
+  EXPECT_EQ(options["resize"], "crop");
+
+  std::set<std::string> paths(index.sample_path.begin(), index.sample_path.end());
+  EXPECT_EQ(paths, (std::set<std::string>{"cat/a.jpg", "cat/b.png", "cat/deep/er/c.jpg",
+                                          "dog/alpha.png", "dog/e.JPEG", "dog/gray.jpg"}));
+
+  // Index file attributes and the shard columns agree with the record table.
+  h5::File index_file = h5::File::open_read(dir / "out" / "index.h5");
+  EXPECT_EQ(index_file.read_int_attr("/", "imgpack_format"), 1);
+  ASSERT_EQ(index.num_shards(), 1u);
+  h5::File shard = h5::File::open_read(dir / "out" / index.shard_file[0]);
+  EXPECT_EQ(shard.read_string_attr("/", "dataset_uuid"), index.uuid);
+  EXPECT_EQ(shard.read_int_attr("/", "shard_index"), 0);
+  EXPECT_EQ(shard.read_int_attr("/", "imgpack_format"), 1);
+  EXPECT_EQ(shard.shape("/images"), (std::vector<uint64_t>{6, 24, 32, 3}));
+  std::vector<int32_t> labels = shard.read<int32_t>("/labels");
+  std::vector<int64_t> samples = shard.read<int64_t>("/sample");
+  std::vector<uint16_t> variants = shard.read<uint16_t>("/variant");
+  std::vector<uint64_t> sums = shard.read<uint64_t>("/checksum");
+  for (std::size_t r = 0; r < index.num_records(); ++r) {
+    uint32_t row = index.record_row[r];
+    EXPECT_EQ(samples[row], index.record_sample[r]);
+    EXPECT_EQ(variants[row], 0);
+    EXPECT_EQ(labels[row], index.sample_label[static_cast<std::size_t>(samples[row])]);
+    EXPECT_EQ(sums[row], checksum(read_record(dir / "out", index, r)));
+  }
+  // Labels map to folder names.
+  for (std::size_t s = 0; s < index.num_samples(); ++s) {
+    std::string folder = index.sample_path[s].substr(0, index.sample_path[s].find('/'));
+    EXPECT_EQ(index.class_names[static_cast<std::size_t>(index.sample_label[s])], folder);
+    EXPECT_EQ(index.sample_group[s], -1);
+  }
+  nlohmann::json report = nlohmann::json::parse(test::read_bytes(dir / "out" / "report.json"));
+  EXPECT_EQ(report["records"], 6);
+  EXPECT_EQ(report["samples"], 6);
+  EXPECT_TRUE(report["skipped"].empty());
+  EXPECT_EQ(report["options"]["height"], 24);
+}
+
+TEST(Convert, EveryRecordEqualsOpenCvDecodePlusTheSameResize) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  for (bool dct : {false, true}) {
+    ConvertOptions options = options_for(dir / "src", dir / (dct ? "dct" : "full"));
+    options.dct_scaling = dct;
+    options.fill = {255, 255, 255};
+    convert(options);
+    DatasetIndex index = read_index(options.out);
+    ResizeSpec spec{32, 24, ResizeMode::crop, options.fill};
+    for (std::size_t r = 0; r < index.num_records(); ++r) {
+      const std::string& rel = index.sample_path[static_cast<std::size_t>(index.record_sample[r])];
+      // (alpha.png is fully opaque, so its composite equals the colour channels.)
+      cv::Mat source = test::opencv_decode_rgb(dir / "src" / rel);
+      cv::Mat expected(24, 32, CV_8UC3);
+      resize_into(source, spec, expected.data);
+      std::vector<uint8_t> pixels = read_record(options.out, index, r);
+      cv::Mat actual(24, 32, CV_8UC3, pixels.data());
+      double diff = test::mean_abs_diff(actual, expected);
+      // Full decode matches OpenCV to rounding. DCT-domain downscaling
+      // resamples differently; on these noise-textured images (the worst
+      // case) that costs a few levels, while a wrong crop, channel order or
+      // orientation costs tens.
+      EXPECT_LT(diff, dct ? 8.0 : 0.5) << rel << (dct ? " (DCT scaled)" : "");
+    }
+  }
+}
+
+TEST(Convert, BadInputsAreSkippedAndReportedWhileTheRestConverts) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  std::string jpeg = test::read_bytes(dir / "src" / "cat" / "a.jpg");
+  test::write_bytes(dir / "src" / "cat" / "truncated.jpg", jpeg.substr(0, jpeg.size() / 2));
+  test::write_bytes(dir / "src" / "cat" / "empty.jpg", "");
+  test::write_bytes(dir / "src" / "dog" / "text.jpg", "hello, I am not a JPEG\n");
+  auto before = snapshot(dir / "src");
+
+  ConvertResult result = convert(options_for(dir / "src", dir / "out"));
+  EXPECT_EQ(result.samples, 6u);
+  std::map<std::string, std::string> reasons;
+  for (const SkippedInput& s : result.skipped) reasons[s.path] = s.reason;
+  ASSERT_EQ(reasons.size(), 3u);
+  EXPECT_NE(reasons["cat/truncated.jpg"].find("JPEG"), std::string::npos) << reasons["cat/truncated.jpg"];
+  EXPECT_NE(reasons["cat/empty.jpg"].find("empty"), std::string::npos);
+  EXPECT_NE(reasons["dog/text.jpg"].find("not an image"), std::string::npos);
+
+  nlohmann::json report = nlohmann::json::parse(test::read_bytes(dir / "out" / "report.json"));
+  ASSERT_EQ(report["skipped"].size(), 3u);
+  for (const auto& entry : report["skipped"]) {
+    EXPECT_TRUE(reasons.count(entry["path"].get<std::string>()));
+    EXPECT_FALSE(entry["reason"].get<std::string>().empty());
+  }
+  DatasetIndex index = read_index(dir / "out");
+  EXPECT_EQ(index.num_samples(), 6u);
+  // The last shard was sized for 9 inputs and still holds exactly 6 records.
+  h5::File shard = h5::File::open_read(dir / "out" / index.shard_file[0]);
+  EXPECT_EQ(shard.shape("/images")[0], 6u);
+  EXPECT_EQ(snapshot(dir / "src"), before) << "SRC was modified";
+}
+
+TEST(Convert, OnErrorFailStopsWithoutAnIndex) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  test::write_bytes(dir / "src" / "cat" / "empty.jpg", "");
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  options.on_error = OnError::fail;
+  try {
+    convert(options);
+    FAIL() << "expected an error";
+  } catch (const UsageError&) {
+    FAIL() << "a bad input is a runtime failure, not a usage error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty.jpg"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "out" / "index.h5"));
+  for (const auto& entry : fs::directory_iterator(dir / "out")) {
+    EXPECT_FALSE(entry.path().string().ends_with(".tmp")) << entry.path();
+  }
+  EXPECT_THROW(read_index(dir / "out"), Error);
+}
+
+TEST(Convert, OutputIsIdenticalForOneAndTwoThreads) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  for (unsigned threads : {1u, 2u}) {
+    ConvertOptions options = options_for(dir / "src", dir / ("t" + std::to_string(threads)));
+    options.threads = threads;
+    options.shard_size = 3 * 32 * 24 * 3;  // several shards
+    convert(options);
+  }
+  DatasetIndex index = read_index(dir / "t1");
+  EXPECT_EQ(index.num_shards(), 2u);
+  for (const std::string& name : index.shard_file) {
+    EXPECT_EQ(test::read_bytes(dir / "t1" / name), test::read_bytes(dir / "t2" / name)) << name;
+  }
+  EXPECT_EQ(test::read_bytes(dir / "t1" / "index.h5"), test::read_bytes(dir / "t2" / "index.h5"));
+}
+
+TEST(Convert, ShardsHoldAtMostShardSizeBytesOfWholeRecords) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  options.shard_size = 2 * 32 * 24 * 3 + 100;
+  convert(options);
+  DatasetIndex index = read_index(dir / "out");
+  EXPECT_EQ(index.shard_records, (std::vector<uint64_t>{2, 2, 2}));
+}
+
+TEST(Convert, WriteOrderIsASeededShuffleOrSorted) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  auto order_of = [&](WriteOrder order, uint64_t seed, const std::string& name) {
+    ConvertOptions options = options_for(dir / "src", dir / name);
+    options.order = order;
+    options.seed = seed;
+    convert(options);
+    return read_index(dir / name).sample_path;
+  };
+  std::vector<std::string> sorted = order_of(WriteOrder::sorted, 0, "sorted");
+  EXPECT_TRUE(std::is_sorted(sorted.begin(), sorted.end()));
+  std::vector<std::string> a = order_of(WriteOrder::shuffle, 1, "a");
+  std::vector<std::string> b = order_of(WriteOrder::shuffle, 2, "b");
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(std::is_permutation(a.begin(), a.end(), sorted.begin()));
+}
+
+TEST(Convert, WithoutSizeInputsMustShareOne) {
+  test::TempDir dir;
+  test::write_image(dir / "same" / "x" / "1.png", test::make_rgb_image(40, 30, 1));
+  test::write_image(dir / "same" / "y" / "2.jpg", test::make_rgb_image(40, 30, 2));
+  ConvertOptions options = options_for(dir / "same", dir / "out");
+  options.size.reset();
+  ConvertResult result = convert(options);
+  EXPECT_EQ(result.width, 40u);
+  EXPECT_EQ(result.height, 30u);
+
+  test::write_image(dir / "same" / "y" / "3.jpg", test::make_rgb_image(41, 30, 3));
+  options.out = dir / "out2";
+  try {
+    convert(options);
+    FAIL() << "expected a usage error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--size"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Convert, GrayOutputAndUnlabeledInputs) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  test::write_image(dir / "src" / "top.png", test::make_rgb_image(40, 40, 9));
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  options.color = ColorMode::gray;
+  options.scan.labels = LabelSource::none;
+  ConvertResult result = convert(options);
+  EXPECT_EQ(result.samples, 7u);
+  DatasetIndex index = read_index(dir / "out");
+  EXPECT_EQ(index.channels, 1u);
+  EXPECT_EQ(index.color, "gray");
+  EXPECT_TRUE(index.class_names.empty());
+  for (int32_t label : index.sample_label) EXPECT_EQ(label, -1);
+}
+
+TEST(Convert, FilesOutsideClassFoldersAreSkippedWithDirLabels) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  test::write_image(dir / "src" / "top.png", test::make_rgb_image(40, 40, 9));
+  ConvertResult result = convert(options_for(dir / "src", dir / "out"));
+  ASSERT_EQ(result.skipped.size(), 1u);
+  EXPECT_EQ(result.skipped[0].path, "top.png");
+}
+
+TEST(Convert, RefusesToClobberOrToWriteIntoSrc) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  convert(options);
+  EXPECT_THROW(convert(options), UsageError);  // OUT holds a dataset
+  options.overwrite = true;
+  EXPECT_NO_THROW(convert(options));
+  test::write_bytes(dir / "out" / "mine.txt", "user data");
+  EXPECT_THROW(convert(options), UsageError);  // a file imgpack did not write
+  EXPECT_TRUE(fs::exists(dir / "out" / "mine.txt"));
+
+  ConvertOptions inside = options_for(dir / "src", dir / "src" / "packed");
+  EXPECT_THROW(convert(inside), UsageError);
+  EXPECT_FALSE(fs::exists(dir / "src" / "packed"));
+
+  ConvertOptions missing = options_for(dir / "nowhere", dir / "out3");
+  EXPECT_THROW(convert(missing), UsageError);
+}
+
+TEST(Convert, ReportsProgressInOrder) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  std::vector<uint64_t> done;
+  convert(options_for(dir / "src", dir / "out"), [&](const ConvertProgress& p) {
+    EXPECT_EQ(p.total, 6u);
+    done.push_back(p.done);
+  });
+  EXPECT_EQ(done, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(ParseHelpers, SizesBytesAndFills) {
+  EXPECT_EQ(parse_image_size("224"), (std::pair<uint32_t, uint32_t>{224, 224}));
+  EXPECT_EQ(parse_image_size("320x240"), (std::pair<uint32_t, uint32_t>{320, 240}));
+  EXPECT_THROW(parse_image_size("0"), UsageError);
+  EXPECT_THROW(parse_image_size("12x"), UsageError);
+  EXPECT_THROW(parse_image_size("-4"), UsageError);
+  EXPECT_EQ(parse_byte_size("4096"), 4096u);
+  EXPECT_EQ(parse_byte_size("64K"), 65536u);
+  EXPECT_EQ(parse_byte_size("1G"), 1ull << 30);
+  EXPECT_EQ(parse_byte_size("2MB"), 2ull << 20);
+  EXPECT_THROW(parse_byte_size("1Q"), UsageError);
+  EXPECT_THROW(parse_byte_size(""), UsageError);
+  EXPECT_EQ(parse_fill("7"), (std::array<uint8_t, 3>{7, 7, 7}));
+  EXPECT_EQ(parse_fill("1,2,3"), (std::array<uint8_t, 3>{1, 2, 3}));
+  EXPECT_THROW(parse_fill("256"), UsageError);
+  EXPECT_THROW(parse_fill("1,2"), UsageError);
+}
+
+}  // namespace
+}  // namespace imgpack

@@ -1,0 +1,138 @@
+#include "imgpack/shard_writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "imgpack/checksum.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/h5.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<uint8_t> record(RecordShape shape, uint8_t seed) {
+  std::vector<uint8_t> pixels(shape.bytes());
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7 + seed);
+  return pixels;
+}
+
+// Reads /images of a shard through HDF5 and checks the layout contract.
+std::vector<uint8_t> read_images_checked(const fs::path& path, RecordShape shape, uint64_t n) {
+  h5::File file = h5::File::open_read(path);
+  h5::Handle images = file.open_dataset(format::kImages);
+  EXPECT_EQ(file.shape(format::kImages),
+            (std::vector<uint64_t>{n, shape.height, shape.width, shape.channels}));
+  h5::Handle dcpl(H5Dget_create_plist(images.get()));
+  EXPECT_EQ(H5Pget_layout(dcpl.get()), H5D_CONTIGUOUS);
+  EXPECT_EQ(H5Pget_nfilters(dcpl.get()), 0);
+  H5D_alloc_time_t alloc{};
+  H5Pget_alloc_time(dcpl.get(), &alloc);
+  EXPECT_EQ(alloc, H5D_ALLOC_TIME_EARLY);
+  H5D_fill_time_t fill{};
+  H5Pget_fill_time(dcpl.get(), &fill);
+  EXPECT_EQ(fill, H5D_FILL_TIME_NEVER);
+  haddr_t offset = H5Dget_offset(images.get());
+  EXPECT_NE(offset, HADDR_UNDEF);
+  EXPECT_EQ(offset % 4096, 0u);
+  EXPECT_LE(offset + n * shape.bytes(), fs::file_size(path));
+  h5::Handle type(H5Dget_type(images.get()));
+  EXPECT_TRUE(H5Tequal(type.get(), H5T_NATIVE_UINT8) > 0);
+  std::vector<uint8_t> pixels(n * shape.bytes());
+  EXPECT_GE(H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels.data()), 0);
+  return pixels;
+}
+
+TEST(ShardWriter, FullShardMatchesTheContract) {
+  test::TempDir dir;
+  RecordShape shape{6, 5, 3};
+  {
+    ShardWriter writer(dir / "shard-00000.h5", shape, 3, "uuid-1", 0);
+    for (uint8_t i = 0; i < 3; ++i) {
+      std::vector<uint8_t> r = record(shape, i);
+      writer.append(r.data(), checksum(r), i, 10 + i, 0);
+    }
+    EXPECT_TRUE(writer.full());
+    writer.commit();
+  }
+  EXPECT_FALSE(fs::exists(dir / "shard-00000.h5.tmp"));
+  std::vector<uint8_t> pixels = read_images_checked(dir / "shard-00000.h5", shape, 3);
+  for (uint8_t i = 0; i < 3; ++i) {
+    std::vector<uint8_t> expected = record(shape, i);
+    EXPECT_TRUE(std::equal(expected.begin(), expected.end(), pixels.begin() + i * shape.bytes()));
+  }
+  h5::File file = h5::File::open_read(dir / "shard-00000.h5");
+  EXPECT_EQ(file.read<int32_t>(format::kLabels), (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(file.read<int64_t>(format::kSample), (std::vector<int64_t>{10, 11, 12}));
+  EXPECT_EQ(file.read<uint16_t>(format::kVariant), (std::vector<uint16_t>{0, 0, 0}));
+  std::vector<uint64_t> sums = file.read<uint64_t>(format::kChecksum);
+  for (uint8_t i = 0; i < 3; ++i) EXPECT_EQ(sums[i], checksum(record(shape, i)));
+  EXPECT_EQ(file.read_int_attr("/", format::kAttrFormat), 1);
+  EXPECT_EQ(file.read_string_attr("/", format::kAttrUuid), "uuid-1");
+  EXPECT_EQ(file.read_int_attr("/", format::kAttrShardIndex), 0);
+}
+
+TEST(ShardWriter, ShortShardIsCompactedToItsExactSize) {
+  test::TempDir dir;
+  RecordShape shape{64, 64, 3};  // 12 KiB records: several staging flushes, real copy
+  {
+    ShardWriter writer(dir / "shard-00000.h5", shape, 50, "u", 0);
+    for (uint8_t i = 0; i < 17; ++i) {
+      std::vector<uint8_t> r = record(shape, i);
+      writer.append(r.data(), checksum(r), 0, i, 0);
+    }
+    writer.commit();
+  }
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename(), "shard-00000.h5") << "left behind: " << entry.path();
+  }
+  std::vector<uint8_t> pixels = read_images_checked(dir / "shard-00000.h5", shape, 17);
+  for (uint8_t i = 0; i < 17; ++i) {
+    EXPECT_EQ(checksum(pixels.data() + i * shape.bytes(), shape.bytes()),
+              checksum(record(shape, i)));
+  }
+}
+
+TEST(ShardWriter, AbandonedShardLeavesNothing) {
+  test::TempDir dir;
+  RecordShape shape{4, 4, 1};
+  {
+    ShardWriter writer(dir / "shard-00000.h5", shape, 10, "u", 0);
+    std::vector<uint8_t> r = record(shape, 1);
+    writer.append(r.data(), checksum(r), 0, 0, 0);
+  }
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+TEST(DatasetWriter, RollsOverAtTheShardSizeAndTracksRecords) {
+  test::TempDir dir;
+  RecordShape shape{8, 8, 3};  // 192 bytes
+  DatasetIndex index;
+  {
+    // 1000 bytes per shard -> 5 records per shard; 12 records announced, 11 arrive.
+    DatasetWriter writer(dir.path(), shape, 1000, "u", 12);
+    EXPECT_EQ(writer.records_per_shard(), 5u);
+    for (int i = 0; i < 11; ++i) {
+      std::vector<uint8_t> r = record(shape, static_cast<uint8_t>(i));
+      writer.add(r.data(), checksum(r), i % 3, i, 0);
+    }
+    writer.forgo(1);
+    writer.finish(index);
+  }
+  EXPECT_EQ(index.shard_file,
+            (std::vector<std::string>{"shard-00000.h5", "shard-00001.h5", "shard-00002.h5"}));
+  EXPECT_EQ(index.shard_records, (std::vector<uint64_t>{5, 5, 1}));
+  ASSERT_EQ(index.num_records(), 11u);
+  for (uint32_t i = 0; i < 11; ++i) {
+    EXPECT_EQ(index.record_shard[i], i / 5);
+    EXPECT_EQ(index.record_row[i], i % 5);
+    EXPECT_EQ(index.record_sample[i], i);
+  }
+  read_images_checked(dir / "shard-00002.h5", shape, 1);
+}
+
+}  // namespace
+}  // namespace imgpack
