@@ -21,6 +21,16 @@ int main(int argc, char** argv) {
   add_inspect_command(app, action);
   add_sample_data_command(app, action);
 
+  std::string names;
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    names += " " + sub->get_name();
+    known = known || (argc > 1 && sub->get_name() == argv[1]);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::cerr << "imgpack: unknown command '" << argv[1] << "'; commands:" << names << "\n";
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

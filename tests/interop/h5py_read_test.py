@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""Reads an imgpack dataset with h5py only, as a Python user would, and checks
+shapes, labels and pixels against the source images decoded by OpenCV."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import cv2
+    import h5py
+    import numpy as np
+except ImportError as e:  # ctest treats 77 as skipped
+    print(f"skipping: {e}")
+    sys.exit(77)
+
+IMGPACK = os.environ["IMGPACK"]
+
+
+def run(*args):
+    subprocess.run([IMGPACK, *args], check=True)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "src"), os.path.join(tmp, "out")
+        run("sample-data", src, "--classes", "3", "--groups", "4", "--per-class", "7", "-q")
+        # Lossless PNG so that pixel comparisons can be exact: re-encode one class.
+        run("convert", src, out, "--size", "40x30", "--resize", "stretch", "--quiet",
+            "--shard-size", "20K", "--no-dct-scaling")
+
+        index = h5py.File(os.path.join(out, "index.h5"), "r")
+        assert index.attrs["imgpack_format"] == 1
+        height, width, channels = (int(index.attrs[k]) for k in ("height", "width", "channels"))
+        assert (height, width, channels) == (30, 40, 3)
+        paths = [p.decode() for p in index["samples/path"][:]]
+        labels = index["samples/label"][:]
+        classes = [c.decode() for c in index["classes/name"][:]]
+        assert classes == sorted(classes) and len(classes) == 3
+        shard_files = [f.decode() for f in index["shards/file"][:]]
+        assert len(shard_files) > 1, "expected several shards with --shard-size 20K"
+        rec_shard, rec_row = index["records/shard"][:], index["records/row"][:]
+        rec_sample = index["records/sample"][:]
+        assert len(rec_shard) == len(paths) == 21
+
+        shards = [h5py.File(os.path.join(out, f), "r") for f in shard_files]
+        for s in shards:
+            images = s["images"]
+            assert images.dtype == np.uint8 and images.shape[1:] == (30, 40, 3)
+            assert images.chunks is None and images.compression is None
+            assert images.id.get_offset() % 4096 == 0
+            assert s.attrs["dataset_uuid"] == index.attrs["dataset_uuid"]
+
+        worst = 0.0
+        for r in range(len(rec_shard)):
+            shard = shards[rec_shard[r]]
+            row = rec_row[r]
+            sample = rec_sample[r]
+            assert shard["sample"][row] == sample
+            assert shard["labels"][row] == labels[sample]
+            path = paths[sample]
+            assert classes[labels[sample]] == path.split("/")[0]
+            source = cv2.cvtColor(cv2.imread(os.path.join(src, path)), cv2.COLOR_BGR2RGB)
+            expected = cv2.resize(source, (40, 30), interpolation=cv2.INTER_AREA)
+            got = shard["images"][row]
+            diff = np.abs(got.astype(np.int16) - expected.astype(np.int16)).mean()
+            worst = max(worst, diff)
+        assert worst < 0.5, f"pixels differ from OpenCV decode + resize by {worst:.2f} on average"
+        report = json.load(open(os.path.join(out, "report.json")))
+        assert report["records"] == 21 and report["skipped"] == []
+        print(f"ok: 21 records in {len(shards)} shards, worst mean abs diff {worst:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+// The imgpack CLI as a user runs it: exit codes, messages, JSON output.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+using test::run_imgpack;
+using test::shell_quote;
+
+std::string q(const std::filesystem::path& p) { return shell_quote(p.string()); }
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = run_imgpack("sample-data " + q(dir_ / "src") +
+                         " --classes 3 --groups 4 --per-class 6 --size 64x48 -q");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  test::TempDir dir_;
+};
+
+TEST_F(Cli, SampleDataConvertInspectEndToEnd) {
+  auto convert = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out") +
+                             " --size 32 --group-regex '/(g[0-9]+)_' --json");
+  ASSERT_EQ(convert.exit_code, 0) << convert.err;
+  auto summary = nlohmann::json::parse(convert.out);
+  EXPECT_EQ(summary["records"], 18);
+  EXPECT_EQ(summary["samples"], 18);
+  EXPECT_EQ(summary["skipped"], 0);
+  EXPECT_EQ(summary["shards"], 1);
+  EXPECT_TRUE(summary["seconds"].is_number());
+
+  auto inspect = run_imgpack("inspect " + q(dir_ / "out") + " --json");
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  auto info = nlohmann::json::parse(inspect.out);
+  EXPECT_EQ(info["records"], 18);
+  EXPECT_EQ(info["samples"], 18);
+  EXPECT_EQ(info["height"], 32);
+  EXPECT_EQ(info["width"], 32);
+  EXPECT_EQ(info["channels"], 3);
+  EXPECT_EQ(info["variants"], 1);
+  EXPECT_EQ(info["groups"], 4);
+  EXPECT_EQ(info["shards"], 1);
+  ASSERT_EQ(info["classes"].size(), 3u);
+  EXPECT_EQ(info["classes"][0]["name"], "circle");
+  EXPECT_EQ(info["classes"][0]["count"], 6);
+  EXPECT_TRUE(info["splits"].is_array());
+
+  auto human = run_imgpack("inspect " + q(dir_ / "out"));
+  ASSERT_EQ(human.exit_code, 0);
+  EXPECT_NE(human.out.find("circle"), std::string::npos);
+  EXPECT_NE(human.out.find("32 x 32 x 3"), std::string::npos);
+}
+
+TEST_F(Cli, PlainProgressLinesWhenStderrIsNotATerminal) {
+  auto r = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out") + " --size 16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("convert: 18/18 (100%)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no carriage returns in logs";
+  EXPECT_TRUE(r.out.empty());
+  auto quiet = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out2") + " --size 16 -q");
+  EXPECT_EQ(quiet.exit_code, 0);
+  EXPECT_TRUE(quiet.err.empty()) << quiet.err;
+}
+
+TEST_F(Cli, UsageErrorsExitTwoWithAOneLineReason) {
+  struct Case {
+    std::string args;
+    std::string fragment;
+  };
+  const std::vector<Case> cases = {
+      {"convert " + q(dir_ / "missing") + " " + q(dir_ / "o1") + " --size 8", "no such directory"},
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o2") + " --resize squash", "squash"},
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o3") + " --size 0", "--size"},
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o4") + " --shard-size 12Q", "12Q"},
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o5"), "--size"},  // sizes vary
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o6") + " --size 8 --group-regex '('",
+       "--group-regex"},
+      {"inspect", "DATASET"},
+      {"frobnicate", "frobnicate"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_imgpack(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.fragment), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
+TEST_F(Cli, ExistingOutputNeedsOverwrite) {
+  std::string args = "convert " + q(dir_ / "src") + " " + q(dir_ / "out") + " --size 16 -q";
+  ASSERT_EQ(run_imgpack(args).exit_code, 0);
+  auto again = run_imgpack(args);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("--overwrite"), std::string::npos) << again.err;
+  EXPECT_EQ(run_imgpack(args + " --overwrite").exit_code, 0);
+}
+
+TEST_F(Cli, OnErrorFailExitsOneAndLeavesNoIndex) {
+  test::write_bytes(dir_ / "src" / "circle" / "broken.jpg", "\xFF\xD8\xFF\xE0 truncated");
+  auto r = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out") +
+                       " --size 16 --on-error fail -q");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("broken.jpg"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out" / "index.h5"));
+
+  auto skip = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out2") + " --size 16 --json");
+  EXPECT_EQ(skip.exit_code, 0) << skip.err;
+  EXPECT_EQ(nlohmann::json::parse(skip.out)["skipped"], 1);
+}
+
+TEST_F(Cli, InspectOfAnIncompleteDatasetFails) {
+  std::filesystem::create_directories(dir_ / "partial");
+  auto r = run_imgpack("inspect " + q(dir_ / "partial"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("index.h5"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace imgpack
