@@ -6,7 +6,9 @@
 namespace imgpack::cli {
 
 void print_json(const nlohmann::ordered_json& value) {
-  std::cout << value.dump(2) << std::endl;
+  // Paths need not be valid UTF-8; replace bad bytes rather than fail.
+  std::cout << value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+            << std::endl;
 }
 
 std::string human_bytes(uint64_t bytes) {

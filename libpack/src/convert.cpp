@@ -298,7 +298,7 @@ std::string ConvertOptions::to_json() const {
   j["shard_size"] = shard_size;
   j["max_pixels"] = max_pixels;
   j["dct_scaling"] = dct_scaling;
-  return j.dump();
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text) {
@@ -518,7 +518,9 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
                        {"total_s", seconds_since(start)}};
   report["images_per_s"] = convert_s > 0 ? static_cast<double>(plan.size()) / convert_s : 0.0;
   report["options"] = json::parse(options_json);
-  write_file_atomic(options.out / format::kReportFile, report.dump(2) + "\n");
+  // Paths need not be valid UTF-8; replace bad bytes rather than fail.
+  write_file_atomic(options.out / format::kReportFile,
+                    report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 
   // index.h5 last: its presence is what makes the dataset complete.
   write_index(options.out, index);
