@@ -1,0 +1,70 @@
+// The progress record of a conversion, for `convert --resume`.
+//
+// While converting, OUT/convert.journal holds one JSON line per committed
+// shard, appended and fsynced after the shard's rename: which shard, how many
+// records, the position in the write plan after its last input, and the
+// inputs skipped since the previous shard. After a crash, the journal and the
+// shard files it names tell a resumed conversion which shards it may keep and
+// where to continue; everything after the last complete line is redone.
+// The journal is removed once index.h5 is in place.
+//
+// Not thread-safe: the conversion's writer thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace imgpack {
+
+inline constexpr const char* kJournalFile = "convert.journal";
+
+struct JournalShard {
+  uint32_t shard = 0;
+  std::string file;
+  uint64_t records = 0;
+  uint64_t next_position = 0;  // plan position of the first input after this shard
+  // Inputs skipped after the previous shard's inputs, up to next_position:
+  // (plan position, reason).
+  std::vector<std::pair<uint64_t, std::string>> skipped;
+};
+
+struct JournalState {
+  std::string dataset_uuid;
+  uint64_t inputs = 0;
+  std::vector<JournalShard> shards;  // in commit order
+};
+
+class ConvertJournal {
+ public:
+  // Starts a new journal for a conversion (replacing any old one).
+  static ConvertJournal create(const std::filesystem::path& out_dir, const std::string& uuid,
+                               uint64_t inputs);
+  // Replaces the journal with `state` (the shards a resumed conversion keeps)
+  // and continues appending after them.
+  static ConvertJournal rewrite(const std::filesystem::path& out_dir, const JournalState& state);
+
+  // Reads OUT/convert.journal. Returns nullopt if there is none; a torn last
+  // line (a crash mid-append) is ignored; any other damage is an Error.
+  static std::optional<JournalState> read(const std::filesystem::path& out_dir);
+
+  ConvertJournal(ConvertJournal&&) noexcept;
+  ConvertJournal& operator=(ConvertJournal&&) noexcept;
+  ~ConvertJournal();
+
+  // Appends one committed shard and fsyncs.
+  void append(const JournalShard& shard);
+  // Closes and deletes the journal (the conversion is complete).
+  void remove();
+
+ private:
+  ConvertJournal(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  void write_line(const std::string& line);
+
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+}  // namespace imgpack

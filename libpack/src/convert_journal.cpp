@@ -1,0 +1,159 @@
+#include "imgpack/convert_journal.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "imgpack/error.hpp"
+#include "imgpack/files.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr int kJournalVersion = 1;
+
+std::string header_line(const std::string& uuid, uint64_t inputs) {
+  json j = {{"imgpack_journal", kJournalVersion}, {"dataset_uuid", uuid}, {"inputs", inputs}};
+  return j.dump() + "\n";
+}
+
+std::string shard_line(const JournalShard& shard) {
+  json skipped = json::array();
+  for (const auto& [position, reason] : shard.skipped) skipped.push_back({position, reason});
+  json j = {{"shard", shard.shard},
+            {"file", shard.file},
+            {"records", shard.records},
+            {"next_position", shard.next_position},
+            {"skipped", std::move(skipped)}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+int open_for_append(const fs::path& path, bool truncate) {
+  int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0);
+  int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) throw system_error(path, "cannot open the conversion journal", errno);
+  return fd;
+}
+
+}  // namespace
+
+ConvertJournal ConvertJournal::create(const fs::path& out_dir, const std::string& uuid,
+                                      uint64_t inputs) {
+  fs::path path = out_dir / kJournalFile;
+  ConvertJournal journal(path, open_for_append(path, true));
+  journal.write_line(header_line(uuid, inputs));
+  fsync_path(out_dir);
+  return journal;
+}
+
+ConvertJournal ConvertJournal::rewrite(const fs::path& out_dir, const JournalState& state) {
+  // Write the kept prefix to a new file and rename it over the old one, so a
+  // crash now leaves either journal intact.
+  std::string contents = header_line(state.dataset_uuid, state.inputs);
+  for (const JournalShard& shard : state.shards) contents += shard_line(shard);
+  fs::path path = out_dir / kJournalFile;
+  write_file_atomic(path, contents);
+  return ConvertJournal(path, open_for_append(path, false));
+}
+
+std::optional<JournalState> ConvertJournal::read(const fs::path& out_dir) {
+  fs::path path = out_dir / kJournalFile;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  std::istringstream in(
+      [&] {
+        std::ifstream file(path, std::ios::binary);
+        std::ostringstream all;
+        all << file.rdbuf();
+        if (!file && !file.eof()) throw file_error(path, "cannot read");
+        return all.str();
+      }());
+  JournalState state;
+  std::string line;
+  std::size_t number = 0;
+  bool header = false;
+  while (std::getline(in, line)) {
+    ++number;
+    bool complete = !in.eof();  // the last line of a torn append has no newline
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      if (!complete) break;
+      throw file_error(path, "line " + std::to_string(number) + " is not valid JSON");
+    }
+    try {
+      if (!header) {
+        if (j.value("imgpack_journal", 0) != kJournalVersion) {
+          throw file_error(path, "not an imgpack conversion journal of version 1");
+        }
+        state.dataset_uuid = j.at("dataset_uuid").get<std::string>();
+        state.inputs = j.at("inputs").get<uint64_t>();
+        header = true;
+        continue;
+      }
+      JournalShard shard;
+      shard.shard = j.at("shard").get<uint32_t>();
+      shard.file = j.at("file").get<std::string>();
+      shard.records = j.at("records").get<uint64_t>();
+      shard.next_position = j.at("next_position").get<uint64_t>();
+      for (const json& s : j.at("skipped")) {
+        shard.skipped.emplace_back(s.at(0).get<uint64_t>(), s.at(1).get<std::string>());
+      }
+      if (!complete) break;
+      state.shards.push_back(std::move(shard));
+    } catch (const json::exception& e) {
+      if (!complete) break;
+      throw file_error(path, "line " + std::to_string(number) + ": " + e.what());
+    }
+  }
+  if (!header) throw file_error(path, "has no header line");
+  return state;
+}
+
+ConvertJournal::ConvertJournal(ConvertJournal&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+
+ConvertJournal& ConvertJournal::operator=(ConvertJournal&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+ConvertJournal::~ConvertJournal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ConvertJournal::append(const JournalShard& shard) { write_line(shard_line(shard)); }
+
+void ConvertJournal::write_line(const std::string& line) {
+  std::size_t done = 0;
+  while (done < line.size()) {
+    ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw system_error(path_, "cannot append to the conversion journal", errno);
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd_) != 0) throw system_error(path_, "fsync failed", errno);
+}
+
+void ConvertJournal::remove() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  std::error_code ec;
+  fs::remove(path_, ec);
+  if (ec) throw file_error(path_, "cannot remove: " + ec.message());
+  fsync_path(path_.parent_path());
+}
+
+}  // namespace imgpack
