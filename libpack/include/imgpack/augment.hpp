@@ -106,6 +106,7 @@ class Augmenter {
   Augmenter(AugmentSpec spec, ResizeSpec output, uint64_t seed);
 
   const AugmentSpec& spec() const { return spec_; }
+  const ResizeSpec& output() const { return output_; }
 
   // The parameters of `variant` (>= 1) of the sample with `sample_key`.
   // `source` is the upright size of the full-resolution source (the crop
