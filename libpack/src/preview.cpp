@@ -32,6 +32,11 @@ class ShardRecords {
  public:
   ShardRecords(const fs::path& path, const DatasetIndex& index, uint64_t records)
       : file_(h5::File::open_read(path)), record_bytes_(index.record_bytes()) {
+    if (file_.read_string_attr("/", format::kAttrUuid) != index.uuid) {
+      throw file_error(path,
+                       "belongs to another dataset (its dataset_uuid differs from "
+                       "index.h5's)");
+    }
     images_ = file_.open_dataset(format::kImages);
     h5::Handle space(file_.check(H5Dget_space(images_.get()), "H5Dget_space", format::kImages));
     hsize_t dims[4] = {};
