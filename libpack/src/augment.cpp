@@ -195,106 +195,102 @@ void parse_item(std::string_view item, AugmentSpec& spec, std::set<std::string>&
 
 inline uint8_t clamp_u8(long value) { return static_cast<uint8_t>(std::clamp(value, 0L, 255L)); }
 
-// ITU-R BT.601 luma, as torchvision's rgb_to_grayscale, in 14-bit fixed point.
-inline int luma(int r, int g, int b) { return (r * 4899 + g * 9617 + b * 1868 + 8192) >> 14; }
+// Rounds a non-negative value to the nearest integer (halves up), inline.
+inline long round_positive(double value) { return static_cast<long>(value + 0.5); }
 
-// Brightness then contrast, as one lookup table applied once.
+void apply_table(cv::Mat& image, const std::array<uint8_t, 256>& table) {
+  const cv::Mat lut(1, 256, CV_8UC1, const_cast<uint8_t*>(table.data()));
+  cv::LUT(image, lut, image);
+}
+
+// Brightness, then contrast about the mean gray level of the result: one
+// lookup table pass each (SIMD in OpenCV), and one SIMD mean.
 void apply_levels(const AugmentParams& params, cv::Mat& image) {
-  std::array<uint8_t, 256> levels;
-  for (int v = 0; v < 256; ++v) levels[v] = clamp_u8(std::lround(v * params.brightness));
+  std::array<uint8_t, 256> table;
+  if (params.brightness != 1) {
+    for (int v = 0; v < 256; ++v) table[v] = clamp_u8(round_positive(v * params.brightness));
+    apply_table(image, table);
+  }
   if (params.contrast != 1) {
-    // The mean gray level after brightness, from per-channel histograms.
-    const int channels = image.channels();
-    std::array<std::array<uint64_t, 256>, 3> histogram{};
-    for (int y = 0; y < image.rows; ++y) {
-      const uint8_t* row = image.ptr<uint8_t>(y);
-      for (int x = 0; x < image.cols * channels; x += channels) {
-        for (int c = 0; c < channels; ++c) ++histogram[c][row[x + c]];
-      }
-    }
-    std::array<double, 3> mean{};
-    for (int c = 0; c < channels; ++c) {
-      double sum = 0;
-      for (int v = 0; v < 256; ++v) sum += static_cast<double>(histogram[c][v]) * levels[v];
-      mean[c] = sum / (static_cast<double>(image.rows) * image.cols);
-    }
-    const double gray_mean =
-        channels == 1 ? mean[0] : 0.299 * mean[0] + 0.587 * mean[1] + 0.114 * mean[2];
+    const cv::Scalar mean = cv::mean(image);
+    const double gray =
+        image.channels() == 1 ? mean[0] : 0.299 * mean[0] + 0.587 * mean[1] + 0.114 * mean[2];
+    const double offset = (1 - params.contrast) * gray;
     for (int v = 0; v < 256; ++v) {
-      levels[v] =
-          clamp_u8(std::lround(params.contrast * levels[v] + (1 - params.contrast) * gray_mean));
+      table[v] = clamp_u8(static_cast<long>(std::floor(params.contrast * v + offset + 0.5)));
     }
-  }
-  const cv::Mat table(1, 256, CV_8UC1, levels.data());
-  cv::LUT(image, table, image);
-}
-
-// Shifts the HSV hue of one pixel by `sextants` (0..6) sixths of the circle,
-// keeping HSV value (max) and saturation (max - min), as torchvision's
-// adjust_hue does; only the middle channel is rounded.
-inline void rotate_hue(uint8_t* px, double sextants) {
-  const int r = px[0], g = px[1], b = px[2];
-  const int hi = std::max({r, g, b});
-  const int lo = std::min({r, g, b});
-  const int chroma = hi - lo;
-  if (chroma == 0) return;
-  double h;
-  if (hi == r) {
-    h = static_cast<double>(g - b) / chroma;
-    if (h < 0) h += 6;
-  } else if (hi == g) {
-    h = static_cast<double>(b - r) / chroma + 2;
-  } else {
-    h = static_cast<double>(r - g) / chroma + 4;
-  }
-  h += sextants;
-  if (h >= 6) h -= 6;
-  const int sector = std::min(static_cast<int>(h), 5);
-  const double f = h - sector;
-  const auto rising = static_cast<uint8_t>(lo + std::lround(chroma * f));
-  const auto falling = static_cast<uint8_t>(lo + std::lround(chroma * (1 - f)));
-  const auto max = static_cast<uint8_t>(hi), min = static_cast<uint8_t>(lo);
-  switch (sector) {
-    case 0:
-      px[0] = max, px[1] = rising, px[2] = min;
-      break;
-    case 1:
-      px[0] = falling, px[1] = max, px[2] = min;
-      break;
-    case 2:
-      px[0] = min, px[1] = max, px[2] = rising;
-      break;
-    case 3:
-      px[0] = min, px[1] = falling, px[2] = max;
-      break;
-    case 4:
-      px[0] = rising, px[1] = min, px[2] = max;
-      break;
-    default:
-      px[0] = max, px[1] = min, px[2] = falling;
-      break;
+    apply_table(image, table);
   }
 }
 
-// Saturation, hue and grayscale in one pass over an RGB image.
+// Shifts the HSV hue of n pixels held as planes by `shift` sixths of the
+// circle (0..6), keeping HSV value (max) and chroma (max - min) as
+// torchvision's adjust_hue does. Branch-free so the compiler vectorises it;
+// the float arithmetic lives in registers, the image stays 8-bit.
+void rotate_hue_planes(uint8_t* __restrict red, uint8_t* __restrict green, uint8_t* __restrict blue,
+                       int n, float shift) {
+  // HSV to RGB: channel value = max - chroma * clamp(min(k, 4 - k), 0, 1),
+  // k = (offset + h) mod 6 with offset 5, 3, 1 for red, green, blue.
+  const auto channel = [](float hi, float chroma, float h, float offset) {
+    float k = h + offset;
+    k -= k >= 6 ? 6.0f : 0.0f;
+    float t = k < 4 - k ? k : 4 - k;
+    t = t < 1 ? t : 1.0f;
+    t = t > 0 ? t : 0.0f;
+    return static_cast<uint8_t>(hi - chroma * t + 0.5f);
+  };
+  for (int i = 0; i < n; ++i) {
+    const float r = red[i], g = green[i], b = blue[i];
+    const float hi_gb = g > b ? g : b, lo_gb = g < b ? g : b;
+    const float hi = r > hi_gb ? r : hi_gb, lo = r < lo_gb ? r : lo_gb;
+    const float chroma = hi - lo;
+    const float inverse = 1.0f / (chroma > 1 ? chroma : 1.0f);  // chroma 0 keeps the pixel
+    const float from_red = (g - b) * inverse, from_green = 2 + (b - r) * inverse,
+                from_blue = 4 + (r - g) * inverse;
+    float h = hi == r ? from_red : (hi == g ? from_green : from_blue);
+    h += shift;                 // in [-1, 11)
+    h += h < 0 ? 6.0f : 0.0f;   // in [0, 11)
+    h -= h >= 6 ? 6.0f : 0.0f;  // in [0, 6)
+    red[i] = channel(hi, chroma, h, 5);
+    green[i] = channel(hi, chroma, h, 3);
+    blue[i] = channel(hi, chroma, h, 1);
+  }
+}
+
+// Per-thread scratch images, so colour operations allocate nothing per record
+// once a thread has seen the record size.
+struct ColorScratch {
+  cv::Mat gray, gray3;
+  cv::Mat planes[3];
+};
+
+ColorScratch& color_scratch() {
+  thread_local ColorScratch scratch;
+  return scratch;
+}
+
+// Saturation, hue and grayscale on an RGB image, in that order. Saturation
+// and grayscale use OpenCV's vectorised conversions (BT.601 luma, as
+// torchvision) and blending on 8-bit data.
 void apply_chroma(const AugmentParams& params, cv::Mat& image) {
-  const bool saturate = params.saturation != 1;
-  const long saturation_q12 = std::lround(params.saturation * 4096);
-  double sextants = std::fmod(params.hue, 1.0) * 6;
-  if (sextants < 0) sextants += 6;
-  const bool hue = sextants != 0;
-  for (int y = 0; y < image.rows; ++y) {
-    uint8_t* px = image.ptr<uint8_t>(y);
-    for (int x = 0; x < image.cols; ++x, px += 3) {
-      if (saturate) {
-        const long gray = luma(px[0], px[1], px[2]);
-        for (int c = 0; c < 3; ++c) {
-          px[c] = clamp_u8(gray + ((saturation_q12 * (px[c] - gray) + 2048) >> 12));
-        }
-      }
-      if (hue) rotate_hue(px, sextants);
-      if (params.gray) px[0] = px[1] = px[2] = static_cast<uint8_t>(luma(px[0], px[1], px[2]));
-    }
+  ColorScratch& scratch = color_scratch();
+  if (params.saturation != 1) {
+    cv::cvtColor(image, scratch.gray, cv::COLOR_RGB2GRAY);
+    cv::cvtColor(scratch.gray, scratch.gray3, cv::COLOR_GRAY2RGB);
+    cv::addWeighted(image, params.saturation, scratch.gray3, 1 - params.saturation, 0, image);
+  }
+  double turns = std::fmod(params.hue, 1.0);
+  if (turns < 0) turns += 1;
+  if (turns != 0) {
+    cv::split(image, scratch.planes);
+    for (cv::Mat& plane : scratch.planes) CV_Assert(plane.isContinuous());
+    rotate_hue_planes(scratch.planes[0].data, scratch.planes[1].data, scratch.planes[2].data,
+                      image.rows * image.cols, static_cast<float>(turns * 6));
+    cv::merge(scratch.planes, 3, image);
+  }
+  if (params.gray) {
+    cv::cvtColor(image, scratch.gray, cv::COLOR_RGB2GRAY);
+    cv::cvtColor(scratch.gray, image, cv::COLOR_GRAY2RGB);
   }
 }
 
