@@ -8,7 +8,10 @@
 // one cv::warpAffine that takes the decoded image straight to the output size
 // (crop window, flips, zoom, shear, rotation and shift composed into one
 // matrix) followed by colour operations on the 8-bit result in place (lookup
-// tables and integer arithmetic; no float copy of the image).
+// tables, OpenCV's vectorised 8-bit conversions and blends, and a vectorised
+// hue kernel over 8-bit planes; never a float copy of the image). Colour
+// operations keep per-thread 8-bit scratch buffers, so rendering allocates
+// nothing per record once a thread has seen the record size.
 //
 // Geometry conventions: positions are in pixels with y pointing down; a
 // positive rotation turns the picture counter-clockwise as seen on screen;
