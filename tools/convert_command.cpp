@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "cli_common.hpp"
+#include "imgpack/augment.hpp"
 #include "imgpack/convert.hpp"
 #include "progress.hpp"
 
@@ -114,7 +115,8 @@ void add_convert_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--variants", args->variants, "Records per image: 1 clean + K-1 augmented")
       ->capture_default_str();
-  cmd->add_option("--augment", args->augment, "Augmentation spec for variants 1..K-1");
+  cmd->add_option("--augment", args->augment,
+                  "Augmentation for variants 1..K-1: comma-separated keys, listed below");
   cmd->add_option("--shard-size", args->shard_size, "Most pixel bytes per shard (K/M/G suffixes)")
       ->capture_default_str();
   cmd->add_option("--threads", args->threads, "Worker threads (0 = all cores)")
@@ -135,6 +137,11 @@ void add_convert_command(CLI::App& app, Action& action) {
                 "Decode JPEGs at full size before resizing (slower; for comparisons)");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress output");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
+  cmd->footer(
+      "\n--augment SPEC: comma-separated keys, e.g. hflip,rotate=15,zoom=0.8:1.2,brightness=0.2\n"
+      "(U(a, b) = uniform; README.md, section Augmentation, has the details)\n"
+      "  KEY               ALLOWED  MEANING\n" +
+      augment_spec_help());
   cmd->callback([args, &action] { action = [args] { return run_convert(*args); }; });
 }
 

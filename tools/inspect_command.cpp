@@ -17,6 +17,18 @@ struct InspectArgs {
   bool json = false;
 };
 
+// "none", or "hflip,rotate=15 (variants 1..3 augmented, seed 7)" from convert_options.
+std::string augment_summary(const DatasetIndex& index) {
+  auto options = nlohmann::json::parse(index.convert_options, nullptr, false);
+  if (!options.is_object() || !options.contains("augment") || !options["augment"].is_string() ||
+      options["augment"].get<std::string>().empty()) {
+    return "none";
+  }
+  std::string seed = options.contains("seed") ? options["seed"].dump() : "?";
+  return options["augment"].get<std::string>() + " (variants 1.." +
+         std::to_string(index.variants - 1) + " augmented, seed " + seed + ")";
+}
+
 int run_inspect(const InspectArgs& args) {
   DatasetIndex index = read_index(args.dataset);
   std::filesystem::path dir(args.dataset);
@@ -109,6 +121,7 @@ int run_inspect(const InspectArgs& args) {
     std::cout << "    " << name << "  " << class_counts[c] << "\n";
   }
   std::cout << "  groups      " << index.group_names.size() << "\n";
+  std::cout << "  augment     " << augment_summary(index) << "\n";
   std::cout << "  splits      " << (index.splits.empty() ? "none" : "") << "\n";
   for (const Split& split : index.splits) {
     std::cout << "    " << split.name << ": " << split.kind << ", " << split.folds << " folds, seed "

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   Action action;
   add_convert_command(app, action);
   add_inspect_command(app, action);
+  add_preview_command(app, action);
   add_sample_data_command(app, action);
 
   std::string names;

@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "imgpack/augment.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
@@ -219,42 +220,81 @@ struct Slot {
   std::vector<uint8_t> file_bytes;
   std::vector<uint8_t> pixels;  // variants x record bytes
   std::vector<uint64_t> checksums;
+  std::vector<AugmentParams> augment;  // variants 1..K-1
   std::string error;
 };
 
 class RecordRenderer {
  public:
-  RecordRenderer(const ConvertOptions& options, RecordShape shape) : options_(options) {
+  RecordRenderer(const ConvertOptions& options, RecordShape shape, const SourceList& list)
+      : options_(options), list_(list) {
     spec_.width = shape.width;
     spec_.height = shape.height;
     spec_.mode = options.resize;
     spec_.fill = options.fill;
     record_bytes_ = shape.bytes();
+    if (options.variants > 1) {
+      augmenter_.emplace(parse_augment_spec(options.augment), spec_, options.seed);
+    }
   }
 
-  // Decodes `bytes` and renders every variant into slot.pixels.
+  // Decodes `bytes` and renders every variant into slot.pixels: variant 0
+  // exactly as a conversion without augmentation, the others from the same
+  // decode when it is large enough for them.
   void render(Slot& slot) const {
     DecodeOptions decode;
     decode.color = options_.color;
     decode.max_pixels = options_.max_pixels;
     decode.fill = options_.fill;
     decode.dct_scaling = options_.dct_scaling;
-    if (std::optional<ImageInfo> info = probe_image(slot.file_bytes)) {
+    std::optional<ImageInfo> info = probe_image(slot.file_bytes);
+    if (info) {
       cv::Size need = spec_.required_source_size(info->upright_width(), info->upright_height());
       decode.min_width = static_cast<uint32_t>(need.width);
       decode.min_height = static_cast<uint32_t>(need.height);
     }
     DecodedImage image = decode_image(slot.file_bytes, decode);
-    for (uint32_t v = 0; v < options_.variants; ++v) {
+    resize_into(image.pixels, spec_, slot.pixels.data());
+    slot.checksums[0] = checksum(slot.pixels.data(), record_bytes_);
+    if (augmenter_) render_augmented(slot, info, image, decode);
+  }
+
+ private:
+  void render_augmented(Slot& slot, const std::optional<ImageInfo>& info,
+                        const DecodedImage& image, DecodeOptions& decode) const {
+    const cv::Size full = info ? cv::Size(static_cast<int>(info->upright_width()),
+                                          static_cast<int>(info->upright_height()))
+                               : image.pixels.size();
+    // Keyed by the path, not the write position, which shifts when inputs are skipped.
+    const uint64_t key = augment_sample_key(list_.samples[slot.sample].path);
+    slot.augment.resize(options_.variants - 1);
+    for (uint32_t v = 1; v < options_.variants; ++v) {
+      slot.augment[v - 1] = augmenter_->sample(key, v, full);
+    }
+    // A zoomed-in variant may need more pixels than the clean image's reduced
+    // JPEG decode has: decode again rather than upsample.
+    const cv::Size need = augmenter_->required_source_size(slot.augment, full);
+    DecodedImage larger;
+    const cv::Mat* source = &image.pixels;
+    if (source->cols < need.width || source->rows < need.height) {
+      decode.min_width = static_cast<uint32_t>(need.width);
+      decode.min_height = static_cast<uint32_t>(need.height);
+      larger = decode_image(slot.file_bytes, decode);
+      source = &larger.pixels;
+    }
+    cv::Mat reduced;
+    const cv::Mat& from = augmenter_->reduce_source(*source, slot.augment, reduced);
+    for (uint32_t v = 1; v < options_.variants; ++v) {
       uint8_t* out = slot.pixels.data() + v * record_bytes_;
-      resize_into(image.pixels, spec_, out);
+      augmenter_->render(from, slot.augment[v - 1], out);
       slot.checksums[v] = checksum(out, record_bytes_);
     }
   }
 
- private:
   const ConvertOptions& options_;
+  const SourceList& list_;
   ResizeSpec spec_;
+  std::optional<Augmenter> augmenter_;
   std::size_t record_bytes_ = 0;
 };
 
@@ -266,11 +306,14 @@ void ConvertOptions::validate() const {
     throw UsageError("--size must be between 1 and 65535 pixels per side");
   }
   if (variants < 1 || variants > 1024) throw UsageError("--variants must be between 1 and 1024");
-  if (variants > 1) {
-    throw UsageError("--variants above 1 needs pre-augmentation, which this build does not have");
+  parse_augment_spec(augment);  // throws UsageError naming the key
+  if (variants > 1 && augment.empty()) {
+    throw UsageError("--variants " + std::to_string(variants) +
+                     " needs --augment SPEC to say how the augmented variants differ from the "
+                     "clean image (variant 0)");
   }
-  if (!augment.empty()) {
-    throw UsageError("--augment is not available in this build");
+  if (variants == 1 && !augment.empty()) {
+    throw UsageError("--augment needs --variants K with K >= 2 (variant 0 is the clean image)");
   }
   if (shard_size < 4096) throw UsageError("--shard-size must be at least 4K");
   if (max_pixels == 0) throw UsageError("--max-pixels must be positive");
@@ -415,7 +458,7 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
     slot.pixels.resize(options.variants * shape.bytes());
     slot.checksums.resize(options.variants);
   }
-  RecordRenderer renderer(options, shape);
+  RecordRenderer renderer(options, shape, list);
   DatasetWriter writer(options.out, shape, options.shard_size, uuid,
                        uint64_t{options.variants} * plan.size());
 

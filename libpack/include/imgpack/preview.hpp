@@ -1,0 +1,73 @@
+// Contact sheets: a PNG that shows what a dataset holds, so a user sees what
+// the augmentation did before training on it.
+//
+// With variants (K > 1) the sheet has one row per chosen sample and its
+// variants across (variant 0, the clean image, first). Without variants it is
+// a grid of samples, kGridColumns wide. Every tile is the record's pixels,
+// scaled to a readable size, above a strip labelled "CLASS vN".
+//
+//   sheet width  = kMargin + columns * (tile_width + kMargin)
+//   sheet height = kMargin + rows * (tile_height + kLabelHeight + kMargin)
+//
+// Functions here read the dataset through HDF5 (so not on any hot path); they
+// are safe to call from several threads on different datasets.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <opencv2/core.hpp>
+#include <string>
+#include <vector>
+
+namespace imgpack {
+
+struct PreviewOptions {
+  uint32_t samples = 8;        // samples shown (fewer if the dataset has fewer)
+  std::string class_name;      // only samples of this class; empty = any
+  uint64_t seed = 0;           // which samples are chosen
+  uint32_t max_variants = 16;  // columns per row at most, in variant order
+};
+
+// Space around and between tiles, and the height of a tile's label strip.
+inline constexpr int kPreviewMargin = 4;
+inline constexpr int kPreviewLabelHeight = 16;
+// Samples per row of a sheet of a dataset without variants.
+inline constexpr int kPreviewGridColumns = 8;
+
+struct PreviewLayout {
+  int rows = 0;
+  int columns = 0;
+  int tile_width = 0;  // the record as shown, without its label strip
+  int tile_height = 0;
+
+  int width() const { return kPreviewMargin + columns * (tile_width + kPreviewMargin); }
+  int height() const {
+    return kPreviewMargin + rows * (tile_height + kPreviewLabelHeight + kPreviewMargin);
+  }
+};
+
+// The size a record of `width` x `height` is shown at: records larger than
+// 256 pixels on a side shrink to fit 256, records narrower than 96 pixels grow
+// by an integer factor (nearest neighbour) to at least 96 wide, as far as 512
+// pixels on a side allows; others are shown as they are.
+cv::Size preview_tile_size(int width, int height);
+
+struct PreviewSheet {
+  cv::Mat image;  // CV_8UC3, RGB
+  PreviewLayout layout;
+  std::vector<int64_t> samples;  // the samples shown, in sheet order (index.h5 rows)
+  uint32_t variants = 0;         // variant columns shown per sample (1 without variants)
+};
+
+// Renders a contact sheet of the dataset in `dataset_dir`. Throws UsageError
+// for an unknown class (naming the classes there are), no matching samples or
+// samples == 0, and Error naming the file for a missing or damaged
+// index or shard.
+PreviewSheet render_preview(const std::filesystem::path& dataset_dir,
+                            const PreviewOptions& options);
+
+// Writes an RGB image as PNG crash-safely (via PATH.tmp). Throws Error naming
+// the path on failure.
+void write_png(const std::filesystem::path& path, const cv::Mat& rgb);
+
+}  // namespace imgpack

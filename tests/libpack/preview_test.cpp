@@ -1,0 +1,240 @@
+// Tests for libpack/src/preview.cpp: the contact sheet's layout, its tiles'
+// pixels, sample choice, and errors.
+#include "imgpack/preview.hpp"
+
+#include <gtest/gtest.h>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <set>
+
+#include "imgpack/convert.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/h5.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Pixels of (sample, variant) as stored.
+cv::Mat read_record(const fs::path& dir, int64_t sample, uint16_t variant) {
+  const DatasetIndex index = read_index(dir);
+  for (std::size_t r = 0; r < index.num_records(); ++r) {
+    if (index.record_sample[r] != sample || index.record_variant[r] != variant) continue;
+    h5::File file = h5::File::open_read(dir / index.shard_file[index.record_shard[r]]);
+    h5::Handle images = file.open_dataset(format::kImages);
+    cv::Mat all(static_cast<int>(index.shard_records[index.record_shard[r]]),
+                static_cast<int>(index.record_bytes()), CV_8UC1);
+    file.check_status(
+        H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data), "H5Dread",
+        format::kImages);
+    return all.row(static_cast<int>(index.record_row[r]))
+        .clone()
+        .reshape(static_cast<int>(index.channels), static_cast<int>(index.height));
+  }
+  throw std::runtime_error("no such record");
+}
+
+class PreviewTest : public ::testing::Test {
+ protected:
+  // 3 classes x `per_class` PNGs of 64x48, converted to `size` with K variants.
+  fs::path make_dataset(const std::string& name, int size, uint32_t variants, ColorMode color,
+                        int per_class = 4) {
+    const fs::path src = dir_ / ("src-" + name);
+    if (!fs::exists(src)) {
+      int n = 0;
+      for (const char* label : {"ant", "bee", "wasp"}) {
+        for (int i = 0; i < per_class; ++i, ++n) {
+          test::write_image(src / label / (std::to_string(i) + ".png"),
+                            test::make_rgb_image(64, 48, static_cast<uint64_t>(n)));
+        }
+      }
+    }
+    ConvertOptions options;
+    options.src = src;
+    options.out = dir_ / name;
+    options.size = std::make_pair(static_cast<uint32_t>(size), static_cast<uint32_t>(size));
+    options.color = color;
+    options.variants = variants;
+    if (variants > 1) options.augment = "hflip,rotate=10,brightness=0.2";
+    options.threads = 1;
+    convert(options);
+    return options.out;
+  }
+
+  test::TempDir dir_;
+};
+
+TEST(PreviewTileSizeTest, SmallGrowLargeShrinkOthersStay) {
+  EXPECT_EQ(preview_tile_size(32, 32), cv::Size(96, 96));
+  EXPECT_EQ(preview_tile_size(50, 10), cv::Size(100, 20));
+  EXPECT_EQ(preview_tile_size(95, 95), cv::Size(190, 190));
+  EXPECT_EQ(preview_tile_size(96, 96), cv::Size(96, 96));
+  EXPECT_EQ(preview_tile_size(224, 160), cv::Size(224, 160));
+  EXPECT_EQ(preview_tile_size(256, 256), cv::Size(256, 256));
+  EXPECT_EQ(preview_tile_size(512, 256), cv::Size(256, 128));
+  EXPECT_EQ(preview_tile_size(20, 400), cv::Size(13, 256));
+  EXPECT_EQ(preview_tile_size(8, 300), cv::Size(7, 256));
+  EXPECT_EQ(preview_tile_size(10, 250), cv::Size(20, 500));  // growth stops at 512
+}
+
+TEST_F(PreviewTest, RowsAreSamplesAndColumnsVariants) {
+  const fs::path ds = make_dataset("rgb", 96, 3, ColorMode::rgb);
+  PreviewOptions options;
+  options.samples = 5;
+  PreviewSheet sheet = render_preview(ds, options);
+  EXPECT_EQ(sheet.layout.rows, 5);
+  EXPECT_EQ(sheet.layout.columns, 3);
+  EXPECT_EQ(sheet.variants, 3u);
+  ASSERT_EQ(sheet.samples.size(), 5u);
+  EXPECT_TRUE(std::is_sorted(sheet.samples.begin(), sheet.samples.end()));
+  EXPECT_EQ(sheet.image.cols, kPreviewMargin + 3 * (96 + kPreviewMargin));
+  EXPECT_EQ(sheet.image.rows, kPreviewMargin + 5 * (96 + kPreviewLabelHeight + kPreviewMargin));
+  EXPECT_EQ(sheet.image.cols, sheet.layout.width());
+  EXPECT_EQ(sheet.image.rows, sheet.layout.height());
+
+  for (int row = 0; row < 5; ++row) {
+    for (uint16_t v = 0; v < 3; ++v) {
+      const cv::Point origin(kPreviewMargin + v * (96 + kPreviewMargin),
+                             kPreviewMargin + row * (96 + kPreviewLabelHeight + kPreviewMargin));
+      cv::Mat tile = sheet.image(cv::Rect(origin, cv::Size(96, 96)));
+      EXPECT_EQ(test::mean_abs_diff(tile, read_record(ds, sheet.samples[row], v)), 0);
+      // The label strip below holds text: some pixels far from the background.
+      cv::Mat strip = sheet.image(cv::Rect(origin.x, origin.y + 96, 96, kPreviewLabelHeight));
+      cv::Mat gray;
+      cv::cvtColor(strip, gray, cv::COLOR_RGB2GRAY);
+      EXPECT_GT(cv::countNonZero(gray > 150), 10);
+    }
+  }
+
+  // Written as PNG and read back unchanged.
+  const fs::path png = dir_ / "sheet.png";
+  write_png(png, sheet.image);
+  cv::Mat back = test::opencv_decode_rgb(png);
+  ASSERT_EQ(back.size(), sheet.image.size());
+  EXPECT_EQ(test::mean_abs_diff(back, sheet.image), 0);
+  EXPECT_FALSE(fs::exists(dir_ / "sheet.png.tmp"));
+}
+
+TEST_F(PreviewTest, WithoutVariantsSamplesFillAGrid) {
+  const fs::path ds = make_dataset("plain", 100, 1, ColorMode::rgb, 5);
+  PreviewOptions options;
+  options.samples = 11;
+  PreviewSheet sheet = render_preview(ds, options);
+  EXPECT_EQ(sheet.layout.columns, kPreviewGridColumns);
+  EXPECT_EQ(sheet.layout.rows, 2);
+  EXPECT_EQ(sheet.variants, 1u);
+  EXPECT_EQ(sheet.image.cols, kPreviewMargin + 8 * (100 + kPreviewMargin));
+  EXPECT_EQ(sheet.image.rows, kPreviewMargin + 2 * (100 + kPreviewLabelHeight + kPreviewMargin));
+  // Sample 10 is the third tile of the second row.
+  cv::Mat tile =
+      sheet.image(cv::Rect(kPreviewMargin + 2 * 104,
+                           kPreviewMargin + 100 + kPreviewLabelHeight + kPreviewMargin, 100, 100));
+  EXPECT_EQ(test::mean_abs_diff(tile, read_record(ds, sheet.samples[10], 0)), 0);
+  // The cells after the last sample stay background.
+  cv::Mat empty = sheet.image(cv::Rect(kPreviewMargin + 4 * 104, kPreviewMargin + 116, 100, 100));
+  EXPECT_EQ(cv::countNonZero(empty.reshape(1) != 24), 0);
+
+  options.samples = 100;  // more than there are
+  EXPECT_EQ(render_preview(ds, options).samples.size(), 15u);
+}
+
+TEST_F(PreviewTest, SmallGrayRecordsAreEnlargedWithoutBlending) {
+  const fs::path ds = make_dataset("gray", 32, 2, ColorMode::gray);
+  PreviewOptions options;
+  options.samples = 2;
+  PreviewSheet sheet = render_preview(ds, options);
+  ASSERT_EQ(sheet.layout.tile_width, 96);
+  EXPECT_EQ(sheet.image.type(), CV_8UC3);
+  cv::Mat record = read_record(ds, sheet.samples[1], 1);
+  ASSERT_EQ(record.type(), CV_8UC1);
+  const cv::Point origin(kPreviewMargin + 1 * (96 + kPreviewMargin),
+                         kPreviewMargin + 1 * (96 + kPreviewLabelHeight + kPreviewMargin));
+  for (int y = 0; y < 32; ++y) {
+    for (int x = 0; x < 32; ++x) {
+      const uint8_t value = record.at<uint8_t>(y, x);
+      for (int dy = 0; dy < 3; ++dy) {
+        for (int dx = 0; dx < 3; ++dx) {
+          ASSERT_EQ(sheet.image.at<cv::Vec3b>(origin.y + 3 * y + dy, origin.x + 3 * x + dx),
+                    cv::Vec3b(value, value, value));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(PreviewTest, ClassAndSeedChooseTheSamples) {
+  const fs::path ds = make_dataset("choose", 48, 1, ColorMode::rgb, 6);
+  const DatasetIndex index = read_index(ds);
+  PreviewOptions options;
+  options.samples = 4;
+  options.class_name = "bee";
+  PreviewSheet sheet = render_preview(ds, options);
+  ASSERT_EQ(sheet.samples.size(), 4u);
+  for (int64_t s : sheet.samples) EXPECT_EQ(index.class_names[index.sample_label[s]], "bee");
+
+  options.class_name.clear();
+  std::set<std::vector<int64_t>> choices;
+  for (uint64_t seed = 0; seed < 5; ++seed) {
+    options.seed = seed;
+    choices.insert(render_preview(ds, options).samples);
+    EXPECT_EQ(render_preview(ds, options).samples, render_preview(ds, options).samples);
+  }
+  EXPECT_GT(choices.size(), 1u);
+}
+
+TEST_F(PreviewTest, BadRequestsAndDamagedShardsAreErrors) {
+  const fs::path ds = make_dataset("small", 32, 1, ColorMode::rgb);
+  PreviewOptions options;
+  options.class_name = "moth";
+  try {
+    render_preview(ds, options);
+    ADD_FAILURE() << "unknown class accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'moth'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ant, bee, wasp"), std::string::npos) << e.what();
+  }
+  options.class_name.clear();
+  options.samples = 0;
+  EXPECT_THROW(render_preview(ds, options), UsageError);
+
+  // A shard of another dataset in place of the real one.
+  const fs::path other = make_dataset("other", 40, 1, ColorMode::rgb);
+  fs::copy_file(other / "shard-00000.h5", ds / "shard-00000.h5",
+                fs::copy_options::overwrite_existing);
+  options.samples = 3;
+  try {
+    render_preview(ds, options);
+    ADD_FAILURE() << "mismatched shard accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard-00000.h5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("another dataset"), std::string::npos) << e.what();
+  }
+
+  // A shard of this dataset whose /images has the wrong record shape.
+  {
+    const DatasetIndex index = read_index(ds);
+    h5::File forged = h5::File::create(ds / "shard-00000.h5");
+    forged.write_attr("/", format::kAttrUuid, index.uuid);
+    const hsize_t dims[4] = {index.shard_records[0], 31, 32, 3};
+    h5::Handle space(H5Screate_simple(4, dims, nullptr));
+    h5::Handle images(H5Dcreate2(forged.id(), format::kImages, H5T_NATIVE_UINT8, space.get(),
+                                 H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_TRUE(images);
+  }
+  try {
+    render_preview(ds, options);
+    ADD_FAILURE() << "misshapen shard accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard-00000.h5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("shape"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(render_preview(dir_ / "missing", options), Error);
+}
+
+}  // namespace
+}  // namespace imgpack
