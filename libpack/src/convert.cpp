@@ -460,7 +460,7 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   }
   RecordRenderer renderer(options, shape, list);
   DatasetWriter writer(options.out, shape, options.shard_size, uuid,
-                       uint64_t{options.variants} * plan.size());
+                       uint64_t{options.variants} * plan.size(), options.variants);
 
   const Clock::time_point convert_start = Clock::now();
   ConvertProgress status;

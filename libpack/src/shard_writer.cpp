@@ -215,12 +215,21 @@ void ShardWriter::compact_and_commit() {
   fs::remove(tmp_path_, ec);
 }
 
+namespace {
+
+uint64_t whole_runs_per_shard(uint64_t shard_bytes, std::size_t record_bytes, uint32_t run) {
+  const uint64_t runs = shard_bytes / (uint64_t{record_bytes} * std::max(run, 1u));
+  return std::max<uint64_t>(1, runs) * std::max(run, 1u);
+}
+
+}  // namespace
+
 DatasetWriter::DatasetWriter(fs::path out_dir, RecordShape shape, uint64_t shard_bytes,
-                             std::string dataset_uuid, uint64_t max_records)
+                             std::string dataset_uuid, uint64_t max_records, uint32_t run_length)
     : out_dir_(std::move(out_dir)),
       shape_(shape),
       uuid_(std::move(dataset_uuid)),
-      records_per_shard_(std::max<uint64_t>(1, shard_bytes / shape.bytes())),
+      records_per_shard_(whole_runs_per_shard(shard_bytes, shape.bytes(), run_length)),
       remaining_(max_records) {}
 
 void DatasetWriter::add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,

@@ -82,9 +82,11 @@ class ShardWriter {
 class DatasetWriter {
  public:
   // `max_records` bounds the records that will be added, so the last shard is
-  // usually created at its exact size.
+  // usually created at its exact size. Records come in runs of `run_length`
+  // (the variants of one image), which are never split across shards, so a
+  // shard boundary is always an image boundary.
   DatasetWriter(std::filesystem::path out_dir, RecordShape shape, uint64_t shard_bytes,
-                std::string dataset_uuid, uint64_t max_records);
+                std::string dataset_uuid, uint64_t max_records, uint32_t run_length = 1);
 
   void add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
            uint16_t variant);
