@@ -5,6 +5,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <vector>
@@ -149,6 +150,58 @@ uint32_t png_crc(const std::string& bytes) {
   uint32_t c = 0xFFFFFFFFu;
   for (char ch : bytes) c = table[(c ^ static_cast<uint8_t>(ch)) & 0xFF] ^ (c >> 8);
   return c ^ 0xFFFFFFFFu;
+}
+
+std::string png_raw(int width, int height, int color_type, int bit_depth,
+                    const std::vector<uint16_t>& samples, const std::string& plte,
+                    const std::string& trns) {
+  const int channels = color_type == 2 ? 3 : color_type == 4 ? 2 : color_type == 6 ? 4 : 1;
+  if (samples.size() != static_cast<std::size_t>(width) * height * channels) {
+    throw std::runtime_error("png_raw: wrong sample count");
+  }
+  ByteWriter raw(true);
+  std::size_t i = 0;
+  for (int y = 0; y < height; ++y) {
+    raw.u8(0);  // filter: none
+    for (int x = 0; x < width * channels; ++x) {
+      if (bit_depth == 16) raw.u16(samples[i++]);
+      else raw.u8(samples[i++]);
+    }
+  }
+  // zlib stream of stored blocks, then Adler-32.
+  const std::string& data = raw.bytes();
+  ByteWriter z(true);
+  z.u8(0x78);
+  z.u8(0x01);
+  std::size_t pos = 0;
+  do {
+    const std::size_t n = std::min<std::size_t>(data.size() - pos, 65535);
+    z.u8(pos + n == data.size() ? 1 : 0);
+    z.u8(n & 0xFF);
+    z.u8(n >> 8);
+    z.u8(~n & 0xFF);
+    z.u8((~n >> 8) & 0xFF);
+    z.raw(data.substr(pos, n));
+    pos += n;
+  } while (pos < data.size());
+  uint32_t a = 1, b = 0;
+  for (char c : data) {
+    a = (a + static_cast<uint8_t>(c)) % 65521;
+    b = (b + a) % 65521;
+  }
+  z.u32((b << 16) | a);
+  ByteWriter ihdr(true);
+  ihdr.u32(width);
+  ihdr.u32(height);
+  ihdr.u8(bit_depth);
+  ihdr.u8(color_type);
+  ihdr.u8(0);
+  ihdr.u8(0);
+  ihdr.u8(0);
+  std::string png = std::string("\x89PNG\r\n\x1A\n", 8) + png_chunk("IHDR", ihdr.bytes());
+  if (!plte.empty()) png += png_chunk("PLTE", plte);
+  if (!trns.empty()) png += png_chunk("tRNS", trns);
+  return png + png_chunk("IDAT", z.bytes()) + png_chunk("IEND", "");
 }
 
 std::string exif_block(int orientation, bool big_endian) {
