@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kImageExtensions[] = {".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".bmp",
                                             ".dib", ".tif", ".tiff", ".webp", ".pbm", ".pgm",
-                                            ".ppm", ".pnm", ".pxm"};
+                                            ".ppm", ".pnm", ".pxm", ".pam"};
 
 struct DirId {
   dev_t dev;
