@@ -42,11 +42,11 @@ ConvertOptions to_options(const ConvertArgs& a) {
     throw UsageError("--csv-path, --csv-label and --csv-group need --csv FILE");
   }
   if (a.labels.empty()) {
-    o.scan.labels = a.csv.empty()           ? LabelSource::dirs
-                    : a.csv_label.empty()   ? LabelSource::none
-                                            : LabelSource::csv;
+    o.scan.labels = a.csv.empty()         ? LabelSource::dirs
+                    : a.csv_label.empty() ? LabelSource::none
+                                          : LabelSource::csv;
   } else {
-    o.scan.labels = a.labels == "none" ? LabelSource::none
+    o.scan.labels = a.labels == "none"  ? LabelSource::none
                     : a.labels == "csv" ? LabelSource::csv
                                         : LabelSource::dirs;
   }

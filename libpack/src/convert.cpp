@@ -289,7 +289,7 @@ std::string ConvertOptions::to_json() const {
   j["resize"] = name_of(resize);
   j["fill"] = {fill[0], fill[1], fill[2]};
   j["color"] = color == ColorMode::rgb ? "rgb" : "gray";
-  j["labels"] = scan.labels == LabelSource::dirs ? "dirs"
+  j["labels"] = scan.labels == LabelSource::dirs  ? "dirs"
                 : scan.labels == LabelSource::csv ? "csv"
                                                   : "none";
   j["group_regex"] = scan.group_regex;

@@ -124,8 +124,7 @@ CsvTable parse_csv(std::string_view text, const std::string& name) {
     if (record->fields.size() != table.header.size()) {
       parser.fail(record->line, std::to_string(record->fields.size()) + " field" +
                                     (record->fields.size() == 1 ? "" : "s") +
-                                    ", but the header has " +
-                                    std::to_string(table.header.size()));
+                                    ", but the header has " + std::to_string(table.header.size()));
     }
     table.rows.push_back(std::move(*record));
   }

@@ -2,12 +2,11 @@
 
 #include <turbojpeg.h>
 
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
-
 #include <array>
 #include <cstdio>
 #include <memory>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <optional>
 #include <vector>
 
@@ -87,8 +86,8 @@ cv::Mat decode_jpeg_turbo(std::span<const uint8_t> bytes, const ImageInfo& info,
   uint32_t min_w = info.transposed() ? options.min_height : options.min_width;
   uint32_t min_h = info.transposed() ? options.min_width : options.min_height;
   const bool may_scale = options.dct_scaling && min_w > 0 && min_h > 0;
-  tjscalingfactor scale = may_scale ? choose_scale(width, height, min_w, min_h)
-                                    : tjscalingfactor{1, 1};
+  tjscalingfactor scale =
+      may_scale ? choose_scale(width, height, min_w, min_h) : tjscalingfactor{1, 1};
   int out_w = TJSCALED(width, scale);
   int out_h = TJSCALED(height, scale);
   // LIMITSCANS refuses progressive files with absurd scan counts (a CPU bomb).

@@ -78,15 +78,22 @@ std::optional<TiffFields> read_first_ifd(std::span<const uint8_t> t) {
     const uint64_t count = big ? u64(entry + 4) : u32(entry + 4);
     if (count != 1) continue;
     uint64_t value;
-    switch (type) {
-      case 3: value = u16(entry + value_at); break;              // SHORT
-      case 4: value = u32(entry + value_at); break;              // LONG
-      case 16: if (!big) continue; value = u64(entry + value_at); break;  // LONG8
-      default: continue;
+    if (type == 3) {  // SHORT
+      value = u16(entry + value_at);
+    } else if (type == 4) {  // LONG
+      value = u32(entry + value_at);
+    } else if (type == 16 && big) {  // LONG8
+      value = u64(entry + value_at);
+    } else {
+      continue;
     }
-    if (tag == 256) fields.width = value;        // ImageWidth
-    else if (tag == 257) fields.height = value;  // ImageLength
-    else if (tag == 274 && value >= 1 && value <= 8) fields.orientation = static_cast<int>(value);
+    if (tag == 256) {  // ImageWidth
+      fields.width = value;
+    } else if (tag == 257) {  // ImageLength
+      fields.height = value;
+    } else if (tag == 274 && value >= 1 && value <= 8) {  // Orientation
+      fields.orientation = static_cast<int>(value);
+    }
   }
   return fields;
 }
@@ -213,8 +220,8 @@ std::optional<ImageInfo> probe_webp(std::span<const uint8_t> b) {
     // Flags (1), reserved (3), canvas width-1 (24 bits), canvas height-1 (24 bits).
     if (first_size < 10) return std::nullopt;
     const bool has_exif = (data[0] & 0x08) != 0;
-    std::optional<ImageInfo> result = sized(info, uint64_t{le24(data + 4)} + 1,
-                                            uint64_t{le24(data + 7)} + 1);
+    std::optional<ImageInfo> result =
+        sized(info, uint64_t{le24(data + 4)} + 1, uint64_t{le24(data + 7)} + 1);
     if (!result || !has_exif) return result;
     std::size_t pos = 12;
     while (pos + 8 <= b.size()) {
@@ -233,8 +240,8 @@ std::optional<ImageInfo> probe_webp(std::span<const uint8_t> b) {
 
 std::optional<ImageInfo> probe_gif(std::span<const uint8_t> b) {
   // "GIF87a" or "GIF89a", then the logical screen width and height.
-  if (b.size() < 10 || (std::memcmp(b.data(), "GIF87a", 6) != 0 &&
-                        std::memcmp(b.data(), "GIF89a", 6) != 0)) {
+  if (b.size() < 10 ||
+      (std::memcmp(b.data(), "GIF87a", 6) != 0 && std::memcmp(b.data(), "GIF89a", 6) != 0)) {
     return std::nullopt;
   }
   ImageInfo info;
@@ -348,14 +355,22 @@ ImageFormat sniff_format(std::span<const uint8_t> b) {
 
 std::optional<ImageInfo> probe_image(std::span<const uint8_t> bytes) {
   switch (sniff_format(bytes)) {
-    case ImageFormat::jpeg: return probe_jpeg(bytes);
-    case ImageFormat::png: return probe_png(bytes);
-    case ImageFormat::bmp: return probe_bmp(bytes);
-    case ImageFormat::tiff: return probe_tiff(bytes);
-    case ImageFormat::webp: return probe_webp(bytes);
-    case ImageFormat::gif: return probe_gif(bytes);
-    case ImageFormat::pnm: return PnmHeader(bytes).probe();
-    case ImageFormat::unknown: break;
+    case ImageFormat::jpeg:
+      return probe_jpeg(bytes);
+    case ImageFormat::png:
+      return probe_png(bytes);
+    case ImageFormat::bmp:
+      return probe_bmp(bytes);
+    case ImageFormat::tiff:
+      return probe_tiff(bytes);
+    case ImageFormat::webp:
+      return probe_webp(bytes);
+    case ImageFormat::gif:
+      return probe_gif(bytes);
+    case ImageFormat::pnm:
+      return PnmHeader(bytes).probe();
+    case ImageFormat::unknown:
+      break;
   }
   return std::nullopt;
 }

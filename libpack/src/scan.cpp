@@ -18,9 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kImageExtensions[] = {".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".bmp",
-                                            ".dib", ".tif", ".tiff", ".webp", ".pbm", ".pgm",
-                                            ".ppm", ".pnm", ".pxm", ".pam"};
+constexpr const char* kImageExtensions[] = {".jpg", ".jpeg", ".jpe",  ".jfif", ".png", ".bmp",
+                                            ".dib", ".tif",  ".tiff", ".webp", ".pbm", ".pgm",
+                                            ".ppm", ".pnm",  ".pxm",  ".pam"};
 
 struct DirId {
   dev_t dev;
@@ -103,8 +103,8 @@ std::size_t require_column(const CsvTable& table, const std::string& csv_name,
                            const std::string& column, const char* flag) {
   std::optional<std::size_t> index = table.column(column);
   if (!index) {
-    throw UsageError(csv_name + ":1: no column '" + column + "' (" + flag + "); the header has: " +
-                     join_columns(table));
+    throw UsageError(csv_name + ":1: no column '" + column + "' (" + flag +
+                     "); the header has: " + join_columns(table));
   }
   return *index;
 }
@@ -395,13 +395,13 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
     list.samples.push_back(std::move(sample));
   }
   if (list.samples.empty()) {
-    throw UsageError(name + ": none of the " + std::to_string(rows.size()) +
-                     " files it lists exists below " + src.string() + " (first: " +
-                     list.skipped.front().path + "); CSV paths are relative to SRC" +
-                     (csv.path.find('{') == std::string::npos
-                          ? ", and a --csv-path template can add folders, e.g. 'train/{" +
-                                csv.path + "}'"
-                          : ""));
+    throw UsageError(
+        name + ": none of the " + std::to_string(rows.size()) + " files it lists exists below " +
+        src.string() + " (first: " + list.skipped.front().path +
+        "); CSV paths are relative to SRC" +
+        (csv.path.find('{') == std::string::npos
+             ? ", and a --csv-path template can add folders, e.g. 'train/{" + csv.path + "}'"
+             : ""));
   }
   if (options.labels == LabelSource::dirs) {
     // Class folders, as for a directory scan.

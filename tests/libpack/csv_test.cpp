@@ -20,8 +20,8 @@ std::string usage_error(const std::string& text) {
 }
 
 TEST(CsvTest, ReadsHeaderAndRows) {
-  CsvTable t = parse_csv("subject,classname,img\np002,c0,img_44733.jpg\np002,c0,img_72999.jpg\n",
-                         "x.csv");
+  CsvTable t =
+      parse_csv("subject,classname,img\np002,c0,img_44733.jpg\np002,c0,img_72999.jpg\n", "x.csv");
   EXPECT_EQ(t.header, (Fields{"subject", "classname", "img"}));
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(t.rows[0].fields, (Fields{"p002", "c0", "img_44733.jpg"}));

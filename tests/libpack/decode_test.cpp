@@ -5,10 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
-
-#include <fstream>
 #include <random>
 
 #include "image_fixtures.hpp"
@@ -84,7 +83,8 @@ TEST(DecodeTest, EveryFormatMatchesOpenCvsOwnDecode) {
   const std::vector<FormatCase> cases = {
       {"baseline jpeg", encode_image(".jpg", rgb, {cv::IMWRITE_JPEG_QUALITY, 90}), 0},
       {"progressive jpeg",
-       encode_image(".jpg", rgb, {cv::IMWRITE_JPEG_PROGRESSIVE, 1, cv::IMWRITE_JPEG_QUALITY, 85}), 0},
+       encode_image(".jpg", rgb, {cv::IMWRITE_JPEG_PROGRESSIVE, 1, cv::IMWRITE_JPEG_QUALITY, 85}),
+       0},
       {"gray jpeg", encode_image(".jpg", gray_ramp), 0},
       {"png", encode_image(".png", rgb), 0},
       {"gray png", encode_image(".png", gray_ramp), 0},
@@ -138,9 +138,9 @@ TEST(DecodeTest, SixteenBitIsScaledWithRounding) {
   // RGB output of a 16-bit gray PNG: three equal channels.
   DecodedImage rgb = decode(png);
   ASSERT_EQ(rgb.pixels.type(), CV_8UC3);
-  EXPECT_EQ(rgb.pixels.at<cv::Vec3b>(3, 5), cv::Vec3b(image.pixels.at<uint8_t>(3, 5),
-                                                      image.pixels.at<uint8_t>(3, 5),
-                                                      image.pixels.at<uint8_t>(3, 5)));
+  EXPECT_EQ(rgb.pixels.at<cv::Vec3b>(3, 5),
+            cv::Vec3b(image.pixels.at<uint8_t>(3, 5), image.pixels.at<uint8_t>(3, 5),
+                      image.pixels.at<uint8_t>(3, 5)));
 }
 
 uint8_t over(int value, int alpha, int fill) {
@@ -155,8 +155,9 @@ TEST(DecodeTest, AlphaIsCompositedOverTheFill) {
   cv::Mat rgba(20, 30, CV_8UC4);
   for (int y = 0; y < 20; ++y) {
     for (int x = 0; x < 30; ++x) {
-      rgba.at<cv::Vec4b>(y, x) = cv::Vec4b(static_cast<uint8_t>(x * 8), static_cast<uint8_t>(y * 12),
-                                           200, static_cast<uint8_t>((x * 9 + y * 5) % 256));
+      rgba.at<cv::Vec4b>(y, x) =
+          cv::Vec4b(static_cast<uint8_t>(x * 8), static_cast<uint8_t>(y * 12), 200,
+                    static_cast<uint8_t>((x * 9 + y * 5) % 256));
     }
   }
   for (const std::string& ext : {std::string(".png"), std::string(".tif")}) {
@@ -172,11 +173,11 @@ TEST(DecodeTest, AlphaIsCompositedOverTheFill) {
     }
   }
   // RGBA lossless WebP.
-  DecodedImage webp =
-      decode(encode_image(".webp", rgba, {cv::IMWRITE_WEBP_QUALITY, 101}), options);
+  DecodedImage webp = decode(encode_image(".webp", rgba, {cv::IMWRITE_WEBP_QUALITY, 101}), options);
   const cv::Vec4b s = rgba.at<cv::Vec4b>(7, 11);
-  EXPECT_EQ(webp.pixels.at<cv::Vec3b>(7, 11),
-            cv::Vec3b(over(s[0], s[3], fill[0]), over(s[1], s[3], fill[1]), over(s[2], s[3], fill[2])));
+  EXPECT_EQ(
+      webp.pixels.at<cv::Vec3b>(7, 11),
+      cv::Vec3b(over(s[0], s[3], fill[0]), over(s[1], s[3], fill[1]), over(s[2], s[3], fill[2])));
 
   // Gray + alpha PNG (colour type 4), 8 and 16 bit.
   std::vector<uint16_t> la = {100, 0, 100, 255, 100, 128, 250, 64};
@@ -257,10 +258,10 @@ TEST(DecodeTest, PillowCmykJpegComesBackAsTheRgbPicture) {
   const std::string script =
       "from PIL import Image; import sys; "
       "Image.open(sys.argv[1]).convert('CMYK').save(sys.argv[2], quality=100, subsampling=0)";
-  test::CommandResult r = test::run_command(
-      std::string(IMGPACK_SYSTEM_PYTHON) + " -c " + test::shell_quote(script) + " " +
-      test::shell_quote((dir / "source.png").string()) + " " +
-      test::shell_quote((dir / "cmyk.jpg").string()));
+  test::CommandResult r =
+      test::run_command(std::string(IMGPACK_SYSTEM_PYTHON) + " -c " + test::shell_quote(script) +
+                        " " + test::shell_quote((dir / "source.png").string()) + " " +
+                        test::shell_quote((dir / "cmyk.jpg").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string bytes = test::read_bytes(dir / "cmyk.jpg");
   std::optional<ImageInfo> info = probe_image(as_bytes(bytes));
@@ -284,8 +285,8 @@ TEST(DecodeTest, ExifOrientationIsAppliedOnEveryPath) {
     SCOPED_TRACE("orientation " + std::to_string(o));
     const cv::Mat stored = test::store_for_orientation(upright, o);
     const cv::Mat stored_cmyk = test::store_for_orientation(cmyk_upright, o);
-    const std::string jpeg = test::jpeg_with_exif(
-encode_image(".jpg", stored, {cv::IMWRITE_JPEG_QUALITY, 100}), o);
+    const std::string jpeg =
+        test::jpeg_with_exif(encode_image(".jpg", stored, {cv::IMWRITE_JPEG_QUALITY, 100}), o);
     const std::string png = test::png_with_exif(encode_image(".png", stored), o);
     struct Case {
       const char* name;
@@ -299,8 +300,9 @@ encode_image(".jpg", stored, {cv::IMWRITE_JPEG_QUALITY, 100}), o);
         {"jpeg", jpeg, 12, true},
         {"cmyk jpeg", test::jpeg_with_exif(test::cmyk_jpeg(stored_cmyk, 100), o), 2.0, true},
         {"png", png, 0, true},
-        {"webp", test::webp_with_exif(encode_image(".webp", stored, {cv::IMWRITE_WEBP_QUALITY, 101}),
-                                      stored.cols, stored.rows, o),
+        {"webp",
+         test::webp_with_exif(encode_image(".webp", stored, {cv::IMWRITE_WEBP_QUALITY, 101}),
+                              stored.cols, stored.rows, o),
          0, false},
         {"tiff", test::tiff_rgb(stored, o), 0, true},
         {"bigtiff big-endian", test::tiff_rgb(stored, o, true, true), 0, true},
@@ -372,9 +374,14 @@ TEST(DecodeTest, ScaleIsTheSmallestThatCoversTheMinimum) {
     uint32_t min_w, min_h;
     int width;
   };
-  for (const Expect& e : std::vector<Expect>{{0, 0, 800}, {800, 600, 800}, {400, 300, 400},
-                                             {401, 300, 500}, {100, 75, 100}, {99, 10, 100},
-                                             {90, 70, 100}, {1000, 10, 800}}) {
+  for (const Expect& e : std::vector<Expect>{{0, 0, 800},
+                                             {800, 600, 800},
+                                             {400, 300, 400},
+                                             {401, 300, 500},
+                                             {100, 75, 100},
+                                             {99, 10, 100},
+                                             {90, 70, 100},
+                                             {1000, 10, 800}}) {
     DecodeOptions options;
     options.min_width = e.min_w;
     options.min_height = e.min_h;

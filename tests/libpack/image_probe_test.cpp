@@ -2,9 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <opencv2/imgcodecs.hpp>
-
 #include <cstring>
+#include <opencv2/imgcodecs.hpp>
 #include <random>
 
 #include "image_fixtures.hpp"
@@ -37,8 +36,8 @@ TEST(ImageProbeTest, ReadsTheSizeOfEveryFormatOpenCvWrites) {
       {".png", ImageFormat::png, {}},
       {".bmp", ImageFormat::bmp, {}},
       {".tif", ImageFormat::tiff, {}},
-      {".webp", ImageFormat::webp, {cv::IMWRITE_WEBP_QUALITY, 80}},    // VP8
-      {".webp", ImageFormat::webp, {cv::IMWRITE_WEBP_QUALITY, 101}},   // VP8L
+      {".webp", ImageFormat::webp, {cv::IMWRITE_WEBP_QUALITY, 80}},   // VP8
+      {".webp", ImageFormat::webp, {cv::IMWRITE_WEBP_QUALITY, 101}},  // VP8L
       {".ppm", ImageFormat::pnm, {}},
       {".ppm", ImageFormat::pnm, {cv::IMWRITE_PXM_BINARY, 0}},  // P3, ASCII
       {".pam", ImageFormat::pnm, {}},

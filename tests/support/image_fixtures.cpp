@@ -2,11 +2,10 @@
 
 #include <turbojpeg.h>
 
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
-
 #include <algorithm>
 #include <array>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <stdexcept>
 #include <vector>
 
@@ -53,8 +52,10 @@ std::string build_tiff(const std::vector<IfdEntry>& entries, const std::string& 
   for (std::size_t i = 0; i < entries.size(); ++i) {
     ByteWriter value(big_endian);
     for (uint64_t v : entries[i].values) {
-      if (entries[i].type == 3) value.u16(v);
-      else value.u32(v);
+      if (entries[i].type == 3)
+        value.u16(v);
+      else
+        value.u32(v);
     }
     std::string bytes = value.bytes();
     if (bytes.size() <= inline_bytes) {
@@ -63,8 +64,10 @@ std::string build_tiff(const std::vector<IfdEntry>& entries, const std::string& 
     } else {
       ByteWriter offset(big_endian);
       std::size_t at = header + payload.size() + extra.bytes().size();
-      if (bigtiff) offset.u64(at);
-      else offset.u32(at);
+      if (bigtiff)
+        offset.u64(at);
+      else
+        offset.u32(at);
       field[i] = offset.bytes();
       extra.raw(bytes);
       if (extra.bytes().size() % 2) extra.u8(0);
@@ -83,17 +86,23 @@ std::string build_tiff(const std::vector<IfdEntry>& entries, const std::string& 
   }
   w.raw(payload);
   w.raw(extra.bytes());
-  if (bigtiff) w.u64(entries.size());
-  else w.u16(entries.size());
+  if (bigtiff)
+    w.u64(entries.size());
+  else
+    w.u16(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) {
     w.u16(entries[i].tag);
     w.u16(entries[i].type);
-    if (bigtiff) w.u64(entries[i].values.size());
-    else w.u32(entries[i].values.size());
+    if (bigtiff)
+      w.u64(entries[i].values.size());
+    else
+      w.u32(entries[i].values.size());
     w.raw(field[i]);
   }
-  if (bigtiff) w.u64(0);
-  else w.u32(0);
+  if (bigtiff)
+    w.u64(0);
+  else
+    w.u32(0);
   return w.bytes();
 }
 
@@ -129,9 +138,12 @@ std::string riff_webp(const std::string& chunks) {
 std::string encode_image(const std::string& ext, const cv::Mat& rgb,
                          const std::vector<int>& params) {
   cv::Mat bgr;
-  if (rgb.channels() == 3) cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
-  else if (rgb.channels() == 4) cv::cvtColor(rgb, bgr, cv::COLOR_RGBA2BGRA);
-  else bgr = rgb;
+  if (rgb.channels() == 3)
+    cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
+  else if (rgb.channels() == 4)
+    cv::cvtColor(rgb, bgr, cv::COLOR_RGBA2BGRA);
+  else
+    bgr = rgb;
   std::vector<uint8_t> out;
   if (!cv::imencode(ext, bgr, out, params)) throw std::runtime_error("cannot encode " + ext);
   return std::string(out.begin(), out.end());
@@ -164,8 +176,10 @@ std::string png_raw(int width, int height, int color_type, int bit_depth,
   for (int y = 0; y < height; ++y) {
     raw.u8(0);  // filter: none
     for (int x = 0; x < width * channels; ++x) {
-      if (bit_depth == 16) raw.u16(samples[i++]);
-      else raw.u8(samples[i++]);
+      if (bit_depth == 16)
+        raw.u16(samples[i++]);
+      else
+        raw.u8(samples[i++]);
     }
   }
   // zlib stream of stored blocks, then Adler-32.
@@ -206,9 +220,9 @@ std::string png_raw(int width, int height, int color_type, int bit_depth,
 
 std::string exif_block(int orientation, bool big_endian) {
   // A few unrelated tags around Orientation, as cameras write them.
-  return build_tiff({{0x010F, 4, {7}}, {0x0112, 3, {static_cast<uint64_t>(orientation)}},
-                     {0x011A, 4, {72, 1}}},
-                    "", false, big_endian);
+  return build_tiff(
+      {{0x010F, 4, {7}}, {0x0112, 3, {static_cast<uint64_t>(orientation)}}, {0x011A, 4, {72, 1}}},
+      "", false, big_endian);
 }
 
 std::string jpeg_with_exif(const std::string& jpeg, int orientation) {
@@ -303,14 +317,31 @@ cv::Mat store_for_orientation(const cv::Mat& upright, int orientation) {
   // applies the inverse. 2, 3, 4, 5 and 7 are their own inverses.
   cv::Mat out;
   switch (orientation) {
-    case 2: cv::flip(upright, out, 1); break;
-    case 3: cv::flip(upright, out, -1); break;
-    case 4: cv::flip(upright, out, 0); break;
-    case 5: cv::transpose(upright, out); break;
-    case 6: cv::rotate(upright, out, cv::ROTATE_90_COUNTERCLOCKWISE); break;
-    case 7: cv::transpose(upright, out); cv::flip(out, out, -1); break;
-    case 8: cv::rotate(upright, out, cv::ROTATE_90_CLOCKWISE); break;
-    default: out = upright.clone(); break;
+    case 2:
+      cv::flip(upright, out, 1);
+      break;
+    case 3:
+      cv::flip(upright, out, -1);
+      break;
+    case 4:
+      cv::flip(upright, out, 0);
+      break;
+    case 5:
+      cv::transpose(upright, out);
+      break;
+    case 6:
+      cv::rotate(upright, out, cv::ROTATE_90_COUNTERCLOCKWISE);
+      break;
+    case 7:
+      cv::transpose(upright, out);
+      cv::flip(out, out, -1);
+      break;
+    case 8:
+      cv::rotate(upright, out, cv::ROTATE_90_CLOCKWISE);
+      break;
+    default:
+      out = upright.clone();
+      break;
   }
   return out;
 }
@@ -406,8 +437,8 @@ std::string bomb_header(const std::string& kind, uint32_t width, uint32_t height
     return w.bytes();
   }
   if (kind == "pnm") {
-    return "P6\n# a comment\n" + std::to_string(width) + " " + std::to_string(height) +
-           "\n255\n" + std::string(12, '\0');
+    return "P6\n# a comment\n" + std::to_string(width) + " " + std::to_string(height) + "\n255\n" +
+           std::string(12, '\0');
   }
   if (kind == "pam") {
     return "P7\nWIDTH " + std::to_string(width) + "\nHEIGHT " + std::to_string(height) +

@@ -5,9 +5,8 @@
 // Every function returns the file's bytes; nothing touches the disk.
 #pragma once
 
-#include <opencv2/core.hpp>
-
 #include <cstdint>
+#include <opencv2/core.hpp>
 #include <string>
 
 namespace imgpack::test {

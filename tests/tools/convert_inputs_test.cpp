@@ -2,11 +2,10 @@
 // format and colour model, EXIF orientation, and decompression bombs.
 #include <gtest/gtest.h>
 
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
-
 #include <map>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "image_fixtures.hpp"
 #include "imgpack/dataset_index.hpp"
@@ -37,9 +36,8 @@ std::map<std::string, cv::Mat> read_records(const fs::path& dataset) {
     std::vector<uint8_t> pixels(n * index.record_bytes());
     h5::Handle images = shard.open_dataset("/images");
     if (n > 0) {
-      EXPECT_GE(H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                        pixels.data()),
-                0);
+      EXPECT_GE(
+          H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels.data()), 0);
     }
     for (std::size_t r = 0; r < n; ++r) {
       cv::Mat record(static_cast<int>(index.height), static_cast<int>(index.width),
@@ -126,8 +124,9 @@ TEST_F(StateFarmCsv, LabelsAndGroupsFromColumnsLandInTheIndex) {
 }
 
 TEST_F(StateFarmCsv, LabelsNoneGivesUnlabeledSamples) {
-  CommandResult r = convert("--csv-path 'imgs/train/{classname}/{img}' --csv-group subject "
-                            "--labels none");
+  CommandResult r = convert(
+      "--csv-path 'imgs/train/{classname}/{img}' --csv-group subject "
+      "--labels none");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   DatasetIndex index = read_index(out_);
   EXPECT_TRUE(index.class_names.empty());
@@ -171,8 +170,8 @@ TEST_F(StateFarmCsv, BadListsAreUsageErrorsNamingFileAndLine) {
 
 TEST(ConvertGroupsTest, GroupRegexOverRelativePaths) {
   TempDir dir;
-  for (const char* path : {"c0/p021_img_1.jpg", "c0/p002_img_2.jpg", "c1/p021_img_3.jpg",
-                           "c1/other.jpg"}) {
+  for (const char* path :
+       {"c0/p021_img_1.jpg", "c0/p002_img_2.jpg", "c1/p021_img_3.jpg", "c1/other.jpg"}) {
     test::write_image(dir / "src" / path, test::make_rgb_image(20, 20, 1));
   }
   const std::string base = "convert " + q(dir / "src") + " " + q(dir / "out") +
@@ -280,15 +279,16 @@ TEST(ConvertFormatsTest, EveryFormatConvertsToCorrectUprightRgb) {
 TEST(ConvertBombsTest, BombsAreSkippedWithoutAllocatingTheirSize) {
   TempDir dir;
   const std::map<std::string, std::string> bombs = {
-      {"bomb.jpg", "jpeg"}, {"bomb.png", "png"},   {"bomb.bmp", "bmp"},   {"bomb.tif", "tiff"},
+      {"bomb.jpg", "jpeg"},   {"bomb.png", "png"},   {"bomb.bmp", "bmp"}, {"bomb.tif", "tiff"},
       {"big.tif", "bigtiff"}, {"bomb.webp", "webp"}, {"bomb.ppm", "pnm"}, {"bomb.pam", "pam"}};
   for (const auto& [name, kind] : bombs) {
     write_bytes(dir / "src/c" / name, test::bomb_header(kind, 60000, 60000));
   }
   test::write_image(dir / "src/c/real.jpg", test::make_rgb_image(64, 48, 1));
-  const std::string args = "convert " + q(dir / "src") + " " + q(dir / "out") +
-                           " --size 32 --quiet --threads 2";
-  CommandResult r = test::run_command("ulimit -v 3145728; " + shell_quote(IMGPACK_CLI) + " " + args);
+  const std::string args =
+      "convert " + q(dir / "src") + " " + q(dir / "out") + " --size 32 --quiet --threads 2";
+  CommandResult r =
+      test::run_command("ulimit -v 3145728; " + shell_quote(IMGPACK_CLI) + " " + args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json report = read_report(dir / "out");
   EXPECT_EQ(report["samples"], 1);
