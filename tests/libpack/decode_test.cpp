@@ -381,7 +381,11 @@ TEST(DecodeTest, ScaleIsTheSmallestThatCoversTheMinimum) {
                                              {100, 75, 100},
                                              {99, 10, 100},
                                              {90, 70, 100},
-                                             {1000, 10, 800}}) {
+                                             {1000, 10, 800},
+                                             // 7/8 and 3/4 are not used (no faster than 1/1)
+                                             {700, 525, 800},
+                                             {600, 450, 800},
+                                             {500, 375, 500}}) {
     DecodeOptions options;
     options.min_width = e.min_w;
     options.min_height = e.min_h;

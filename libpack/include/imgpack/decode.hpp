@@ -5,7 +5,7 @@
 // and so is a file whose header cannot be read.
 //
 // JPEG (baseline, progressive, gray, CMYK and YCCK) goes through TurboJPEG,
-// decoding at the smallest DCT scale (7/8, 3/4, 1/2, 3/8, 1/4, 1/8, ...) that
+// decoding at the smallest DCT scale (5/8, 1/2, 3/8, 1/4, 1/8) that
 // still yields at least the size the caller needs, which skips most of the
 // IDCT, colour conversion and resize work for large photos. CMYK and YCCK are
 // decoded to CMYK and converted to RGB the way OpenCV and Photoshop do
