@@ -5,7 +5,9 @@ usage: bench/convert/run.py COUNT WORKDIR [--rss-counts 2000,8000] [--imgpack PA
                             [--repeat R] [--size 224]
 
 Generates (once; later runs reuse them) max(COUNT, RSS counts) photo-like
-1024x768 JPEGs under WORKDIR/photos with make_photos.py, then in one run, on
+1024x768 JPEGs under WORKDIR/photos with make_photos.py (about 200 KB each:
+8000 photos take 1.6 GB and, on two cores, about ten minutes to make), then
+in one run, on
 the first COUNT of them converted to SIZE x SIZE (centre crop):
 
   imgpack      imgpack convert (DCT-scaled JPEG decoding, all cores)
