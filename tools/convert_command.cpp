@@ -4,6 +4,7 @@
 #include "cli_common.hpp"
 #include "imgpack/augment.hpp"
 #include "imgpack/convert.hpp"
+#include "imgpack/error.hpp"
 #include "progress.hpp"
 
 namespace imgpack::cli {
@@ -12,7 +13,9 @@ namespace {
 
 struct ConvertArgs {
   std::string src, out;
-  std::string size, resize = "crop", fill = "0", color = "rgb", labels = "dirs";
+  std::string size, resize = "crop", fill = "0", color = "rgb";
+  std::string labels;  // empty: dirs, or with --csv: csv when --csv-label is given, else none
+  std::string csv, csv_path = "path", csv_label, csv_group;
   std::string group_regex, group_missing = "error";
   uint32_t variants = 1;
   std::string augment;
@@ -36,7 +39,22 @@ ConvertOptions to_options(const ConvertArgs& a) {
                                      : ResizeMode::pad;
   o.fill = parse_fill(a.fill);
   o.color = a.color == "gray" ? ColorMode::gray : ColorMode::rgb;
-  o.scan.labels = a.labels == "none" ? LabelSource::none : LabelSource::dirs;
+  if (a.csv.empty() && (!a.csv_label.empty() || !a.csv_group.empty() || a.csv_path != "path")) {
+    throw UsageError("--csv-path, --csv-label and --csv-group need --csv FILE");
+  }
+  if (a.labels.empty()) {
+    o.scan.labels = a.csv.empty()         ? LabelSource::dirs
+                    : a.csv_label.empty() ? LabelSource::none
+                                          : LabelSource::csv;
+  } else {
+    o.scan.labels = a.labels == "none"  ? LabelSource::none
+                    : a.labels == "csv" ? LabelSource::csv
+                                        : LabelSource::dirs;
+  }
+  if (o.scan.labels == LabelSource::csv && a.csv.empty()) {
+    throw UsageError("--labels csv needs --csv FILE and --csv-label COLUMN");
+  }
+  if (!a.csv.empty()) o.scan.csv = CsvInput{a.csv, a.csv_path, a.csv_label, a.csv_group};
   o.scan.group_regex = a.group_regex;
   o.scan.group_missing_ok = a.group_missing == "ok";
   o.variants = a.variants;
@@ -93,8 +111,12 @@ int run_convert(const ConvertArgs& args) {
 
 void add_convert_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<ConvertArgs>();
-  CLI::App* cmd = app.add_subcommand("convert", "Pack an image directory into a dataset");
-  cmd->add_option("SRC", args->src, "Input directory (class folders below it)")->required();
+  CLI::App* cmd =
+      app.add_subcommand("convert", "Pack an image directory (or a --csv list) into a dataset");
+  cmd->add_option("SRC", args->src,
+                  "Input directory: class folders below it, or the root that --csv paths are "
+                  "relative to")
+      ->required();
   cmd->add_option("OUT", args->out, "Output dataset directory (new or empty)")->required();
   cmd->add_option("--size", args->size, "Output size N or WxH (default: the size all inputs share)");
   cmd->add_option("--resize", args->resize, "crop: cover and centre-crop; stretch; pad: letterbox")
@@ -104,13 +126,33 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("--color", args->color, "Output colour")
       ->check(CLI::IsMember({"rgb", "gray"}))
       ->capture_default_str();
-  cmd->add_option("--labels", args->labels, "dirs: class = first folder below SRC; none: unlabeled")
-      ->check(CLI::IsMember({"dirs", "none"}))
+  cmd->add_option("--labels", args->labels,
+                  "dirs: class = first folder below SRC; none: unlabeled (-1); csv: from "
+                  "--csv-label. Default: dirs, or with --csv: csv if --csv-label is given, else "
+                  "none")
+      ->check(CLI::IsMember({"dirs", "none", "csv"}));
+  cmd->add_option("--csv", args->csv,
+                  "Take the images from this CSV file (header row required; quoted fields, "
+                  "CRLF and a BOM are fine) instead of walking SRC. A listed file that does not "
+                  "exist is skipped and reported; a path listed twice is an error");
+  cmd->add_option("--csv-path", args->csv_path,
+                  "Column holding each image's path relative to SRC (absolute paths must lie "
+                  "inside SRC), or a template built from columns, e.g. "
+                  "'imgs/train/{classname}/{img}' for the State Farm driver list")
       ->capture_default_str();
+  cmd->add_option("--csv-label", args->csv_label,
+                  "Column naming each image's class (class ids: names sorted); an empty cell "
+                  "leaves the image unlabeled (-1)");
+  cmd->add_option("--csv-group", args->csv_group,
+                  "Column naming each image's group (driver, patient, ...); an empty cell is an "
+                  "error unless --group-missing ok");
   cmd->add_option("--group-regex", args->group_regex,
-                  "Regex over the relative path whose first capture names the group");
+                  "ECMAScript regex searched in each path relative to SRC (class folder "
+                  "included); its first capture names the group, e.g. '([^/_]+)_[^/]*$' for "
+                  "c0/p021_img_1.jpg");
   cmd->add_option("--group-missing", args->group_missing,
-                  "A path the group regex does not match: error, or ok (no group)")
+                  "A path the group regex does not match, or an empty --csv-group cell: error, "
+                  "or ok (group -1)")
       ->check(CLI::IsMember({"error", "ok"}))
       ->capture_default_str();
   cmd->add_option("--variants", args->variants, "Records per image: 1 clean + K-1 augmented")
@@ -131,7 +173,8 @@ void add_convert_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--overwrite", args->overwrite, "Replace the dataset already in OUT");
   cmd->add_option("--max-pixels", args->max_pixels,
-                  "Skip images declaring more pixels than this (decompression bombs)")
+                  "Skip images whose header declares more pixels than this, before decoding "
+                  "(decompression bombs)")
       ->capture_default_str();
   cmd->add_flag("--no-dct-scaling", args->no_dct_scaling,
                 "Decode JPEGs at full size before resizing (slower; for comparisons)");

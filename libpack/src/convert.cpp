@@ -332,8 +332,16 @@ std::string ConvertOptions::to_json() const {
   j["resize"] = name_of(resize);
   j["fill"] = {fill[0], fill[1], fill[2]};
   j["color"] = color == ColorMode::rgb ? "rgb" : "gray";
-  j["labels"] = scan.labels == LabelSource::dirs ? "dirs" : "none";
+  j["labels"] = scan.labels == LabelSource::dirs  ? "dirs"
+                : scan.labels == LabelSource::csv ? "csv"
+                                                  : "none";
   j["group_regex"] = scan.group_regex;
+  if (scan.csv) {
+    j["csv"] = {{"file", scan.csv->file.string()},
+                {"path", scan.csv->path},
+                {"label", scan.csv->label},
+                {"group", scan.csv->group}};
+  }
   j["variants"] = variants;
   j["augment"] = augment;
   j["seed"] = seed;
@@ -400,7 +408,8 @@ std::array<uint8_t, 3> parse_fill(const std::string& text) {
 ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress) {
   const Clock::time_point start = Clock::now();
   options.validate();
-  SourceList list = scan_directory(options.src, options.scan);
+  SourceList list = options.scan.csv ? scan_csv(options.src, options.scan)
+                                     : scan_directory(options.src, options.scan);
   const double scan_s = seconds_since(start);
   if (list.samples.empty()) {
     throw UsageError(options.src.string() + ": no images found (extensions: jpg, jpeg, png, bmp, "

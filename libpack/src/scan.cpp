@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 
+#include "imgpack/csv.hpp"
 #include "imgpack/error.hpp"
 
 namespace imgpack {
@@ -17,9 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kImageExtensions[] = {".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".bmp",
-                                            ".dib", ".tif", ".tiff", ".webp", ".pbm", ".pgm",
-                                            ".ppm", ".pnm", ".pxm"};
+constexpr const char* kImageExtensions[] = {".jpg", ".jpeg", ".jpe",  ".jfif", ".png", ".bmp",
+                                            ".dib", ".tif",  ".tiff", ".webp", ".pbm", ".pgm",
+                                            ".ppm", ".pnm",  ".pxm",  ".pam"};
 
 struct DirId {
   dev_t dev;
@@ -91,6 +92,104 @@ class Walker {
   std::set<DirId> visited_;
   std::vector<std::pair<std::string, uint64_t>> files_;  // path, size
 };
+
+std::string join_columns(const CsvTable& table) {
+  std::string names;
+  for (const std::string& column : table.header) names += (names.empty() ? "" : ", ") + column;
+  return names;
+}
+
+std::size_t require_column(const CsvTable& table, const std::string& csv_name,
+                           const std::string& column, const char* flag) {
+  std::optional<std::size_t> index = table.column(column);
+  if (!index) {
+    throw UsageError(csv_name + ":1: no column '" + column + "' (" + flag +
+                     "); the header has: " + join_columns(table));
+  }
+  return *index;
+}
+
+// A --csv-path value: one column name, or a template of literal text and
+// {column} parts such as "train/{classname}/{img}".
+class PathTemplate {
+ public:
+  PathTemplate(const std::string& spec, const CsvTable& table, const std::string& csv_name) {
+    if (spec.find_first_of("{}") == std::string::npos) {
+      parts_.push_back({"", require_column(table, csv_name, spec, "--csv-path")});
+      return;
+    }
+    std::size_t pos = 0;
+    while (pos < spec.size()) {
+      std::size_t open = spec.find('{', pos);
+      std::size_t stray = spec.find('}', pos);
+      if (stray < open) {
+        throw UsageError("--csv-path '" + spec + "': '}' without a matching '{'");
+      }
+      if (open == std::string::npos) {
+        parts_.push_back({spec.substr(pos), std::nullopt});
+        break;
+      }
+      std::size_t close = spec.find('}', open);
+      if (close == std::string::npos) {
+        throw UsageError("--csv-path '" + spec + "': '{' without a matching '}'");
+      }
+      if (open > pos) parts_.push_back({spec.substr(pos, open - pos), std::nullopt});
+      parts_.push_back({"", require_column(table, csv_name, spec.substr(open + 1, close - open - 1),
+                                           "--csv-path")});
+      pos = close + 1;
+    }
+  }
+
+  // The path of one record, or "" if a column it uses is empty.
+  std::string build(const CsvRecord& record, std::string* empty_column,
+                    const CsvTable& table) const {
+    std::string path;
+    for (const Part& part : parts_) {
+      if (!part.column) {
+        path += part.literal;
+        continue;
+      }
+      const std::string& value = record.fields[*part.column];
+      if (value.empty()) {
+        *empty_column = table.header[*part.column];
+        return "";
+      }
+      path += value;
+    }
+    return path;
+  }
+
+ private:
+  struct Part {
+    std::string literal;
+    std::optional<std::size_t> column;
+  };
+  std::vector<Part> parts_;
+};
+
+// The path relative to SRC, '/'-separated and without "." or ".." parts, or
+// "" if it points outside SRC (or at SRC itself).
+std::string relative_to_source(const std::string& listed, const fs::path& src) {
+  fs::path path = fs::path(listed).lexically_normal();
+  if (path.is_absolute()) {
+    std::error_code ec;
+    fs::path root = fs::absolute(src, ec).lexically_normal();
+    if (ec) return "";
+    path = path.lexically_relative(root);
+  }
+  std::string text = path.generic_string();
+  if (text.empty() || text == "." || text == ".." || text.starts_with("../")) return "";
+  return text;
+}
+
+// Sorted distinct non-empty names -> ids.
+std::map<std::string, int32_t> number_names(const std::set<std::string>& names,
+                                            std::vector<std::string>& out) {
+  std::map<std::string, int32_t> ids;
+  out.assign(names.begin(), names.end());
+  for (std::size_t i = 0; i < out.size(); ++i) ids.emplace(out[i], static_cast<int32_t>(i));
+  return ids;
+}
 
 }  // namespace
 
@@ -188,6 +287,147 @@ SourceList scan_directory(const fs::path& src, const ScanOptions& options) {
   if (!options.group_regex.empty()) {
     assign_groups_by_regex(list, options.group_regex, options.group_missing_ok);
   }
+  return list;
+}
+
+}  // namespace imgpack
+
+namespace imgpack {
+
+SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
+  if (!options.csv) throw UsageError("scan_csv: no CSV file given");
+  const CsvInput& csv = *options.csv;
+  std::error_code ec;
+  if (!fs::is_directory(src, ec)) throw UsageError(src.string() + ": no such directory");
+  if (options.labels == LabelSource::csv && csv.label.empty()) {
+    throw UsageError("--labels csv needs --csv-label naming the label column");
+  }
+  if (options.labels != LabelSource::csv && !csv.label.empty()) {
+    throw UsageError(std::string("--csv-label conflicts with --labels ") +
+                     (options.labels == LabelSource::dirs ? "dirs" : "none"));
+  }
+  if (!csv.group.empty() && !options.group_regex.empty()) {
+    throw UsageError("--csv-group and --group-regex both name groups; pass only one");
+  }
+  const std::string name = csv.file.string();
+  const CsvTable table = read_csv(csv.file);
+  if (table.rows.empty()) throw UsageError(name + ": has a header but no rows");
+  const PathTemplate path_template(csv.path, table, name);
+  std::optional<std::size_t> label_column, group_column;
+  if (!csv.label.empty()) label_column = require_column(table, name, csv.label, "--csv-label");
+  if (!csv.group.empty()) group_column = require_column(table, name, csv.group, "--csv-group");
+
+  struct Row {
+    std::string path;
+    const CsvRecord* record;
+  };
+  std::vector<Row> rows;
+  rows.reserve(table.rows.size());
+  std::map<std::string, uint64_t> line_of_path;
+  std::set<std::string> labels, groups;
+  std::vector<uint64_t> groupless_lines;
+  for (const CsvRecord& record : table.rows) {
+    const std::string where = name + ":" + std::to_string(record.line) + ": ";
+    std::string empty_column;
+    const std::string listed = path_template.build(record, &empty_column, table);
+    if (listed.empty()) throw UsageError(where + "empty '" + empty_column + "' cell; no path");
+    std::string path = relative_to_source(listed, src);
+    if (path.empty()) {
+      throw UsageError(where + "path '" + listed + "' is outside SRC (" + src.string() +
+                       "); CSV paths are relative to SRC");
+    }
+    auto [it, inserted] = line_of_path.emplace(path, record.line);
+    if (!inserted) {
+      throw UsageError(where + "path '" + path + "' is listed twice (first on line " +
+                       std::to_string(it->second) + ")");
+    }
+    if (label_column && !record.fields[*label_column].empty()) {
+      labels.insert(record.fields[*label_column]);
+    }
+    if (group_column) {
+      if (record.fields[*group_column].empty()) {
+        groupless_lines.push_back(record.line);
+      } else {
+        groups.insert(record.fields[*group_column]);
+      }
+    }
+    rows.push_back({std::move(path), &record});
+  }
+  if (!groupless_lines.empty() && !options.group_missing_ok) {
+    std::string lines;
+    for (std::size_t i = 0; i < std::min<std::size_t>(groupless_lines.size(), 5); ++i) {
+      lines += (i ? ", " : "") + std::to_string(groupless_lines[i]);
+    }
+    throw UsageError(name + ":" + std::to_string(groupless_lines[0]) + ": empty '" + csv.group +
+                     "' cell (" + std::to_string(groupless_lines.size()) +
+                     " rows without a group, on lines " + lines +
+                     (groupless_lines.size() > 5 ? ", ..." : "") +
+                     "); pass --group-missing ok to give them no group");
+  }
+
+  SourceList list;
+  const std::map<std::string, int32_t> class_ids = number_names(labels, list.class_names);
+  const std::map<std::string, int32_t> group_ids = number_names(groups, list.group_names);
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.path < b.path; });
+  for (Row& row : rows) {
+    const std::string line = name + " line " + std::to_string(row.record->line);
+    struct stat st {};
+    if (::stat((src / row.path).c_str(), &st) != 0) {
+      list.skipped.push_back({row.path, std::string(errno == ENOENT ? "missing" : "cannot stat") +
+                                            ": listed on " + line + ": " + std::strerror(errno)});
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      list.skipped.push_back({row.path, "not a regular file (listed on " + line + ")"});
+      continue;
+    }
+    SourceSample sample;
+    sample.file_size = static_cast<uint64_t>(st.st_size);
+    if (label_column) {
+      const std::string& label = row.record->fields[*label_column];
+      sample.label = label.empty() ? -1 : class_ids.at(label);
+    }
+    if (group_column) {
+      const std::string& group = row.record->fields[*group_column];
+      sample.group = group.empty() ? -1 : group_ids.at(group);
+    }
+    sample.path = std::move(row.path);
+    list.samples.push_back(std::move(sample));
+  }
+  if (list.samples.empty()) {
+    throw UsageError(
+        name + ": none of the " + std::to_string(rows.size()) + " files it lists exists below " +
+        src.string() + " (first: " + list.skipped.front().path +
+        "); CSV paths are relative to SRC" +
+        (csv.path.find('{') == std::string::npos
+             ? ", and a --csv-path template can add folders, e.g. 'train/{" + csv.path + "}'"
+             : ""));
+  }
+  if (options.labels == LabelSource::dirs) {
+    // Class folders, as for a directory scan.
+    std::set<std::string> folders;
+    std::vector<SourceSample> kept;
+    for (const SourceSample& sample : list.samples) {
+      auto slash = sample.path.find('/');
+      if (slash != std::string::npos) folders.insert(sample.path.substr(0, slash));
+    }
+    const std::map<std::string, int32_t> ids = number_names(folders, list.class_names);
+    for (SourceSample& sample : list.samples) {
+      auto slash = sample.path.find('/');
+      if (slash == std::string::npos) {
+        list.skipped.push_back({sample.path, "not inside a class folder (--labels dirs)"});
+        continue;
+      }
+      sample.label = ids.at(sample.path.substr(0, slash));
+      kept.push_back(std::move(sample));
+    }
+    list.samples = std::move(kept);
+  }
+  if (!options.group_regex.empty()) {
+    assign_groups_by_regex(list, options.group_regex, options.group_missing_ok);
+  }
+  std::sort(list.skipped.begin(), list.skipped.end(),
+            [](const SkippedInput& a, const SkippedInput& b) { return a.path < b.path; });
   return list;
 }
 

@@ -1,11 +1,22 @@
 // Decoding one encoded image into upright 8-bit RGB or gray pixels.
 //
-// JPEG goes through TurboJPEG, decoding at the smallest DCT scale (1/2, 1/4,
-// 1/8, ...) that still yields at least the size the caller needs, which skips
-// most of the IDCT, colour conversion and resize work for large photos. Every
-// other format (and CMYK JPEG) goes through OpenCV's imgcodecs. On both paths
-// the EXIF orientation is applied, 16-bit samples are scaled to 8 bits and
-// alpha is composited over a fill colour.
+// The header is probed first (image_probe.hpp): an image declaring more than
+// DecodeOptions::max_pixels is rejected before any pixel memory is allocated,
+// and so is a file whose header cannot be read.
+//
+// JPEG (baseline, progressive, gray, CMYK and YCCK) goes through TurboJPEG,
+// decoding at the smallest DCT scale (5/8, 1/2, 3/8, 1/4, 1/8) that
+// still yields at least the size the caller needs, which skips most of the
+// IDCT, colour conversion and resize work for large photos. CMYK and YCCK are
+// decoded to CMYK and converted to RGB the way OpenCV and Photoshop do
+// (Adobe's inverted ink values: R = (255-C)(255-K)/255, in OpenCV's integer
+// form), so the pixels match OpenCV's own decode. Every other format goes
+// through OpenCV's imgcodecs (PNG, BMP, TIFF, WebP, PNM; GIF only where the
+// OpenCV build reads it). On every path the EXIF orientation is applied once
+// (JPEG APP1, PNG eXIf, WebP EXIF, the TIFF Orientation tag), samples deeper
+// than 8 bits are scaled to 8 (16-bit v -> round(v/257)), palettes are
+// expanded and alpha (RGBA, gray+alpha, palette transparency) is composited
+// over DecodeOptions::fill.
 //
 // decode_image() is safe to call from many threads at once.
 #pragma once
@@ -35,7 +46,7 @@ struct DecodeOptions {
   ColorMode color = ColorMode::rgb;
   // Smallest upright size the caller needs. The JPEG path may decode at a
   // reduced DCT scale as long as the result is at least this large in both
-  // dimensions; 0 means full size.
+  // dimensions; 0 (in either) means full size.
   uint32_t min_width = 0;
   uint32_t min_height = 0;
   // Images with more pixels than this are rejected before decoding.

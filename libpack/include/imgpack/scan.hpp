@@ -3,9 +3,10 @@
 // scan_directory() walks SRC (following symbolic links, never looping),
 // keeps files with an image extension, and derives labels from class folders
 // (the first path component below SRC) and groups from an optional regular
-// expression over the relative path. The result is sorted by path, so it is
-// the same on every machine and run. Nothing is opened or modified except
-// directories being listed.
+// expression over the relative path. scan_csv() takes the files, labels and
+// groups from the columns of a CSV file instead. Either way the result is
+// sorted by path, so it is the same on every machine and run. Nothing is
+// opened or modified except directories being listed and the CSV file read.
 #pragma once
 
 #include <cstdint>
@@ -36,15 +37,35 @@ struct SourceList {
   uint64_t ignored_files = 0;            // files without an image extension
 };
 
-enum class LabelSource { dirs, none };
+// dirs: the first folder below SRC names the class; none: every label is -1;
+// csv: the CSV's label column names the class (scan_csv only).
+enum class LabelSource { dirs, none, csv };
+
+// Where scan_csv() finds each sample's path, label and group.
+struct CsvInput {
+  std::filesystem::path file;
+  // The column holding each image's path relative to SRC, or a template that
+  // builds the path from columns: "train/{classname}/{img}". Absolute paths
+  // are accepted when they lie inside SRC.
+  std::string path = "path";
+  // The column naming the class (with LabelSource::csv); an empty cell
+  // leaves the sample unlabeled (-1).
+  std::string label;
+  // The column naming the group; empty = no group column. An empty cell is
+  // an error unless ScanOptions::group_missing_ok (then group -1).
+  std::string group;
+};
 
 struct ScanOptions {
   LabelSource labels = LabelSource::dirs;
   // ECMAScript regex searched in the relative path; its first capture group
   // names the sample's group. Empty = no groups.
   std::string group_regex;
-  // A sample the regex does not match: error (false) or group -1 (true).
+  // A sample the regex does not match (or whose CSV group cell is empty):
+  // error (false) or group -1 (true).
   bool group_missing_ok = false;
+  // Set: the inputs are the rows of this CSV file (scan_csv), not a directory walk.
+  std::optional<CsvInput> csv;
 };
 
 // True for the file name extensions imgpack converts (case-insensitive).
@@ -53,6 +74,19 @@ bool has_image_extension(const std::filesystem::path& path);
 // Throws UsageError if SRC is not a readable directory or the group regex is
 // invalid or misses samples; unreadable subdirectories become skipped inputs.
 SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& options);
+
+// The samples listed in options.csv->file, paths relative to SRC.
+//
+// Class ids number the distinct non-empty labels of the whole CSV in name
+// order, so they do not shift when a file goes missing; group ids likewise.
+// A row whose file does not exist (or is not a regular file) becomes a
+// skipped input naming its CSV line. Throws UsageError, naming the CSV file
+// and line, for: an unreadable or malformed CSV, a column that does not
+// exist, an empty or outside-SRC path, a path listed twice, an empty group
+// cell (unless group_missing_ok), a group column together with a group
+// regex, a label column without LabelSource::csv or the reverse, and a CSV
+// none of whose files exist.
+SourceList scan_csv(const std::filesystem::path& src, const ScanOptions& options);
 
 // Assigns group ids from the first capture of `regex` over each path
 // (sorted group names); throws UsageError listing the first unmatched paths

@@ -1,0 +1,262 @@
+#include "imgpack/scan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <tuple>
+
+#include "imgpack/error.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+using test::write_bytes;
+
+std::vector<std::string> paths_of(const SourceList& list) {
+  std::vector<std::string> out;
+  for (const SourceSample& s : list.samples) out.push_back(s.path);
+  return out;
+}
+
+const SourceSample& sample(const SourceList& list, const std::string& path) {
+  for (const SourceSample& s : list.samples) {
+    if (s.path == path) return s;
+  }
+  throw std::runtime_error("no sample " + path);
+}
+
+std::string usage_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The layout of the State Farm distracted-driver data: class folders, file
+// names without the driver, and a CSV that maps each file to its driver.
+class StateFarmLayout : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_bytes(dir_ / "src/train/c0/img_1.jpg", "x");
+    write_bytes(dir_ / "src/train/c0/img_2.jpg", "xy");
+    write_bytes(dir_ / "src/train/c1/img_3.jpg", "xyz");
+    write_bytes(dir_ / "src/train/c1/img_4.jpg", "xyzw");
+    write_bytes(dir_ / "list.csv",
+                "subject,classname,img\r\n"
+                "p021,c1,img_4.jpg\r\n"
+                "p002,c0,img_1.jpg\r\n"
+                "p021,c0,img_2.jpg\r\n"
+                "p002,c1,img_3.jpg\r\n");
+  }
+  ScanOptions options(const std::string& path = "train/{classname}/{img}") const {
+    ScanOptions o;
+    o.labels = LabelSource::csv;
+    o.csv = CsvInput{dir_ / "list.csv", path, "classname", "subject"};
+    return o;
+  }
+  fs::path src() const { return dir_ / "src"; }
+  TempDir dir_;
+};
+
+TEST_F(StateFarmLayout, TemplatePathLabelsAndGroupsFromColumns) {
+  SourceList list = scan_csv(src(), options());
+  EXPECT_EQ(paths_of(list), (std::vector<std::string>{"train/c0/img_1.jpg", "train/c0/img_2.jpg",
+                                                      "train/c1/img_3.jpg", "train/c1/img_4.jpg"}));
+  EXPECT_EQ(list.class_names, (std::vector<std::string>{"c0", "c1"}));
+  EXPECT_EQ(list.group_names, (std::vector<std::string>{"p002", "p021"}));
+  EXPECT_EQ(sample(list, "train/c1/img_4.jpg").label, 1);
+  EXPECT_EQ(sample(list, "train/c1/img_4.jpg").group, 1);
+  EXPECT_EQ(sample(list, "train/c0/img_1.jpg").label, 0);
+  EXPECT_EQ(sample(list, "train/c0/img_1.jpg").group, 0);
+  EXPECT_EQ(sample(list, "train/c0/img_2.jpg").group, 1);
+  EXPECT_EQ(sample(list, "train/c0/img_2.jpg").file_size, 2u);
+  EXPECT_TRUE(list.skipped.empty());
+}
+
+TEST_F(StateFarmLayout, MissingFilesAreSkippedWithTheirLine) {
+  fs::remove(src() / "train/c1/img_3.jpg");
+  fs::remove(src() / "train/c0/img_2.jpg");
+  fs::create_directories(src() / "train/c0/img_2.jpg");
+  SourceList list = scan_csv(src(), options());
+  ASSERT_EQ(list.samples.size(), 2u);
+  ASSERT_EQ(list.skipped.size(), 2u);
+  EXPECT_EQ(list.skipped[0].path, "train/c0/img_2.jpg");
+  EXPECT_NE(list.skipped[0].reason.find("not a regular file (listed on"), std::string::npos)
+      << list.skipped[0].reason;
+  EXPECT_EQ(list.skipped[1].path, "train/c1/img_3.jpg");
+  EXPECT_NE(list.skipped[1].reason.find("missing"), std::string::npos);
+  EXPECT_NE(list.skipped[1].reason.find("list.csv line 5"), std::string::npos)
+      << list.skipped[1].reason;
+  // Class ids come from the whole CSV, so they do not depend on which files exist.
+  EXPECT_EQ(list.class_names, (std::vector<std::string>{"c0", "c1"}));
+  EXPECT_EQ(sample(list, "train/c1/img_4.jpg").label, 1);
+}
+
+TEST_F(StateFarmLayout, NoFileFoundSuggestsThePathRule) {
+  std::string error = usage_error([&] { scan_csv(src(), options("img")); });
+  EXPECT_NE(error.find("none of the 4 files it lists exists"), std::string::npos) << error;
+  EXPECT_NE(error.find("relative to SRC, and a --csv-path template can add folders, e.g. "
+                       "'train/{img}'"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(StateFarmLayout, UnknownColumnsAreUsageErrorsNamingTheCsv) {
+  for (auto [path, label, group, column] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+           {"image", "classname", "", "image"},
+           {"train/{class}/{img}", "classname", "", "class"},
+           {"img", "label", "", "label"},
+           {"img", "classname", "driver", "driver"}}) {
+    ScanOptions o = options();
+    o.csv->path = path;
+    o.csv->label = label;
+    o.csv->group = group;
+    std::string error = usage_error([&] { scan_csv(src(), o); });
+    EXPECT_NE(error.find("list.csv:1: no column '" + column + "'"), std::string::npos) << error;
+    EXPECT_NE(error.find("subject, classname, img"), std::string::npos) << error;
+  }
+  ScanOptions bad = options("train/{classname/{img}");
+  EXPECT_NE(usage_error([&] { scan_csv(src(), bad); }).find("--csv-path"), std::string::npos);
+}
+
+TEST_F(StateFarmLayout, DuplicatePathsAreUsageErrorsNamingBothLines) {
+  write_bytes(dir_ / "list.csv",
+              "subject,classname,img\np021,c1,img_4.jpg\np002,c0,img_1.jpg\n"
+              "p003,c1,./img_4.jpg\n");
+  std::string error = usage_error([&] { scan_csv(src(), options("train/c1/{img}")); });
+  EXPECT_NE(error.find("list.csv:4: path 'train/c1/img_4.jpg' is listed twice (first on line 2)"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(StateFarmLayout, PathsOutsideSrcAndEmptyCellsAreErrors) {
+  write_bytes(dir_ / "list.csv", "subject,classname,img\np021,c1,../../../x.jpg\n");
+  std::string error = usage_error([&] { scan_csv(src(), options()); });
+  EXPECT_NE(error.find("list.csv:2: path"), std::string::npos) << error;
+  EXPECT_NE(error.find("outside SRC"), std::string::npos) << error;
+  write_bytes(dir_ / "list.csv", "subject,classname,img\np021,c1,\n");
+  error = usage_error([&] { scan_csv(src(), options()); });
+  EXPECT_NE(error.find("list.csv:2: empty 'img' cell"), std::string::npos) << error;
+}
+
+TEST_F(StateFarmLayout, AbsolutePathsInsideSrcBecomeRelative) {
+  write_bytes(dir_ / "list.csv", "path,label\n" + (src() / "train/c0/img_1.jpg").string() +
+                                     ",a\ntrain/c1/img_3.jpg,b\n");
+  ScanOptions o;
+  o.labels = LabelSource::csv;
+  o.csv = CsvInput{dir_ / "list.csv", "path", "label", ""};
+  SourceList list = scan_csv(src(), o);
+  EXPECT_EQ(paths_of(list), (std::vector<std::string>{"train/c0/img_1.jpg", "train/c1/img_3.jpg"}));
+}
+
+TEST_F(StateFarmLayout, EmptyLabelIsUnlabeledAndEmptyGroupNeedsGroupMissingOk) {
+  write_bytes(dir_ / "list.csv",
+              "subject,classname,img\np021,,img_4.jpg\n,c0,img_1.jpg\np021,c0,img_2.jpg\n");
+  ScanOptions o = options("{img}");
+  write_bytes(dir_ / "src/img_4.jpg", "a");
+  write_bytes(dir_ / "src/img_1.jpg", "b");
+  write_bytes(dir_ / "src/img_2.jpg", "c");
+  std::string error = usage_error([&] { scan_csv(src(), o); });
+  EXPECT_NE(error.find("list.csv:3: empty 'subject' cell"), std::string::npos) << error;
+  EXPECT_NE(error.find("--group-missing ok"), std::string::npos) << error;
+  o.group_missing_ok = true;
+  SourceList list = scan_csv(src(), o);
+  EXPECT_EQ(sample(list, "img_4.jpg").label, -1);
+  EXPECT_EQ(sample(list, "img_1.jpg").label, 0);
+  EXPECT_EQ(sample(list, "img_1.jpg").group, -1);
+  EXPECT_EQ(list.class_names, (std::vector<std::string>{"c0"}));
+  EXPECT_EQ(list.group_names, (std::vector<std::string>{"p021"}));
+}
+
+TEST_F(StateFarmLayout, LabelSourcesAndGroupRegexWithCsv) {
+  ScanOptions none = options();
+  none.labels = LabelSource::none;
+  none.csv->label.clear();
+  SourceList unlabeled = scan_csv(src(), none);
+  for (const SourceSample& s : unlabeled.samples) EXPECT_EQ(s.label, -1);
+  EXPECT_TRUE(unlabeled.class_names.empty());
+
+  ScanOptions conflict = options();
+  conflict.labels = LabelSource::none;
+  EXPECT_NE(usage_error([&] { scan_csv(src(), conflict); }).find("--csv-label"), std::string::npos);
+  ScanOptions needs_column = options();
+  needs_column.csv->label.clear();
+  EXPECT_NE(usage_error([&] { scan_csv(src(), needs_column); }).find("--csv-label"),
+            std::string::npos);
+
+  // Class folders of the listed paths.
+  ScanOptions dirs = none;
+  dirs.labels = LabelSource::dirs;
+  SourceList by_folder = scan_csv(src(), dirs);
+  EXPECT_EQ(by_folder.class_names, (std::vector<std::string>{"train"}));
+
+  // Groups from a regex over the listed path instead of a column.
+  ScanOptions regex = options();
+  regex.csv->group.clear();
+  regex.group_regex = "/(c[0-9])/";
+  SourceList grouped = scan_csv(src(), regex);
+  EXPECT_EQ(grouped.group_names, (std::vector<std::string>{"c0", "c1"}));
+  regex.csv->group = "subject";
+  EXPECT_NE(usage_error([&] { scan_csv(src(), regex); }).find("--group-regex"), std::string::npos);
+}
+
+TEST(ScanDirectoryTest, ClassFoldersRegexGroupsAndIgnoredFiles) {
+  TempDir dir;
+  write_bytes(dir / "c0/p021_img_1.jpg", "a");
+  write_bytes(dir / "c0/p002_img_2.PNG", "b");
+  write_bytes(dir / "c1/sub/p021_img_3.jpeg", "c");
+  write_bytes(dir / "c1/notes.txt", "d");
+  write_bytes(dir / "c1/.hidden.jpg", "e");
+  write_bytes(dir / "loose.jpg", "f");
+  ScanOptions o;
+  o.group_regex = "([^/_]+)_img";
+  SourceList list = scan_directory(dir.path(), o);
+  EXPECT_EQ(paths_of(list), (std::vector<std::string>{"c0/p002_img_2.PNG", "c0/p021_img_1.jpg",
+                                                      "c1/sub/p021_img_3.jpeg"}));
+  EXPECT_EQ(list.class_names, (std::vector<std::string>{"c0", "c1"}));
+  EXPECT_EQ(list.group_names, (std::vector<std::string>{"p002", "p021"}));
+  EXPECT_EQ(sample(list, "c1/sub/p021_img_3.jpeg").label, 1);
+  EXPECT_EQ(sample(list, "c1/sub/p021_img_3.jpeg").group, 1);
+  EXPECT_EQ(list.ignored_files, 1u);
+  ASSERT_EQ(list.skipped.size(), 1u);
+  EXPECT_EQ(list.skipped[0].path, "loose.jpg");
+}
+
+// The example: `^([^_]+)_` names the driver of p021_img_1.jpg. The
+// regex sees the path relative to SRC, so it applies as written to files
+// directly in SRC (--labels none), and a sample it misses is an error that
+// lists the first few, unless --group-missing ok.
+TEST(ScanDirectoryTest, GroupRegexOverTheRelativePath) {
+  TempDir dir;
+  write_bytes(dir / "p021_img_1.jpg", "a");
+  write_bytes(dir / "p002_img_2.jpg", "b");
+  write_bytes(dir / "nodriver.jpg", "c");
+  ScanOptions o;
+  o.labels = LabelSource::none;
+  o.group_regex = "^([^_]+)_";
+  std::string error = usage_error([&] { scan_directory(dir.path(), o); });
+  EXPECT_NE(error.find("does not match 1 of 3 paths, e.g. nodriver.jpg"), std::string::npos)
+      << error;
+  o.group_missing_ok = true;
+  SourceList list = scan_directory(dir.path(), o);
+  EXPECT_EQ(list.group_names, (std::vector<std::string>{"p002", "p021"}));
+  EXPECT_EQ(sample(list, "nodriver.jpg").group, -1);
+  EXPECT_EQ(sample(list, "p021_img_1.jpg").group, 1);
+  EXPECT_EQ(sample(list, "p021_img_1.jpg").label, -1);
+
+  o.group_regex = "no_capture";
+  EXPECT_NE(usage_error([&] { scan_directory(dir.path(), o); }).find("no capture group"),
+            std::string::npos);
+  o.group_regex = "([";
+  EXPECT_NE(usage_error([&] { scan_directory(dir.path(), o); }).find("not a valid regular"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace imgpack

@@ -1,0 +1,321 @@
+// imgpack convert on real-world inputs: CSV lists, groups, every image
+// format and colour model, EXIF orientation, and decompression bombs.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "image_fixtures.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/h5.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::CommandResult;
+using test::encode_image;
+using test::run_imgpack;
+using test::shell_quote;
+using test::TempDir;
+using test::write_bytes;
+
+std::string q(const fs::path& p) { return shell_quote(p.string()); }
+
+// Every record's pixels (variant 0), by source path.
+std::map<std::string, cv::Mat> read_records(const fs::path& dataset) {
+  DatasetIndex index = read_index(dataset);
+  std::map<std::string, cv::Mat> out;
+  for (std::size_t s = 0; s < index.num_shards(); ++s) {
+    h5::File shard = h5::File::open_read(dataset / index.shard_file[s]);
+    const std::vector<int64_t> samples = shard.read<int64_t>("/sample");
+    const std::size_t n = samples.size();
+    std::vector<uint8_t> pixels(n * index.record_bytes());
+    h5::Handle images = shard.open_dataset("/images");
+    if (n > 0) {
+      EXPECT_GE(
+          H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels.data()), 0);
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      cv::Mat record(static_cast<int>(index.height), static_cast<int>(index.width),
+                     CV_8UC(static_cast<int>(index.channels)),
+                     pixels.data() + r * index.record_bytes());
+      out[index.sample_path[static_cast<std::size_t>(samples[r])]] = record.clone();
+    }
+  }
+  return out;
+}
+
+nlohmann::json read_report(const fs::path& dataset) {
+  return nlohmann::json::parse(test::read_bytes(dataset / "report.json"));
+}
+
+std::string reason_for(const nlohmann::json& report, const std::string& path) {
+  for (const auto& s : report["skipped"]) {
+    if (s["path"] == path) return s["reason"];
+  }
+  return "(not skipped)";
+}
+
+double max_diff(const cv::Mat& a, const cv::Mat& b) {
+  if (a.size() != b.size() || a.type() != b.type()) return 1e9;
+  cv::Mat diff;
+  cv::absdiff(a, b, diff);
+  double max = 0;
+  cv::minMaxLoc(diff.reshape(1), nullptr, &max);
+  return max;
+}
+
+class StateFarmCsv : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // subject,classname,img as in driver_imgs_list.csv; images under imgs/train/CLASS/.
+    std::string csv = "subject,classname,img\r\n";
+    int i = 0;
+    for (const char* driver : {"p002", "p012", "p021"}) {
+      for (const char* cls : {"c0", "c1", "c2"}) {
+        const std::string img = "img_" + std::to_string(100 + i) + ".jpg";
+        test::write_image(src_ / "imgs/train" / cls / img, test::make_rgb_image(40, 30, i));
+        csv += std::string(driver) + "," + cls + "," + img + "\r\n";
+        ++i;
+      }
+    }
+    csv += "p021,c2,img_999.jpg\r\n";  // listed, not on disk
+    write_bytes(csv_, csv);
+  }
+  CommandResult convert(const std::string& extra) {
+    return run_imgpack("convert " + q(src_) + " " + q(out_) + " --csv " + q(csv_) +
+                       " --size 32 --order sorted --quiet " + extra);
+  }
+  TempDir dir_;
+  fs::path src_ = dir_ / "statefarm";
+  fs::path csv_ = dir_ / "driver_imgs_list.csv";
+  fs::path out_ = dir_ / "out";
+};
+
+TEST_F(StateFarmCsv, LabelsAndGroupsFromColumnsLandInTheIndex) {
+  CommandResult r = convert(
+      "--csv-path 'imgs/train/{classname}/{img}' --csv-label classname --csv-group subject --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["samples"], 9);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["skipped"], 1);
+  DatasetIndex index = read_index(out_);
+  EXPECT_EQ(index.class_names, (std::vector<std::string>{"c0", "c1", "c2"}));
+  EXPECT_EQ(index.group_names, (std::vector<std::string>{"p002", "p012", "p021"}));
+  ASSERT_EQ(index.num_samples(), 9u);
+  for (std::size_t s = 0; s < index.num_samples(); ++s) {
+    const std::string& path = index.sample_path[s];
+    SCOPED_TRACE(path);
+    // imgs/train/cK/img_(100 + 3*driver + K).jpg
+    const int n = std::stoi(path.substr(path.find("img_") + 4)) - 100;
+    EXPECT_EQ(path.substr(0, 14), "imgs/train/c" + std::to_string(n % 3) + "/");
+    EXPECT_EQ(index.sample_label[s], n % 3);
+    EXPECT_EQ(index.sample_group[s], n / 3);
+  }
+  const nlohmann::json report = read_report(out_);
+  const std::string reason = reason_for(report, "imgs/train/c2/img_999.jpg");
+  EXPECT_NE(reason.find("missing"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("line 11"), std::string::npos) << reason;
+  EXPECT_EQ(report["options"]["labels"], "csv");
+  EXPECT_EQ(report["options"]["csv"]["group"], "subject");
+}
+
+TEST_F(StateFarmCsv, LabelsNoneGivesUnlabeledSamples) {
+  CommandResult r = convert(
+      "--csv-path 'imgs/train/{classname}/{img}' --csv-group subject "
+      "--labels none");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  DatasetIndex index = read_index(out_);
+  EXPECT_TRUE(index.class_names.empty());
+  for (int32_t label : index.sample_label) EXPECT_EQ(label, -1);
+  EXPECT_EQ(index.group_names.size(), 3u);
+  // Without --csv-label the default is unlabeled too.
+  r = convert("--csv-path 'imgs/train/{classname}/{img}' --overwrite");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int32_t label : read_index(out_).sample_label) EXPECT_EQ(label, -1);
+}
+
+TEST_F(StateFarmCsv, BadListsAreUsageErrorsNamingFileAndLine) {
+  CommandResult r = convert("--csv-path img --csv-label class");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("driver_imgs_list.csv:1: no column 'class'"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out_ / "index.h5"));
+
+  std::string csv = test::read_bytes(csv_);
+  write_bytes(csv_, csv + "p002,c0,img_100.jpg\r\n");
+  r = convert("--csv-path 'imgs/train/{classname}/{img}' --csv-label classname");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("driver_imgs_list.csv:12: path 'imgs/train/c0/img_100.jpg' is listed "
+                       "twice (first on line 2)"),
+            std::string::npos)
+      << r.err;
+
+  write_bytes(csv_, csv);
+  r = convert("--csv-path img --csv-label classname");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("relative to SRC"), std::string::npos) << r.err;
+
+  r = convert("--csv-path 'imgs/train/{classname}/{img}' --csv-label classname --labels none");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--csv-label"), std::string::npos) << r.err;
+
+  r = run_imgpack("convert " + q(src_) + " " + q(out_) + " --csv-label classname --size 32");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("need --csv"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out_ / "index.h5"));
+}
+
+TEST(ConvertGroupsTest, GroupRegexOverRelativePaths) {
+  TempDir dir;
+  for (const char* path :
+       {"c0/p021_img_1.jpg", "c0/p002_img_2.jpg", "c1/p021_img_3.jpg", "c1/other.jpg"}) {
+    test::write_image(dir / "src" / path, test::make_rgb_image(20, 20, 1));
+  }
+  const std::string base = "convert " + q(dir / "src") + " " + q(dir / "out") +
+                           " --order sorted --quiet --group-regex '([^/_]+)_[^/]*$'";
+  CommandResult r = run_imgpack(base);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not match 1 of 4 paths, e.g. c1/other.jpg"), std::string::npos)
+      << r.err;
+  r = run_imgpack(base + " --group-missing ok");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  DatasetIndex index = read_index(dir / "out");
+  EXPECT_EQ(index.group_names, (std::vector<std::string>{"p002", "p021"}));
+  EXPECT_EQ(index.sample_path, (std::vector<std::string>{"c0/p002_img_2.jpg", "c0/p021_img_1.jpg",
+                                                         "c1/other.jpg", "c1/p021_img_3.jpg"}));
+  EXPECT_EQ(index.sample_group, (std::vector<int32_t>{0, 1, -1, 1}));
+  EXPECT_EQ(index.sample_label, (std::vector<int32_t>{0, 0, 1, 1}));
+}
+
+// One file per format and colour model, all 48x32 once upright, converted at
+// that size: every record must equal OpenCV's own decode of its file (EXIF
+// orientation applied), or for what OpenCV does not orient or composite,
+// the picture the file was made from.
+TEST(ConvertFormatsTest, EveryFormatConvertsToCorrectUprightRgb) {
+  TempDir dir;
+  const fs::path src = dir / "src";
+  const cv::Mat upright = test::make_rgb_image(48, 32, 3);
+  std::map<std::string, cv::Mat> expected;  // exact picture, for lossless files
+  std::map<std::string, double> tolerance;
+  auto add = [&](const std::string& name, const std::string& bytes, const cv::Mat& picture,
+                 double max_error) {
+    write_bytes(src / "all" / name, bytes);
+    expected[name] = picture;
+    tolerance[name] = max_error;
+  };
+  const cv::Mat stored6 = test::store_for_orientation(upright, 6);
+  const cv::Mat stored3 = test::store_for_orientation(upright, 3);
+  add("baseline.jpg", encode_image(".jpg", upright), cv::Mat(), 0);
+  add("progressive.jpg", encode_image(".jpg", upright, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}),
+      cv::Mat(), 0);
+  add("rotated-exif.jpg", test::jpeg_with_exif(encode_image(".jpg", stored6), 6), cv::Mat(), 0);
+  cv::Mat cmyk(32, 48, CV_8UC4);
+  for (int y = 0; y < 32; ++y) {
+    for (int x = 0; x < 48; ++x) {
+      const cv::Vec3b p = upright.at<cv::Vec3b>(y, x);
+      cmyk.at<cv::Vec4b>(y, x) = cv::Vec4b(p[0], p[1], p[2], 255);
+    }
+  }
+  add("cmyk.jpg", test::cmyk_jpeg(cmyk, 95), cv::Mat(), 0);
+  add("plain.png", encode_image(".png", upright), upright, 0);
+  add("rotated-exif.png", test::png_with_exif(encode_image(".png", stored6), 6), upright, 0);
+  cv::Mat deep;
+  upright.convertTo(deep, CV_16UC3, 257.0);
+  add("16bit.png", encode_image(".png", deep), upright, 0);
+  cv::Mat rgba;
+  cv::cvtColor(upright, rgba, cv::COLOR_RGB2RGBA);
+  rgba.forEach<cv::Vec4b>([](cv::Vec4b& p, const int* pos) { p[3] = pos[1] < 24 ? 255 : 0; });
+  cv::Mat composited = upright.clone();
+  composited.colRange(24, 48).setTo(cv::Scalar(0, 128, 255));  // --fill 0,128,255
+  add("rgba.png", encode_image(".png", rgba), composited, 0);
+  add("tiff.tif", encode_image(".tif", upright), upright, 0);
+  add("rotated.tif", test::tiff_rgb(stored3, 3), upright, 0);
+  add("bmp.bmp", encode_image(".bmp", upright), upright, 0);
+  add("lossless.webp", encode_image(".webp", upright, {cv::IMWRITE_WEBP_QUALITY, 101}), upright, 0);
+  add("rotated-exif.webp",
+      test::webp_with_exif(encode_image(".webp", stored6, {cv::IMWRITE_WEBP_QUALITY, 101}), 32, 48,
+                           6),
+      upright, 0);
+  add("lossy.webp", encode_image(".webp", upright, {cv::IMWRITE_WEBP_QUALITY, 90}), cv::Mat(), 0);
+  add("pixmap.ppm", encode_image(".ppm", upright), upright, 0);
+  cv::Mat gray;
+  cv::cvtColor(upright, gray, cv::COLOR_RGB2GRAY);
+  cv::Mat gray_rgb;
+  cv::cvtColor(gray, gray_rgb, cv::COLOR_GRAY2RGB);
+  add("gray.pgm", encode_image(".pgm", gray), gray_rgb, 0);
+  add("gray.png", encode_image(".png", gray), gray_rgb, 0);
+
+  CommandResult r = run_imgpack("convert " + q(src) + " " + q(dir / "out") +
+                                " --size 48x32 --resize stretch --fill 0,128,255 --labels none "
+                                "--order sorted --quiet --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["skipped"], 0) << test::read_bytes(dir / "out/report.json");
+  const std::map<std::string, cv::Mat> records = read_records(dir / "out");
+  ASSERT_EQ(records.size(), expected.size());
+  for (const auto& [name, picture] : expected) {
+    SCOPED_TRACE(name);
+    const cv::Mat& record = records.at("all/" + name);
+    ASSERT_EQ(record.cols, 48);
+    ASSERT_EQ(record.rows, 32);
+    if (!picture.empty()) {
+      EXPECT_LE(max_diff(record, picture), tolerance[name]);
+    } else {
+      // OpenCV orients JPEG itself and decodes CMYK the same way.
+      EXPECT_LE(max_diff(record, test::opencv_decode_rgb(src / "all" / name)), 0);
+    }
+  }
+  // The rotated and the CMYK JPEG are the upright picture, JPEG loss aside.
+  EXPECT_LT(test::mean_abs_diff(records.at("all/rotated-exif.jpg"), upright), 8);
+  EXPECT_LT(test::mean_abs_diff(records.at("all/cmyk.jpg"), upright), 8);
+}
+
+// A directory of small files declaring 60000 x 60000 (10.8 GB of RGB), converted
+// under an address-space cap of 3 GiB: every bomb is skipped with the pixel
+// limit as reason, and the real image is converted.
+TEST(ConvertBombsTest, BombsAreSkippedWithoutAllocatingTheirSize) {
+  TempDir dir;
+  const std::map<std::string, std::string> bombs = {
+      {"bomb.jpg", "jpeg"},   {"bomb.png", "png"},   {"bomb.bmp", "bmp"}, {"bomb.tif", "tiff"},
+      {"big.tif", "bigtiff"}, {"bomb.webp", "webp"}, {"bomb.ppm", "pnm"}, {"bomb.pam", "pam"}};
+  for (const auto& [name, kind] : bombs) {
+    write_bytes(dir / "src/c" / name, test::bomb_header(kind, 60000, 60000));
+  }
+  test::write_image(dir / "src/c/real.jpg", test::make_rgb_image(64, 48, 1));
+  const std::string args =
+      "convert " + q(dir / "src") + " " + q(dir / "out") + " --size 32 --quiet --threads 2";
+  CommandResult r =
+      test::run_command("ulimit -v 3145728; " + shell_quote(IMGPACK_CLI) + " " + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = read_report(dir / "out");
+  EXPECT_EQ(report["samples"], 1);
+  for (const auto& [name, kind] : bombs) {
+    const std::string reason = reason_for(report, "c/" + name);
+    EXPECT_NE(reason.find("declares 60000x60000"), std::string::npos) << name << ": " << reason;
+    EXPECT_NE(reason.find("--max-pixels"), std::string::npos) << name << ": " << reason;
+  }
+  // --on-error fail stops at the first bomb, leaving no dataset.
+  r = run_imgpack(args + " --overwrite --on-error fail");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--max-pixels"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out/index.h5"));
+}
+
+TEST(ConvertBombsTest, MaxPixelsIsConfigurable) {
+  TempDir dir;
+  test::write_image(dir / "src/c/large.png", test::make_rgb_image(64, 48, 1));
+  test::write_image(dir / "src/c/small.png", test::make_rgb_image(16, 16, 2));
+  CommandResult r = run_imgpack("convert " + q(dir / "src") + " " + q(dir / "out") +
+                                " --size 16 --quiet --max-pixels 3000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = read_report(dir / "out");
+  EXPECT_EQ(report["samples"], 1);
+  const std::string reason = reason_for(report, "c/large.png");
+  EXPECT_NE(reason.find("declares 64x48"), std::string::npos) << reason;
+}
+
+}  // namespace
+}  // namespace imgpack
