@@ -1,0 +1,84 @@
+// Balanced partition of labelled items into parts: the engine of group-aware splits.
+//
+// An item is a group of samples that must stay together (a patient, a driver, a
+// camera site); it has a size and a histogram of its samples' classes.
+// partition_items() puts every item whole into one of P parts so that each part's
+// size and class counts come close to the part's target fraction of the totals.
+//
+// Method: a greedy pass places items from the largest down, each into the part
+// where it lowers the objective most; then rounds of local search move single
+// items between parts and swap pairs of items of similar size while that lowers
+// the objective, up to a fixed number of rounds. Each round costs about
+// O(entries x P) where entries is the number of (item, class) pairs, so the
+// whole run is near-linear in the number of samples.
+//
+// Objective, with n_pc the samples of class c in part p, s_p the part's size,
+// N_c and N the totals, w_p the part's target fraction and
+// weight_p = 1 / (P w_p)^2 (so that a small part's proportions count as much as
+// a large part's):
+//   classes(p) = weight_p * sum_c (n_pc - w_p N_c)^2
+//   sizes(p)   = weight_p * (s_p - w_p N)^2
+// Balance::sizes_first minimises sizes lexicographically before classes (what
+// GroupKFold wants: equal folds; class balance as a free bonus). Balance::
+// classes_and_sizes minimises classes + size_weight * sizes (what
+// StratifiedGroupKFold wants).
+//
+// Deterministic: the result depends only on the table, the options and the seed,
+// not on the machine or thread count. Pure function; safe to call from many
+// threads at once.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace imgpack {
+
+// Items and their class histograms in compressed rows: item i's entries are
+// [first[i], first[i + 1]) of cls/count, with distinct classes 0..num_classes-1
+// and positive counts. size[i] is the sum of the item's counts.
+struct ItemTable {
+  int32_t num_classes = 0;
+  std::vector<int64_t> size;
+  std::vector<std::size_t> first{0};
+  std::vector<int32_t> cls;
+  std::vector<int32_t> count;
+
+  std::size_t num_items() const { return size.size(); }
+  // Appends an item from its (class, count) entries. Throws imgpack::Error for
+  // a class out of range or a count below 1.
+  void add_item(std::span<const int32_t> classes, std::span<const int32_t> counts);
+};
+
+enum class Balance { sizes_first, classes_and_sizes };
+
+struct PartitionOptions {
+  // Target fraction of every part; positive, summing to 1 (within 1e-9).
+  std::vector<double> weights;
+  Balance balance = Balance::classes_and_sizes;
+  // Weight of the size term against the class term for classes_and_sizes.
+  double size_weight = 1.0;
+  uint64_t seed = 0;
+  uint64_t stream = 0;  // keeps the random choices of separate calls apart
+  // Local search rounds at most (each a move pass and a swap pass); 0 = greedy only.
+  int max_rounds = 24;
+  // Swap candidates looked at per item and other part.
+  int swap_candidates = 8;
+};
+
+// What the search did, for tests and benchmarks.
+struct PartitionStats {
+  double greedy_objective = 0;  // primary objective after the greedy pass
+  double final_objective = 0;
+  int rounds = 0;
+  uint64_t moves = 0;
+  uint64_t swaps = 0;
+};
+
+// Returns the part 0..P-1 of every item. Every part gets at least one item
+// (needs num_items >= P). Throws imgpack::Error for invalid options or fewer
+// items than parts.
+std::vector<int32_t> partition_items(const ItemTable& items, const PartitionOptions& options,
+                                     PartitionStats* stats = nullptr);
+
+}  // namespace imgpack
