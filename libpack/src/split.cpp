@@ -23,10 +23,11 @@ constexpr uint64_t kTestPartStream = 0x73706c697474;      // "splitt"
 constexpr uint64_t kFoldPartStream = 0x73706c697470;      // "splitp"
 
 // Weight of fold-size balance against class balance for stratified-group
-// splits (see split_partition.hpp). One sample of size deviation costs as
-// much as one sample of deviation in one class: sizes end up within a few
-// samples of equal while class balance keeps priority.
-constexpr double kSizeWeight = 1.0;
+// splits (see split_partition.hpp): with chi-square class weights, the fold
+// sizes count as much as three classes. Chosen on bench/splits inputs (50k
+// samples, 500 to 2000 groups, 10 to 100 classes), where it keeps sizes
+// within 0.3% of equal and every class figure better than scikit-learn's.
+constexpr double kSizeWeight = 3.0;
 
 std::string fraction_text(double value) {
   std::ostringstream out;
@@ -94,17 +95,50 @@ std::vector<uint32_t> stratified_order(const std::vector<int32_t>& classes, int3
   return out;
 }
 
-// Splits `sequence` into the positions a fraction p selects and the rest, both
-// in sequence order. Every run of L consecutive positions (a class) gives
-// floor(L p) or ceil(L p) to the selection, the whole sequence round(n p).
-void carve(const std::vector<uint32_t>& sequence, double p, std::vector<uint32_t>& selected,
-           std::vector<uint32_t>& rest) {
+// Splits `sequence` (runs of samples of one class, as stratified_order makes
+// it) into a fraction p of the samples and the rest, both in sequence order.
+// The selection takes round(n p) samples; each class gives floor(n_c p) or
+// ceil(n_c p) of them, the ceilings going to the classes with the largest
+// remainders (ties: earlier run first), so every class's share of the
+// selection is as close to its share of the whole as counts allow.
+void carve(const std::vector<uint32_t>& sequence, const std::vector<int32_t>& classes, double p,
+           std::vector<uint32_t>& selected, std::vector<uint32_t>& rest) {
+  struct Run {
+    std::size_t begin, length, take;
+    double remainder;
+  };
+  std::vector<Run> runs;
+  for (std::size_t j = 0; j < sequence.size(); ++j) {
+    if (j == 0 || classes[sequence[j]] != classes[sequence[j - 1]]) runs.push_back({j, 0, 0, 0});
+    ++runs.back().length;
+  }
+  const auto target = static_cast<std::size_t>(std::floor(static_cast<double>(sequence.size()) * p + 0.5));
+  std::size_t taken = 0;
+  for (Run& run : runs) {
+    const double exact = static_cast<double>(run.length) * p;
+    run.take = std::min(run.length, static_cast<std::size_t>(std::floor(exact)));
+    run.remainder = exact - static_cast<double>(run.take);
+    taken += run.take;
+  }
+  std::vector<std::size_t> by_remainder(runs.size());
+  std::iota(by_remainder.begin(), by_remainder.end(), std::size_t{0});
+  std::stable_sort(by_remainder.begin(), by_remainder.end(), [&](std::size_t a, std::size_t b) {
+    return runs[a].remainder > runs[b].remainder;
+  });
+  for (std::size_t r = 0; taken < target && r < by_remainder.size(); ++r) {
+    Run& run = runs[by_remainder[r]];
+    if (run.take < run.length) {
+      ++run.take;
+      ++taken;
+    }
+  }
   selected.clear();
   rest.clear();
-  for (std::size_t j = 0; j < sequence.size(); ++j) {
-    const double a = std::floor(static_cast<double>(j) * p + 0.5);
-    const double b = std::floor(static_cast<double>(j + 1) * p + 0.5);
-    (b > a ? selected : rest).push_back(sequence[j]);
+  for (const Run& run : runs) {
+    selected.insert(selected.end(), sequence.begin() + static_cast<std::ptrdiff_t>(run.begin),
+                    sequence.begin() + static_cast<std::ptrdiff_t>(run.begin + run.take));
+    rest.insert(rest.end(), sequence.begin() + static_cast<std::ptrdiff_t>(run.begin + run.take),
+                sequence.begin() + static_cast<std::ptrdiff_t>(run.begin + run.length));
   }
 }
 
@@ -122,7 +156,7 @@ std::vector<int16_t> split_samples(const Problem& problem, const std::vector<int
   std::vector<uint32_t> rest = stratified_order(classes, num_classes, spec.seed);
   std::vector<uint32_t> selected, remaining;
   if (spec.test_fraction > 0) {
-    carve(rest, spec.test_fraction, selected, remaining);
+    carve(rest, classes, spec.test_fraction, selected, remaining);
     if (selected.empty()) {
       throw UsageError("--test " + fraction_text(spec.test_fraction) + " selects none of the " +
                        std::to_string(problem.samples) + " samples");
@@ -131,7 +165,7 @@ std::vector<int16_t> split_samples(const Problem& problem, const std::vector<int
     rest.swap(remaining);
   }
   if (spec.kind == SplitKind::holdout) {
-    carve(rest, spec.val_fraction / (1 - spec.test_fraction), selected, remaining);
+    carve(rest, classes, spec.val_fraction / (1 - spec.test_fraction), selected, remaining);
     if (selected.empty()) {
       throw UsageError("--val " + fraction_text(spec.val_fraction) + " selects none of the " +
                        std::to_string(rest.size()) + " samples");
@@ -383,9 +417,12 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
     }
   }
 
+  // A group kfold balances sizes first and then, within that, classes: the
+  // labels cost nothing to use there and only make the folds better.
+  const bool use_labels = problem.stratify || (spec.kind == SplitKind::group && has_labels);
   int32_t num_classes = 1;
-  std::vector<int32_t> classes = problem.stratify ? canonical_ids(labels, false, num_classes)
-                                                  : std::vector<int32_t>(labels.size(), 0);
+  std::vector<int32_t> classes = use_labels ? canonical_ids(labels, false, num_classes)
+                                            : std::vector<int32_t>(labels.size(), 0);
   if (!problem.grouped) {
     result.assign = split_samples(problem, classes, num_classes);
     return result;
@@ -476,3 +513,4 @@ NamedSplitSpec parse_split_option(const std::string& text, uint64_t seed) {
 }
 
 }  // namespace imgpack
+

@@ -63,6 +63,7 @@ class Partitioner {
         size_dev_(options.weights.size()),
         items_in_(options.weights.size(), 0),
         add_class_(options.weights.size()),
+        class_weight_(static_cast<std::size_t>(items.num_classes), 1.0),
         diff_(static_cast<std::size_t>(items.num_classes), 0),
         stamp_(static_cast<std::size_t>(items.num_classes), 0) {
     // Start from an empty partition: every deviation is minus its target.
@@ -71,6 +72,14 @@ class Partitioner {
       class_total[static_cast<std::size_t>(items.cls[e])] += items.count[e];
     }
     const int64_t total = std::accumulate(items.size.begin(), items.size.end(), int64_t{0});
+    size_weight_ = options.size_weight;
+    if (options.class_weighting == ClassWeighting::chi_square) {
+      size_weight_ /= items.num_classes;
+      const double mean = static_cast<double>(total) / items.num_classes;
+      for (std::size_t c = 0; c < class_weight_.size(); ++c) {
+        class_weight_[c] = class_total[c] > 0 ? mean / static_cast<double>(class_total[c]) : 0.0;
+      }
+    }
     for (int32_t p = 0; p < parts_; ++p) {
       const double w = options.weights[static_cast<std::size_t>(p)];
       weight_[static_cast<std::size_t>(p)] = 1.0 / ((parts_ * w) * (parts_ * w));
@@ -130,7 +139,7 @@ class Partitioner {
       double remove_class = 0;
       for (std::size_t e = begin(item); e < end(item); ++e) {
         const double x = items_.count[e];
-        remove_class += x * (x - 2 * dev_[cell(items_.cls[e], a)]);
+        remove_class += cw(items_.cls[e]) * x * (x - 2 * dev_[cell(items_.cls[e], a)]);
       }
       const Cost remove = cost_of(w(a) * remove_class, size_change(a, -g));
       int32_t best = -1;
@@ -193,6 +202,12 @@ class Partitioner {
         for (std::ptrdiff_t k = lo; k < hi; ++k) {
           const int32_t other = order[static_cast<std::size_t>(list[static_cast<std::size_t>(k)].second)];
           if (part_[static_cast<std::size_t>(other)] != b) continue;  // moved earlier in this pass
+          if (options_.balance == Balance::sizes_first) {
+            // The size change alone decides most candidates: skip the class sums.
+            const int64_t dsize = items_.size[static_cast<std::size_t>(other)] - g;
+            const double sizes = size_change(a, dsize) + size_change(b, -dsize);
+            if (sizes > best_cost.primary + kTolerance) continue;
+          }
           Cost cost = swap_cost(item, a, other, b);
           if (better(cost, best_cost)) {
             best_other = other;
@@ -215,7 +230,7 @@ class Partitioner {
     Cost total;
     for (int32_t p = 0; p < parts_; ++p) {
       double classes = 0;
-      for (int32_t c = 0; c < items_.num_classes; ++c) classes += dev_[cell(c, p)] * dev_[cell(c, p)];
+      for (int32_t c = 0; c < items_.num_classes; ++c) classes += cw(c) * dev_[cell(c, p)] * dev_[cell(c, p)];
       const double s = size_dev_[static_cast<std::size_t>(p)];
       total = total + cost_of(w(p) * classes, w(p) * s * s);
     }
@@ -229,6 +244,7 @@ class Partitioner {
     return static_cast<std::size_t>(c) * static_cast<std::size_t>(parts_) + static_cast<std::size_t>(p);
   }
   double w(int32_t p) const { return weight_[static_cast<std::size_t>(p)]; }
+  double cw(int32_t c) const { return class_weight_[static_cast<std::size_t>(c)]; }
   std::size_t begin(int32_t item) const { return items_.first[static_cast<std::size_t>(item)]; }
   std::size_t end(int32_t item) const { return items_.first[static_cast<std::size_t>(item) + 1]; }
   // How full part p is relative to its target (for tie-breaks).
@@ -238,7 +254,7 @@ class Partitioner {
 
   Cost cost_of(double classes, double sizes) const {
     if (options_.balance == Balance::sizes_first) return {sizes, classes};
-    return {classes + options_.size_weight * sizes, sizes};
+    return {classes + size_weight_ * sizes, sizes};
   }
 
   // Weighted change of the size term when part p grows by `delta` samples.
@@ -252,8 +268,9 @@ class Partitioner {
     std::fill(add_class_.begin(), add_class_.end(), 0.0);
     for (std::size_t e = begin(item); e < end(item); ++e) {
       const double x = items_.count[e];
+      const double cx = cw(items_.cls[e]) * x;
       const double* dev = &dev_[cell(items_.cls[e], 0)];
-      for (int32_t p = 0; p < parts_; ++p) add_class_[static_cast<std::size_t>(p)] += x * (x + 2 * dev[p]);
+      for (int32_t p = 0; p < parts_; ++p) add_class_[static_cast<std::size_t>(p)] += cx * (x + 2 * dev[p]);
     }
   }
 
@@ -261,8 +278,8 @@ class Partitioner {
     double remove_class = 0, add_class = 0;
     for (std::size_t e = begin(item); e < end(item); ++e) {
       const double x = items_.count[e];
-      remove_class += x * (x - 2 * dev_[cell(items_.cls[e], from)]);
-      add_class += x * (x + 2 * dev_[cell(items_.cls[e], to)]);
+      remove_class += cw(items_.cls[e]) * x * (x - 2 * dev_[cell(items_.cls[e], from)]);
+      add_class += cw(items_.cls[e]) * x * (x + 2 * dev_[cell(items_.cls[e], to)]);
     }
     const int64_t g = items_.size[static_cast<std::size_t>(item)];
     return cost_of(w(from) * remove_class, size_change(from, -g)) +
@@ -279,14 +296,14 @@ class Partitioner {
         diff_[c] += items_.count[e];
       } else {
         const double d = items_.count[e];
-        da += d * (d + 2 * dev_[cell(items_.cls[e], a)]);
-        db += d * (d - 2 * dev_[cell(items_.cls[e], b)]);
+        da += cw(items_.cls[e]) * d * (d + 2 * dev_[cell(items_.cls[e], a)]);
+        db += cw(items_.cls[e]) * d * (d - 2 * dev_[cell(items_.cls[e], b)]);
       }
     }
     for (std::size_t e = begin(item); e < end(item); ++e) {
       const double d = static_cast<double>(diff_[static_cast<std::size_t>(items_.cls[e])]);
-      da += d * (d + 2 * dev_[cell(items_.cls[e], a)]);
-      db += d * (d - 2 * dev_[cell(items_.cls[e], b)]);
+      da += cw(items_.cls[e]) * d * (d + 2 * dev_[cell(items_.cls[e], a)]);
+      db += cw(items_.cls[e]) * d * (d - 2 * dev_[cell(items_.cls[e], b)]);
     }
     for (std::size_t e = begin(other); e < end(other); ++e) {
       const auto c = static_cast<std::size_t>(items_.cls[e]);
@@ -321,9 +338,11 @@ class Partitioner {
   std::vector<double> size_dev_;   // [P] s_p - w_p N
   std::vector<int64_t> items_in_;  // [P]
   std::vector<double> add_class_;  // scratch [P]
+  std::vector<double> class_weight_;  // [C]
   std::vector<int64_t> diff_;      // scratch [C]
   std::vector<uint32_t> stamp_;    // [C] which classes diff_ holds
   uint32_t generation_ = 0;
+  double size_weight_ = 1;
 };
 
 void check_options(const ItemTable& items, const PartitionOptions& options) {
@@ -371,6 +390,7 @@ std::vector<int32_t> partition_items(const ItemTable& items, const PartitionOpti
   PartitionStats local;
   local.greedy_objective = partitioner.objective().primary;
 
+  Cost before = partitioner.objective();
   for (int round = 0; round < options.max_rounds; ++round) {
     CounterRng(options.seed, options.stream, static_cast<uint64_t>(round) + 1).shuffle(std::span(order));
     const uint64_t moves = partitioner.move_pass(order);
@@ -378,7 +398,16 @@ std::vector<int32_t> partition_items(const ItemTable& items, const PartitionOpti
     local.moves += moves;
     local.swaps += swaps;
     local.rounds = round + 1;
+    const Cost after = partitioner.objective();
+    local.round_objective.push_back(after.primary);
+    local.round_secondary.push_back(after.secondary);
     if (moves == 0 && swaps == 0) break;
+    const bool primary_moved = after.primary < before.primary - kTolerance;
+    const double gain = primary_moved ? (before.primary - after.primary) / before.primary
+                                      : (before.secondary - after.secondary) /
+                                            std::max(before.secondary, kTolerance);
+    if (gain < options.min_round_gain) break;
+    before = after;
   }
   local.final_objective = partitioner.objective().primary;
   if (stats) *stats = local;

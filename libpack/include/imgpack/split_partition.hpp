@@ -7,17 +7,21 @@
 //
 // Method: a greedy pass places items from the largest down, each into the part
 // where it lowers the objective most; then rounds of local search move single
-// items between parts and swap pairs of items of similar size while that lowers
-// the objective, up to a fixed number of rounds. Each round costs about
-// O(entries x P) where entries is the number of (item, class) pairs, so the
-// whole run is near-linear in the number of samples.
+// items between parts and swap items with items of similar size in other
+// parts while that lowers the objective, until a round gains little or
+// max_rounds. Each round costs about O(entries x P x swap_candidates), where
+// entries is the number of (item, class) pairs, so the whole run is
+// near-linear in the number of samples.
 //
 // Objective, with n_pc the samples of class c in part p, s_p the part's size,
-// N_c and N the totals, w_p the part's target fraction and
-// weight_p = 1 / (P w_p)^2 (so that a small part's proportions count as much as
-// a large part's):
-//   classes(p) = weight_p * sum_c (n_pc - w_p N_c)^2
-//   sizes(p)   = weight_p * (s_p - w_p N)^2
+// N_c and N the totals, w_p the part's target fraction,
+// weight_p = 1 / (P w_p)^2 (so that a small part's proportions count as much
+// as a large part's) and, with ClassWeighting::chi_square, a_c = (N / C) / N_c
+// (the chi-square statistic of the part x class table, scaled so an average
+// class has weight 1: a small class's deviation counts in proportion to its
+// size, not in raw samples) or a_c = 1 with ClassWeighting::equal:
+//   classes(p) = weight_p * sum_c a_c (n_pc - w_p N_c)^2
+//   sizes(p)   = weight_p * (s_p - w_p N)^2 * (1 / C with chi_square, else 1)
 // Balance::sizes_first minimises sizes lexicographically before classes (what
 // GroupKFold wants: equal folds; class balance as a free bonus). Balance::
 // classes_and_sizes minimises classes + size_weight * sizes (what
@@ -51,17 +55,24 @@ struct ItemTable {
 };
 
 enum class Balance { sizes_first, classes_and_sizes };
+enum class ClassWeighting { equal, chi_square };
 
 struct PartitionOptions {
   // Target fraction of every part; positive, summing to 1 (within 1e-9).
   std::vector<double> weights;
   Balance balance = Balance::classes_and_sizes;
-  // Weight of the size term against the class term for classes_and_sizes.
+  // Weight of the size term against the class term for classes_and_sizes
+  // (with chi_square weights, in units of one class).
   double size_weight = 1.0;
+  ClassWeighting class_weighting = ClassWeighting::chi_square;
   uint64_t seed = 0;
   uint64_t stream = 0;  // keeps the random choices of separate calls apart
   // Local search rounds at most (each a move pass and a swap pass); 0 = greedy only.
   int max_rounds = 24;
+  // The search stops after a round that lowers the objective by less than
+  // this fraction (the primary objective, or the secondary where the primary
+  // did not change): later rounds gain little and cost as much.
+  double min_round_gain = 1e-3;
   // Swap candidates looked at per item and other part.
   int swap_candidates = 8;
 };
@@ -70,6 +81,8 @@ struct PartitionOptions {
 struct PartitionStats {
   double greedy_objective = 0;  // primary objective after the greedy pass
   double final_objective = 0;
+  std::vector<double> round_objective;  // primary objective after each round
+  std::vector<double> round_secondary;  // secondary objective after each round
   int rounds = 0;
   uint64_t moves = 0;
   uint64_t swaps = 0;
