@@ -241,7 +241,7 @@ void print_split(std::ostream& out, const DatasetIndex& index, const Split& spli
     mean_dev += fold.mean_class_dev / static_cast<double>(quality.folds.size());
   }
   out << split.name << ": " << split.kind;
-  if (split.kind == "holdout") {
+  if (split.kind == "holdout" && quality.folds.size() == 2) {
     out << " (val " << quality.folds[0].size << ", train " << quality.folds[1].size << ")";
   } else {
     out << ", " << split.folds << " folds of " << smallest << ".." << largest << " samples";
@@ -265,8 +265,8 @@ void print_split(std::ostream& out, const DatasetIndex& index, const Split& spli
     out << line << missing_text << "\n";
   };
   for (const FoldStats& fold : quality.folds) {
-    row(split.kind == "holdout" ? (fold.fold == 0 ? "val" : "train") : std::to_string(fold.fold),
-        fold);
+    const bool holdout = split.kind == "holdout" && quality.folds.size() == 2;
+    row(holdout ? (fold.fold == 0 ? "val" : "train") : std::to_string(fold.fold), fold);
   }
   if (quality.test_size > 0) row("test", quality.test);
 }

@@ -90,15 +90,40 @@ class Partitioner {
     }
   }
 
-  // Places every item, largest first, where it lowers the objective most.
+  // Places every item, largest first, where it leaves the items placed so far
+  // best balanced: against targets that grow with the placed totals, so that
+  // every part fills in step with its weight (a small part does not swallow
+  // the largest items just because it is furthest from its final target).
   void greedy(const std::vector<int32_t>& order) {
+    std::vector<double> unplaced(static_cast<std::size_t>(items_.num_classes), 0.0);
+    for (std::size_t e = 0; e < items_.cls.size(); ++e) {
+      unplaced[static_cast<std::size_t>(items_.cls[e])] += items_.count[e];
+    }
+    double unplaced_size = 0;
+    for (int64_t size : items_.size) unplaced_size += static_cast<double>(size);
     for (int32_t item : order) {
-      class_changes_if_added(item);
+      // dev_ is measured against the final targets; the items not yet placed
+      // (this one excepted) turn it into the deviation from the growing target.
+      std::fill(add_class_.begin(), add_class_.end(), 0.0);
+      for (std::size_t e = begin(item); e < end(item); ++e) {
+        const int32_t c = items_.cls[e];
+        const double x = items_.count[e];
+        const double later = unplaced[static_cast<std::size_t>(c)] - x;
+        const double cx = cw(c) * x;
+        for (int32_t p = 0; p < parts_; ++p) {
+          const double dev = dev_[cell(c, p)] + options_.weights[static_cast<std::size_t>(p)] * later;
+          add_class_[static_cast<std::size_t>(p)] += cx * (x + 2 * dev);
+        }
+      }
       const int64_t g = items_.size[static_cast<std::size_t>(item)];
+      const double later_size = unplaced_size - static_cast<double>(g);
       int32_t best = 0;
       Cost best_cost;
       for (int32_t p = 0; p < parts_; ++p) {
-        Cost cost = cost_of(w(p) * add_class_[static_cast<std::size_t>(p)], size_change(p, g));
+        const double size_dev = size_dev_[static_cast<std::size_t>(p)] +
+                                options_.weights[static_cast<std::size_t>(p)] * later_size;
+        const auto d = static_cast<double>(g);
+        Cost cost = cost_of(w(p) * add_class_[static_cast<std::size_t>(p)], w(p) * d * (d + 2 * size_dev));
         if (p == 0 || better(cost, best_cost) ||
             (!better(best_cost, cost) && fill(p) < fill(best))) {
           best = p;
@@ -106,6 +131,10 @@ class Partitioner {
         }
       }
       apply(item, best, +1);
+      for (std::size_t e = begin(item); e < end(item); ++e) {
+        unplaced[static_cast<std::size_t>(items_.cls[e])] -= items_.count[e];
+      }
+      unplaced_size -= static_cast<double>(g);
     }
   }
 
@@ -172,7 +201,11 @@ class Partitioner {
     }
     for (auto& list : by_size) std::sort(list.begin(), list.end());
 
-    const auto window = static_cast<std::ptrdiff_t>(std::max(1, options_.swap_candidates));
+    // Few items: look at many (up to all) partners; many items: a few each.
+    const uint64_t per_item = options_.swap_budget / std::max<uint64_t>(1, part_.size() * static_cast<uint64_t>(parts_ - 1));
+    const auto window = static_cast<std::ptrdiff_t>(std::min<uint64_t>(
+        std::max<uint64_t>({1, static_cast<uint64_t>(std::max(0, options_.swap_candidates)), per_item}),
+        part_.size()));
     uint64_t swaps = 0;
     for (int32_t item : order) {
       const int32_t a = part_[static_cast<std::size_t>(item)];
@@ -371,28 +404,43 @@ void check_options(const ItemTable& items, const PartitionOptions& options) {
 
 }  // namespace
 
-std::vector<int32_t> partition_items(const ItemTable& items, const PartitionOptions& options,
-                                     PartitionStats* stats) {
-  check_options(items, options);
-  const auto n = static_cast<int32_t>(items.num_items());
+namespace {
 
-  // Largest items first; equal sizes in a seeded random order.
+struct Attempt {
+  std::vector<int32_t> parts;
+  Cost objective;
+  PartitionStats stats;
+};
+
+// One greedy placement and local search. Attempt 0 places items strictly
+// largest first; later attempts perturb that order at random (sizes scaled by
+// 0.5..1.5), so they start the search from other, nearby partitions.
+Attempt run_attempt(const ItemTable& items, const PartitionOptions& options, uint64_t attempt) {
+  const auto n = static_cast<int32_t>(items.num_items());
   std::vector<int32_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  CounterRng(options.seed, options.stream, 0).shuffle(std::span(order));
+  CounterRng rng(options.seed, options.stream, attempt << 32);
+  rng.shuffle(std::span(order));
+  std::vector<double> key(static_cast<std::size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    const auto size = static_cast<double>(items.size[static_cast<std::size_t>(i)]);
+    key[static_cast<std::size_t>(i)] = attempt == 0 ? size : size * (0.5 + rng.uniform());
+  }
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return items.size[static_cast<std::size_t>(a)] > items.size[static_cast<std::size_t>(b)];
+    return key[static_cast<std::size_t>(a)] > key[static_cast<std::size_t>(b)];
   });
 
   Partitioner partitioner(items, options);
   partitioner.greedy(order);
   partitioner.fill_empty_parts();
-  PartitionStats local;
+  Attempt result;
+  PartitionStats& local = result.stats;
   local.greedy_objective = partitioner.objective().primary;
 
   Cost before = partitioner.objective();
   for (int round = 0; round < options.max_rounds; ++round) {
-    CounterRng(options.seed, options.stream, static_cast<uint64_t>(round) + 1).shuffle(std::span(order));
+    CounterRng(options.seed, options.stream, (attempt << 32) + static_cast<uint64_t>(round) + 1)
+        .shuffle(std::span(order));
     const uint64_t moves = partitioner.move_pass(order);
     const uint64_t swaps = partitioner.swap_pass(order);
     local.moves += moves;
@@ -409,9 +457,31 @@ std::vector<int32_t> partition_items(const ItemTable& items, const PartitionOpti
     if (gain < options.min_round_gain) break;
     before = after;
   }
-  local.final_objective = partitioner.objective().primary;
-  if (stats) *stats = local;
-  return partitioner.take_parts();
+  result.objective = partitioner.objective();
+  local.final_objective = result.objective.primary;
+  result.parts = partitioner.take_parts();
+  return result;
+}
+
+}  // namespace
+
+std::vector<int32_t> partition_items(const ItemTable& items, const PartitionOptions& options,
+                                     PartitionStats* stats) {
+  check_options(items, options);
+  // Restarts pay off where the search is cheap and its local optima coarse:
+  // few items. The count depends only on the input's size, so the result
+  // stays a pure function of the input.
+  const uint64_t work = std::max<uint64_t>(1, items.cls.size() * options.weights.size());
+  const auto attempts = static_cast<int>(std::clamp<uint64_t>(
+      options.restart_budget / work, 1, static_cast<uint64_t>(std::max(1, options.max_attempts))));
+  Attempt best = run_attempt(items, options, 0);
+  for (int a = 1; a < attempts; ++a) {
+    Attempt next = run_attempt(items, options, static_cast<uint64_t>(a));
+    if (better(next.objective, best.objective)) best = std::move(next);
+  }
+  best.stats.attempts = attempts;
+  if (stats) *stats = best.stats;
+  return std::move(best.parts);
 }
 
 }  // namespace imgpack

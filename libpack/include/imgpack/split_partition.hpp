@@ -73,12 +73,19 @@ struct PartitionOptions {
   // this fraction (the primary objective, or the secondary where the primary
   // did not change): later rounds gain little and cost as much.
   double min_round_gain = 1e-3;
-  // Swap candidates looked at per item and other part.
+  // Swap candidates looked at per item and other part: at least this many,
+  // more while items x (parts - 1) x candidates stays within swap_budget.
   int swap_candidates = 8;
+  uint64_t swap_budget = 100'000;
+  // Independent attempts (greedy + search from perturbed orders; the best
+  // wins): as many as restart_budget / (entries x parts) allows, 1..max_attempts.
+  int max_attempts = 8;
+  uint64_t restart_budget = 250'000;
 };
 
 // What the search did, for tests and benchmarks.
 struct PartitionStats {
+  int attempts = 0;             // attempts made; the figures below are the best one's
   double greedy_objective = 0;  // primary objective after the greedy pass
   double final_objective = 0;
   std::vector<double> round_objective;  // primary objective after each round
