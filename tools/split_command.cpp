@@ -61,8 +61,8 @@ const Split& find_or_fail(const DatasetIndex& index, const std::string& name,
   if (!split) {
     std::string known;
     for (const Split& s : index.splits) known += (known.empty() ? "" : ", ") + s.name;
-    throw UsageError(dataset + ": no split named '" + name + "' (splits: " +
-                     (known.empty() ? "none" : known) + ")");
+    throw UsageError(dataset + ": no split named '" + name +
+                     "' (splits: " + (known.empty() ? "none" : known) + ")");
   }
   return *split;
 }
@@ -74,8 +74,9 @@ int run_create(const SplitArgs& args) {
   SplitSpec spec;
   spec.kind = parse_split_kind(args.kind);
   if (spec.kind == SplitKind::holdout && args.folds_option->count() > 0) {
-    throw UsageError("--folds does not apply to --kind holdout (it has one validation part: "
-                     "give its size with --val)");
+    throw UsageError(
+        "--folds does not apply to --kind holdout (it has one validation part: "
+        "give its size with --val)");
   }
   if (spec.kind == SplitKind::holdout && args.val == 0) {
     throw UsageError("--kind holdout needs --val FRACTION");
@@ -198,7 +199,8 @@ nlohmann::ordered_json split_json(const DatasetIndex& index, const Split& split)
   nlohmann::ordered_json stats = nlohmann::ordered_json::array();
   auto missing_names = [&](const FoldStats& fold) {
     nlohmann::ordered_json names = nlohmann::ordered_json::array();
-    for (int32_t c : fold.missing_classes) names.push_back(index.class_names[static_cast<std::size_t>(c)]);
+    for (int32_t c : fold.missing_classes)
+      names.push_back(index.class_names[static_cast<std::size_t>(c)]);
     return names;
   };
   for (const FoldStats& fold : quality.folds) {
@@ -228,8 +230,7 @@ nlohmann::ordered_json split_json(const DatasetIndex& index, const Split& split)
   return j;
 }
 
-void print_split(std::ostream& out, const DatasetIndex& index, const Split& split,
-                 bool per_fold) {
+void print_split(std::ostream& out, const DatasetIndex& index, const Split& split, bool per_fold) {
   SplitQuality quality = split_quality(index, split);
   int64_t smallest = INT64_MAX, largest = 0, missing = 0;
   double max_dev = 0, mean_dev = 0;
@@ -258,7 +259,8 @@ void print_split(std::ostream& out, const DatasetIndex& index, const Split& spli
       missing_text += (m == 0 ? " (" : ", ") +
                       index.class_names[static_cast<std::size_t>(fold.missing_classes[m])];
     }
-    if (!fold.missing_classes.empty()) missing_text += fold.missing_classes.size() > 3 ? ", ...)" : ")";
+    if (!fold.missing_classes.empty())
+      missing_text += fold.missing_classes.size() > 3 ? ", ...)" : ")";
     char line[128];
     std::snprintf(line, sizeof line, "  %-6s %9lld  %13.4f  %14.4f  ", label.c_str(),
                   static_cast<long long>(fold.size), fold.max_class_dev, fold.mean_class_dev);
@@ -277,8 +279,7 @@ void add_split_command(CLI::App& app, Action& action) {
       "split", "Create, list, export or delete named splits (rewrites index.h5 only)");
   cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
   cmd->add_option("--name", args->name, "Create (or with --force replace) the split NAME");
-  cmd->add_option("--kind", args->kind,
-                  "random | stratified | group | stratified-group | holdout");
+  cmd->add_option("--kind", args->kind, "random | stratified | group | stratified-group | holdout");
   args->folds_option =
       cmd->add_option("--folds", args->folds, "Folds for k-fold kinds")->capture_default_str();
   cmd->add_option("--val", args->val, "holdout: validation fraction of all samples");

@@ -114,7 +114,8 @@ void carve(const std::vector<uint32_t>& sequence, const std::vector<int32_t>& cl
     if (j == 0 || classes[sequence[j]] != classes[sequence[j - 1]]) runs.push_back({j, 0, 0, 0});
     ++runs.back().length;
   }
-  const auto target = static_cast<std::size_t>(std::floor(static_cast<double>(sequence.size()) * p + 0.5));
+  const auto target =
+      static_cast<std::size_t>(std::floor(static_cast<double>(sequence.size()) * p + 0.5));
   std::size_t taken = 0;
   for (Run& run : runs) {
     const double exact = static_cast<double>(run.length) * p;
@@ -213,7 +214,8 @@ ItemTable build_items(const std::vector<int32_t>& groups, int32_t num_groups,
   for (int32_t g = 0; g < num_groups; ++g) {
     seen.clear();
     counts.clear();
-    for (std::size_t m = start[static_cast<std::size_t>(g)]; m < start[static_cast<std::size_t>(g) + 1]; ++m) {
+    for (std::size_t m = start[static_cast<std::size_t>(g)];
+         m < start[static_cast<std::size_t>(g) + 1]; ++m) {
       if (count[static_cast<std::size_t>(members[m])]++ == 0) seen.push_back(members[m]);
     }
     for (int32_t c : seen) {
@@ -322,8 +324,8 @@ void check_class_sizes(std::span<const int32_t> labels, const SplitSpec& spec,
   }
   if (too_small > 0) {
     const auto s = static_cast<std::size_t>(smallest);
-    std::string name = s < class_names.size() ? "'" + class_names[s] + "'"
-                                              : "id " + std::to_string(smallest);
+    std::string name =
+        s < class_names.size() ? "'" + class_names[s] + "'" : "id " + std::to_string(smallest);
     result.warnings.push_back(std::to_string(too_small) + " of " + std::to_string(members.size()) +
                               " classes have fewer members than the " + std::to_string(spec.folds) +
                               " folds (the least populated, " + name + ", has " +
@@ -336,11 +338,16 @@ void check_class_sizes(std::span<const int32_t> labels, const SplitSpec& spec,
 
 const char* split_kind_name(SplitKind kind) {
   switch (kind) {
-    case SplitKind::random: return "random";
-    case SplitKind::stratified: return "stratified";
-    case SplitKind::group: return "group";
-    case SplitKind::stratified_group: return "stratified-group";
-    case SplitKind::holdout: return "holdout";
+    case SplitKind::random:
+      return "random";
+    case SplitKind::stratified:
+      return "stratified";
+    case SplitKind::group:
+      return "group";
+    case SplitKind::stratified_group:
+      return "stratified-group";
+    case SplitKind::holdout:
+      return "holdout";
   }
   return "?";
 }
@@ -389,16 +396,25 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
   }
   if (labels.empty()) throw UsageError("the dataset has no samples to split");
   if (labels.size() > UINT32_MAX) throw UsageError("more than 2^32 samples");
-  const bool has_labels = std::any_of(labels.begin(), labels.end(), [](int32_t l) { return l >= 0; });
-  const bool has_groups = std::any_of(groups.begin(), groups.end(), [](int32_t g) { return g >= 0; });
+  const bool has_labels =
+      std::any_of(labels.begin(), labels.end(), [](int32_t l) { return l >= 0; });
+  const bool has_groups =
+      std::any_of(groups.begin(), groups.end(), [](int32_t g) { return g >= 0; });
   const char* kind = split_kind_name(spec.kind);
 
   Problem problem{spec, labels.size(), false, false};
   switch (spec.kind) {
-    case SplitKind::random: break;
-    case SplitKind::stratified: problem.stratify = true; break;
-    case SplitKind::group: problem.grouped = true; break;
-    case SplitKind::stratified_group: problem.stratify = problem.grouped = true; break;
+    case SplitKind::random:
+      break;
+    case SplitKind::stratified:
+      problem.stratify = true;
+      break;
+    case SplitKind::group:
+      problem.grouped = true;
+      break;
+    case SplitKind::stratified_group:
+      problem.stratify = problem.grouped = true;
+      break;
     case SplitKind::holdout:
       problem.stratify = spec.use_labels && has_labels;
       problem.grouped = spec.use_groups && has_groups;
@@ -413,7 +429,8 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
     }
     if (problem.stratify) {
       if (!has_labels) {
-        throw UsageError(std::string("--kind ") + kind + " needs labels and these samples have none");
+        throw UsageError(std::string("--kind ") + kind +
+                         " needs labels and these samples have none");
       }
       check_class_sizes(labels, spec, class_names, result);
     }
@@ -442,11 +459,11 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
 }
 
 void check_split_name(const std::string& name) {
-  const bool ok = !name.empty() && name.size() <= 128 && name[0] != '.' &&
-                  std::all_of(name.begin(), name.end(), [](char c) {
-                    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
-                           c == '.';
-                  });
+  const bool ok =
+      !name.empty() && name.size() <= 128 && name[0] != '.' &&
+      std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+      });
   if (!ok) {
     throw UsageError("split name '" + name +
                      "' must be 1..128 letters, digits, '_', '-' or '.', not starting with '.'");
@@ -456,7 +473,8 @@ void check_split_name(const std::string& name) {
 Split make_split(const DatasetIndex& index, const std::string& name, const SplitSpec& spec,
                  const std::string& created, std::vector<std::string>* warnings) {
   check_split_name(name);
-  SplitResult result = compute_split(index.sample_label, index.sample_group, spec, index.class_names);
+  SplitResult result =
+      compute_split(index.sample_label, index.sample_group, spec, index.class_names);
   if (warnings) warnings->insert(warnings->end(), result.warnings.begin(), result.warnings.end());
   Split split;
   split.name = name;
@@ -515,4 +533,3 @@ NamedSplitSpec parse_split_option(const std::string& text, uint64_t seed) {
 }
 
 }  // namespace imgpack
-

@@ -11,7 +11,8 @@
 namespace imgpack {
 
 void ItemTable::add_item(std::span<const int32_t> classes, std::span<const int32_t> counts) {
-  if (classes.size() != counts.size()) throw Error("ItemTable::add_item: classes and counts differ");
+  if (classes.size() != counts.size())
+    throw Error("ItemTable::add_item: classes and counts differ");
   int64_t total = 0;
   for (std::size_t e = 0; e < classes.size(); ++e) {
     if (classes[e] < 0 || classes[e] >= num_classes) {
@@ -111,7 +112,8 @@ class Partitioner {
         const double later = unplaced[static_cast<std::size_t>(c)] - x;
         const double cx = cw(c) * x;
         for (int32_t p = 0; p < parts_; ++p) {
-          const double dev = dev_[cell(c, p)] + options_.weights[static_cast<std::size_t>(p)] * later;
+          const double dev =
+              dev_[cell(c, p)] + options_.weights[static_cast<std::size_t>(p)] * later;
           add_class_[static_cast<std::size_t>(p)] += cx * (x + 2 * dev);
         }
       }
@@ -123,7 +125,8 @@ class Partitioner {
         const double size_dev = size_dev_[static_cast<std::size_t>(p)] +
                                 options_.weights[static_cast<std::size_t>(p)] * later_size;
         const auto d = static_cast<double>(g);
-        Cost cost = cost_of(w(p) * add_class_[static_cast<std::size_t>(p)], w(p) * d * (d + 2 * size_dev));
+        Cost cost =
+            cost_of(w(p) * add_class_[static_cast<std::size_t>(p)], w(p) * d * (d + 2 * size_dev));
         if (p == 0 || better(cost, best_cost) ||
             (!better(best_cost, cost) && fill(p) < fill(best))) {
           best = p;
@@ -175,7 +178,8 @@ class Partitioner {
       Cost best_cost;  // zero: only improvements
       for (int32_t b = 0; b < parts_; ++b) {
         if (b == a) continue;
-        Cost cost = remove + cost_of(w(b) * add_class_[static_cast<std::size_t>(b)], size_change(b, g));
+        Cost cost =
+            remove + cost_of(w(b) * add_class_[static_cast<std::size_t>(b)], size_change(b, g));
         if (better(cost, best_cost)) {
           best = b;
           best_cost = cost;
@@ -194,7 +198,8 @@ class Partitioner {
   uint64_t swap_pass(const std::vector<int32_t>& order) {
     // Per part, its items by size (ties by position in `order`, for determinism).
     std::vector<int32_t> rank(part_.size());
-    for (std::size_t r = 0; r < order.size(); ++r) rank[static_cast<std::size_t>(order[r])] = static_cast<int32_t>(r);
+    for (std::size_t r = 0; r < order.size(); ++r)
+      rank[static_cast<std::size_t>(order[r])] = static_cast<int32_t>(r);
     std::vector<std::vector<std::pair<int64_t, int32_t>>> by_size(static_cast<std::size_t>(parts_));
     for (std::size_t i = 0; i < part_.size(); ++i) {
       by_size[static_cast<std::size_t>(part_[i])].push_back({items_.size[i], rank[i]});
@@ -202,9 +207,12 @@ class Partitioner {
     for (auto& list : by_size) std::sort(list.begin(), list.end());
 
     // Few items: look at many (up to all) partners; many items: a few each.
-    const uint64_t per_item = options_.swap_budget / std::max<uint64_t>(1, part_.size() * static_cast<uint64_t>(parts_ - 1));
+    const uint64_t per_item =
+        options_.swap_budget /
+        std::max<uint64_t>(1, part_.size() * static_cast<uint64_t>(parts_ - 1));
     const auto window = static_cast<std::ptrdiff_t>(std::min<uint64_t>(
-        std::max<uint64_t>({1, static_cast<uint64_t>(std::max(0, options_.swap_candidates)), per_item}),
+        std::max<uint64_t>(
+            {1, static_cast<uint64_t>(std::max(0, options_.swap_candidates)), per_item}),
         part_.size()));
     uint64_t swaps = 0;
     for (int32_t item : order) {
@@ -227,13 +235,16 @@ class Partitioner {
                                 (wa + wb);
         const double ideal = static_cast<double>(g) - transfer;
         const auto& list = by_size[static_cast<std::size_t>(b)];
-        auto at = std::lower_bound(list.begin(), list.end(),
-                                   std::pair<int64_t, int32_t>{static_cast<int64_t>(std::ceil(ideal)), -1});
+        auto at = std::lower_bound(
+            list.begin(), list.end(),
+            std::pair<int64_t, int32_t>{static_cast<int64_t>(std::ceil(ideal)), -1});
         const std::ptrdiff_t center = at - list.begin();
         const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(0, center - window / 2);
-        const std::ptrdiff_t hi = std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(list.size()), lo + window);
+        const std::ptrdiff_t hi =
+            std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(list.size()), lo + window);
         for (std::ptrdiff_t k = lo; k < hi; ++k) {
-          const int32_t other = order[static_cast<std::size_t>(list[static_cast<std::size_t>(k)].second)];
+          const int32_t other =
+              order[static_cast<std::size_t>(list[static_cast<std::size_t>(k)].second)];
           if (part_[static_cast<std::size_t>(other)] != b) continue;  // moved earlier in this pass
           if (options_.balance == Balance::sizes_first) {
             // The size change alone decides most candidates: skip the class sums.
@@ -263,7 +274,8 @@ class Partitioner {
     Cost total;
     for (int32_t p = 0; p < parts_; ++p) {
       double classes = 0;
-      for (int32_t c = 0; c < items_.num_classes; ++c) classes += cw(c) * dev_[cell(c, p)] * dev_[cell(c, p)];
+      for (int32_t c = 0; c < items_.num_classes; ++c)
+        classes += cw(c) * dev_[cell(c, p)] * dev_[cell(c, p)];
       const double s = size_dev_[static_cast<std::size_t>(p)];
       total = total + cost_of(w(p) * classes, w(p) * s * s);
     }
@@ -274,7 +286,8 @@ class Partitioner {
 
  private:
   std::size_t cell(int32_t c, int32_t p) const {
-    return static_cast<std::size_t>(c) * static_cast<std::size_t>(parts_) + static_cast<std::size_t>(p);
+    return static_cast<std::size_t>(c) * static_cast<std::size_t>(parts_) +
+           static_cast<std::size_t>(p);
   }
   double w(int32_t p) const { return weight_[static_cast<std::size_t>(p)]; }
   double cw(int32_t c) const { return class_weight_[static_cast<std::size_t>(c)]; }
@@ -303,7 +316,8 @@ class Partitioner {
       const double x = items_.count[e];
       const double cx = cw(items_.cls[e]) * x;
       const double* dev = &dev_[cell(items_.cls[e], 0)];
-      for (int32_t p = 0; p < parts_; ++p) add_class_[static_cast<std::size_t>(p)] += cx * (x + 2 * dev[p]);
+      for (int32_t p = 0; p < parts_; ++p)
+        add_class_[static_cast<std::size_t>(p)] += cx * (x + 2 * dev[p]);
     }
   }
 
@@ -342,8 +356,8 @@ class Partitioner {
       const auto c = static_cast<std::size_t>(items_.cls[e]);
       if (stamp_[c] == generation_) diff_[c] -= items_.count[e];
     }
-    const int64_t dsize = items_.size[static_cast<std::size_t>(other)] -
-                          items_.size[static_cast<std::size_t>(item)];
+    const int64_t dsize =
+        items_.size[static_cast<std::size_t>(other)] - items_.size[static_cast<std::size_t>(item)];
     return cost_of(w(a) * da + w(b) * db, size_change(a, dsize) + size_change(b, -dsize));
   }
 
@@ -366,14 +380,14 @@ class Partitioner {
   const PartitionOptions& options_;
   const int32_t parts_;
   std::vector<int32_t> part_;
-  std::vector<double> weight_;     // [P] weight_p of the objective
-  std::vector<double> dev_;        // [C x P] n_pc - w_p N_c
-  std::vector<double> size_dev_;   // [P] s_p - w_p N
-  std::vector<int64_t> items_in_;  // [P]
-  std::vector<double> add_class_;  // scratch [P]
+  std::vector<double> weight_;        // [P] weight_p of the objective
+  std::vector<double> dev_;           // [C x P] n_pc - w_p N_c
+  std::vector<double> size_dev_;      // [P] s_p - w_p N
+  std::vector<int64_t> items_in_;     // [P]
+  std::vector<double> add_class_;     // scratch [P]
   std::vector<double> class_weight_;  // [C]
-  std::vector<int64_t> diff_;      // scratch [C]
-  std::vector<uint32_t> stamp_;    // [C] which classes diff_ holds
+  std::vector<int64_t> diff_;         // scratch [C]
+  std::vector<uint32_t> stamp_;       // [C] which classes diff_ holds
   uint32_t generation_ = 0;
   double size_weight_ = 1;
 };

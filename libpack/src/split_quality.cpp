@@ -28,7 +28,8 @@ void class_figures(FoldStats& stats, const std::vector<int64_t>& counts,
     const double dev = std::abs(here - whole);
     max_dev = std::max(max_dev, dev);
     sum_dev += dev;
-    if (counts[c] == 0 && present_in[c] > 0) stats.missing_classes.push_back(static_cast<int32_t>(c));
+    if (counts[c] == 0 && present_in[c] > 0)
+      stats.missing_classes.push_back(static_cast<int32_t>(c));
   }
   stats.max_class_dev = max_dev;
   stats.mean_class_dev = classes > 0 ? sum_dev / static_cast<double>(classes) : 0.0;
@@ -73,7 +74,8 @@ SplitQuality split_quality(std::span<const int16_t> assign, int32_t folds,
     }
   }
   std::vector<std::size_t> start(parts + 1, 0);
-  for (std::size_t p = 0; p < parts; ++p) start[p + 1] = start[p] + static_cast<std::size_t>(part_size[p]);
+  for (std::size_t p = 0; p < parts; ++p)
+    start[p + 1] = start[p] + static_cast<std::size_t>(part_size[p]);
   std::vector<int32_t> by_part(assign.size());
   {
     std::vector<std::size_t> next(start.begin(), start.end() - 1);

@@ -53,7 +53,8 @@ std::vector<int16_t> sklearn_folds(const Input& in, const std::string& splitter)
   test::TempDir dir;
   {
     std::ofstream data(dir / "input.txt");
-    for (std::size_t i = 0; i < in.labels.size(); ++i) data << in.labels[i] << ' ' << in.groups[i] << '\n';
+    for (std::size_t i = 0; i < in.labels.size(); ++i)
+      data << in.labels[i] << ' ' << in.groups[i] << '\n';
     std::ofstream script(dir / "run.py");
     script << "import sys, warnings\n"
               "import numpy as np\n"
@@ -62,7 +63,9 @@ std::vector<int16_t> sklearn_folds(const Input& in, const std::string& splitter)
               "d = np.loadtxt(sys.argv[1], dtype=np.int64).reshape(-1, 2)\n"
               "y, g = d[:, 0], d[:, 1]\n"
               "fold = np.full(len(y), -1)\n"
-              "for f, (_, te) in enumerate(" << splitter << ".split(np.zeros((len(y), 1)), y, g)):\n"
+              "for f, (_, te) in enumerate("
+           << splitter
+           << ".split(np.zeros((len(y), 1)), y, g)):\n"
               "    fold[te] = f\n"
               "print(' '.join(map(str, fold)))\n";
   }
@@ -84,7 +87,8 @@ struct Figures {
 };
 
 Figures figures(const std::vector<int16_t>& assign, const Input& in, int32_t folds) {
-  SplitQuality q = split_quality(assign, folds, in.labels, in.groups, static_cast<std::size_t>(in.classes));
+  SplitQuality q =
+      split_quality(assign, folds, in.labels, in.groups, static_cast<std::size_t>(in.classes));
   Figures f;
   int64_t lo = INT64_MAX, hi = 0;
   for (const FoldStats& fold : q.folds) {
@@ -122,7 +126,9 @@ TEST_F(AgainstScikitLearn, StratifiedGroupKFoldIsBeatenOnEveryFigure) {
     std::vector<int16_t> theirs = sklearn_folds(in, "StratifiedGroupKFold(5)");
     ASSERT_EQ(theirs.size(), in.labels.size());
     Figures sk = figures(theirs, in, 5);
-    Figures ours = figures(compute_split(in.labels, in.groups, kfold(SplitKind::stratified_group, 5, seed)).assign, in, 5);
+    Figures ours = figures(
+        compute_split(in.labels, in.groups, kfold(SplitKind::stratified_group, 5, seed)).assign, in,
+        5);
     EXPECT_EQ(ours.leakage, 0);
     EXPECT_EQ(sk.leakage, 0);
     EXPECT_LE(ours.size_spread, sk.size_spread);
@@ -135,7 +141,8 @@ TEST_F(AgainstScikitLearn, StratifiedGroupKFoldIsBeatenOnEveryFigure) {
 TEST_F(AgainstScikitLearn, GroupKFoldIsMatchedOnSizesAndBeatenOnClasses) {
   Input in = make_input(3);
   Figures sk = figures(sklearn_folds(in, "GroupKFold(5)"), in, 5);
-  Figures ours = figures(compute_split(in.labels, in.groups, kfold(SplitKind::group, 5, 0)).assign, in, 5);
+  Figures ours =
+      figures(compute_split(in.labels, in.groups, kfold(SplitKind::group, 5, 0)).assign, in, 5);
   EXPECT_EQ(ours.leakage, 0);
   EXPECT_LE(ours.size_spread, sk.size_spread);
   EXPECT_LE(ours.mean_dev, sk.mean_dev);
@@ -143,8 +150,10 @@ TEST_F(AgainstScikitLearn, GroupKFoldIsMatchedOnSizesAndBeatenOnClasses) {
 
 TEST_F(AgainstScikitLearn, StratifiedKFoldIsMatched) {
   Input in = make_input(4);
-  Figures sk = figures(sklearn_folds(in, "StratifiedKFold(5, shuffle=True, random_state=0)"), in, 5);
-  Figures ours = figures(compute_split(in.labels, in.groups, kfold(SplitKind::stratified, 5, 0)).assign, in, 5);
+  Figures sk =
+      figures(sklearn_folds(in, "StratifiedKFold(5, shuffle=True, random_state=0)"), in, 5);
+  Figures ours = figures(
+      compute_split(in.labels, in.groups, kfold(SplitKind::stratified, 5, 0)).assign, in, 5);
   EXPECT_LE(ours.size_spread, sk.size_spread);
   EXPECT_LE(ours.max_dev, sk.max_dev + 1e-12);
   EXPECT_LE(ours.missing, sk.missing);
@@ -153,7 +162,8 @@ TEST_F(AgainstScikitLearn, StratifiedKFoldIsMatched) {
 TEST_F(AgainstScikitLearn, KFoldFoldSizesAreMatched) {
   Input in = make_input(5);
   Figures sk = figures(sklearn_folds(in, "KFold(5, shuffle=True, random_state=0)"), in, 5);
-  Figures ours = figures(compute_split(in.labels, in.groups, kfold(SplitKind::random, 5, 0)).assign, in, 5);
+  Figures ours =
+      figures(compute_split(in.labels, in.groups, kfold(SplitKind::random, 5, 0)).assign, in, 5);
   EXPECT_LE(ours.size_spread, sk.size_spread);
 }
 

@@ -39,16 +39,16 @@ Samples skewed_samples(const std::vector<int32_t>& class_sizes, int32_t groups, 
   }
   std::vector<std::size_t> order(s.labels.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return s.labels[a] < s.labels[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return s.labels[a] < s.labels[b]; });
   s.groups.resize(s.labels.size());
   for (std::size_t r = 0; r < order.size(); ++r) {
     // Mostly contiguous by class, with a quarter of the samples anywhere.
     double position = rng.uniform() < 0.75 ? (static_cast<double>(r) + rng.uniform()) / order.size()
                                            : rng.uniform();
     auto at = std::lower_bound(cumulative.begin(), cumulative.end(), position * total);
-    s.groups[order[r]] = static_cast<int32_t>(std::min<std::ptrdiff_t>(at - cumulative.begin(), groups - 1));
+    s.groups[order[r]] =
+        static_cast<int32_t>(std::min<std::ptrdiff_t>(at - cumulative.begin(), groups - 1));
   }
   return s;
 }
@@ -80,16 +80,19 @@ std::vector<int64_t> part_sizes(const std::vector<int16_t>& assign, int32_t fold
 }
 
 // Groups (id >= 0) whose samples sit in more than one part, counted directly.
-int64_t groups_on_two_sides(const std::vector<int16_t>& assign, const std::vector<int32_t>& groups) {
+int64_t groups_on_two_sides(const std::vector<int16_t>& assign,
+                            const std::vector<int32_t>& groups) {
   std::map<int32_t, std::set<int16_t>> parts;
   for (std::size_t i = 0; i < assign.size(); ++i) {
     if (groups[i] >= 0) parts[groups[i]].insert(assign[i]);
   }
-  return std::count_if(parts.begin(), parts.end(), [](const auto& p) { return p.second.size() > 1; });
+  return std::count_if(parts.begin(), parts.end(),
+                       [](const auto& p) { return p.second.size() > 1; });
 }
 
-const std::vector<SplitKind> kAllKinds = {SplitKind::random, SplitKind::stratified, SplitKind::group,
-                                          SplitKind::stratified_group, SplitKind::holdout};
+const std::vector<SplitKind> kAllKinds = {SplitKind::random, SplitKind::stratified,
+                                          SplitKind::group, SplitKind::stratified_group,
+                                          SplitKind::holdout};
 
 SplitSpec spec_for(SplitKind kind, double test, uint64_t seed = 0) {
   return kind == SplitKind::holdout ? holdout(0.2, test, seed) : kfold(kind, 5, test, seed);
@@ -146,7 +149,8 @@ TEST(Split, StratifiedKeepsEveryClassWithinOneSampleOfItsShare) {
     SplitResult result = compute_split(s.labels, s.groups, kfold(SplitKind::stratified, 5, test));
     std::vector<std::vector<int64_t>> counts(6, std::vector<int64_t>(3, 0));  // test, folds 0..4
     for (std::size_t i = 0; i < s.labels.size(); ++i) {
-      ++counts[static_cast<std::size_t>(result.assign[i] + 1)][static_cast<std::size_t>(s.labels[i])];
+      ++counts[static_cast<std::size_t>(result.assign[i] + 1)]
+              [static_cast<std::size_t>(s.labels[i])];
     }
     for (int32_t c = 0; c < 3; ++c) {
       const double in_test = static_cast<double>(counts[0][static_cast<std::size_t>(c)]);
@@ -154,7 +158,8 @@ TEST(Split, StratifiedKeepsEveryClassWithinOneSampleOfItsShare) {
       const double share =
           (class_sizes[static_cast<std::size_t>(c)] - in_test) / 5.0;  // per fold, of the rest
       for (std::size_t f = 1; f <= 5; ++f) {
-        EXPECT_LT(std::abs(static_cast<double>(counts[f][static_cast<std::size_t>(c)]) - share), 1.0)
+        EXPECT_LT(std::abs(static_cast<double>(counts[f][static_cast<std::size_t>(c)]) - share),
+                  1.0)
             << "class " << c << " fold " << f - 1;
       }
     }
@@ -176,7 +181,9 @@ TEST(Split, GroupKindsNeverPutAGroupOnTwoSides) {
       SplitSpec spec = spec_for(kind, test);
       SplitResult result = compute_split(s.labels, s.groups, spec);
       EXPECT_EQ(groups_on_two_sides(result.assign, s.groups), 0);
-      EXPECT_EQ(split_quality(result.assign, spec.stored_folds(), s.labels, s.groups, 3).group_leakage, 0);
+      EXPECT_EQ(
+          split_quality(result.assign, spec.stored_folds(), s.labels, s.groups, 3).group_leakage,
+          0);
     }
   }
 }
@@ -209,8 +216,9 @@ TEST(Split, GroupFoldSizesAreAsEvenAsGreedyLargestFirst) {
   for (uint64_t seed : {0, 1, 2}) {
     SplitResult result = compute_split(s.labels, s.groups, kfold(SplitKind::group, 5, 0, seed));
     std::vector<int64_t> ours = part_sizes(result.assign, 5);
-    EXPECT_LE(*std::max_element(ours.begin(), ours.end()) - *std::min_element(ours.begin(), ours.end()),
-              greedy_spread);
+    EXPECT_LE(
+        *std::max_element(ours.begin(), ours.end()) - *std::min_element(ours.begin(), ours.end()),
+        greedy_spread);
   }
 }
 
@@ -248,7 +256,8 @@ TEST(Split, StratifiedGroupKeepsSkewedClassesProportional) {
       groups_of_class.insert(s.groups[i]);
       folds_of_class.insert(result.assign[i]);
     }
-    EXPECT_EQ(folds_of_class.size(), std::min<std::size_t>(5, groups_of_class.size())) << "class " << c;
+    EXPECT_EQ(folds_of_class.size(), std::min<std::size_t>(5, groups_of_class.size()))
+        << "class " << c;
   }
   // Far better than assigning the same groups to folds at random.
   double random_mean = 0;
@@ -257,7 +266,8 @@ TEST(Split, StratifiedGroupKeepsSkewedClassesProportional) {
     for (std::size_t g = 0; g < 100; ++g) fold_of_group[g] = static_cast<int16_t>(g % 5);
     CounterRng(seed, 99).shuffle(std::span(fold_of_group));
     std::vector<int16_t> assign(s.groups.size());
-    for (std::size_t i = 0; i < assign.size(); ++i) assign[i] = fold_of_group[static_cast<std::size_t>(s.groups[i])];
+    for (std::size_t i = 0; i < assign.size(); ++i)
+      assign[i] = fold_of_group[static_cast<std::size_t>(s.groups[i])];
     random_mean += mean_class_dev(split_quality(assign, 5, s.labels, s.groups, 3)) / 20;
   }
   EXPECT_LT(mean_class_dev(q), random_mean / 3);
@@ -349,7 +359,8 @@ TEST(Split, ScikitLearnGroupKFoldDocumentationExamples) {
     SplitResult result = compute_split(y, e.groups, kfold(SplitKind::group, e.folds));
     EXPECT_EQ(groups_on_two_sides(result.assign, e.groups), 0);
     std::vector<int64_t> sizes = part_sizes(result.assign, e.folds);
-    EXPECT_LE(*std::max_element(sizes.begin(), sizes.end()) - *std::min_element(sizes.begin(), sizes.end()),
+    EXPECT_LE(*std::max_element(sizes.begin(), sizes.end()) -
+                  *std::min_element(sizes.begin(), sizes.end()),
               e.sklearn_spread);
     EXPECT_GT(*std::min_element(sizes.begin(), sizes.end()), 0);
   }

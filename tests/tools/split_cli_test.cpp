@@ -1,9 +1,8 @@
 // imgpack split, convert --split and the split objects of inspect, end to end.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdio>
 #include <map>
@@ -114,7 +113,7 @@ TEST_F(SplitCli, CreatesListsExportsAndDeletesSplits) {
     for (std::string field; std::getline(row, field, ',');) fields.push_back(field);
     ASSERT_EQ(fields.size(), 4u) << line;
     EXPECT_EQ(fields[0].substr(0, fields[0].find('/')), fields[1]);  // class folder = label
-    EXPECT_EQ(fields[2], fields[0].substr(2, 2));                     // "a/g3_..." -> g3
+    EXPECT_EQ(fields[2], fields[0].substr(2, 2));                    // "a/g3_..." -> g3
     fold_of[fields[0]] = std::stoi(fields[3]);
   }
   ASSERT_EQ(fold_of.size(), index.num_samples());
@@ -257,11 +256,13 @@ TEST_F(SplitCli, WarnsWhenSomeClassesHaveFewerMembersThanFolds) {
 }
 
 TEST_F(SplitCli, ConvertSplitUsesTheSameCodeAndStaysByteIdentical) {
-  const std::string option = "--group-regex '/(g[0-9]+)_' --seed 5 --split cv:stratified-group:3 "
-                             "--split val:holdout:0.25";
+  const std::string option =
+      "--group-regex '/(g[0-9]+)_' --seed 5 --split cv:stratified-group:3 "
+      "--split val:holdout:0.25";
   convert(dir_ / "src", dir_ / "one", option);
   convert(dir_ / "src", dir_ / "two", option);
-  EXPECT_EQ(test::read_bytes(dir_ / "one" / "index.h5"), test::read_bytes(dir_ / "two" / "index.h5"));
+  EXPECT_EQ(test::read_bytes(dir_ / "one" / "index.h5"),
+            test::read_bytes(dir_ / "two" / "index.h5"));
 
   DatasetIndex index = read_index(dir_ / "one");
   const Split* cv = index.find_split("cv");
@@ -278,9 +279,9 @@ TEST_F(SplitCli, ConvertSplitUsesTheSameCodeAndStaysByteIdentical) {
             0);
   EXPECT_EQ(read_index(dir_ / "one").find_split("again")->assign, cv->assign);
 
-  test::CommandResult r = run_imgpack("convert " + shell_quote((dir_ / "src").string()) + " " +
-                                      shell_quote((dir_ / "three").string()) +
-                                      " -q --split cv:group:3");
+  test::CommandResult r =
+      run_imgpack("convert " + shell_quote((dir_ / "src").string()) + " " +
+                  shell_quote((dir_ / "three").string()) + " -q --split cv:group:3");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--split cv: --kind group needs groups"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "three" / "index.h5"));
@@ -297,7 +298,8 @@ TEST_F(SplitCli, InspectShowsEverySplitWithItsQuality) {
   json j = json::parse(r.out);
   ASSERT_EQ(j["splits"].size(), 1u);
   const json& s = j["splits"][0];
-  for (const char* key : {"name", "kind", "folds", "seed", "test_size", "group_leakage", "fold_stats"}) {
+  for (const char* key :
+       {"name", "kind", "folds", "seed", "test_size", "group_leakage", "fold_stats"}) {
     EXPECT_TRUE(s.contains(key)) << key;
   }
   EXPECT_EQ(s["group_leakage"], 0);

@@ -54,12 +54,12 @@ inline constexpr int32_t kMaxFolds = 32767;
 
 struct SplitSpec {
   SplitKind kind = SplitKind::stratified;
-  int32_t folds = 5;           // k-fold kinds: 2..kMaxFolds; holdout stores 2
-  double val_fraction = 0;     // holdout only, of all samples: (0, 1)
-  double test_fraction = 0;    // of all samples: [0, 1); val + test < 1
+  int32_t folds = 5;         // k-fold kinds: 2..kMaxFolds; holdout stores 2
+  double val_fraction = 0;   // holdout only, of all samples: (0, 1)
+  double test_fraction = 0;  // of all samples: [0, 1); val + test < 1
   uint64_t seed = 0;
-  bool use_labels = true;      // holdout: stratify when the samples have labels
-  bool use_groups = true;      // holdout: keep groups whole when the samples have groups
+  bool use_labels = true;  // holdout: stratify when the samples have labels
+  bool use_groups = true;  // holdout: keep groups whole when the samples have groups
 
   // The number of folds stored with the split (2 for holdout).
   int32_t stored_folds() const { return kind == SplitKind::holdout ? 2 : folds; }
