@@ -525,7 +525,8 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   }
   writer.finish(index);
   for (const NamedSplitSpec& split : options.splits) {
-    store_split(index, make_split(index, split.name, split.spec, "", &result.split_warnings), false);
+    Split stored = make_split(index, split.name, split.spec, "", &result.split_warnings);
+    store_split(index, std::move(stored), false);
   }
 
   result.records = index.num_records();
