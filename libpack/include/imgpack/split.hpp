@@ -1,11 +1,11 @@
 // Cross-validation splits of a dataset's source samples.
 //
 // compute_split() assigns every source sample to a validation fold 0..k-1 or
-// to the test set (-1), as index.h5's /splits/NAME/assign stores it (see
-// docs and DESIGN: role `val` of fold f is assign == f, `train` is assign >= 0
-// && assign != f, `test` is assign == -1; a holdout split has two folds, 0 =
-// validation and 1 = train). Splits are per source sample, so every augmented
-// variant of an image lands with its original.
+// to the test set (-1), as index.h5's /splits/NAME/assign stores it: role
+// `val` of fold f is assign == f, `train` is assign >= 0 && assign != f,
+// `test` is assign == -1; a holdout split has two folds, 0 = validation and
+// 1 = train, so fold 0 works for every kind. Splits are per source sample, so
+// every augmented variant of an image lands with its original.
 //
 // Kinds:
 //   random            shuffled k-fold (scikit-learn KFold(shuffle=True)); fold
