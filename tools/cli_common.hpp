@@ -6,7 +6,10 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
+
+#include "imgpack/dataset_index.hpp"
 
 namespace imgpack::cli {
 
@@ -23,6 +26,14 @@ void add_convert_command(CLI::App& app, Action& action);
 void add_inspect_command(CLI::App& app, Action& action);
 void add_preview_command(CLI::App& app, Action& action);
 void add_sample_data_command(CLI::App& app, Action& action);
+void add_split_command(CLI::App& app, Action& action);
+
+// The split object of the JSON contract (split --json, inside inspect --json):
+// name, kind, folds, seed, test_size, group_leakage, fold_stats, with quality
+// computed from the stored assignment.
+nlohmann::ordered_json split_json(const DatasetIndex& index, const Split& split);
+// A split and its quality in one line, with a per-fold table when `per_fold`.
+void print_split(std::ostream& out, const DatasetIndex& index, const Split& split, bool per_fold);
 
 // Prints one JSON object on stdout, followed by a newline.
 void print_json(const nlohmann::ordered_json& value);

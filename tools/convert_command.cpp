@@ -26,6 +26,7 @@ struct ConvertArgs {
   bool overwrite = false;
   uint64_t max_pixels = uint64_t{1} << 28;
   bool no_dct_scaling = false;
+  std::vector<std::string> splits;
   bool quiet = false, json = false;
 };
 
@@ -67,6 +68,7 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.overwrite = a.overwrite;
   o.max_pixels = a.max_pixels;
   o.dct_scaling = !a.no_dct_scaling;
+  for (const std::string& split : a.splits) o.splits.push_back(parse_split_option(split, a.seed));
   return o;
 }
 
@@ -78,6 +80,9 @@ int run_convert(const ConvertArgs& args) {
   });
   progress.finish(result.samples + result.skipped.size(), result.samples + result.skipped.size(),
                   result.skipped.size());
+  for (const std::string& warning : result.split_warnings) {
+    std::fprintf(stderr, "imgpack: warning: %s\n", warning.c_str());
+  }
   if (args.json) {
     nlohmann::ordered_json j;
     j["records"] = result.records;
@@ -178,6 +183,10 @@ void add_convert_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--no-dct-scaling", args->no_dct_scaling,
                 "Decode JPEGs at full size before resizing (slower; for comparisons)");
+  cmd->add_option("--split", args->splits,
+                  "Also store a split NAME:KIND:K (holdout: NAME:holdout:VAL_FRACTION), seeded "
+                  "with --seed; repeatable")
+      ->allow_extra_args(false);
   cmd->add_flag("--quiet,-q", args->quiet, "No progress output");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->footer(

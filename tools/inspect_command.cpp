@@ -79,14 +79,7 @@ int run_inspect(const InspectArgs& args) {
     j["shards"] = index.num_shards();
     j["missing_shards"] = missing_shards;
     nlohmann::ordered_json splits = nlohmann::ordered_json::array();
-    for (const Split& split : index.splits) {
-      splits.push_back({{"name", split.name},
-                        {"kind", split.kind},
-                        {"folds", split.folds},
-                        {"seed", split.seed},
-                        {"test_size", std::count(split.assign.begin(), split.assign.end(),
-                                                 format::kTestFold)}});
-    }
+    for (const Split& split : index.splits) splits.push_back(split_json(index, split));
     j["splits"] = std::move(splits);
     j["convert_options"] = nlohmann::ordered_json::parse(index.convert_options, nullptr, false);
     j["created_by"] = index.created_by;
@@ -124,9 +117,8 @@ int run_inspect(const InspectArgs& args) {
   std::cout << "  augment     " << augment_summary(index) << "\n";
   std::cout << "  splits      " << (index.splits.empty() ? "none" : "") << "\n";
   for (const Split& split : index.splits) {
-    std::cout << "    " << split.name << ": " << split.kind << ", " << split.folds << " folds, seed "
-              << split.seed << ", test "
-              << std::count(split.assign.begin(), split.assign.end(), format::kTestFold) << "\n";
+    std::cout << "    ";
+    print_split(std::cout, index, split, false);
   }
   return kExitOk;
 }

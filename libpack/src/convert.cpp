@@ -318,6 +318,15 @@ void ConvertOptions::validate() const {
   if (shard_size < 4096) throw UsageError("--shard-size must be at least 4K");
   if (max_pixels == 0) throw UsageError("--max-pixels must be positive");
   if (threads > 4096) throw UsageError("--threads must be at most 4096");
+  for (std::size_t i = 0; i < splits.size(); ++i) {
+    check_split_name(splits[i].name);
+    splits[i].spec.validate();
+    for (std::size_t j = 0; j < i; ++j) {
+      if (splits[j].name == splits[i].name) {
+        throw UsageError("--split names '" + splits[i].name + "' twice");
+      }
+    }
+  }
 }
 
 std::string ConvertOptions::to_json() const {
@@ -349,6 +358,16 @@ std::string ConvertOptions::to_json() const {
   j["shard_size"] = shard_size;
   j["max_pixels"] = max_pixels;
   j["dct_scaling"] = dct_scaling;
+  if (!splits.empty()) {
+    json names = json::array();
+    for (const NamedSplitSpec& split : splits) {
+      const SplitSpec& spec = split.spec;
+      names.push_back(split.name + ":" + split_kind_name(spec.kind) + ":" +
+                      (spec.kind == SplitKind::holdout ? json(spec.val_fraction).dump()
+                                                       : std::to_string(spec.folds)));
+    }
+    j["splits"] = std::move(names);
+  }
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -418,6 +437,22 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
                                      ? "; with --labels dirs they must be inside class folders"
                                      : "") +
                      ")");
+  }
+  if (!options.splits.empty()) {
+    // Requests the scanned samples cannot meet (a group kind without groups,
+    // more folds than groups) fail now, before anything is written.
+    std::vector<int32_t> labels, groups;
+    for (const SourceSample& sample : list.samples) {
+      labels.push_back(sample.label);
+      groups.push_back(sample.group);
+    }
+    for (const NamedSplitSpec& split : options.splits) {
+      try {
+        compute_split(labels, groups, split.spec);
+      } catch (const UsageError& e) {
+        throw UsageError("--split " + split.name + ": " + e.what());
+      }
+    }
   }
   prepare_output(options);
 
@@ -541,6 +576,10 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
                 "first: " + result.skipped.back().path + ": " + result.skipped.back().reason + ")");
   }
   writer.finish(index);
+  for (const NamedSplitSpec& split : options.splits) {
+    Split stored = make_split(index, split.name, split.spec, "", &result.split_warnings);
+    store_split(index, std::move(stored), false);
+  }
 
   result.records = index.num_records();
   result.samples = index.num_samples();

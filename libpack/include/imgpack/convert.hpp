@@ -19,6 +19,7 @@
 #include "imgpack/decode.hpp"
 #include "imgpack/resize.hpp"
 #include "imgpack/scan.hpp"
+#include "imgpack/split.hpp"
 
 namespace imgpack {
 
@@ -52,6 +53,11 @@ struct ConvertOptions {
   uint64_t max_pixels = uint64_t{1} << 28;
   bool dct_scaling = true;
 
+  // Splits to store in index.h5 (convert --split NAME:KIND:K), computed with
+  // the conversion's seed after the records are written. Their `created` is
+  // empty, so index.h5 stays byte-identical across identical conversions.
+  std::vector<NamedSplitSpec> splits;
+
   // Throws UsageError naming the first invalid value.
   void validate() const;
   // The options that determine the output, as JSON (stored in index.h5).
@@ -76,6 +82,7 @@ struct ConvertResult {
   uint32_t channels = 0;
   double seconds = 0;
   std::string uuid;
+  std::vector<std::string> split_warnings;  // e.g. classes smaller than the folds
 };
 
 // Called from the writer thread, in order, after every input.

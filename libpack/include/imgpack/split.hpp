@@ -1,0 +1,136 @@
+// Cross-validation splits of a dataset's source samples.
+//
+// compute_split() assigns every source sample to a validation fold 0..k-1 or
+// to the test set (-1), as index.h5's /splits/NAME/assign stores it: role
+// `val` of fold f is assign == f, `train` is assign >= 0 && assign != f,
+// `test` is assign == -1; a holdout split has two folds, 0 = validation and
+// 1 = train, so fold 0 works for every kind. Splits are per source sample, so
+// every augmented variant of an image lands with its original.
+//
+// Kinds:
+//   random            shuffled k-fold (scikit-learn KFold(shuffle=True)); fold
+//                     sizes differ by at most one sample.
+//   stratified        k-fold keeping class proportions (StratifiedKFold): fold
+//                     sizes and every class's count per fold differ by at most one.
+//   group             k-fold keeping every group whole (GroupKFold): fold sizes
+//                     as equal as the groups allow, then class balance.
+//   stratified-group  groups whole and class proportions close
+//                     (StratifiedGroupKFold), sizes close.
+//   holdout           one validation part of val_fraction of the samples;
+//                     stratified when the samples have labels and groups kept
+//                     whole when they have groups, unless told otherwise.
+// A test fraction is carved first, the same way as the kind splits (stratified
+// and/or group-aware), and belongs to no fold.
+//
+// Unlabeled samples (label -1) are balanced like one more class; ungrouped
+// samples (group -1) are groups of their own.
+//
+// Determinism: the assignment is a pure function of the labels, the groups and
+// the spec (seed included), the same on every machine; renumbering classes or
+// groups (any one-to-one change of ids) leaves it unchanged. Cost is near
+// linear in the number of samples. All functions here are pure: no I/O, safe
+// to call from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "imgpack/dataset_index.hpp"
+
+namespace imgpack {
+
+enum class SplitKind { random, stratified, group, stratified_group, holdout };
+
+// "random", "stratified", "group", "stratified-group", "holdout".
+const char* split_kind_name(SplitKind kind);
+// The inverse; throws UsageError listing the kinds for anything else.
+SplitKind parse_split_kind(std::string_view name);
+
+// Most folds a split may have (assign is int16).
+inline constexpr int32_t kMaxFolds = 32767;
+
+struct SplitSpec {
+  SplitKind kind = SplitKind::stratified;
+  int32_t folds = 5;         // k-fold kinds: 2..kMaxFolds; holdout stores 2
+  double val_fraction = 0;   // holdout only, of all samples: (0, 1)
+  double test_fraction = 0;  // of all samples: [0, 1); val + test < 1
+  uint64_t seed = 0;
+  bool use_labels = true;  // holdout: stratify when the samples have labels
+  bool use_groups = true;  // holdout: keep groups whole when the samples have groups
+
+  // The number of folds stored with the split (2 for holdout).
+  int32_t stored_folds() const { return kind == SplitKind::holdout ? 2 : folds; }
+  // Throws UsageError naming the first option out of range.
+  void validate() const;
+};
+
+struct SplitResult {
+  std::vector<int16_t> assign;        // per sample: fold 0..k-1, or -1 = test
+  std::vector<std::string> warnings;  // e.g. classes with fewer members than folds
+};
+
+// Splits samples with the given labels (-1 = unlabeled) and groups (-1 = none),
+// both of the same length. Throws UsageError when the request cannot be met:
+// invalid spec, no samples, a group kind without groups or with fewer groups
+// than folds, a stratified kind without labels or with more folds than members
+// of every class, a fraction that leaves a part empty. `class_names`, when
+// given, only makes warnings name classes instead of ids.
+SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32_t> groups,
+                          const SplitSpec& spec, std::span<const std::string> class_names = {});
+
+// Split names are HDF5 group names inside /splits: 1..128 characters of
+// letters, digits, '_', '-' and '.', not starting with '.'. Throws UsageError.
+void check_split_name(const std::string& name);
+
+// Computes the split of `index`'s samples and returns it as a Split record
+// named `name` with the spec's attributes and `created` (ISO 8601, or empty).
+// Warnings are appended to *warnings when given. Throws as compute_split.
+Split make_split(const DatasetIndex& index, const std::string& name, const SplitSpec& spec,
+                 const std::string& created, std::vector<std::string>* warnings = nullptr);
+
+// Adds `split` to index.splits (kept in name order), replacing one of the same
+// name only when `replace`; otherwise throws UsageError naming it.
+void store_split(DatasetIndex& index, Split split, bool replace);
+
+// A split requested as "NAME:KIND:K" (convert --split): K folds, or for
+// holdout the validation fraction ("val:holdout:0.2"). Throws UsageError.
+struct NamedSplitSpec {
+  std::string name;
+  SplitSpec spec;
+};
+NamedSplitSpec parse_split_option(const std::string& text, uint64_t seed);
+
+// Quality of a stored assignment, computed from the assignment alone.
+struct FoldStats {
+  int32_t fold = 0;  // -1 for the test set
+  int64_t size = 0;  // samples in the part (its validation samples for a fold)
+  // Absolute deviation of the part's class proportions (among its labeled
+  // samples) from the whole dataset's, over the classes present in the dataset:
+  double max_class_dev = 0;
+  double mean_class_dev = 0;
+  // Classes present outside the test set but absent from this part.
+  std::vector<int32_t> missing_classes;
+};
+
+struct SplitQuality {
+  int64_t test_size = 0;
+  // Groups whose samples sit in more than one part (test or any fold); 0 for
+  // group-aware kinds.
+  int64_t group_leakage = 0;
+  std::vector<FoldStats> folds;  // folds 0..k-1
+  FoldStats test;                // fold -1; size 0 when there is no test set
+};
+
+// `num_classes` bounds the labels (0..num_classes-1, or -1). Throws Error for
+// arrays of different length or ids out of range.
+SplitQuality split_quality(std::span<const int16_t> assign, int32_t folds,
+                           std::span<const int32_t> labels, std::span<const int32_t> groups,
+                           std::size_t num_classes);
+
+// The quality of a split stored in `index`.
+SplitQuality split_quality(const DatasetIndex& index, const Split& split);
+
+}  // namespace imgpack

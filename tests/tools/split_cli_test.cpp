@@ -1,0 +1,315 @@
+// imgpack split, convert --split and the split objects of inspect, end to end.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/h5.hpp"
+#include "imgpack/split.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using test::run_imgpack;
+using test::shell_quote;
+
+// A small image tree: classes a (12 images), b (9) and c (3) over groups
+// g0..g5, named CLASS/GROUP_N.png so that --group-regex '/(g[0-9]+)_' finds the group.
+void write_images(const fs::path& src) {
+  const std::map<std::string, int> classes = {{"a", 12}, {"b", 9}, {"c", 3}};
+  int n = 0;
+  for (const auto& [name, count] : classes) {
+    for (int i = 0; i < count; ++i, ++n) {
+      char file[32];
+      std::snprintf(file, sizeof file, "g%d_%d.png", n % 6, n);
+      test::write_image(src / name / file, test::make_rgb_image(16, 12, static_cast<uint64_t>(n)));
+    }
+  }
+}
+
+std::string convert(const fs::path& src, const fs::path& out, const std::string& extra) {
+  test::CommandResult r = run_imgpack("convert " + shell_quote(src.string()) + " " +
+                                      shell_quote(out.string()) + " --shard-size 4K -q " + extra);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.err;
+}
+
+class SplitCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_images(dir_ / "src");
+    convert(dir_ / "src", dataset(), "--group-regex '/(g[0-9]+)_'");
+  }
+  fs::path dataset() const { return dir_ / "ds"; }
+  std::string ds() const { return shell_quote(dataset().string()); }
+  test::CommandResult split(const std::string& arguments) const {
+    return run_imgpack("split " + ds() + " " + arguments);
+  }
+  test::TempDir dir_;
+};
+
+TEST_F(SplitCli, CreatesListsExportsAndDeletesSplits) {
+  test::CommandResult r = split("--name cv --kind stratified-group --folds 3 --seed 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["name"], "cv");
+  EXPECT_EQ(j["kind"], "stratified-group");
+  EXPECT_EQ(j["folds"], 3);
+  EXPECT_EQ(j["seed"], 4);
+  EXPECT_EQ(j["test_size"], 0);
+  EXPECT_EQ(j["group_leakage"], 0);
+  ASSERT_EQ(j["fold_stats"].size(), 3u);
+  int64_t total = 0;
+  for (const json& fold : j["fold_stats"]) {
+    for (const char* key : {"fold", "size", "max_class_dev", "mean_class_dev", "missing_classes"}) {
+      EXPECT_TRUE(fold.contains(key)) << key;
+    }
+    total += fold["size"].get<int64_t>();
+  }
+  EXPECT_EQ(total, 24);
+
+  // Stored as DESIGN describes: one int16 per source sample.
+  DatasetIndex index = read_index(dataset());
+  const Split* stored = index.find_split("cv");
+  ASSERT_NE(stored, nullptr);
+  EXPECT_EQ(stored->kind, "stratified-group");
+  EXPECT_EQ(stored->folds, 3);
+  ASSERT_EQ(stored->assign.size(), index.num_samples());
+  EXPECT_FALSE(stored->created.empty());
+  EXPECT_EQ(split_quality(index, *stored).group_leakage, 0);
+
+  r = split("--name hold --kind holdout --val 0.25 --test 0.2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("hold: holdout"), std::string::npos) << r.out;
+  r = split("--list --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = json::parse(r.out);
+  ASSERT_EQ(j["splits"].size(), 2u);
+  EXPECT_EQ(j["splits"][1]["name"], "hold");
+  EXPECT_EQ(j["splits"][1]["folds"], 2);
+  EXPECT_GT(j["splits"][1]["test_size"].get<int>(), 0);
+  EXPECT_EQ(j["splits"][1]["group_leakage"], 0);
+
+  // Export: path,label,group,fold for every sample, as stored.
+  r = split("--export cv --out " + shell_quote((dir_ / "cv.csv").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream csv(test::read_bytes(dir_ / "cv.csv"));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "path,label,group,fold");
+  std::map<std::string, int> fold_of;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> fields;
+    std::stringstream row(line);
+    for (std::string field; std::getline(row, field, ',');) fields.push_back(field);
+    ASSERT_EQ(fields.size(), 4u) << line;
+    EXPECT_EQ(fields[0].substr(0, fields[0].find('/')), fields[1]);  // class folder = label
+    EXPECT_EQ(fields[2], fields[0].substr(2, 2));                    // "a/g3_..." -> g3
+    fold_of[fields[0]] = std::stoi(fields[3]);
+  }
+  ASSERT_EQ(fold_of.size(), index.num_samples());
+  for (std::size_t i = 0; i < index.num_samples(); ++i) {
+    EXPECT_EQ(fold_of[index.sample_path[i]], stored->assign[i]) << index.sample_path[i];
+  }
+
+  r = split("--delete hold");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  index = read_index(dataset());
+  EXPECT_EQ(index.find_split("hold"), nullptr);
+  EXPECT_NE(index.find_split("cv"), nullptr);
+  r = split("");  // lists by default
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("cv: stratified-group, 3 folds"), std::string::npos) << r.out;
+}
+
+struct FileState {
+  std::string bytes;
+  struct timespec mtime {};
+};
+
+std::map<std::string, FileState> shard_states(const fs::path& dataset) {
+  std::map<std::string, FileState> states;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dataset)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("shard-")) continue;
+    struct stat st {};
+    EXPECT_EQ(::stat(entry.path().c_str(), &st), 0);
+    states[name] = {test::read_bytes(entry.path()), st.st_mtim};
+  }
+  return states;
+}
+
+TEST_F(SplitCli, RegeneratingRewritesTheIndexOnlyAndLeavesShardsUntouched) {
+  const std::map<std::string, FileState> before = shard_states(dataset());
+  ASSERT_GT(before.size(), 1u);  // 4K shards: several
+  // Holding the old index open keeps its inode allocated, so a rename shows as
+  // a different inode number.
+  const int old_index = ::open((dataset() / "index.h5").c_str(), O_RDONLY);
+  ASSERT_GE(old_index, 0);
+  struct stat index_before {};
+  ASSERT_EQ(::fstat(old_index, &index_before), 0);
+
+  ASSERT_EQ(split("--name cv --kind group --folds 3").exit_code, 0);
+  ASSERT_EQ(split("--name cv --kind stratified-group --folds 4 --seed 1 --force").exit_code, 0);
+  ASSERT_EQ(split("--name r --kind random --folds 5 --test 0.25").exit_code, 0);
+  ASSERT_EQ(split("--delete r").exit_code, 0);
+
+  const std::map<std::string, FileState> after = shard_states(dataset());
+  ASSERT_EQ(after.size(), before.size());
+  for (const auto& [name, state] : before) {
+    ASSERT_TRUE(after.count(name)) << name;
+    EXPECT_EQ(after.at(name).bytes, state.bytes) << name;
+    EXPECT_EQ(after.at(name).mtime.tv_sec, state.mtime.tv_sec) << name;
+    EXPECT_EQ(after.at(name).mtime.tv_nsec, state.mtime.tv_nsec) << name;
+  }
+  // index.h5 was replaced by rename (a new inode), never edited in place, and
+  // no temporary file is left.
+  struct stat index_after {};
+  ASSERT_EQ(::stat((dataset() / "index.h5").c_str(), &index_after), 0);
+  EXPECT_NE(index_after.st_ino, index_before.st_ino);
+  ::close(old_index);
+  EXPECT_FALSE(fs::exists(dataset() / "index.h5.tmp"));
+  EXPECT_EQ(read_index(dataset()).find_split("cv")->folds, 4);
+}
+
+TEST_F(SplitCli, AReaderThatOpenedTheDatasetBeforeKeepsItsView) {
+  const fs::path index_path = dataset() / "index.h5";
+  const std::string old_bytes = test::read_bytes(index_path);
+  const DatasetIndex old_index = read_index(dataset());
+  h5::File old_file = h5::File::open_read(index_path);
+  const int fd = ::open(index_path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+
+  ASSERT_EQ(split("--name cv --kind stratified --folds 3").exit_code, 0);
+
+  // The open HDF5 file still reads the old, complete index: no split in it.
+  EXPECT_FALSE(old_file.exists("/splits/cv"));
+  EXPECT_EQ(old_file.read<int32_t>("/samples/label"), old_index.sample_label);
+  // And the old file's bytes are intact through a descriptor opened before.
+  std::string through_fd(old_bytes.size() + 1, '\0');
+  const ssize_t n = ::pread(fd, through_fd.data(), through_fd.size(), 0);
+  ::close(fd);
+  ASSERT_EQ(n, static_cast<ssize_t>(old_bytes.size()));
+  through_fd.resize(static_cast<std::size_t>(n));
+  EXPECT_EQ(through_fd, old_bytes);
+  // A new open sees the new split; the old in-memory index is unchanged.
+  EXPECT_NE(read_index(dataset()).find_split("cv"), nullptr);
+  EXPECT_EQ(old_index.find_split("cv"), nullptr);
+}
+
+TEST_F(SplitCli, RequestsThatCannotBeMetExitTwoAndChangeNothing) {
+  ASSERT_EQ(split("--name cv --kind group --folds 3").exit_code, 0);
+  const std::string index_bytes = test::read_bytes(dataset() / "index.h5");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--name x --kind stratfied --folds 3", "unknown split kind 'stratfied'"},
+      {"--name cv --kind group --folds 3", "exists; pass --force"},
+      {"--name x --kind random --folds 3 --test 1.5", "--test 1.5 is outside [0, 1)"},
+      {"--name x --kind holdout --val 1.5", "--val 1.5 is outside (0, 1)"},
+      {"--name x --kind holdout --val 0.5 --test 0.5", "leave nothing to train on"},
+      {"--name x --kind holdout", "needs --val"},
+      {"--name x --kind holdout --val 0.2 --folds 3", "--folds does not apply"},
+      {"--name x --kind random --folds 3 --val 0.2", "--val applies only to --kind holdout"},
+      {"--name x --kind group --folds 7", "more than the 6 groups"},
+      {"--name x --kind stratified --folds 13", "more than the members of every class"},
+      {"--name x --kind stratified --folds 1", "--folds 1 is outside"},
+      {"--name 'a/b' --kind random --folds 3", "split name 'a/b'"},
+      {"--name x", "--name needs --kind"},
+      {"--delete nosuch", "no split named 'nosuch'"},
+      {"--export cv", "--export needs --out"},
+      {"--list --delete cv", "give one of"},
+  };
+  for (const auto& [arguments, reason] : cases) {
+    test::CommandResult r = split(arguments);
+    EXPECT_EQ(r.exit_code, 2) << arguments << ": " << r.err;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << arguments << ": " << r.err;
+  }
+  EXPECT_EQ(test::read_bytes(dataset() / "index.h5"), index_bytes);
+
+  // A group kind on a dataset converted without groups.
+  convert(dir_ / "src", dir_ / "plain", "");
+  test::CommandResult r = run_imgpack("split " + shell_quote((dir_ / "plain").string()) +
+                                      " --name cv --kind stratified-group --folds 3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs groups"), std::string::npos) << r.err;
+  r = run_imgpack("split " + shell_quote((dir_ / "missing").string()) + " --list");
+  EXPECT_EQ(r.exit_code, 1);
+}
+
+TEST_F(SplitCli, WarnsWhenSomeClassesHaveFewerMembersThanFolds) {
+  test::CommandResult r = split("--name cv --kind stratified --folds 4");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: 1 of 3 classes have fewer members than the 4 folds"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("'c', has 3"), std::string::npos) << r.err;
+  r = split("--name cv2 --kind stratified --folds 3");
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+}
+
+TEST_F(SplitCli, ConvertSplitUsesTheSameCodeAndStaysByteIdentical) {
+  const std::string option =
+      "--group-regex '/(g[0-9]+)_' --seed 5 --split cv:stratified-group:3 "
+      "--split val:holdout:0.25";
+  convert(dir_ / "src", dir_ / "one", option);
+  convert(dir_ / "src", dir_ / "two", option);
+  EXPECT_EQ(test::read_bytes(dir_ / "one" / "index.h5"),
+            test::read_bytes(dir_ / "two" / "index.h5"));
+
+  DatasetIndex index = read_index(dir_ / "one");
+  const Split* cv = index.find_split("cv");
+  const Split* val = index.find_split("val");
+  ASSERT_NE(cv, nullptr);
+  ASSERT_NE(val, nullptr);
+  EXPECT_EQ(cv->seed, 5u);
+  EXPECT_EQ(val->kind, "holdout");
+  EXPECT_DOUBLE_EQ(val->val_fraction, 0.25);
+  // imgpack split with the same kind, folds and seed computes the same assignment.
+  ASSERT_EQ(run_imgpack("split " + shell_quote((dir_ / "one").string()) +
+                        " --name again --kind stratified-group --folds 3 --seed 5")
+                .exit_code,
+            0);
+  EXPECT_EQ(read_index(dir_ / "one").find_split("again")->assign, cv->assign);
+
+  test::CommandResult r =
+      run_imgpack("convert " + shell_quote((dir_ / "src").string()) + " " +
+                  shell_quote((dir_ / "three").string()) + " -q --split cv:group:3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--split cv: --kind group needs groups"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "three" / "index.h5"));
+  r = run_imgpack("convert " + shell_quote((dir_ / "src").string()) + " " +
+                  shell_quote((dir_ / "three").string()) + " -q --split cv:kfold:3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown split kind 'kfold'"), std::string::npos) << r.err;
+}
+
+TEST_F(SplitCli, InspectShowsEverySplitWithItsQuality) {
+  ASSERT_EQ(split("--name cv --kind stratified-group --folds 3 --test 0.2").exit_code, 0);
+  test::CommandResult r = run_imgpack("inspect " + ds() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  ASSERT_EQ(j["splits"].size(), 1u);
+  const json& s = j["splits"][0];
+  for (const char* key :
+       {"name", "kind", "folds", "seed", "test_size", "group_leakage", "fold_stats"}) {
+    EXPECT_TRUE(s.contains(key)) << key;
+  }
+  EXPECT_EQ(s["group_leakage"], 0);
+  EXPECT_GT(s["test_size"].get<int>(), 0);
+  EXPECT_EQ(s["fold_stats"].size(), 3u);
+  EXPECT_TRUE(s["fold_stats"][0]["missing_classes"].is_array());
+  r = run_imgpack("inspect " + ds());
+  EXPECT_NE(r.out.find("cv: stratified-group, 3 folds"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("group leakage 0"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace imgpack

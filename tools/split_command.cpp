@@ -1,0 +1,301 @@
+// imgpack split DATASET: create, list, export or delete the named splits in index.h5.
+//
+// Creating or deleting a split rewrites index.h5 alone, crash-safely (tmp,
+// fsync, rename); the shard files are never opened.
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli_common.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/files.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/split.hpp"
+
+namespace imgpack::cli {
+
+namespace {
+
+struct SplitArgs {
+  std::string dataset;
+  std::string name, kind;
+  int32_t folds = 5;
+  double val = 0, test = 0;
+  uint64_t seed = 0;
+  bool force = false, no_stratify = false, no_groups = false;
+  bool list = false;
+  std::string remove, export_name, out;
+  bool json = false;
+  CLI::Option* folds_option = nullptr;
+};
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+// One CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+const Split& find_or_fail(const DatasetIndex& index, const std::string& name,
+                          const std::string& dataset) {
+  const Split* split = index.find_split(name);
+  if (!split) {
+    std::string known;
+    for (const Split& s : index.splits) known += (known.empty() ? "" : ", ") + s.name;
+    throw UsageError(dataset + ": no split named '" + name +
+                     "' (splits: " + (known.empty() ? "none" : known) + ")");
+  }
+  return *split;
+}
+
+int run_create(const SplitArgs& args) {
+  if (args.kind.empty()) {
+    throw UsageError("--name needs --kind (random, stratified, group, stratified-group, holdout)");
+  }
+  SplitSpec spec;
+  spec.kind = parse_split_kind(args.kind);
+  if (spec.kind == SplitKind::holdout && args.folds_option->count() > 0) {
+    throw UsageError(
+        "--folds does not apply to --kind holdout (it has one validation part: "
+        "give its size with --val)");
+  }
+  if (spec.kind == SplitKind::holdout && args.val == 0) {
+    throw UsageError("--kind holdout needs --val FRACTION");
+  }
+  spec.folds = args.folds;
+  spec.val_fraction = args.val;
+  spec.test_fraction = args.test;
+  spec.seed = args.seed;
+  spec.use_labels = !args.no_stratify;
+  spec.use_groups = !args.no_groups;
+  check_split_name(args.name);
+  spec.validate();
+
+  Clock::time_point start = Clock::now();
+  DatasetIndex index = read_index(args.dataset);
+  const double read_s = seconds_since(start);
+  if (index.find_split(args.name) && !args.force) {
+    throw UsageError(args.dataset + ": a split named '" + args.name +
+                     "' exists; pass --force to replace it");
+  }
+  Clock::time_point compute_start = Clock::now();
+  std::vector<std::string> warnings;
+  Split split = make_split(index, args.name, spec, utc_timestamp(), &warnings);
+  const double compute_s = seconds_since(compute_start);
+  for (const std::string& warning : warnings) std::cerr << "imgpack: warning: " << warning << "\n";
+  store_split(index, std::move(split), args.force);
+  Clock::time_point write_start = Clock::now();
+  write_index(args.dataset, index);
+  const double write_s = seconds_since(write_start);
+  const Split& stored = *index.find_split(args.name);
+
+  if (args.json) {
+    nlohmann::ordered_json j = split_json(index, stored);
+    j["warnings"] = warnings;
+    j["timings"] = {{"read_s", read_s},
+                    {"compute_s", compute_s},
+                    {"write_s", write_s},
+                    {"total_s", seconds_since(start)}};
+    print_json(j);
+  } else {
+    print_split(std::cout, index, stored, true);
+  }
+  return kExitOk;
+}
+
+int run_list(const SplitArgs& args) {
+  DatasetIndex index = read_index(args.dataset);
+  if (args.json) {
+    nlohmann::ordered_json splits = nlohmann::ordered_json::array();
+    for (const Split& split : index.splits) splits.push_back(split_json(index, split));
+    print_json({{"splits", std::move(splits)}});
+    return kExitOk;
+  }
+  if (index.splits.empty()) std::cout << args.dataset << ": no splits\n";
+  for (const Split& split : index.splits) print_split(std::cout, index, split, false);
+  return kExitOk;
+}
+
+int run_delete(const SplitArgs& args) {
+  DatasetIndex index = read_index(args.dataset);
+  const Split& split = find_or_fail(index, args.remove, args.dataset);
+  index.splits.erase(index.splits.begin() + (&split - index.splits.data()));
+  write_index(args.dataset, index);
+  if (args.json) {
+    print_json({{"deleted", args.remove}});
+  } else {
+    std::cerr << args.dataset << ": deleted split " << args.remove << "\n";
+  }
+  return kExitOk;
+}
+
+int run_export(const SplitArgs& args) {
+  if (args.out.empty()) throw UsageError("--export needs --out FILE.csv (or --out - for stdout)");
+  DatasetIndex index = read_index(args.dataset);
+  const Split& split = find_or_fail(index, args.export_name, args.dataset);
+  std::string csv = "path,label,group,fold\n";
+  for (std::size_t i = 0; i < index.num_samples(); ++i) {
+    const int32_t label = index.sample_label[i];
+    const int32_t group = index.sample_group[i];
+    csv += csv_field(index.sample_path[i]);
+    csv += ',';
+    if (label >= 0) csv += csv_field(index.class_names[static_cast<std::size_t>(label)]);
+    csv += ',';
+    if (group >= 0) csv += csv_field(index.group_names[static_cast<std::size_t>(group)]);
+    csv += ',';
+    csv += std::to_string(split.assign[i]);
+    csv += '\n';
+  }
+  if (args.out == "-") {
+    std::cout << csv << std::flush;
+  } else {
+    write_file_atomic(args.out, csv);
+    if (!args.json) {
+      std::cerr << args.out << ": " << index.num_samples() << " samples of split " << split.name
+                << " (fold -1 = test)\n";
+    }
+  }
+  if (args.json && args.out != "-") {
+    print_json({{"exported", split.name}, {"out", args.out}, {"samples", index.num_samples()}});
+  }
+  return kExitOk;
+}
+
+int run_split(const SplitArgs& args) {
+  const int actions = (args.name.empty() ? 0 : 1) + (args.list ? 1 : 0) +
+                      (args.remove.empty() ? 0 : 1) + (args.export_name.empty() ? 0 : 1);
+  if (actions > 1) {
+    throw UsageError("give one of --name (create), --list, --delete NAME, --export NAME");
+  }
+  if (!args.remove.empty()) return run_delete(args);
+  if (!args.export_name.empty()) return run_export(args);
+  if (!args.name.empty()) return run_create(args);
+  return run_list(args);
+}
+
+}  // namespace
+
+nlohmann::ordered_json split_json(const DatasetIndex& index, const Split& split) {
+  SplitQuality quality = split_quality(index, split);
+  nlohmann::ordered_json stats = nlohmann::ordered_json::array();
+  auto missing_names = [&](const FoldStats& fold) {
+    nlohmann::ordered_json names = nlohmann::ordered_json::array();
+    for (int32_t c : fold.missing_classes)
+      names.push_back(index.class_names[static_cast<std::size_t>(c)]);
+    return names;
+  };
+  for (const FoldStats& fold : quality.folds) {
+    stats.push_back({{"fold", fold.fold},
+                     {"size", fold.size},
+                     {"max_class_dev", fold.max_class_dev},
+                     {"mean_class_dev", fold.mean_class_dev},
+                     {"missing_classes", missing_names(fold)}});
+  }
+  nlohmann::ordered_json j;
+  j["name"] = split.name;
+  j["kind"] = split.kind;
+  j["folds"] = split.folds;
+  j["seed"] = split.seed;
+  j["test_size"] = quality.test_size;
+  j["group_leakage"] = quality.group_leakage;
+  j["fold_stats"] = std::move(stats);
+  if (quality.test_size > 0) {
+    j["test_stats"] = {{"size", quality.test.size},
+                       {"max_class_dev", quality.test.max_class_dev},
+                       {"mean_class_dev", quality.test.mean_class_dev},
+                       {"missing_classes", missing_names(quality.test)}};
+  }
+  j["test_fraction"] = split.test_fraction;
+  if (split.kind == "holdout") j["val_fraction"] = split.val_fraction;
+  j["created"] = split.created;
+  return j;
+}
+
+void print_split(std::ostream& out, const DatasetIndex& index, const Split& split, bool per_fold) {
+  SplitQuality quality = split_quality(index, split);
+  int64_t smallest = INT64_MAX, largest = 0, missing = 0;
+  double max_dev = 0, mean_dev = 0;
+  for (const FoldStats& fold : quality.folds) {
+    smallest = std::min(smallest, fold.size);
+    largest = std::max(largest, fold.size);
+    missing += static_cast<int64_t>(fold.missing_classes.size());
+    max_dev = std::max(max_dev, fold.max_class_dev);
+    mean_dev += fold.mean_class_dev / static_cast<double>(quality.folds.size());
+  }
+  out << split.name << ": " << split.kind;
+  if (split.kind == "holdout" && quality.folds.size() == 2) {
+    out << " (val " << quality.folds[0].size << ", train " << quality.folds[1].size << ")";
+  } else {
+    out << ", " << split.folds << " folds of " << smallest << ".." << largest << " samples";
+  }
+  out << ", test " << quality.test_size << ", seed " << split.seed << "; group leakage "
+      << quality.group_leakage << ", class deviation max " << fixed(max_dev, 4) << " mean "
+      << fixed(mean_dev, 4) << ", " << missing << " missing class" << (missing == 1 ? "" : "es")
+      << " over folds\n";
+  if (!per_fold) return;
+  out << "  fold      size  max_class_dev  mean_class_dev  missing_classes\n";
+  auto row = [&](const std::string& label, const FoldStats& fold) {
+    std::string missing_text = std::to_string(fold.missing_classes.size());
+    for (std::size_t m = 0; m < fold.missing_classes.size() && m < 3; ++m) {
+      missing_text += (m == 0 ? " (" : ", ") +
+                      index.class_names[static_cast<std::size_t>(fold.missing_classes[m])];
+    }
+    if (!fold.missing_classes.empty())
+      missing_text += fold.missing_classes.size() > 3 ? ", ...)" : ")";
+    char line[128];
+    std::snprintf(line, sizeof line, "  %-6s %9lld  %13.4f  %14.4f  ", label.c_str(),
+                  static_cast<long long>(fold.size), fold.max_class_dev, fold.mean_class_dev);
+    out << line << missing_text << "\n";
+  };
+  for (const FoldStats& fold : quality.folds) {
+    const bool holdout = split.kind == "holdout" && quality.folds.size() == 2;
+    row(holdout ? (fold.fold == 0 ? "val" : "train") : std::to_string(fold.fold), fold);
+  }
+  if (quality.test_size > 0) row("test", quality.test);
+}
+
+void add_split_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<SplitArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "split", "Create, list, export or delete named splits (rewrites index.h5 only)");
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
+  cmd->add_option("--name", args->name, "Create (or with --force replace) the split NAME");
+  cmd->add_option("--kind", args->kind, "random | stratified | group | stratified-group | holdout");
+  args->folds_option =
+      cmd->add_option("--folds", args->folds, "Folds for k-fold kinds")->capture_default_str();
+  cmd->add_option("--val", args->val, "holdout: validation fraction of all samples");
+  cmd->add_option("--test", args->test,
+                  "Fraction of all samples carved first as a test set that is in no fold")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of every random choice")->capture_default_str();
+  cmd->add_flag("--force", args->force, "Replace an existing split of the same name");
+  cmd->add_flag("--no-stratify", args->no_stratify, "holdout: ignore the labels");
+  cmd->add_flag("--no-groups", args->no_groups, "holdout: ignore the groups");
+  cmd->add_flag("--list", args->list, "List the splits and their quality (the default)");
+  cmd->add_option("--delete", args->remove, "Delete the split NAME");
+  cmd->add_option("--export", args->export_name, "Write split NAME as CSV: path,label,group,fold");
+  cmd->add_option("--out", args->out, "CSV file for --export ('-' = stdout)");
+  cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
+  cmd->callback([args, &action] { action = [args] { return run_split(*args); }; });
+}
+
+}  // namespace imgpack::cli
