@@ -62,7 +62,13 @@ uint64_t parse_unsigned(const std::string& text, const std::string& what) {
 }
 
 // Reads a whole file into `out` (reusing its capacity). Returns "" or the reason.
-std::string read_file(const fs::path& path, std::vector<uint8_t>& out) {
+// Inputs larger than this are refused unread: no image format needs it, and
+// reading it whole would hold that much memory per thread.
+constexpr uint64_t kMaxInputBytes = uint64_t{2} << 30;
+
+// Reads a file into `out` (reusing its capacity): the whole file, or only its
+// first `prefix` bytes when prefix > 0. Returns "" or the reason it failed.
+std::string read_file(const fs::path& path, std::vector<uint8_t>& out, std::size_t prefix = 0) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::string("cannot open: ") + std::strerror(errno);
   struct stat st {};
@@ -71,7 +77,12 @@ std::string read_file(const fs::path& path, std::vector<uint8_t>& out) {
     ::close(fd);
     return std::string("cannot stat: ") + std::strerror(saved);
   }
-  out.resize(static_cast<std::size_t>(st.st_size));
+  auto size = static_cast<uint64_t>(st.st_size);
+  if (prefix == 0 && size > kMaxInputBytes) {
+    ::close(fd);
+    return "file is " + std::to_string(size >> 20) + " MiB, larger than any image imgpack reads";
+  }
+  out.resize(prefix > 0 ? std::min<uint64_t>(size, prefix) : size);
   std::size_t done = 0;
   std::string error;
   while (done < out.size()) {
@@ -177,9 +188,15 @@ std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
   std::mutex mutex;
   std::map<std::pair<uint32_t, uint32_t>, std::string> sizes;  // size -> first path
   tbb::parallel_for(std::size_t{0}, list.samples.size(), [&](std::size_t i) {
+    // Headers sit at the start: read a prefix, and the whole file only when
+    // the probe cannot tell the size from it.
+    const fs::path path = options.src / list.samples[i].path;
     std::vector<uint8_t> bytes;
-    if (!read_file(options.src / list.samples[i].path, bytes).empty()) return;
+    if (!read_file(path, bytes, 256u << 10).empty()) return;
     std::optional<ImageInfo> info = probe_image(bytes);
+    if (!info && bytes.size() == (256u << 10) && read_file(path, bytes).empty()) {
+      info = probe_image(bytes);
+    }
     std::pair<uint32_t, uint32_t> size;
     if (info) {
       size = {info->upright_width(), info->upright_height()};

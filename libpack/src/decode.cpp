@@ -77,12 +77,22 @@ void cmyk_to_rgb(const cv::Mat& cmyk, cv::Mat& rgb) {
   }
 }
 
+// libjpeg reports damage it decoded through (missing data filled with gray)
+// as warnings, so a warning means a damaged picture, except stray bytes
+// between segments, which many cameras and editors write and which lose nothing.
+bool is_harmless_warning(tjhandle tj) {
+  if (tjGetErrorCode(tj) != TJERR_WARNING) return false;
+  return std::string_view(tjGetErrorStr2(tj)).find("extraneous bytes before marker") !=
+         std::string_view::npos;
+}
+
 cv::Mat decode_jpeg_turbo(std::span<const uint8_t> bytes, const ImageInfo& info,
                           const DecodeOptions& options) {
   tjhandle tj = thread_decompressor();
   const auto size = static_cast<unsigned long>(bytes.size());
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(tj, bytes.data(), size, &width, &height, &subsamp, &colorspace) != 0) {
+  if (tjDecompressHeader3(tj, bytes.data(), size, &width, &height, &subsamp, &colorspace) != 0 &&
+      !is_harmless_warning(tj)) {
     throw DecodeError(std::string("corrupt JPEG header: ") + tjGetErrorStr2(tj));
   }
   // The caller's minimum is upright; the JPEG is stored before orientation.
@@ -94,13 +104,14 @@ cv::Mat decode_jpeg_turbo(std::span<const uint8_t> bytes, const ImageInfo& info,
   int out_w = TJSCALED(width, scale);
   int out_h = TJSCALED(height, scale);
   // LIMITSCANS refuses progressive files with absurd scan counts (a CPU bomb).
-  const int flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS;
+  const int flags = TJFLAG_LIMITSCANS;
   const bool gray = options.color == ColorMode::gray;
   const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   cv::Mat decoded(out_h, out_w, cmyk ? CV_8UC4 : gray ? CV_8UC1 : CV_8UC3);
   const int format = cmyk ? TJPF_CMYK : gray ? TJPF_GRAY : TJPF_RGB;
   if (tjDecompress2(tj, bytes.data(), size, decoded.data, out_w, static_cast<int>(decoded.step),
-                    out_h, format, flags) != 0) {
+                    out_h, format, flags) != 0 &&
+      !is_harmless_warning(tj)) {
     throw DecodeError(std::string("corrupt or truncated JPEG: ") + tjGetErrorStr2(tj));
   }
   if (!cmyk) return decoded;

@@ -112,7 +112,10 @@ std::optional<ImageInfo> probe_jpeg(std::span<const uint8_t> b) {
   bool exif_seen = false;
   std::size_t pos = 2;
   while (pos + 4 <= b.size()) {
-    if (b[pos] != 0xFF) return std::nullopt;
+    if (b[pos] != 0xFF) {  // stray bytes between segments: skip to the next marker, as libjpeg does
+      ++pos;
+      continue;
+    }
     uint8_t marker = b[pos + 1];
     if (marker == 0xFF) {  // fill byte
       ++pos;

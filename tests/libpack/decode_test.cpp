@@ -475,5 +475,21 @@ TEST(DecodeTest, BadInputsGiveReasons) {
   EXPECT_NE(reason(webp.substr(0, webp.size() / 2)).find("WebP"), std::string::npos);
 }
 
+TEST(DecodeTest, StrayBytesBetweenSegmentsAreHarmlessButLostDataIsNot) {
+  const cv::Mat photo = make_photo(64, 48, 8);
+  const std::string jpeg = encode_image(".jpg", photo);
+  // Two junk bytes after the first segment (APP0): libjpeg warns about
+  // "extraneous bytes before marker" and decodes the picture intact.
+  ASSERT_EQ(static_cast<uint8_t>(jpeg[3]), 0xE0);
+  const std::size_t app0_end = 4 + (static_cast<uint8_t>(jpeg[4]) << 8 | static_cast<uint8_t>(jpeg[5]));
+  const std::string stray =
+      jpeg.substr(0, app0_end) + std::string("\x12\x34", 2) + jpeg.substr(app0_end);
+  const cv::Mat clean = decode(jpeg).pixels;
+  EXPECT_EQ(max_abs_diff(decode(stray).pixels, clean), 0);
+  // Entropy-coded data cut short (the end-of-image marker kept) is real loss.
+  const std::string cut = jpeg.substr(0, jpeg.size() * 2 / 3) + "\xFF\xD9";
+  EXPECT_THROW(decode(cut), DecodeError);
+}
+
 }  // namespace
 }  // namespace imgpack
