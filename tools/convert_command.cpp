@@ -24,6 +24,7 @@ struct ConvertArgs {
   uint64_t seed = 0;
   std::string order = "shuffle", on_error = "skip";
   bool overwrite = false;
+  bool resume = false;
   uint64_t max_pixels = uint64_t{1} << 28;
   bool no_dct_scaling = false;
   std::vector<std::string> splits;
@@ -66,6 +67,7 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.order = a.order == "sorted" ? WriteOrder::sorted : WriteOrder::shuffle;
   o.on_error = a.on_error == "fail" ? OnError::fail : OnError::skip;
   o.overwrite = a.overwrite;
+  o.resume = a.resume;
   o.max_pixels = a.max_pixels;
   o.dct_scaling = !a.no_dct_scaling;
   for (const std::string& split : a.splits) o.splits.push_back(parse_split_option(split, a.seed));
@@ -78,8 +80,23 @@ int run_convert(const ConvertArgs& args) {
   ConvertResult result = convert(options, [&](const ConvertProgress& p) {
     progress.update(p.done, p.total, p.skipped);
   });
-  progress.finish(result.samples + result.skipped.size(), result.samples + result.skipped.size(),
-                  result.skipped.size());
+  if (result.already_complete) {
+    if (!args.quiet && !args.json) {
+      std::fprintf(stderr, "%s: already complete (%llu records); nothing to resume\n",
+                   args.out.c_str(), static_cast<unsigned long long>(result.records));
+    }
+  } else {
+    progress.finish(result.samples + result.skipped.size(),
+                    result.samples + result.skipped.size(), result.skipped.size());
+  }
+  if (!args.quiet && !args.json && args.resume && !result.already_complete) {
+    std::fprintf(stderr, "resume: kept %llu shards covering %llu inputs\n",
+                 static_cast<unsigned long long>(result.resumed_shards),
+                 static_cast<unsigned long long>(result.resumed_inputs));
+  }
+  for (const std::string& note : result.resume_notes) {
+    std::fprintf(stderr, "imgpack: resume: %s\n", note.c_str());
+  }
   for (const std::string& warning : result.split_warnings) {
     std::fprintf(stderr, "imgpack: warning: %s\n", warning.c_str());
   }
@@ -94,6 +111,11 @@ int run_convert(const ConvertArgs& args) {
     j["height"] = result.height;
     j["channels"] = result.channels;
     j["dataset_uuid"] = result.uuid;
+    if (args.resume) {
+      j["resumed_shards"] = result.resumed_shards;
+      j["resumed_inputs"] = result.resumed_inputs;
+      j["already_complete"] = result.already_complete;
+    }
     j["out"] = args.out;
     print_json(j);
   } else if (!args.quiet) {
@@ -177,6 +199,9 @@ void add_convert_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"skip", "fail"}))
       ->capture_default_str();
   cmd->add_flag("--overwrite", args->overwrite, "Replace the dataset already in OUT");
+  cmd->add_flag("--resume", args->resume,
+                "Continue an interrupted run of the same command in OUT: keep its complete, "
+                "checksum-verified shards and convert the rest");
   cmd->add_option("--max-pixels", args->max_pixels,
                   "Skip images whose header declares more pixels than this, before decoding "
                   "(decompression bombs)")

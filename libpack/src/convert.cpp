@@ -19,8 +19,10 @@
 #include <set>
 #include <thread>
 
+#include "convert_output.hpp"
 #include "imgpack/augment.hpp"
 #include "imgpack/checksum.hpp"
+#include "imgpack/convert_journal.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/files.hpp"
@@ -129,59 +131,6 @@ std::string derive_uuid(const std::string& options_json, const SourceList& list)
   return format_uuid(hash128(key, 0x696d677061636bULL));
 }
 
-bool is_imgpack_output(const std::string& name) {
-  return name == format::kIndexFile || name == format::kReportFile ||
-         format::is_shard_file_name(name) || name.ends_with(format::kTmpSuffix);
-}
-
-bool is_inside(const fs::path& child, const fs::path& parent) {
-  std::error_code ec;
-  fs::path c = fs::weakly_canonical(child, ec);
-  fs::path p = fs::weakly_canonical(parent, ec);
-  auto [pi, ci] = std::mismatch(p.begin(), p.end(), c.begin(), c.end());
-  return pi == p.end();
-}
-
-void prepare_output(const ConvertOptions& options) {
-  const fs::path& out = options.out;
-  if (is_inside(out, options.src)) {
-    throw UsageError(out.string() + ": the output directory must not be inside SRC (" +
-                     options.src.string() + "), which imgpack never modifies");
-  }
-  std::error_code ec;
-  if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {
-    throw UsageError(out.string() + ": exists and is not a directory");
-  }
-  if (!fs::exists(out, ec)) {
-    fs::create_directories(out, ec);
-    if (ec) throw UsageError(out.string() + ": cannot create directory: " + ec.message());
-    return;
-  }
-  std::vector<fs::path> ours;
-  for (const fs::directory_entry& entry : fs::directory_iterator(out, ec)) {
-    std::string name = entry.path().filename().string();
-    if (!is_imgpack_output(name)) {
-      throw UsageError(out.string() + ": not empty and holds " + name +
-                       ", which imgpack did not write; choose an empty or new directory");
-    }
-    ours.push_back(entry.path());
-  }
-  if (ec) throw UsageError(out.string() + ": cannot list directory: " + ec.message());
-  if (ours.empty()) return;
-  if (!options.overwrite) {
-    throw UsageError(out.string() + ": already holds a dataset (or a partial one); pass "
-                     "--overwrite to replace it");
-  }
-  // Invalidate the old dataset first: without index.h5 no reader accepts it.
-  fs::remove(out / format::kIndexFile, ec);
-  if (ec) throw UsageError((out / format::kIndexFile).string() + ": cannot remove: " + ec.message());
-  fsync_path(out);
-  for (const fs::path& path : ours) {
-    fs::remove(path, ec);
-    if (ec) throw UsageError(path.string() + ": cannot remove: " + ec.message());
-  }
-}
-
 // The upright size all readable inputs share, for conversions without --size.
 std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
                                                 const SourceList& list) {
@@ -233,7 +182,8 @@ std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
 // One input in flight through the pipeline. Slots are reused round-robin, so
 // the pipeline allocates nothing per image beyond what decoding needs.
 struct Slot {
-  std::size_t sample = 0;  // index into SourceList::samples
+  std::size_t position = 0;  // in the write order
+  std::size_t sample = 0;    // index into SourceList::samples
   std::vector<uint8_t> file_bytes;
   std::vector<uint8_t> pixels;  // variants x record bytes
   std::vector<uint64_t> checksums;
@@ -441,15 +391,18 @@ std::array<uint8_t, 3> parse_fill(const std::string& text) {
           static_cast<uint8_t>(values[2])};
 }
 
-ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress) {
-  const Clock::time_point start = Clock::now();
-  options.validate();
-  SourceList list = options.scan.csv ? scan_csv(options.src, options.scan)
-                                     : scan_directory(options.src, options.scan);
-  const double scan_s = seconds_since(start);
+namespace {
+
+// Scans the inputs and fixes everything the output depends on: the samples,
+// the record shape, the options JSON, the dataset uuid and the write order.
+ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) {
+  ConversionPlan plan;
+  plan.list = options.scan.csv ? scan_csv(options.src, options.scan)
+                               : scan_directory(options.src, options.scan);
+  const SourceList& list = plan.list;
   if (list.samples.empty()) {
     throw UsageError(options.src.string() + ": no images found (extensions: jpg, jpeg, png, bmp, "
-                     "tif, tiff, webp, pnm" +
+                     "tif, tiff, webp, pnm, pam" +
                      std::string(options.scan.labels == LabelSource::dirs
                                      ? "; with --labels dirs they must be inside class folders"
                                      : "") +
@@ -471,74 +424,147 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
       }
     }
   }
-  prepare_output(options);
-
-  const unsigned threads =
-      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  tbb::task_arena arena(static_cast<int>(threads));
-
-  const Clock::time_point probe_start = Clock::now();
   std::pair<uint32_t, uint32_t> size;
   if (options.size) {
     size = *options.size;
   } else {
     arena.execute([&] { size = common_input_size(options, list); });
   }
-  const double probe_s = seconds_since(probe_start);
-
-  RecordShape shape{size.second, size.first, options.color == ColorMode::gray ? 1u : 3u};
-  const std::string options_json = options.to_json();
-  const std::string uuid = derive_uuid(options_json, list);
-
-  std::vector<std::size_t> plan(list.samples.size());
-  for (std::size_t i = 0; i < plan.size(); ++i) plan[i] = i;
+  plan.shape = {size.second, size.first, options.color == ColorMode::gray ? 1u : 3u};
+  plan.options_json = options.to_json();
+  plan.uuid = derive_uuid(plan.options_json, list);
+  plan.order.resize(list.samples.size());
+  for (std::size_t i = 0; i < plan.order.size(); ++i) plan.order[i] = i;
   if (options.order == WriteOrder::shuffle) {
-    CounterRng(options.seed, kWriteOrderStream).shuffle(std::span(plan));
+    CounterRng(options.seed, kWriteOrderStream).shuffle(std::span(plan.order));
   }
+  return plan;
+}
 
+DatasetIndex empty_index(const ConvertOptions& options, const ConversionPlan& plan) {
   DatasetIndex index;
   index.format_version = format::kVersion;
-  index.uuid = uuid;
-  index.height = shape.height;
-  index.width = shape.width;
-  index.channels = shape.channels;
+  index.uuid = plan.uuid;
+  index.height = plan.shape.height;
+  index.width = plan.shape.width;
+  index.channels = plan.shape.channels;
   index.variants = options.variants;
   index.color = options.color == ColorMode::rgb ? "rgb" : "gray";
-  index.convert_options = options_json;
+  index.convert_options = plan.options_json;
   index.created_by = std::string("imgpack ") + kVersionString;
-  index.class_names = list.class_names;
-  index.group_names = list.group_names;
+  index.class_names = plan.list.class_names;
+  index.group_names = plan.list.group_names;
+  return index;
+}
+
+void add_sample(DatasetIndex& index, const SourceSample& sample) {
+  index.sample_path.push_back(sample.path);
+  index.sample_label.push_back(sample.label);
+  index.sample_group.push_back(sample.group);
+}
+
+}  // namespace
+
+ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress) {
+  const Clock::time_point start = Clock::now();
+  options.validate();
+  const unsigned threads =
+      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  tbb::task_arena arena(static_cast<int>(threads));
+
+  const ConversionPlan plan = make_plan(options, arena);
+  const double plan_s = seconds_since(start);
+  const SourceList& list = plan.list;
+  const RecordShape& shape = plan.shape;
+  const uint32_t variants = options.variants;
 
   ConvertResult result;
+  result.width = shape.width;
+  result.height = shape.height;
+  result.channels = shape.channels;
+  result.uuid = plan.uuid;
+  if (options.resume && !options.overwrite && output_is_complete(options, plan)) {
+    DatasetIndex done = read_index(options.out);
+    result.records = done.num_records();
+    result.samples = done.num_samples();
+    result.shards = done.num_shards();
+    result.already_complete = true;
+    result.seconds = seconds_since(start);
+    return result;
+  }
+  const ResumePoint resume = prepare_output(options, plan);
+
+  // Everything before the resume point is restored from the kept shards and
+  // the journal, exactly as the interrupted run had it.
+  DatasetIndex index = empty_index(options, plan);
   result.skipped = list.skipped;
   result.ignored_files = list.ignored_files;
+  result.resume_notes = resume.notes;
+  result.resumed_shards = resume.shards.size();
+  result.resumed_inputs = resume.next_position;
+  JournalState kept_journal{plan.uuid, plan.order.size(), {}};
+  std::map<uint64_t, std::string> skipped_before;
+  for (const KeptShard& shard : resume.shards) {
+    kept_journal.shards.push_back(shard.journal);
+    for (const auto& [position, reason] : shard.journal.skipped) skipped_before[position] = reason;
+  }
+  for (uint64_t position = 0; position < resume.next_position; ++position) {
+    const SourceSample& sample = list.samples[plan.order[position]];
+    auto skipped = skipped_before.find(position);
+    if (skipped != skipped_before.end()) {
+      result.skipped.push_back({sample.path, skipped->second});
+    } else {
+      add_sample(index, sample);
+    }
+  }
+  DatasetWriter writer(options.out, shape, options.shard_size, plan.uuid,
+                       uint64_t{variants} * (plan.order.size() - resume.next_position), variants);
+  for (const KeptShard& shard : resume.shards) {
+    writer.adopt(shard.journal.file, shard.samples, shard.variants);
+  }
+  ConvertJournal journal = resume.shards.empty()
+                               ? ConvertJournal::create(options.out, plan.uuid, plan.order.size())
+                               : ConvertJournal::rewrite(options.out, kept_journal);
+  // Skipped inputs since the last journal line, and a line per committed shard.
+  std::vector<std::pair<uint64_t, std::string>> skipped_since;
+  auto journal_new_shards = [&](uint64_t next_position) {
+    while (kept_journal.shards.size() < writer.committed_shards()) {
+      const auto k = static_cast<uint32_t>(kept_journal.shards.size());
+      JournalShard line{k, writer.shard_file(k), writer.shard_records(k), next_position,
+                        std::move(skipped_since)};
+      skipped_since.clear();
+      journal.append(line);
+      kept_journal.shards.push_back(std::move(line));
+    }
+  };
 
   const std::size_t tokens = std::size_t{threads} * 4;
   std::vector<Slot> slots(tokens);
   for (Slot& slot : slots) {
-    slot.pixels.resize(options.variants * shape.bytes());
-    slot.checksums.resize(options.variants);
+    slot.pixels.resize(variants * shape.bytes());
+    slot.checksums.resize(variants);
   }
   RecordRenderer renderer(options, shape, list);
-  DatasetWriter writer(options.out, shape, options.shard_size, uuid,
-                       uint64_t{options.variants} * plan.size(), options.variants);
 
   const Clock::time_point convert_start = Clock::now();
   ConvertProgress status;
-  status.total = plan.size();
-  std::size_t next = 0;
+  status.total = plan.order.size();
+  status.done = resume.next_position;
+  status.skipped = skipped_before.size();
+  std::size_t next = resume.next_position;
   arena.execute([&] {
     tbb::parallel_pipeline(
         tokens,
         tbb::make_filter<void, Slot*>(
             tbb::filter_mode::serial_in_order,
             [&](tbb::flow_control& fc) -> Slot* {
-              if (next == plan.size()) {
+              if (next == plan.order.size()) {
                 fc.stop();
                 return nullptr;
               }
               Slot* slot = &slots[next % tokens];
-              slot->sample = plan[next++];
+              slot->position = next;
+              slot->sample = plan.order[next++];
               return slot;
             }) &
             tbb::make_filter<Slot*, Slot*>(
@@ -566,17 +592,17 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
                                   " (--on-error fail)");
                     }
                     result.skipped.push_back({sample.path, slot->error});
-                    writer.forgo(options.variants);
+                    skipped_since.emplace_back(slot->position, slot->error);
+                    writer.forgo(variants);
                     ++status.skipped;
                   } else {
-                    auto id = static_cast<int64_t>(index.sample_path.size());
-                    index.sample_path.push_back(sample.path);
-                    index.sample_label.push_back(sample.label);
-                    index.sample_group.push_back(sample.group);
-                    for (uint32_t v = 0; v < options.variants; ++v) {
+                    auto id = static_cast<int64_t>(index.num_samples());
+                    add_sample(index, sample);
+                    for (uint32_t v = 0; v < variants; ++v) {
                       writer.add(slot->pixels.data() + v * shape.bytes(), slot->checksums[v],
                                  sample.label, id, static_cast<uint16_t>(v));
                     }
+                    journal_new_shards(slot->position + 1);
                   }
                   ++status.done;
                   if (progress) {
@@ -587,12 +613,13 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   });
   const double convert_s = seconds_since(convert_start);
 
-  if (index.sample_path.empty()) {
-    throw Error(options.src.string() + ": none of the " + std::to_string(plan.size()) +
-                " images could be converted (see the reasons with --on-error fail, or the "
-                "first: " + result.skipped.back().path + ": " + result.skipped.back().reason + ")");
+  if (index.num_samples() == 0) {
+    throw Error(options.src.string() + ": none of the " + std::to_string(plan.order.size()) +
+                " images could be converted (the first: " + result.skipped.back().path + ": " +
+                result.skipped.back().reason + ")");
   }
   writer.finish(index);
+  journal_new_shards(plan.order.size());
   for (const NamedSplitSpec& split : options.splits) {
     Split stored = make_split(index, split.name, split.spec, "", &result.split_warnings);
     store_split(index, std::move(stored), false);
@@ -601,37 +628,41 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   result.records = index.num_records();
   result.samples = index.num_samples();
   result.shards = index.num_shards();
-  result.width = shape.width;
-  result.height = shape.height;
-  result.channels = shape.channels;
-  result.uuid = uuid;
-  result.seconds = seconds_since(start);
 
   json report;
   report["imgpack_format"] = format::kVersion;
   report["created_by"] = index.created_by;
-  report["dataset_uuid"] = uuid;
+  report["dataset_uuid"] = plan.uuid;
   report["source"] = options.src.string();
   report["records"] = result.records;
   report["samples"] = result.samples;
   report["shards"] = result.shards;
   report["ignored_files"] = result.ignored_files;
   json skipped = json::array();
-  for (const SkippedInput& s : result.skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+  for (const SkippedInput& s : result.skipped) {
+    skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+  }
   report["skipped"] = std::move(skipped);
+  if (options.resume) {
+    report["resumed"] = {{"shards_kept", result.resumed_shards},
+                         {"inputs_kept", result.resumed_inputs},
+                         {"notes", result.resume_notes}};
+  }
   report["threads"] = threads;
-  report["timings"] = {{"scan_s", scan_s},
-                       {"probe_s", probe_s},
+  report["timings"] = {{"plan_s", plan_s},
                        {"convert_s", convert_s},
                        {"total_s", seconds_since(start)}};
-  report["images_per_s"] = convert_s > 0 ? static_cast<double>(plan.size()) / convert_s : 0.0;
-  report["options"] = json::parse(options_json);
+  const uint64_t converted_now = plan.order.size() - resume.next_position;
+  report["images_per_s"] = convert_s > 0 ? static_cast<double>(converted_now) / convert_s : 0.0;
+  report["options"] = json::parse(plan.options_json);
   // Paths need not be valid UTF-8; replace bad bytes rather than fail.
   write_file_atomic(options.out / format::kReportFile,
                     report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 
   // index.h5 last: its presence is what makes the dataset complete.
   write_index(options.out, index);
+  crash_point("index-committed");
+  journal.remove();
   result.seconds = seconds_since(start);
   return result;
 }

@@ -179,6 +179,7 @@ void ShardWriter::commit() {
     write_columns_and_attrs(file_);
     images_.reset();
     file_.close();
+    crash_point("shard-commit", shard_index_);
     commit_file(tmp_path_, final_path_);
   }
   committed_ = true;
@@ -205,6 +206,7 @@ void ShardWriter::compact_and_commit() {
       file.close();
     }
     copy_range(tmp_path_, old_offset, compact_path, new_offset, size() * shape_.bytes());
+    crash_point("shard-commit", shard_index_);
     commit_file(compact_path, final_path_);
   } catch (...) {
     std::error_code ec;
@@ -248,11 +250,26 @@ void DatasetWriter::add(const uint8_t* pixels, uint64_t checksum, int32_t label,
   record_variant_.push_back(variant);
   current_->append(pixels, checksum, label, sample, variant);
   ++shard_records_.back();
+  crash_point("record", record_shard_.size());
   if (remaining_ > 0) --remaining_;
   if (current_->full()) {
     current_->commit();
     current_.reset();
   }
+}
+
+void DatasetWriter::adopt(const std::string& file, std::span<const int64_t> samples,
+                          std::span<const uint16_t> variants) {
+  if (current_) throw Error("DatasetWriter::adopt after add");
+  const auto shard = static_cast<uint32_t>(shard_file_.size());
+  for (std::size_t row = 0; row < samples.size(); ++row) {
+    record_shard_.push_back(shard);
+    record_row_.push_back(static_cast<uint32_t>(row));
+    record_sample_.push_back(samples[row]);
+    record_variant_.push_back(variants[row]);
+  }
+  shard_file_.push_back(file);
+  shard_records_.push_back(samples.size());
 }
 
 void DatasetWriter::finish(DatasetIndex& index) {

@@ -208,6 +208,7 @@ void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
       file.write_attr(group, format::kSplitCreated, split->created);
     }
     file.close();
+    crash_point("index-commit");
     commit_file(tmp_path, final_path);
   } catch (...) {
     std::error_code ec;

@@ -4,8 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -86,6 +89,16 @@ uint64_t file_length(const std::filesystem::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw system_error(path, "cannot stat", errno);
   return static_cast<uint64_t>(st.st_size);
+}
+
+void crash_point(std::string_view name, uint64_t count) {
+  static const std::string target = [] {
+    const char* value = std::getenv("IMGPACK_CRASH_AT");
+    return std::string(value != nullptr ? value : "");
+  }();
+  if (target.empty() || !target.starts_with(name)) return;
+  std::string_view rest = std::string_view(target).substr(name.size());
+  if (rest.empty() || rest == ":" + std::to_string(count)) std::raise(SIGKILL);
 }
 
 }  // namespace imgpack

@@ -50,6 +50,10 @@ struct ConvertOptions {
   WriteOrder order = WriteOrder::shuffle;
   OnError on_error = OnError::skip;
   bool overwrite = false;
+  // Continue an interrupted run of the same conversion in OUT: keep its
+  // shards that are whole and match their checksums, redo the rest. The
+  // result is byte-identical to an uninterrupted run.
+  bool resume = false;
   uint64_t max_pixels = uint64_t{1} << 28;
   bool dct_scaling = true;
 
@@ -83,6 +87,12 @@ struct ConvertResult {
   double seconds = 0;
   std::string uuid;
   std::vector<std::string> split_warnings;  // e.g. classes smaller than the folds
+  // --resume: shards kept from the interrupted run, inputs it had already
+  // processed, and anything it could not keep (and why).
+  uint64_t resumed_shards = 0;
+  uint64_t resumed_inputs = 0;
+  std::vector<std::string> resume_notes;
+  bool already_complete = false;  // --resume found the dataset finished
 };
 
 // Called from the writer thread, in order, after every input.

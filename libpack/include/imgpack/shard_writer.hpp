@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,17 @@ class DatasetWriter {
 
   void add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
            uint16_t variant);
+
+  // Takes over a complete shard already in the directory (a resumed
+  // conversion), as the next shard, with its /sample and /variant columns.
+  // Only before the first add().
+  void adopt(const std::string& file, std::span<const int64_t> samples,
+             std::span<const uint16_t> variants);
+
+  // Shards committed so far (the one being filled not included).
+  std::size_t committed_shards() const { return shard_file_.size() - (current_ ? 1 : 0); }
+  const std::string& shard_file(std::size_t k) const { return shard_file_[k]; }
+  uint64_t shard_records(std::size_t k) const { return shard_records_[k]; }
 
   // The caller will add `records` fewer records than `max_records` announced
   // (a skipped input), so the last shard can still be sized exactly.

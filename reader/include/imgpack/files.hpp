@@ -24,4 +24,14 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 // Size in bytes of a regular file.
 uint64_t file_length(const std::filesystem::path& path);
 
+// Fault injection for crash-safety tests. If the environment variable
+// IMGPACK_CRASH_AT is "NAME" or "NAME:COUNT" and matches this call, the process
+// kills itself with SIGKILL, stopping exactly as a power loss or `kill -9`
+// would. Otherwise it costs one comparison (the variable is read once).
+// Points used by the writer: "record:N" (after the N-th record of a
+// conversion is staged), "shard-commit:K" (shard K written, not yet renamed),
+// "index-commit" (index.h5.tmp written, not yet renamed), "index-committed"
+// (index.h5 in place, journal not yet removed).
+void crash_point(std::string_view name, uint64_t count = 0);
+
 }  // namespace imgpack

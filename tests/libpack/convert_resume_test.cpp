@@ -1,0 +1,178 @@
+// convert --resume: an interrupted conversion continued with --resume gives
+// the same bytes as one that ran through.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "imgpack/convert.hpp"
+#include "imgpack/convert_journal.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/h5.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
+class Resume : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 30; ++i) {
+      std::string cls = i % 3 == 0 ? "a" : "b";
+      test::write_image(dir_ / "src" / cls / ("img" + std::to_string(100 + i) + ".png"),
+                        test::make_rgb_image(40 + i, 30, static_cast<uint64_t>(i)));
+    }
+    // Two inputs that are skipped, so resumed runs must restore skips too.
+    test::write_bytes(dir_ / "src" / "a" / "img105.png", "");
+    test::write_bytes(dir_ / "src" / "b" / "img117.png", "broken");
+    reference_ = convert(options("reference"));
+  }
+
+  ConvertOptions options(const std::string& out) const {
+    ConvertOptions o;
+    o.src = dir_ / "src";
+    o.out = dir_ / out;
+    o.size = {{32, 24}};
+    o.variants = 2;
+    o.augment = "hflip,rotate=10";
+    o.shard_size = 6 * 32 * 24 * 3;  // three images (six records) per shard
+    o.threads = 2;
+    return o;
+  }
+
+  // Runs a conversion that stops after `inputs` inputs.
+  void run_interrupted(const std::string& out, uint64_t inputs) {
+    try {
+      convert(options(out), [&](const ConvertProgress& p) {
+        if (p.done == inputs) throw Interrupted();
+      });
+      FAIL() << "not interrupted";
+    } catch (const Interrupted&) {
+    }
+    EXPECT_FALSE(fs::exists(dir_ / out / "index.h5"));
+  }
+
+  void expect_same_as_reference(const std::string& out) {
+    DatasetIndex index = read_index(dir_ / out);
+    DatasetIndex reference = read_index(dir_ / "reference");
+    ASSERT_EQ(index.shard_file, reference.shard_file);
+    for (const std::string& shard : index.shard_file) {
+      EXPECT_EQ(test::read_bytes(dir_ / out / shard), test::read_bytes(dir_ / "reference" / shard))
+          << out << "/" << shard;
+    }
+    EXPECT_EQ(test::read_bytes(dir_ / out / "index.h5"),
+              test::read_bytes(dir_ / "reference" / "index.h5"));
+    auto report = nlohmann::json::parse(test::read_bytes(dir_ / out / "report.json"));
+    auto expected = nlohmann::json::parse(test::read_bytes(dir_ / "reference" / "report.json"));
+    EXPECT_EQ(report["skipped"], expected["skipped"]);
+    for (const auto& entry : fs::directory_iterator(dir_ / out)) {
+      std::string name = entry.path().filename().string();
+      EXPECT_FALSE(name.ends_with(".tmp")) << name;
+      EXPECT_NE(name, kJournalFile);
+    }
+  }
+
+  test::TempDir dir_;
+  ConvertResult reference_;
+};
+
+TEST_F(Resume, AnyInterruptionPointResumesToIdenticalBytes) {
+  ASSERT_EQ(reference_.samples, 29u);  // 31 inputs, 2 unreadable
+  ASSERT_EQ(reference_.skipped.size(), 2u);
+  ASSERT_GE(reference_.shards, 9u);
+  for (uint64_t stop : {1u, 3u, 4u, 13u, 29u}) {
+    const std::string out = "stop" + std::to_string(stop);
+    run_interrupted(out, stop);
+    ConvertOptions resumed = options(out);
+    resumed.resume = true;
+    ConvertResult result = convert(resumed);
+    EXPECT_FALSE(result.already_complete);
+    EXPECT_LE(result.resumed_inputs, stop);
+    EXPECT_TRUE(result.resume_notes.empty()) << result.resume_notes[0];
+    expect_same_as_reference(out);
+  }
+}
+
+TEST_F(Resume, ADamagedShardIsConvertedAgainWithEverythingAfterIt) {
+  run_interrupted("out", 20);
+  std::optional<JournalState> journal = ConvertJournal::read(dir_ / "out");
+  ASSERT_TRUE(journal);
+  ASSERT_GE(journal->shards.size(), 3u);
+  // Flip one pixel byte in the second shard's /images.
+  const fs::path victim = dir_ / "out" / journal->shards[1].file;
+  haddr_t offset = 0;
+  {
+    h5::File shard = h5::File::open_read(victim);
+    offset = H5Dget_offset(shard.open_dataset("/images").get());
+  }
+  std::string bytes = test::read_bytes(victim);
+  bytes[offset + 100] = static_cast<char>(bytes[offset + 100] ^ 0x40);
+  test::write_bytes(victim, bytes);
+
+  ConvertOptions resumed = options("out");
+  resumed.resume = true;
+  ConvertResult result = convert(resumed);
+  EXPECT_EQ(result.resumed_shards, 1u);
+  ASSERT_EQ(result.resume_notes.size(), 1u);
+  EXPECT_NE(result.resume_notes[0].find(journal->shards[1].file), std::string::npos);
+  expect_same_as_reference("out");
+}
+
+TEST_F(Resume, AMissingShardIsConvertedAgain) {
+  run_interrupted("out", 20);
+  fs::remove(dir_ / "out" / "shard-00000.h5");
+  ConvertOptions resumed = options("out");
+  resumed.resume = true;
+  ConvertResult result = convert(resumed);
+  EXPECT_EQ(result.resumed_shards, 0u);
+  expect_same_as_reference("out");
+}
+
+TEST_F(Resume, PartialOutputIsRefusedWithoutResumeOrOverwrite) {
+  run_interrupted("out", 10);
+  try {
+    convert(options("out"));
+    FAIL() << "expected a usage error";
+  } catch (const UsageError& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("--resume"), std::string::npos) << message;
+    EXPECT_NE(message.find("--overwrite"), std::string::npos) << message;
+  }
+  ConvertOptions overwrite = options("out");
+  overwrite.overwrite = true;
+  convert(overwrite);
+  expect_same_as_reference("out");
+}
+
+TEST_F(Resume, OtherOptionsCannotResume) {
+  run_interrupted("out", 10);
+  ConvertOptions other = options("out");
+  other.resume = true;
+  other.seed = 99;
+  try {
+    convert(other);
+    FAIL() << "expected a usage error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("other inputs or options"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(Resume, ResumingACompleteDatasetChangesNothing) {
+  ConvertOptions again = options("reference");
+  again.resume = true;
+  auto before = fs::last_write_time(dir_ / "reference" / "index.h5");
+  ConvertResult result = convert(again);
+  EXPECT_TRUE(result.already_complete);
+  EXPECT_EQ(result.records, reference_.records);
+  EXPECT_EQ(fs::last_write_time(dir_ / "reference" / "index.h5"), before);
+}
+
+}  // namespace
+}  // namespace imgpack
