@@ -22,6 +22,7 @@ inline constexpr int kExitUsage = 2;
 void add_convert_command(CLI::App& app, Action& action);
 void add_inspect_command(CLI::App& app, Action& action);
 void add_sample_data_command(CLI::App& app, Action& action);
+void add_bench_command(CLI::App& app, Action& action);
 
 // Prints one JSON object on stdout, followed by a newline.
 void print_json(const nlohmann::ordered_json& value);

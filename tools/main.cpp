@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   add_convert_command(app, action);
   add_inspect_command(app, action);
   add_sample_data_command(app, action);
+  add_bench_command(app, action);
 
   try {
     app.parse(argc, argv);
