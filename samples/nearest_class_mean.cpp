@@ -9,12 +9,11 @@
 //                      [--threads N] [--device host|cuda:N] [--min-accuracy A]
 //
 // Exits 0 when the accuracy is at least --min-accuracy (default 0), 1 otherwise.
+#include <cstdio>
+#include <cstdlib>
 #include <imgpack/dataset.hpp>
 #include <imgpack/error.hpp>
 #include <imgpack/loader.hpp>
-
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -35,14 +34,22 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw imgpack::UsageError(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--split") a.split = value();
-    else if (arg == "--fold") a.fold = std::stoi(value());
-    else if (arg == "--epochs") a.epochs = static_cast<unsigned>(std::stoul(value()));
-    else if (arg == "--threads") a.threads = static_cast<unsigned>(std::stoul(value()));
-    else if (arg == "--device") a.device = value();
-    else if (arg == "--min-accuracy") a.min_accuracy = std::stod(value());
-    else if (a.dataset.empty() && !arg.starts_with("--")) a.dataset = arg;
-    else throw imgpack::UsageError("unknown argument " + arg);
+    if (arg == "--split")
+      a.split = value();
+    else if (arg == "--fold")
+      a.fold = std::stoi(value());
+    else if (arg == "--epochs")
+      a.epochs = static_cast<unsigned>(std::stoul(value()));
+    else if (arg == "--threads")
+      a.threads = static_cast<unsigned>(std::stoul(value()));
+    else if (arg == "--device")
+      a.device = value();
+    else if (arg == "--min-accuracy")
+      a.min_accuracy = std::stod(value());
+    else if (a.dataset.empty() && !arg.starts_with("--"))
+      a.dataset = arg;
+    else
+      throw imgpack::UsageError("unknown argument " + arg);
   }
   if (a.dataset.empty() || a.split.empty()) {
     throw imgpack::UsageError("usage: nearest_class_mean DATASET --split NAME [--fold F] ...");
@@ -133,8 +140,9 @@ int main(int argc, char** argv) {
     const double accuracy = total > 0 ? static_cast<double>(correct) / total : 0;
     std::size_t trained = 0;
     for (std::size_t c : counts) trained += c;
-    std::printf("trained on %zu images (%u epochs), validated on %zu: accuracy %.3f (chance %.3f)\n",
-                trained, args.epochs, total, accuracy, classes > 0 ? 1.0 / classes : 0.0);
+    std::printf(
+        "trained on %zu images (%u epochs), validated on %zu: accuracy %.3f (chance %.3f)\n",
+        trained, args.epochs, total, accuracy, classes > 0 ? 1.0 / classes : 0.0);
     return accuracy >= args.min_accuracy ? 0 : 1;
   } catch (const imgpack::UsageError& e) {
     std::fprintf(stderr, "nearest_class_mean: %s\n", e.what());

@@ -298,15 +298,16 @@ int run_bench(const BenchArgs& a) {
             << human_bytes(dataset.num_records() * dataset.record_bytes()) << ") in "
             << dataset.num_shards() << " shard" << (dataset.num_shards() == 1 ? "" : "s")
             << ", opened in " << fixed(open_seconds, 3) << " s\n";
-  std::cout << "  reading   " << (a.split.empty() ? "all samples" : a.split + " fold " +
-                                                                       std::to_string(a.fold) +
-                                                                       " " + a.role)
-            << ", " << a.order << " order, batch " << a.batch << ", prefetch " << a.prefetch
-            << ", " << device.name() << ", " << a.output << " output"
+  std::cout << "  reading   "
+            << (a.split.empty() ? "all samples"
+                                : a.split + " fold " + std::to_string(a.fold) + " " + a.role)
+            << ", " << a.order << " order, batch " << a.batch << ", prefetch " << a.prefetch << ", "
+            << device.name() << ", " << a.output << " output"
             << (a.step_ms > 0 ? ", step " + fixed(a.step_ms, 1) + " ms" : "") << "\n";
   std::cout << "  memcpy    " << fixed(memcpy_bps / 1e9, 2) << " GB/s (" << a.memcpy_threads
             << " threads, same bytes, same run)\n";
-  if (upload_bps) std::cout << "  upload    " << fixed(*upload_bps / 1e9, 2) << " GB/s pinned H2D\n";
+  if (upload_bps)
+    std::cout << "  upload    " << fixed(*upload_bps / 1e9, 2) << " GB/s pinned H2D\n";
   if (a.sweep) {
     for (const ReaderRun& r : runs) {
       std::cout << "  threads " << r.threads << (r.threads < 10 ? " " : "") << " "
@@ -325,8 +326,8 @@ int run_bench(const BenchArgs& a) {
             << (chosen->ring_device_bytes > 0
                     ? " + " + human_bytes(chosen->ring_device_bytes) + " device"
                     : "")
-            << "; reader anonymous memory " << human_bytes(chosen->anon_growth_bytes)
-            << " (bound " << human_bytes(memory_bound) << ")\n";
+            << "; reader anonymous memory " << human_bytes(chosen->anon_growth_bytes) << " (bound "
+            << human_bytes(memory_bound) << ")\n";
   return kExitOk;
 }
 
@@ -337,16 +338,19 @@ void add_bench_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Measure reader throughput and starvation against same-run memcpy bandwidth");
   cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
-  cmd->add_option("--batch", args->batch, "Batch size")->capture_default_str()->check(
-      CLI::PositiveNumber);
-  CLI::Option* threads =
-      cmd->add_option("--threads", args->threads, "Reader threads (the maximum with --sweep-threads)")
-          ->capture_default_str()
-          ->check(CLI::Range(1u, 1024u));
-  cmd->add_option("--prefetch", args->prefetch, "Slots in the ring")->capture_default_str()->check(
-      CLI::Range(std::size_t{1}, std::size_t{4096}));
-  cmd->add_option("--epochs", args->epochs, "Epochs to read")->capture_default_str()->check(
-      CLI::PositiveNumber);
+  cmd->add_option("--batch", args->batch, "Batch size")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  CLI::Option* threads = cmd->add_option("--threads", args->threads,
+                                         "Reader threads (the maximum with --sweep-threads)")
+                             ->capture_default_str()
+                             ->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--prefetch", args->prefetch, "Slots in the ring")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
+  cmd->add_option("--epochs", args->epochs, "Epochs to read")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--order", args->order, "sequential, random or shard-window")
       ->capture_default_str()
       ->check(CLI::IsMember({"sequential", "random", "shard-window"}));

@@ -120,7 +120,7 @@ class CudaBackend final : public UploadBackend {
     const auto blocks =
         static_cast<unsigned>(std::min<std::size_t>((total + kThreads - 1) / kThreads, 1u << 16));
     convert_kernel<<<blocks, kThreads, 0, stream_>>>(job.src, job.dst, job.count, job.format,
-                                                      job.geometry, job.norm);
+                                                     job.geometry, job.norm);
     check(cudaGetLastError(), "convert kernel launch");
   }
   void record(UploadEvent& event) override {

@@ -27,11 +27,16 @@ struct ShardView {
 
 std::string layout_name(H5D_layout_t layout) {
   switch (layout) {
-    case H5D_COMPACT: return "compact";
-    case H5D_CONTIGUOUS: return "contiguous";
-    case H5D_CHUNKED: return "chunked";
-    case H5D_VIRTUAL: return "virtual";
-    default: return "of unknown layout";
+    case H5D_COMPACT:
+      return "compact";
+    case H5D_CONTIGUOUS:
+      return "contiguous";
+    case H5D_CHUNKED:
+      return "chunked";
+    case H5D_VIRTUAL:
+      return "virtual";
+    default:
+      return "of unknown layout";
   }
 }
 
@@ -60,8 +65,8 @@ uint64_t check_images(const h5::File& file, const DatasetIndex& index, uint64_t 
   const std::vector<uint64_t> expected = {records, index.height, index.width, index.channels};
   const std::vector<uint64_t> dims = file.shape(name);
   if (dims != expected) {
-    throw file_error(path, name + " has shape " + dims_text(dims) + ", index.h5 expects " +
-                               dims_text(expected));
+    throw file_error(
+        path, name + " has shape " + dims_text(dims) + ", index.h5 expects " + dims_text(expected));
   }
 
   h5::Handle dcpl(file.check(H5Dget_create_plist(images.get()), "H5Dget_create_plist", name));
@@ -231,11 +236,10 @@ void Dataset::State::build_sample_table() {
     sample_records[fill[static_cast<std::size_t>(index.record_sample[r])]++] = r;
   }
   for (std::size_t s = 0; s < n_samples; ++s) {
-    std::stable_sort(sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s]),
-                     sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s + 1]),
-                     [&](uint64_t a, uint64_t b) {
-                       return index.record_variant[a] < index.record_variant[b];
-                     });
+    std::stable_sort(
+        sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s]),
+        sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s + 1]),
+        [&](uint64_t a, uint64_t b) { return index.record_variant[a] < index.record_variant[b]; });
   }
 }
 

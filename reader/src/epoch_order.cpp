@@ -44,7 +44,8 @@ std::size_t EpochOrder::rank_size() const {
 std::vector<uint64_t> EpochOrder::global_order(uint64_t epoch) const {
   std::vector<uint64_t> records = epoch_records(dataset_, samples_, policy_, options_.seed, epoch);
   switch (options_.mode) {
-    case OrderMode::sequential: break;
+    case OrderMode::sequential:
+      break;
     case OrderMode::random: {
       CounterRng rng(options_.seed, kOrderStream, epoch);
       rng.shuffle(std::span<uint64_t>(records));
@@ -111,9 +112,12 @@ OrderMode parse_order_mode(std::string_view text) {
 
 std::string_view order_mode_name(OrderMode mode) {
   switch (mode) {
-    case OrderMode::sequential: return "sequential";
-    case OrderMode::random: return "random";
-    case OrderMode::shard_window: return "shard-window";
+    case OrderMode::sequential:
+      return "sequential";
+    case OrderMode::random:
+      return "random";
+    case OrderMode::shard_window:
+      return "shard-window";
   }
   return "?";
 }

@@ -50,7 +50,7 @@ struct Slot {
   std::vector<uint64_t> records;
   std::unique_ptr<UploadEvent> upload_done;    // fires when the slot's upload is complete
   std::unique_ptr<UploadEvent> consumer_done;  // recorded on the consumer's stream
-  bool consumer_pending = false;  // the next upload must wait for consumer_done
+  bool consumer_pending = false;               // the next upload must wait for consumer_done
 };
 
 // A batch between being opened by a reader thread and delivered by next().
@@ -249,7 +249,8 @@ LoaderCore::~LoaderCore() {
 void LoaderCore::start_threads() {
   threads_.reserve(options_.threads + 1);
   try {
-    for (unsigned i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { reader_main(); });
+    for (unsigned i = 0; i < options_.threads; ++i)
+      threads_.emplace_back([this] { reader_main(); });
     threads_.emplace_back([this] { upload_main(); });
   } catch (...) {
     stop();
@@ -307,9 +308,12 @@ std::size_t LoaderCore::batches_per_epoch() const {
 std::size_t LoaderCore::images_per_epoch() const {
   const std::size_t m = order_.rank_size(), b = options_.batch_size;
   switch (options_.last_batch) {
-    case LastBatch::drop: return m / b * b;
-    case LastBatch::partial: return m;
-    case LastBatch::pad: return (m + b - 1) / b * b;
+    case LastBatch::drop:
+      return m / b * b;
+    case LastBatch::partial:
+      return m;
+    case LastBatch::pad:
+      return (m + b - 1) / b * b;
   }
   return m;
 }
@@ -422,7 +426,8 @@ void LoaderCore::fill_chunk(const EpochWork& work, std::size_t batch, std::size_
   for (std::size_t pos = begin; pos < end; ++pos) {
     const uint64_t record = work.entries[batch_begin + pos];
     const uint8_t* src = dataset_.record_data(record);
-    if (options_.verify_checksums && checksum(src, record_bytes_) != dataset_.record_checksum(record)) {
+    if (options_.verify_checksums &&
+        checksum(src, record_bytes_) != dataset_.record_checksum(record)) {
       const DatasetIndex& index = dataset_.index();
       throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
                        "row " + std::to_string(index.record_row[record]) + " (sample " +

@@ -47,10 +47,18 @@ std::vector<int64_t> select_samples(const DatasetIndex& index, const SelectionOp
     const int16_t a = split->assign[static_cast<std::size_t>(s)];
     bool take = false;
     switch (options.role) {
-      case Role::all: take = true; break;
-      case Role::train: take = a >= 0 && a != fold; break;
-      case Role::val: take = a == fold; break;
-      case Role::test: take = a == format::kTestFold; break;
+      case Role::all:
+        take = true;
+        break;
+      case Role::train:
+        take = a >= 0 && a != fold;
+        break;
+      case Role::val:
+        take = a == fold;
+        break;
+      case Role::test:
+        take = a == format::kTestFold;
+        break;
     }
     if (take) samples.push_back(s);
   }
@@ -122,10 +130,14 @@ Role parse_role(std::string_view text) {
 
 std::string_view role_name(Role role) {
   switch (role) {
-    case Role::all: return "all";
-    case Role::train: return "train";
-    case Role::val: return "val";
-    case Role::test: return "test";
+    case Role::all:
+      return "all";
+    case Role::train:
+      return "train";
+    case Role::val:
+      return "val";
+    case Role::test:
+      return "test";
   }
   return "?";
 }

@@ -59,8 +59,8 @@ Memory allocate_pages(std::size_t bytes) {
   if (bytes == 0) bytes = 1;
   void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (data == MAP_FAILED) {
-    throw Error("cannot allocate " + std::to_string(bytes) + " bytes of batch memory: " +
-                std::strerror(errno));
+    throw Error("cannot allocate " + std::to_string(bytes) +
+                " bytes of batch memory: " + std::strerror(errno));
   }
 #ifdef MADV_HUGEPAGE
   ::madvise(data, bytes, MADV_HUGEPAGE);  // fewer TLB misses when copying; advisory only

@@ -23,9 +23,9 @@ int main(int argc, char** argv) {
     split.created = imgpack::utc_timestamp();
     for (std::size_t s = 0; s < index.num_samples(); ++s) {
       imgpack::CounterRng rng(split.seed, s);
-      split.assign.push_back(rng.below(10) == 0
-                                 ? int16_t{-1}
-                                 : static_cast<int16_t>(rng.below(static_cast<uint64_t>(split.folds))));
+      split.assign.push_back(
+          rng.below(10) == 0 ? int16_t{-1}
+                             : static_cast<int16_t>(rng.below(static_cast<uint64_t>(split.folds))));
     }
     std::erase_if(index.splits, [&](const imgpack::Split& s) { return s.name == split.name; });
     index.splits.push_back(split);

@@ -37,7 +37,8 @@ uint16_t reference_half(float f) {
   const double x = std::fabs(static_cast<double>(f));
   static const std::vector<double> values = [] {
     std::vector<double> v;
-    for (uint16_t bits = 0; bits <= 0x7c00; ++bits) v.push_back(bits == 0x7c00 ? 65536.0 : half_value(bits));
+    for (uint16_t bits = 0; bits <= 0x7c00; ++bits)
+      v.push_back(bits == 0x7c00 ? 65536.0 : half_value(bits));
     return v;
   }();
   if (x >= 65536.0) return sign | 0x7c00;

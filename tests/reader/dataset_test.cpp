@@ -104,9 +104,9 @@ TEST(Dataset, OpensADatasetWrittenByConvert) {
     test::write_image(src / (i % 2 ? "cat" : "dog") / (std::to_string(i) + ".png"),
                       test::make_rgb_image(40 + i, 30, static_cast<uint64_t>(i)));
   }
-  test::CommandResult result = test::run_imgpack(
-      "convert " + test::shell_quote(src.string()) + " " + test::shell_quote(out.string()) +
-      " --size 32x24 --quiet");
+  test::CommandResult result =
+      test::run_imgpack("convert " + test::shell_quote(src.string()) + " " +
+                        test::shell_quote(out.string()) + " --size 32x24 --quiet");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   Dataset dataset = Dataset::open(out, DatasetOpenOptions{.verify_checksums = true});
   EXPECT_EQ(dataset.num_records(), 6u);

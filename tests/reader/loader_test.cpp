@@ -3,9 +3,8 @@
 #include "imgpack/loader.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -66,8 +65,8 @@ class LoaderTest : public ::testing::Test {
       EXPECT_EQ(batch->epoch(), epoch);
       EXPECT_EQ(batch->index(), expected_index++);
       EXPECT_FALSE(batch->on_device());
-      EXPECT_EQ(batch->bytes(), batch->size() * dataset_.record_bytes() *
-                                    output_element_bytes(batch->format()));
+      EXPECT_EQ(batch->bytes(),
+                batch->size() * dataset_.record_bytes() * output_element_bytes(batch->format()));
       out.batch_sizes.push_back(batch->size());
       out.paddings.push_back(batch->padding());
       for (std::size_t i = 0; i < batch->size(); ++i) {
@@ -308,8 +307,8 @@ TEST_F(LoaderTest, FloatOutputMatchesAScalarReference) {
             const uint16_t bits = batch->data_as<uint16_t>()[at];
             const int exponent = (bits >> 10) & 0x1f;
             const double mantissa = (bits & 0x3ff) / 1024.0;
-            double value = exponent == 0 ? std::ldexp(mantissa, -14)
-                                         : std::ldexp(1 + mantissa, exponent - 15);
+            double value =
+                exponent == 0 ? std::ldexp(mantissa, -14) : std::ldexp(1 + mantissa, exponent - 15);
             if (bits & 0x8000) value = -value;
             EXPECT_NEAR(value, want, std::abs(want) * 0x1p-11 + 1e-7);
           }

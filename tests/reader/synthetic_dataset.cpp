@@ -12,8 +12,7 @@ namespace imgpack::test {
 
 namespace fs = std::filesystem;
 
-std::vector<uint8_t> synthetic_pixels(const SyntheticOptions& o, int64_t sample,
-                                      uint16_t variant) {
+std::vector<uint8_t> synthetic_pixels(const SyntheticOptions& o, int64_t sample, uint16_t variant) {
   std::vector<uint8_t> pixels(std::size_t{o.height} * o.width * o.channels);
   CounterRng rng(o.seed, static_cast<uint64_t>(sample), variant);
   for (uint8_t& p : pixels) p = static_cast<uint8_t>(rng.next() >> 56);
@@ -35,8 +34,8 @@ DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions
   for (uint32_t c = 0; c < o.classes; ++c) index.class_names.push_back("class" + std::to_string(c));
   for (uint32_t g = 0; g < o.groups; ++g) index.group_names.push_back("group" + std::to_string(g));
   for (uint32_t s = 0; s < o.samples; ++s) {
-    index.sample_path.push_back("class" + std::to_string(s % o.classes) + "/" +
-                                std::to_string(s) + ".png");
+    index.sample_path.push_back("class" + std::to_string(s % o.classes) + "/" + std::to_string(s) +
+                                ".png");
     index.sample_label.push_back(static_cast<int32_t>(s % o.classes));
     index.sample_group.push_back(static_cast<int32_t>(s % o.groups));
   }

@@ -18,12 +18,11 @@
 namespace imgpack {
 namespace {
 
-#define SKIP_WITHOUT_CUDA_DEVICE()                                              \
-  do {                                                                          \
-    if (cuda_device_count() == 0) {                                             \
-      GTEST_SKIP() << (built_with_cuda() ? "no CUDA device or driver"           \
-                                         : "built without CUDA");               \
-    }                                                                           \
+#define SKIP_WITHOUT_CUDA_DEVICE()                                                             \
+  do {                                                                                         \
+    if (cuda_device_count() == 0) {                                                            \
+      GTEST_SKIP() << (built_with_cuda() ? "no CUDA device or driver" : "built without CUDA"); \
+    }                                                                                          \
   } while (false)
 
 std::vector<uint8_t> random_bytes(std::size_t n, uint64_t seed) {
@@ -50,8 +49,8 @@ std::vector<uint8_t> run_upload(UploadBackend& backend, const std::vector<uint8_
   backend.stream_wait(*consumer_done);
   backend.copy_to_device(device.data(), host.data(), input.size());
   if (format != OutputFormat::uint8_nhwc) {
-    backend.convert({static_cast<const uint8_t*>(device.data()), output.data(), count, format, g,
-                     norm});
+    backend.convert(
+        {static_cast<const uint8_t*>(device.data()), output.data(), count, format, g, norm});
   }
   backend.record(*upload_done);
   backend.synchronize(*upload_done);

@@ -51,8 +51,8 @@ TEST_F(BenchCommandTest, JsonHasTheContractKeys) {
       run_imgpack("bench " + shell_quote(dataset_) + " --batch 4 --threads 2 --epochs 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
-  for (const char* key : {"images_per_s", "gb_per_s", "memcpy_gb_per_s", "starvation", "threads",
-                          "batch"}) {
+  for (const char* key :
+       {"images_per_s", "gb_per_s", "memcpy_gb_per_s", "starvation", "threads", "batch"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_GT(j["images_per_s"].get<double>(), 0);

@@ -64,8 +64,8 @@ struct LoaderOptions {
   std::size_t batch_size = 256;
   LastBatch last_batch = LastBatch::partial;
 
-  unsigned threads = 2;       // reader threads, >= 1
-  std::size_t prefetch = 4;   // slots in the ring (the one the consumer holds included), >= 1
+  unsigned threads = 2;      // reader threads, >= 1
+  std::size_t prefetch = 4;  // slots in the ring (the one the consumer holds included), >= 1
   Device device = Device::host();
   // Host delivery only: allocate the slots with cudaHostAlloc when a CUDA
   // device is present, so that the caller can upload them quickly itself.

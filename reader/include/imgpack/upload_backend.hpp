@@ -52,7 +52,8 @@ class Memory {
  public:
   using Release = void (*)(void* data, std::size_t size);
   Memory() = default;
-  Memory(void* data, std::size_t size, Release release) : data_(data), size_(size), release_(release) {}
+  Memory(void* data, std::size_t size, Release release)
+      : data_(data), size_(size), release_(release) {}
   ~Memory() { reset(); }
   Memory(Memory&& other) noexcept;
   Memory& operator=(Memory&& other) noexcept;
@@ -135,6 +136,7 @@ std::unique_ptr<UploadBackend> make_host_backend(bool pin_memory = false);
 // The backend for `device`. Throws imgpack::Error when a CUDA device is asked
 // for and this build has no CUDA or the device does not exist (the message
 // says which).
-std::unique_ptr<UploadBackend> make_upload_backend(const Device& device, bool pin_host_memory = false);
+std::unique_ptr<UploadBackend> make_upload_backend(const Device& device,
+                                                   bool pin_host_memory = false);
 
 }  // namespace imgpack
