@@ -68,7 +68,7 @@ imgpack::LoaderOptions options_for(const Args& a, imgpack::Role role) {
   o.device = imgpack::parse_device(a.device);
   o.output = imgpack::OutputFormat::float32_nchw;  // (x / 255 - 0.5) / 0.25
   o.mean = {0.5f, 0.5f, 0.5f, 0};
-  o.std = {0.25f, 0.25f, 0.25f, 1};
+  o.stddev = {0.25f, 0.25f, 0.25f, 1};
   return o;
 }
 

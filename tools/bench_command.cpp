@@ -149,7 +149,7 @@ LoaderOptions loader_options(const BenchArgs& a, unsigned threads) {
   o.output = parse_output_format(a.output);
   if (o.output != OutputFormat::uint8_nhwc) {
     o.mean = {0.485f, 0.456f, 0.406f, 0};
-    o.std = {0.229f, 0.224f, 0.225f, 1};
+    o.stddev = {0.229f, 0.224f, 0.225f, 1};
   }
   return o;
 }

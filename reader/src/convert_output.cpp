@@ -2,19 +2,20 @@
 
 namespace imgpack {
 
-Normalization Normalization::from_mean_std(const float* mean, const float* std, uint32_t channels) {
+Normalization Normalization::from_mean_std(const float* mean, const float* stddev,
+                                           uint32_t channels) {
   Normalization norm;
   for (uint32_t c = 0; c < channels && c < 4; ++c) {
     norm.offset[c] = static_cast<float>(255.0 * static_cast<double>(mean[c]));
-    norm.scale[c] = static_cast<float>(1.0 / (255.0 * static_cast<double>(std[c])));
+    norm.scale[c] = static_cast<float>(1.0 / (255.0 * static_cast<double>(stddev[c])));
   }
   return norm;
 }
 
 Normalization Normalization::unit_range(uint32_t channels) {
   const float mean[4] = {0, 0, 0, 0};
-  const float std[4] = {1, 1, 1, 1};
-  return from_mean_std(mean, std, channels);
+  const float stddev[4] = {1, 1, 1, 1};
+  return from_mean_std(mean, stddev, channels);
 }
 
 void convert_record_host(const uint8_t* src, void* dst, OutputFormat format,

@@ -78,7 +78,7 @@ void validate(const Dataset& dataset, const LoaderOptions& o) {
   }
   if (o.output != OutputFormat::uint8_nhwc) {
     for (uint32_t c = 0; c < dataset.channels(); ++c) {
-      if (!(o.std[c] > 0)) throw UsageError("std must be positive for every channel");
+      if (!(o.stddev[c] > 0)) throw UsageError("stddev must be positive for every channel");
     }
   }
 }
@@ -194,7 +194,7 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       record_bytes_(dataset_.record_bytes()),
       output_record_bytes_(record_bytes_ * output_element_bytes(options_.output)),
       geometry_{dataset_.height(), dataset_.width(), dataset_.channels()},
-      norm_(Normalization::from_mean_std(options_.mean.data(), options_.std.data(),
+      norm_(Normalization::from_mean_std(options_.mean.data(), options_.stddev.data(),
                                          dataset_.channels())) {
   backend_ = make_upload_backend(options_.device, options_.pin_host_memory);
   const bool device_copy = backend_->separate_device_memory();

@@ -289,7 +289,7 @@ TEST_F(LoaderTest, FloatOutputMatchesAScalarReference) {
     LoaderOptions o = base_options();
     o.output = format;
     o.mean = {0.485f, 0.456f, 0.406f, 0};
-    o.std = {0.229f, 0.224f, 0.225f, 1};
+    o.stddev = {0.229f, 0.224f, 0.225f, 1};
     Loader loader(dataset_, o);
     std::optional<Batch> batch = loader.next();
     ASSERT_TRUE(batch);
@@ -298,7 +298,7 @@ TEST_F(LoaderTest, FloatOutputMatchesAScalarReference) {
       const uint8_t* src = dataset_.record_data(batch->records()[i]);
       for (std::size_t ch = 0; ch < c; ++ch) {
         for (std::size_t p = 0; p < h * w; ++p) {
-          const double want = (src[p * c + ch] / 255.0 - o.mean[ch]) / o.std[ch];
+          const double want = (src[p * c + ch] / 255.0 - o.mean[ch]) / o.stddev[ch];
           const std::size_t at = (i * c + ch) * h * w + p;
           if (format == OutputFormat::float32_nchw) {
             EXPECT_NEAR(batch->data_as<float>()[at], want, 2e-6 * (1 + std::abs(want)));
@@ -477,7 +477,7 @@ TEST_F(LoaderTest, RejectsBadOptions) {
   EXPECT_THROW(Loader(dataset_, o), UsageError);
   o = base_options();
   o.output = OutputFormat::float32_nchw;
-  o.std = {1, 0, 1, 1};
+  o.stddev = {1, 0, 1, 1};
   EXPECT_THROW(Loader(dataset_, o), UsageError);
   o = base_options();
   o.selection.split = "nope";

@@ -144,7 +144,7 @@ TEST_F(CudaLoaderTest, DeliversTheSameBatchesAsTheHost) {
     o.prefetch = 3;
     o.output = f;
     o.mean = {0.5f, 0.4f, 0.3f, 0};
-    o.std = {0.2f, 0.25f, 0.3f, 1};
+    o.stddev = {0.2f, 0.25f, 0.3f, 1};
     Loader host(dataset_, o);
     o.device = Device::cuda(0);
     Loader cuda(dataset_, o);

@@ -1,7 +1,7 @@
 // Output conversion: uint8 HWC records -> normalized float32 or float16 NCHW.
 //
-// out[n][c][y][x] = (in[n][y][x][c] / 255 - mean[c]) / std[c], computed as
-// (in - 255 * mean[c]) * (1 / (255 * std[c])) in single precision with no
+// out[n][c][y][x] = (in[n][y][x][c] / 255 - mean[c]) / stddev[c], computed as
+// (in - 255 * mean[c]) * (1 / (255 * stddev[c])) in single precision with no
 // fused multiply-add, so that the CUDA kernel and the host path, which both
 // call convert_element(), produce the same bits. float16 output is the IEEE
 // binary16 bit pattern, rounded to nearest even by float_to_half_bits().
@@ -34,15 +34,16 @@ inline std::size_t output_element_bytes(OutputFormat format) {
   return format == OutputFormat::uint8_nhwc ? 1 : format == OutputFormat::float32_nchw ? 4 : 2;
 }
 
-// Per-channel affine map, precomputed from mean and std given in [0, 1] units
+// Per-channel affine map, precomputed from mean and stddev given in [0, 1] units
 // (torchvision's convention, e.g. mean {0.485, 0.456, 0.406}).
 struct Normalization {
   float offset[4] = {0, 0, 0, 0};  // 255 * mean[c]
-  float scale[4] = {1, 1, 1, 1};   // 1 / (255 * std[c])
+  float scale[4] = {1, 1, 1, 1};   // 1 / (255 * stddev[c])
 
-  // Identity: out = in / 255. Throws nothing; std values <= 0 are the
-  // caller's error (LoaderOptions validates them).
-  static Normalization from_mean_std(const float* mean, const float* std, uint32_t channels);
+  // From `channels` (<= 4) means and standard deviations. Throws nothing;
+  // stddev values <= 0 are the caller's error (Loader validates them).
+  static Normalization from_mean_std(const float* mean, const float* stddev, uint32_t channels);
+  // Identity normalization: out = in / 255.
   static Normalization unit_range(uint32_t channels);
 };
 

@@ -71,10 +71,11 @@ struct LoaderOptions {
   // device is present, so that the caller can upload them quickly itself.
   bool pin_host_memory = false;
 
-  // Output layout. For float formats: (x / 255 - mean[c]) / std[c], NCHW.
+  // Output layout. For float formats: (x / 255 - mean[c]) / stddev[c], NCHW, with mean
+  // and stddev in [0, 1] units (torchvision's convention); stddev must be positive.
   OutputFormat output = OutputFormat::uint8_nhwc;
   std::array<float, 4> mean = {0, 0, 0, 0};
-  std::array<float, 4> std = {1, 1, 1, 1};
+  std::array<float, 4> stddev = {1, 1, 1, 1};
 
   // Compare every record read with its stored checksum; a mismatch is an
   // imgpack::Error from next() naming the shard and row. Costs a hash per record.
