@@ -104,8 +104,13 @@ class LoaderCore {
   void wait_for_upload_on(int slot, void* stream) const {
     backend_->wait_on_stream(*slots_[static_cast<std::size_t>(slot)].upload_done, stream);
   }
-  void synchronize_upload(int slot) const {
+  // Blocks until the slot's upload is done; the time counts as consumer wait.
+  void synchronize_upload(int slot) {
+    const Clock::time_point start = Clock::now();
     backend_->synchronize(*slots_[static_cast<std::size_t>(slot)].upload_done);
+    const uint64_t waited = nanoseconds_since(start);
+    std::lock_guard lock(mu_);
+    wait_ns_ += waited;
   }
 
   uint64_t epoch() const {

@@ -134,7 +134,8 @@ class Batch {
   // Makes `stream` (a cudaStream_t; nullptr = legacy default stream) wait for
   // the upload. No-op for host delivery.
   void wait_on_stream(void* stream) const;
-  // Blocks the calling thread until the upload is done.
+  // Blocks the calling thread until the upload is done (counted as consumer
+  // wait in LoaderStats).
   void synchronize() const;
   // Declares that work already issued on `stream` reads this batch: the
   // loader will not overwrite the slot before that work completes. Without
@@ -172,7 +173,8 @@ struct LoaderStats {
   uint64_t bytes = 0;    // record bytes read from the dataset for them (images * H * W * C)
   // From the consumer's first next() to its latest return from next().
   double consumer_seconds = 0;
-  // Time the consumer spent blocked in next() waiting for a batch.
+  // Time the consumer spent blocked in next() waiting for a batch, or in
+  // Batch::synchronize() waiting for its upload.
   double wait_seconds = 0;
   // Busy time summed over the reader threads (copying, converting, hashing),
   // and of the upload stage (issuing copies and kernels).
