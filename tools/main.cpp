@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add_preview_command(app, action);
   add_sample_data_command(app, action);
   add_split_command(app, action);
+  add_bench_command(app, action);
 
   std::string names;
   bool known = false;

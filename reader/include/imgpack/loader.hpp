@@ -1,0 +1,236 @@
+// Loader: batches of records, prefetched by reader threads into a ring of
+// (pinned) host slots and uploaded to the device ahead of the training loop.
+//
+//   Dataset dataset = Dataset::open("data/train-224");
+//   LoaderOptions options;
+//   options.selection = {.split = "cv5", .fold = 0, .role = Role::train};
+//   options.batch_size = 256;
+//   options.device = Device::cuda(0);
+//   options.output = OutputFormat::float32_nchw;  // normalized on the GPU
+//   Loader loader(dataset, options);
+//   for (uint64_t epoch = 0; epoch < 90; ++epoch) {
+//     loader.set_epoch(epoch);
+//     while (std::optional<Batch> batch = loader.next()) {
+//       batch->wait_on_stream(stream);        // the upload is ordered before your work
+//       train_step(batch->data_as<float>(), batch->labels(), stream);
+//       batch->recycle_after(stream);         // the slot is reused only after that work
+//     }
+//   }
+//
+// Pipeline: `threads` reader threads copy records from the dataset's mappings
+// into a ring of `prefetch` slots (cudaHostAlloc'd when uploading to a GPU,
+// page-aligned memory otherwise); an upload stage issues, per batch and in
+// batch order, cudaMemcpyAsync on its own stream into the slot's device
+// buffer, the optional conversion kernel, and records the slot's ready event;
+// next() hands out the batches in order. The reader threads never call HDF5,
+// never allocate and take no lock per record (one per chunk of about 1 MiB).
+//
+// What is delivered, and in which order, is a pure function of the dataset,
+// the selection and the order options (see epoch_order.hpp): the thread count
+// and prefetch depth never change it.
+//
+// Thread-safety: a Loader is used from one thread (construction, set_epoch,
+// next, stats). Batches may be moved to and destroyed on any thread. Errors
+// in the reader threads or the upload stage are rethrown from next().
+// Destroying a Loader stops and joins its threads promptly (each finishes at
+// most one chunk); Batches still alive stay valid and return their slot
+// memory when they die.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "imgpack/convert_output.hpp"
+#include "imgpack/dataset.hpp"
+#include "imgpack/epoch_order.hpp"
+#include "imgpack/selection.hpp"
+#include "imgpack/upload_backend.hpp"
+
+namespace imgpack {
+
+// What happens to the last batch of an epoch when the rank's records do not
+// fill it: drop it, pad it to batch_size by repeating the epoch's first
+// records (Batch::padding() says how many), or deliver it short.
+enum class LastBatch { drop, pad, partial };
+
+struct LoaderOptions {
+  SelectionOptions selection;  // default: every sample, variant 0
+  OrderOptions order;          // default: random order, seed 0, one rank
+
+  std::size_t batch_size = 256;
+  LastBatch last_batch = LastBatch::partial;
+
+  unsigned threads = 2;      // reader threads, >= 1
+  std::size_t prefetch = 4;  // slots in the ring (the one the consumer holds included), >= 1
+  Device device = Device::host();
+  // Host delivery only: allocate the slots with cudaHostAlloc when a CUDA
+  // device is present, so that the caller can upload them quickly itself.
+  bool pin_host_memory = false;
+
+  // Output layout. For float formats: (x / 255 - mean[c]) / stddev[c], NCHW, with mean
+  // and stddev in [0, 1] units (torchvision's convention); stddev must be positive.
+  OutputFormat output = OutputFormat::uint8_nhwc;
+  std::array<float, 4> mean = {0, 0, 0, 0};
+  std::array<float, 4> stddev = {1, 1, 1, 1};
+
+  // Compare every record read with its stored checksum; a mismatch is an
+  // imgpack::Error from next() naming the shard and row. Costs a hash per record.
+  bool verify_checksums = false;
+};
+
+namespace detail {
+class LoaderCore;
+}
+
+// One batch: a handle on a slot of the loader's ring. Move-only; destroying
+// (or release()-ing) it returns the slot. Everything it points to stays valid
+// until then, even if the Loader is destroyed first.
+class Batch {
+ public:
+  Batch() = default;
+  ~Batch();
+  Batch(Batch&& other) noexcept;
+  Batch& operator=(Batch&& other) noexcept;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+
+  explicit operator bool() const { return core_ != nullptr; }
+
+  uint64_t epoch() const { return epoch_; }
+  std::size_t index() const { return index_; }  // batch number within the epoch
+  std::size_t size() const { return size_; }    // entries, padding included
+  // The last padding() entries repeat records delivered earlier in the
+  // epoch (rank padding and last-batch padding); leave them out of metrics.
+  std::size_t padding() const { return padding_; }
+
+  OutputFormat format() const { return format_; }
+  Device device() const { return device_; }
+  bool on_device() const { return device_.is_cuda(); }
+  // The images: size() records, uint8 N x H x W x C or float/half N x C x H x W.
+  // A device pointer when on_device(): read it only on a stream that
+  // wait_on_stream() was called for (or after synchronize()).
+  const void* data() const { return data_; }
+  template <class T>
+  const T* data_as() const {
+    return static_cast<const T*>(data_);
+  }
+  std::size_t bytes() const { return bytes_; }
+  uint32_t height() const { return height_; }
+  uint32_t width() const { return width_; }
+  uint32_t channels() const { return channels_; }
+
+  // Host arrays, one entry per image.
+  std::span<const int32_t> labels() const { return {labels_, size_}; }
+  std::span<const int64_t> samples() const { return {samples_, size_}; }  // source sample ids
+  std::span<const uint64_t> records() const { return {records_, size_}; }
+
+  // cudaEvent_t that fires when the upload (and conversion) is done; nullptr
+  // for host delivery, where the batch is complete when next() returns.
+  void* ready_event() const;
+  // Makes `stream` (a cudaStream_t; nullptr = legacy default stream) wait for
+  // the upload. No-op for host delivery.
+  void wait_on_stream(void* stream) const;
+  // Blocks the calling thread until the upload is done (counted as consumer
+  // wait in LoaderStats).
+  void synchronize() const;
+  // Declares that work already issued on `stream` reads this batch: the
+  // loader will not overwrite the slot before that work completes. Without
+  // it, destroying the Batch means "done with it now". No-op on host.
+  void recycle_after(void* stream);
+  // Copies the images (bytes() bytes) to host memory, synchronously.
+  void copy_to_host(void* dst) const;
+
+  // Returns the slot now (what the destructor does).
+  void release();
+
+ private:
+  friend class detail::LoaderCore;
+  std::shared_ptr<detail::LoaderCore> core_;
+  int slot_ = -1;
+  bool consumer_stream_event_ = false;
+  uint64_t epoch_ = 0;
+  std::size_t index_ = 0;
+  std::size_t size_ = 0;
+  std::size_t padding_ = 0;
+  OutputFormat format_ = OutputFormat::uint8_nhwc;
+  Device device_;
+  const void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  uint32_t height_ = 0, width_ = 0, channels_ = 0;
+  const int32_t* labels_ = nullptr;
+  const int64_t* samples_ = nullptr;
+  const uint64_t* records_ = nullptr;
+};
+
+struct LoaderStats {
+  uint64_t batches = 0;
+  uint64_t images = 0;   // entries delivered, padding included
+  uint64_t padding = 0;  // of which padding
+  uint64_t bytes = 0;    // record bytes read from the dataset for them (images * H * W * C)
+  // From the consumer's first next() to its latest return from next().
+  double consumer_seconds = 0;
+  // Time the consumer spent blocked in next() waiting for a batch, or in
+  // Batch::synchronize() waiting for its upload.
+  double wait_seconds = 0;
+  // Busy time summed over the reader threads (copying, converting, hashing),
+  // and of the upload stage (issuing copies and kernels).
+  double reader_busy_seconds = 0;
+  double upload_busy_seconds = 0;
+
+  // Fraction of the consumer's time spent waiting: 0 = never starved.
+  double starvation() const { return consumer_seconds > 0 ? wait_seconds / consumer_seconds : 0; }
+};
+
+class Loader {
+ public:
+  // Validates the options against the dataset and allocates the ring.
+  // Throws imgpack::UsageError for invalid options or a selection the
+  // dataset cannot satisfy (unknown split, fold out of range), and
+  // imgpack::Error if the device cannot be used or memory not allocated.
+  Loader(Dataset dataset, LoaderOptions options);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Starts epoch `epoch`: batches of an earlier epoch not yet delivered are
+  // discarded, and reading of `epoch` begins at once. Batches already
+  // delivered stay valid. Clears a pending error.
+  void set_epoch(uint64_t epoch);
+
+  // The next batch of the current epoch, in order; std::nullopt once the
+  // epoch is exhausted (call set_epoch() for the next). If no epoch was
+  // started, starts epoch 0. Rethrows the first error of a reader thread or
+  // the upload stage. Throws imgpack::Error if every slot of the ring is
+  // held by live Batches (no progress is possible: release one first).
+  std::optional<Batch> next();
+
+  uint64_t epoch() const;
+  // Per rank and epoch, after the last-batch policy.
+  std::size_t batches_per_epoch() const;
+  std::size_t images_per_epoch() const;
+
+  const EpochOrder& order() const;
+  const LoaderOptions& options() const;
+  Device device() const;
+  // Bytes of slot memory the ring holds (host and device).
+  std::size_t ring_host_bytes() const;
+  std::size_t ring_device_bytes() const;
+
+  LoaderStats stats() const;
+  void reset_stats();
+
+ private:
+  std::shared_ptr<detail::LoaderCore> core_;
+};
+
+// "drop", "pad", "partial"; "pad"/"drop" for ranks. Throw imgpack::UsageError.
+LastBatch parse_last_batch(std::string_view text);
+RankPolicy parse_rank_policy(std::string_view text);
+// "uint8", "float32", "float16". Throws imgpack::UsageError.
+OutputFormat parse_output_format(std::string_view text);
+
+}  // namespace imgpack

@@ -1,0 +1,308 @@
+#include "imgpack/dataset.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "imgpack/checksum.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/h5.hpp"
+#include "synthetic_dataset.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::SyntheticOptions;
+using test::TempDir;
+
+// Expects Dataset::open(dir) to throw an imgpack::Error whose message names
+// `file` and contains `problem`.
+void expect_open_fails(const fs::path& dir, const std::string& file, const std::string& problem) {
+  try {
+    Dataset::open(dir);
+    ADD_FAILURE() << "opening " << dir << " succeeded, expected an error about " << file;
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find(file), std::string::npos) << message;
+    EXPECT_NE(message.find(problem), std::string::npos) << message;
+  }
+}
+
+TEST(Dataset, OpensAndMapsEveryRecord) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.samples = 30;
+  options.variants = 2;
+  DatasetIndex written = test::write_synthetic_dataset(dir.path(), options);
+  Dataset dataset = Dataset::open(dir.path());
+  ASSERT_EQ(dataset.num_records(), 60u);
+  EXPECT_EQ(dataset.num_samples(), 30u);
+  EXPECT_EQ(dataset.num_shards(), 4u);  // 16 records per shard
+  EXPECT_EQ(dataset.record_bytes(), 6u * 5u * 3u);
+  for (uint64_t r = 0; r < dataset.num_records(); ++r) {
+    const int64_t s = written.record_sample[r];
+    const uint16_t v = written.record_variant[r];
+    std::vector<uint8_t> expected = test::synthetic_pixels(options, s, v);
+    std::span<const uint8_t> got = dataset.record(r);
+    ASSERT_TRUE(std::equal(got.begin(), got.end(), expected.begin(), expected.end())) << r;
+    EXPECT_EQ(dataset.record_checksum(r), checksum(expected.data(), expected.size()));
+    EXPECT_EQ(dataset.record_label(r), static_cast<int32_t>(s % options.classes));
+    EXPECT_EQ(dataset.record_sample(r), s);
+    EXPECT_EQ(dataset.record_variant(r), v);
+  }
+  dataset.verify_checksums();
+}
+
+TEST(Dataset, StorageOrderAndSampleTableAreConsistent) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.variants = 3;
+  test::write_synthetic_dataset(dir.path(), options);
+  Dataset dataset = Dataset::open(dir.path());
+  const DatasetIndex& index = dataset.index();
+  std::span<const uint64_t> order = dataset.storage_order();
+  ASSERT_EQ(order.size(), dataset.num_records());
+  for (std::size_t p = 1; p < order.size(); ++p) {
+    auto key = [&](uint64_t r) { return std::pair(index.record_shard[r], index.record_row[r]); };
+    EXPECT_LT(key(order[p - 1]), key(order[p]));
+    EXPECT_EQ(dataset.storage_position(order[p]), p);
+  }
+  // Record data of consecutive storage positions is contiguous within a shard.
+  EXPECT_EQ(dataset.record_data(order[1]), dataset.record_data(order[0]) + dataset.record_bytes());
+  for (uint64_t s = 0; s < dataset.num_samples(); ++s) {
+    std::span<const uint64_t> records = dataset.sample_records(s);
+    ASSERT_EQ(records.size(), 3u);
+    for (uint16_t v = 0; v < 3; ++v) {
+      EXPECT_EQ(dataset.record_sample(records[v]), static_cast<int64_t>(s));
+      EXPECT_EQ(dataset.record_variant(records[v]), v);
+    }
+  }
+}
+
+TEST(Dataset, CopiesShareMappingsThatOutliveTheOriginal) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  Dataset copy;
+  const uint8_t* data = nullptr;
+  {
+    Dataset dataset = Dataset::open(dir.path());
+    copy = dataset;
+    data = dataset.record_data(0);
+  }
+  EXPECT_EQ(copy.record_data(0), data);
+  EXPECT_EQ(checksum(copy.record_data(0), copy.record_bytes()), copy.record_checksum(0));
+}
+
+TEST(Dataset, OpensADatasetWrittenByConvert) {
+  TempDir dir;
+  fs::path src = dir / "src", out = dir / "out";
+  for (int i = 0; i < 6; ++i) {
+    test::write_image(src / (i % 2 ? "cat" : "dog") / (std::to_string(i) + ".png"),
+                      test::make_rgb_image(40 + i, 30, static_cast<uint64_t>(i)));
+  }
+  test::CommandResult result =
+      test::run_imgpack("convert " + test::shell_quote(src.string()) + " " +
+                        test::shell_quote(out.string()) + " --size 32x24 --quiet");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Dataset dataset = Dataset::open(out, DatasetOpenOptions{.verify_checksums = true});
+  EXPECT_EQ(dataset.num_records(), 6u);
+  EXPECT_EQ(dataset.height(), 24u);
+  EXPECT_EQ(dataset.width(), 32u);
+  // /images (>= 4096 bytes here) starts on a page boundary, as the format promises.
+  EXPECT_EQ(test::images_offset(dataset.shard_path(0)) % format::kAlignment, 0u);
+}
+
+TEST(Dataset, MissingIndexNamesIt) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  fs::remove(dir / "index.h5");
+  expect_open_fails(dir.path(), "index.h5", "not a complete imgpack dataset");
+}
+
+TEST(Dataset, MissingShardNamesIt) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  fs::remove(dir / "shard-00001.h5");
+  expect_open_fails(dir.path(), "shard-00001.h5", "missing");
+}
+
+TEST(Dataset, TruncatedShardFailsAtOpen) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.height = 64;  // shards large enough that cutting the tail cuts pixels
+  options.width = 64;
+  test::write_synthetic_dataset(dir.path(), options);
+  fs::path shard = dir / "shard-00002.h5";
+  // Keep the front (superblock and metadata) but lose the end of the pixels.
+  fs::resize_file(shard, fs::file_size(shard) - 5000);
+  expect_open_fails(dir.path(), "shard-00002.h5", "");
+}
+
+TEST(Dataset, TruncationInsidePixelsIsCaughtBeforeMapping) {
+  // Cut the file just after the first pixels: whichever check sees it first
+  // (HDF5's end-of-file check at open, or ours on the /images range), open
+  // fails naming the shard and nothing is mapped.
+  TempDir dir;
+  SyntheticOptions options;
+  options.height = 32;
+  options.width = 32;
+  test::write_synthetic_dataset(dir.path(), options);
+  fs::path shard = dir / "shard-00000.h5";
+  const uint64_t offset = test::images_offset(shard);
+  fs::resize_file(shard, offset + 10);
+  expect_open_fails(dir.path(), "shard-00000.h5", "");
+}
+
+TEST(Dataset, ForeignFilesAreRefused) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  test::write_bytes(dir / "shard-00001.h5", std::string(10000, 'x'));
+  expect_open_fails(dir.path(), "shard-00001.h5", "cannot open as HDF5");
+
+  // A valid HDF5 file that is not an imgpack shard.
+  {
+    h5::File file = h5::File::create(dir / "shard-00001.h5");
+    file.write<int32_t>("/something", std::vector<int32_t>{1, 2, 3});
+    file.close();
+  }
+  expect_open_fails(dir.path(), "shard-00001.h5", "not an imgpack shard");
+}
+
+TEST(Dataset, ShardOfAnotherDatasetIsRefused) {
+  TempDir dir;
+  SyntheticOptions options;
+  test::write_synthetic_dataset(dir / "a", options);
+  options.uuid = "5e7a0000-0000-4000-8000-00000000beef";
+  test::write_synthetic_dataset(dir / "b", options);
+  fs::copy_file(dir / "b" / "shard-00001.h5", dir / "a" / "shard-00001.h5",
+                fs::copy_options::overwrite_existing);
+  expect_open_fails(dir / "a", "shard-00001.h5", "belongs to dataset");
+}
+
+TEST(Dataset, ShardsInTheWrongPlaceAreRefused) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  fs::rename(dir / "shard-00000.h5", dir / "tmp.h5");
+  fs::rename(dir / "shard-00001.h5", dir / "shard-00000.h5");
+  fs::rename(dir / "tmp.h5", dir / "shard-00001.h5");
+  expect_open_fails(dir.path(), "shard-00000.h5", "is shard 1");
+}
+
+// Rewrites /images of a shard with the given layout, keeping everything else.
+void rewrite_images(const fs::path& shard, H5D_layout_t layout) {
+  std::vector<uint8_t> pixels;
+  std::vector<uint64_t> dims;
+  std::string uuid;
+  int64_t shard_index = 0;
+  std::vector<int32_t> labels;
+  std::vector<int64_t> samples;
+  std::vector<uint16_t> variants;
+  std::vector<uint64_t> checksums;
+  {
+    h5::File in = h5::File::open_read(shard);
+    dims = in.shape(format::kImages);
+    pixels.resize(dims[0] * dims[1] * dims[2] * dims[3]);
+    h5::Handle images = in.open_dataset(format::kImages);
+    ASSERT_GE(H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels.data()),
+              0);
+    uuid = in.read_string_attr("/", format::kAttrUuid);
+    shard_index = in.read_int_attr("/", format::kAttrShardIndex);
+    labels = in.read<int32_t>(format::kLabels);
+    samples = in.read<int64_t>(format::kSample);
+    variants = in.read<uint16_t>(format::kVariant);
+    checksums = in.read<uint64_t>(format::kChecksum);
+  }
+  h5::File out = h5::File::create(shard);
+  std::vector<hsize_t> hdims(dims.begin(), dims.end());
+  h5::Handle space(H5Screate_simple(4, hdims.data(), nullptr));
+  h5::Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+  if (layout == H5D_CHUNKED) {
+    hsize_t chunk[4] = {1, hdims[1], hdims[2], hdims[3]};
+    ASSERT_GE(H5Pset_chunk(dcpl.get(), 4, chunk), 0);
+  } else {
+    ASSERT_GE(H5Pset_layout(dcpl.get(), layout), 0);
+  }
+  h5::Handle images(H5Dcreate2(out.id(), format::kImages, H5T_NATIVE_UINT8, space.get(),
+                               H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  ASSERT_TRUE(images);
+  ASSERT_GE(H5Dwrite(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels.data()),
+            0);
+  images.reset();
+  out.write(format::kLabels, labels);
+  out.write(format::kSample, samples);
+  out.write(format::kVariant, variants);
+  out.write(format::kChecksum, checksums);
+  out.write_attr("/", format::kAttrFormat, int64_t{format::kVersion});
+  out.write_attr("/", format::kAttrUuid, uuid);
+  out.write_attr("/", format::kAttrShardIndex, shard_index);
+  out.close();
+}
+
+TEST(Dataset, ChunkedImagesAreRefused) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  rewrite_images(dir / "shard-00001.h5", H5D_CHUNKED);
+  expect_open_fails(dir.path(), "shard-00001.h5", "/images is chunked");
+}
+
+TEST(Dataset, CompactImagesAreRefused) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  rewrite_images(dir / "shard-00000.h5", H5D_COMPACT);
+  expect_open_fails(dir.path(), "shard-00000.h5", "/images is compact");
+}
+
+TEST(Dataset, ContiguousRewriteStillOpens) {
+  // The same rewrite with a contiguous layout is a valid shard: the two tests
+  // above fail for the layout, not for the rewrite.
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  rewrite_images(dir / "shard-00000.h5", H5D_CONTIGUOUS);
+  Dataset dataset = Dataset::open(dir.path(), DatasetOpenOptions{.verify_checksums = true});
+  EXPECT_EQ(dataset.num_records(), 40u);
+}
+
+TEST(Dataset, ColumnsThatDisagreeWithTheIndexAreRefused) {
+  TempDir dir;
+  DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  // Relabel sample 3 in the index only: the shard holding it now disagrees.
+  index.sample_label[3] = (index.sample_label[3] + 1) % 4;
+  write_index(dir.path(), index);
+  uint64_t record = 0;
+  while (index.record_sample[record] != 3) ++record;
+  expect_open_fails(dir.path(), index.shard_file[index.record_shard[record]], "has label");
+}
+
+TEST(Dataset, ShapeThatDisagreesWithTheIndexIsRefused) {
+  TempDir dir;
+  DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  index.width = 4;  // shards hold 5 columns
+  write_index(dir.path(), index);
+  expect_open_fails(dir.path(), "shard-00000.h5", "has shape [16, 6, 5, 3]");
+}
+
+TEST(Dataset, VerifyChecksumsFindsDamagedPixels) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  fs::path shard = dir / "shard-00002.h5";
+  const uint64_t offset = test::images_offset(shard);
+  {
+    std::string bytes = test::read_bytes(shard);
+    bytes[offset + 3 * 90 + 7] ^= 0x40;  // row 3
+    test::write_bytes(shard, bytes);
+  }
+  Dataset::open(dir.path());  // structure is intact
+  try {
+    Dataset::open(dir.path(), DatasetOpenOptions{.verify_checksums = true});
+    ADD_FAILURE() << "damaged pixels were not detected";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard-00002.h5: row 3"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace imgpack

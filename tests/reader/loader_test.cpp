@@ -1,0 +1,514 @@
+// Loader tests on the host backend. Everything asserted here holds for any
+// backend; cuda_loader_test.cpp repeats the device-specific parts on a GPU.
+#include "imgpack/loader.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "imgpack/checksum.hpp"
+#include "imgpack/error.hpp"
+#include "synthetic_dataset.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::SyntheticOptions;
+using test::TempDir;
+
+// What one delivered entry was.
+struct Entry {
+  uint64_t record;
+  int64_t sample;
+  int32_t label;
+  bool padding;
+  bool operator==(const Entry&) const = default;
+};
+
+struct Epoch {
+  std::vector<Entry> entries;
+  std::vector<std::size_t> batch_sizes;
+  std::vector<std::size_t> paddings;
+};
+
+class LoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.samples = 61;
+    options_.variants = 3;
+    options_.records_per_shard = 20;
+    test::write_synthetic_dataset(dir_.path(), options_);
+    // 61 samples: fold = s % 3, with every 10th sample in the test set.
+    std::vector<int16_t> assign(61);
+    for (std::size_t s = 0; s < assign.size(); ++s) {
+      assign[s] = s % 10 == 9 ? int16_t{-1} : static_cast<int16_t>(s % 3);
+    }
+    test::add_split(dir_.path(), "cv3", 3, assign);
+    dataset_ = Dataset::open(dir_.path());
+  }
+
+  // Reads one epoch, checking every delivered image against the pixels the
+  // synthetic dataset derives from (sample, variant) and its stored checksum.
+  Epoch read_epoch(Loader& loader, uint64_t epoch) {
+    loader.set_epoch(epoch);
+    Epoch out;
+    std::size_t expected_index = 0;
+    while (std::optional<Batch> batch = loader.next()) {
+      EXPECT_EQ(batch->epoch(), epoch);
+      EXPECT_EQ(batch->index(), expected_index++);
+      EXPECT_FALSE(batch->on_device());
+      EXPECT_EQ(batch->bytes(),
+                batch->size() * dataset_.record_bytes() * output_element_bytes(batch->format()));
+      out.batch_sizes.push_back(batch->size());
+      out.paddings.push_back(batch->padding());
+      for (std::size_t i = 0; i < batch->size(); ++i) {
+        const uint64_t record = batch->records()[i];
+        const bool padding = i >= batch->size() - batch->padding();
+        out.entries.push_back({record, batch->samples()[i], batch->labels()[i], padding});
+        EXPECT_EQ(batch->samples()[i], dataset_.record_sample(record));
+        EXPECT_EQ(batch->labels()[i], static_cast<int32_t>(batch->samples()[i] % 4));
+        if (batch->format() == OutputFormat::uint8_nhwc) {
+          const uint8_t* image = batch->data_as<uint8_t>() + i * dataset_.record_bytes();
+          EXPECT_EQ(checksum(image, dataset_.record_bytes()), dataset_.record_checksum(record));
+          std::vector<uint8_t> expected = test::synthetic_pixels(
+              options_, dataset_.record_sample(record), dataset_.record_variant(record));
+          EXPECT_TRUE(std::equal(expected.begin(), expected.end(), image)) << "record " << record;
+        }
+      }
+    }
+    EXPECT_FALSE(loader.next().has_value());  // stays exhausted
+    return out;
+  }
+
+  LoaderOptions base_options() {
+    LoaderOptions o;
+    o.batch_size = 8;
+    o.threads = 2;
+    o.prefetch = 3;
+    o.order.seed = 42;
+    return o;
+  }
+
+  SyntheticOptions options_;
+  TempDir dir_;
+  Dataset dataset_;
+};
+
+std::vector<uint64_t> non_padding_records(const Epoch& epoch) {
+  std::vector<uint64_t> records;
+  for (const Entry& e : epoch.entries) {
+    if (!e.padding) records.push_back(e.record);
+  }
+  return records;
+}
+
+TEST_F(LoaderTest, EveryEpochDeliversEverySelectedRecordOnce) {
+  LoaderOptions o = base_options();
+  o.selection.variants = VariantPolicy::all;
+  Loader loader(dataset_, o);
+  EXPECT_EQ(loader.images_per_epoch(), 183u);
+  EXPECT_EQ(loader.batches_per_epoch(), 23u);  // 22 full + 7
+  for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+    Epoch e = read_epoch(loader, epoch);
+    std::vector<uint64_t> records = non_padding_records(e);
+    std::sort(records.begin(), records.end());
+    std::vector<uint64_t> expected(dataset_.num_records());
+    for (uint64_t r = 0; r < expected.size(); ++r) expected[r] = r;
+    EXPECT_EQ(records, expected) << "epoch " << epoch;
+    EXPECT_EQ(e.batch_sizes.back(), 183u % 8);
+  }
+}
+
+TEST_F(LoaderTest, OrderDoesNotDependOnThreadsOrPrefetch) {
+  std::vector<std::vector<Entry>> runs;
+  for (auto [threads, prefetch] : {std::pair{1u, 1u}, {2u, 3u}, {8u, 2u}, {8u, 8u}, {2u, 3u}}) {
+    LoaderOptions o = base_options();
+    o.threads = threads;
+    o.prefetch = prefetch;
+    o.selection = {.split = "cv3", .fold = 1, .role = Role::train};  // rotates variants
+    Loader loader(dataset_, o);
+    std::vector<Entry> all;
+    for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+      Epoch e = read_epoch(loader, epoch);
+      all.insert(all.end(), e.entries.begin(), e.entries.end());
+    }
+    runs.push_back(all);
+  }
+  for (std::size_t i = 1; i < runs.size(); ++i) EXPECT_EQ(runs[i], runs[0]) << "run " << i;
+}
+
+TEST_F(LoaderTest, MatchesTheEpochOrderContract) {
+  LoaderOptions o = base_options();
+  o.order.mode = OrderMode::shard_window;
+  o.order.window_shards = 2;
+  Loader loader(dataset_, o);
+  for (uint64_t epoch : {0u, 7u}) {
+    Epoch e = read_epoch(loader, epoch);
+    std::vector<uint64_t> delivered;
+    for (const Entry& entry : e.entries) delivered.push_back(entry.record);
+    EXPECT_EQ(delivered, loader.order().plan(epoch).records);
+  }
+}
+
+TEST_F(LoaderTest, EpochsDifferAndRerunsRepeat) {
+  LoaderOptions o = base_options();
+  Loader a(dataset_, o);
+  Loader b(dataset_, o);
+  Epoch a0 = read_epoch(a, 0), a1 = read_epoch(a, 1);
+  Epoch b1 = read_epoch(b, 1), b0 = read_epoch(b, 0);  // any epoch, in any order
+  EXPECT_EQ(a0.entries, b0.entries);
+  EXPECT_EQ(a1.entries, b1.entries);
+  EXPECT_NE(a0.entries, a1.entries);
+}
+
+TEST_F(LoaderTest, RanksAreDisjointAndComplete) {
+  for (RankPolicy policy : {RankPolicy::pad, RankPolicy::drop}) {
+    const uint32_t world = 4;  // 61 clean records: 16 per rank padded (3 padding), 15 dropped
+    std::multiset<uint64_t> seen;
+    std::size_t padding = 0;
+    for (uint32_t rank = 0; rank < world; ++rank) {
+      LoaderOptions o = base_options();
+      o.last_batch = LastBatch::partial;
+      o.order.rank = rank;
+      o.order.world_size = world;
+      o.order.rank_policy = policy;
+      Loader loader(dataset_, o);
+      Epoch e = read_epoch(loader, 3);
+      EXPECT_EQ(e.entries.size(), policy == RankPolicy::pad ? 16u : 15u);
+      for (const Entry& entry : e.entries) {
+        if (entry.padding) {
+          ++padding;
+        } else {
+          seen.insert(entry.record);
+        }
+      }
+    }
+    EXPECT_EQ(padding, policy == RankPolicy::pad ? 3u : 0u);
+    // Disjoint: no record twice. Complete: all 61 (pad) or all but 1 (drop).
+    EXPECT_EQ(std::set<uint64_t>(seen.begin(), seen.end()).size(), seen.size());
+    EXPECT_EQ(seen.size(), policy == RankPolicy::pad ? 61u : 60u);
+  }
+}
+
+TEST_F(LoaderTest, LastBatchDropPadPartial) {
+  // 61 clean records, batch 8: 7 full batches and 5 left over.
+  LoaderOptions o = base_options();
+  o.last_batch = LastBatch::drop;
+  {
+    Loader loader(dataset_, o);
+    Epoch e = read_epoch(loader, 0);
+    EXPECT_EQ(e.batch_sizes, std::vector<std::size_t>(7, 8));
+    EXPECT_EQ(e.paddings, std::vector<std::size_t>(7, 0));
+    EXPECT_EQ(loader.batches_per_epoch(), 7u);
+    EXPECT_EQ(loader.images_per_epoch(), 56u);
+  }
+  o.last_batch = LastBatch::partial;
+  {
+    Loader loader(dataset_, o);
+    Epoch e = read_epoch(loader, 0);
+    ASSERT_EQ(e.batch_sizes.size(), 8u);
+    EXPECT_EQ(e.batch_sizes.back(), 5u);
+    EXPECT_EQ(e.paddings.back(), 0u);
+    EXPECT_EQ(e.entries.size(), 61u);
+  }
+  o.last_batch = LastBatch::pad;
+  {
+    Loader loader(dataset_, o);
+    Epoch e = read_epoch(loader, 0);
+    ASSERT_EQ(e.batch_sizes.size(), 8u);
+    EXPECT_EQ(e.batch_sizes.back(), 8u);
+    EXPECT_EQ(e.paddings.back(), 3u);
+    EXPECT_EQ(loader.images_per_epoch(), 64u);
+    // The padding repeats the epoch's first records.
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(e.entries[61 + i].record, e.entries[i].record);
+      EXPECT_TRUE(e.entries[61 + i].padding);
+    }
+    std::vector<uint64_t> records = non_padding_records(e);
+    EXPECT_EQ(std::set<uint64_t>(records.begin(), records.end()).size(), 61u);
+  }
+}
+
+TEST_F(LoaderTest, RankPaddingAndBatchPaddingAddUp) {
+  // 61 records over 2 ranks with pad: 31 each (rank 1 has 1 padding entry);
+  // batch 8 with pad: 4 batches, the last with 7 real-or-rank-padded entries + 1.
+  LoaderOptions o = base_options();
+  o.order.rank = 1;
+  o.order.world_size = 2;
+  o.last_batch = LastBatch::pad;
+  Loader loader(dataset_, o);
+  Epoch e = read_epoch(loader, 0);
+  ASSERT_EQ(e.batch_sizes, std::vector<std::size_t>(4, 8));
+  EXPECT_EQ(e.paddings, (std::vector<std::size_t>{0, 0, 0, 2}));
+  EXPECT_EQ(non_padding_records(e).size(), 30u);
+}
+
+TEST_F(LoaderTest, SelectionIsExact) {
+  for (Role role : {Role::train, Role::val, Role::test}) {
+    LoaderOptions o = base_options();
+    o.selection = {.split = "cv3", .fold = 2, .role = role};
+    Loader loader(dataset_, o);
+    std::set<int64_t> expected;
+    for (int64_t s = 0; s < 61; ++s) {
+      const bool test = s % 10 == 9;
+      const int64_t fold = s % 3;
+      if ((role == Role::test && test) || (role == Role::val && !test && fold == 2) ||
+          (role == Role::train && !test && fold != 2)) {
+        expected.insert(s);
+      }
+    }
+    for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+      Epoch e = read_epoch(loader, epoch);
+      std::multiset<int64_t> samples;
+      for (const Entry& entry : e.entries) {
+        if (entry.padding) continue;
+        samples.insert(entry.sample);
+        const uint16_t variant = dataset_.record_variant(entry.record);
+        if (role == Role::train) {
+          EXPECT_NE(variant, 0) << "train must read augmented variants";
+        } else {
+          EXPECT_EQ(variant, 0) << "val/test must read the clean variant";
+        }
+      }
+      EXPECT_EQ(samples, std::multiset<int64_t>(expected.begin(), expected.end()))
+          << role_name(role);
+    }
+  }
+}
+
+TEST_F(LoaderTest, FloatOutputMatchesAScalarReference) {
+  for (OutputFormat format : {OutputFormat::float32_nchw, OutputFormat::float16_nchw}) {
+    LoaderOptions o = base_options();
+    o.output = format;
+    o.mean = {0.485f, 0.456f, 0.406f, 0};
+    o.stddev = {0.229f, 0.224f, 0.225f, 1};
+    Loader loader(dataset_, o);
+    std::optional<Batch> batch = loader.next();
+    ASSERT_TRUE(batch);
+    const std::size_t h = 6, w = 5, c = 3;
+    for (std::size_t i = 0; i < batch->size(); ++i) {
+      const uint8_t* src = dataset_.record_data(batch->records()[i]);
+      for (std::size_t ch = 0; ch < c; ++ch) {
+        for (std::size_t p = 0; p < h * w; ++p) {
+          const double want = (src[p * c + ch] / 255.0 - o.mean[ch]) / o.stddev[ch];
+          const std::size_t at = (i * c + ch) * h * w + p;
+          if (format == OutputFormat::float32_nchw) {
+            EXPECT_NEAR(batch->data_as<float>()[at], want, 2e-6 * (1 + std::abs(want)));
+          } else {
+            // binary16 has an 11-bit significand: relative error <= 2^-11.
+            const uint16_t bits = batch->data_as<uint16_t>()[at];
+            const int exponent = (bits >> 10) & 0x1f;
+            const double mantissa = (bits & 0x3ff) / 1024.0;
+            double value =
+                exponent == 0 ? std::ldexp(mantissa, -14) : std::ldexp(1 + mantissa, exponent - 15);
+            if (bits & 0x8000) value = -value;
+            EXPECT_NEAR(value, want, std::abs(want) * 0x1p-11 + 1e-7);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(LoaderTest, WorkerErrorsSurfaceFromNext) {
+  // Damage one record's pixels on disk after open: the shared mapping sees it,
+  // and checksum verification in the reader threads reports it.
+  fs::path shard = dir_ / "shard-00001.h5";
+  const uint64_t offset = test::images_offset(shard);
+  LoaderOptions o = base_options();
+  o.verify_checksums = true;
+  o.order.mode = OrderMode::sequential;
+  o.selection.variants = VariantPolicy::all;  // row 2 is read whatever variant it holds
+  Loader loader(dataset_, o);
+  {
+    int fd = ::open(shard.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 8; ++i) {  // flip bits in the first bytes of row 2
+      const uint8_t byte = dataset_.shard_images(1)[2 * 90 + i];
+      const auto changed = static_cast<uint8_t>(byte ^ 0x5a);
+      ASSERT_EQ(::pwrite(fd, &changed, 1, static_cast<off_t>(offset + 2 * 90 + i)), 1);
+    }
+    ::close(fd);
+  }
+  std::string message;
+  try {
+    while (loader.next()) {
+    }
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("shard-00001.h5: row 2"), std::string::npos) << message;
+  EXPECT_THROW(loader.next(), Error);  // stays failed until the next epoch is set
+}
+
+TEST_F(LoaderTest, DestroyingMidEpochJoinsAndBatchesOutliveTheLoader) {
+  std::optional<Batch> kept;
+  const auto start = std::chrono::steady_clock::now();
+  {
+    LoaderOptions o = base_options();
+    o.threads = 4;
+    o.prefetch = 2;
+    Loader loader(dataset_, o);
+    kept = loader.next();
+    ASSERT_TRUE(kept);
+    // The reader threads now wait for a slot: destruction must wake and join them.
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  for (std::size_t i = 0; i < kept->size(); ++i) {
+    const uint8_t* image = kept->data_as<uint8_t>() + i * dataset_.record_bytes();
+    EXPECT_EQ(checksum(image, dataset_.record_bytes()),
+              dataset_.record_checksum(kept->records()[i]));
+  }
+  kept.reset();  // returns the slot to a core whose loader is gone
+}
+
+TEST_F(LoaderTest, DestroyingWithoutReadingAndAfterAnEpoch) {
+  { Loader loader(dataset_, base_options()); }
+  {
+    Loader loader(dataset_, base_options());
+    loader.set_epoch(0);
+  }
+  {
+    Loader loader(dataset_, base_options());
+    read_epoch(loader, 0);
+  }
+}
+
+TEST_F(LoaderTest, SetEpochMidEpochRestartsCleanly) {
+  LoaderOptions o = base_options();
+  Loader fresh(dataset_, o);
+  Epoch expected = read_epoch(fresh, 5);
+
+  Loader loader(dataset_, o);
+  loader.set_epoch(4);
+  std::optional<Batch> held = loader.next();  // a batch of epoch 4 stays alive across the switch
+  ASSERT_TRUE(loader.next());
+  EXPECT_EQ(read_epoch(loader, 5).entries, expected.entries);
+  EXPECT_EQ(held->epoch(), 4u);
+  EXPECT_EQ(checksum(held->data(), dataset_.record_bytes()),
+            dataset_.record_checksum(held->records()[0]));
+}
+
+TEST_F(LoaderTest, HoldingEverySlotIsAnErrorNotAHang) {
+  LoaderOptions o = base_options();
+  o.prefetch = 2;
+  Loader loader(dataset_, o);
+  std::optional<Batch> a = loader.next();
+  std::optional<Batch> b = loader.next();
+  ASSERT_TRUE(a && b);
+  EXPECT_THROW(loader.next(), Error);
+  a.reset();
+  std::optional<Batch> c = loader.next();  // progress again once a slot is free
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->index(), 2u);
+}
+
+TEST_F(LoaderTest, BatchesCanBeReleasedOnOtherThreads) {
+  LoaderOptions o = base_options();
+  o.threads = 3;
+  o.prefetch = 4;
+  Loader loader(dataset_, o);
+  std::size_t images = 0;
+  std::vector<std::thread> releasers;
+  while (std::optional<Batch> batch = loader.next()) {
+    images += batch->size();
+    releasers.emplace_back([b = std::move(*batch)]() mutable { b.release(); });
+    if (releasers.size() == 3) {
+      for (std::thread& t : releasers) t.join();
+      releasers.clear();
+    }
+  }
+  for (std::thread& t : releasers) t.join();
+  EXPECT_EQ(images, 61u);
+}
+
+TEST_F(LoaderTest, StatsCountWhatWasDelivered) {
+  LoaderOptions o = base_options();
+  o.last_batch = LastBatch::pad;
+  Loader loader(dataset_, o);
+  read_epoch(loader, 0);
+  LoaderStats s = loader.stats();
+  EXPECT_EQ(s.batches, 8u);
+  EXPECT_EQ(s.images, 64u);
+  EXPECT_EQ(s.padding, 3u);
+  EXPECT_EQ(s.bytes, 64u * dataset_.record_bytes());
+  EXPECT_GT(s.consumer_seconds, 0);
+  EXPECT_LE(s.wait_seconds, s.consumer_seconds);
+  EXPECT_GE(s.starvation(), 0);
+  EXPECT_LE(s.starvation(), 1);
+  EXPECT_GT(s.reader_busy_seconds, 0);
+  loader.reset_stats();
+  EXPECT_EQ(loader.stats().images, 0u);
+  EXPECT_EQ(loader.ring_host_bytes(), 3u * 8u * dataset_.record_bytes());
+  EXPECT_EQ(loader.ring_device_bytes(), 0u);
+}
+
+TEST_F(LoaderTest, SlowConsumerIsNotStarved) {
+  // With a consumer far slower than the readers, next() should almost never wait.
+  LoaderOptions o = base_options();
+  o.prefetch = 4;
+  Loader loader(dataset_, o);
+  loader.set_epoch(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the ring fill
+  while (std::optional<Batch> batch = loader.next()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  LoaderStats s = loader.stats();
+  EXPECT_LT(s.starvation(), 0.5) << "waited " << s.wait_seconds << " s of " << s.consumer_seconds;
+}
+
+TEST_F(LoaderTest, RejectsBadOptions) {
+  LoaderOptions o = base_options();
+  o.batch_size = 0;
+  EXPECT_THROW(Loader(dataset_, o), UsageError);
+  o = base_options();
+  o.threads = 0;
+  EXPECT_THROW(Loader(dataset_, o), UsageError);
+  o = base_options();
+  o.prefetch = 0;
+  EXPECT_THROW(Loader(dataset_, o), UsageError);
+  o = base_options();
+  o.output = OutputFormat::float32_nchw;
+  o.stddev = {1, 0, 1, 1};
+  EXPECT_THROW(Loader(dataset_, o), UsageError);
+  o = base_options();
+  o.selection.split = "nope";
+  EXPECT_THROW(Loader(dataset_, o), UsageError);
+  o = base_options();
+  o.selection.role = Role::val;  // no split
+  EXPECT_THROW(Loader(dataset_, o), UsageError);
+}
+
+TEST_F(LoaderTest, EmptySelectionDeliversNothing) {
+  test::add_split(dir_.path(), "notest", 2, std::vector<int16_t>(61, 0));
+  Dataset dataset = Dataset::open(dir_.path());
+  LoaderOptions o = base_options();
+  o.selection = {.split = "notest", .fold = 0, .role = Role::test};
+  Loader loader(dataset, o);
+  EXPECT_EQ(loader.batches_per_epoch(), 0u);
+  EXPECT_FALSE(loader.next().has_value());
+}
+
+TEST(LoaderNames, Parse) {
+  EXPECT_EQ(parse_last_batch("pad"), LastBatch::pad);
+  EXPECT_THROW(parse_last_batch("keep"), UsageError);
+  EXPECT_EQ(parse_rank_policy("drop"), RankPolicy::drop);
+  EXPECT_EQ(parse_output_format("float16"), OutputFormat::float16_nchw);
+  EXPECT_THROW(parse_output_format("int8"), UsageError);
+  EXPECT_EQ(parse_device("cuda:1").index, 1);
+  EXPECT_TRUE(parse_device("cuda").is_cuda());
+  EXPECT_FALSE(parse_device("host").is_cuda());
+  EXPECT_THROW(parse_device("gpu"), UsageError);
+  EXPECT_THROW(parse_device("cuda:x"), UsageError);
+}
+
+}  // namespace
+}  // namespace imgpack

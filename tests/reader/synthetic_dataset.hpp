@@ -1,0 +1,44 @@
+// Small datasets written record by record with DatasetWriter, for reader
+// tests that must not depend on image decoding or augmentation: every
+// record's pixels are derived from (seed, sample, variant), so a test can
+// recompute what any delivered record must contain.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "imgpack/dataset_index.hpp"
+
+namespace imgpack::test {
+
+struct SyntheticOptions {
+  uint32_t samples = 40;
+  uint32_t variants = 1;  // records per sample (variant 0 .. variants-1)
+  uint32_t height = 6;
+  uint32_t width = 5;
+  uint32_t channels = 3;
+  uint32_t records_per_shard = 16;
+  uint32_t classes = 4;  // label = sample % classes
+  uint32_t groups = 5;   // group = sample % groups
+  uint64_t seed = 1;
+  bool shuffle = true;  // write records in a seeded order, as convert does
+  std::string uuid = "5e7a0000-0000-4000-8000-000000000001";
+};
+
+// The pixels of record (sample, variant): H*W*C bytes.
+std::vector<uint8_t> synthetic_pixels(const SyntheticOptions& options, int64_t sample,
+                                      uint16_t variant);
+
+// Writes shards and index.h5 into `dir` (created) and returns the index.
+DatasetIndex write_synthetic_dataset(const std::filesystem::path& dir,
+                                     const SyntheticOptions& options);
+
+// Adds (or replaces) a split with the given per-sample assignment and rewrites index.h5.
+void add_split(const std::filesystem::path& dir, const std::string& name, int32_t folds,
+               const std::vector<int16_t>& assign, const std::string& kind = "random");
+
+// Offset of /images in a shard file (via HDF5), for tests that damage pixels.
+uint64_t images_offset(const std::filesystem::path& shard);
+
+}  // namespace imgpack::test

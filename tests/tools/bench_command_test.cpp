@@ -1,0 +1,127 @@
+// imgpack bench: runs on a small converted dataset, reports the contract's
+// JSON keys with sane values, and turns bad requests into exit codes.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "imgpack/dataset_index.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+using test::run_imgpack;
+using test::shell_quote;
+
+class BenchCommandTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir;
+    const std::string src = (*dir_ / "src").string();
+    dataset_ = (*dir_ / "data").string();
+    test::CommandResult r = run_imgpack("sample-data " + shell_quote(src) +
+                                        " --classes 3 --groups 2 --per-class 10 --size 48x40 -q");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_imgpack("convert " + shell_quote(src) + " " + shell_quote(dataset_) +
+                    " --size 32 --shard-size 40K --quiet");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // A split for --split/--fold/--role: fold = sample % 3, no test set.
+    DatasetIndex index = read_index(dataset_);
+    Split split;
+    split.name = "cv3";
+    split.kind = "random";
+    split.folds = 3;
+    split.created = utc_timestamp();
+    for (std::size_t s = 0; s < index.num_samples(); ++s) {
+      split.assign.push_back(static_cast<int16_t>(s % 3));
+    }
+    index.splits.push_back(split);
+    write_index(dataset_, index);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static inline test::TempDir* dir_ = nullptr;
+  static inline std::string dataset_;
+};
+
+TEST_F(BenchCommandTest, JsonHasTheContractKeys) {
+  test::CommandResult r =
+      run_imgpack("bench " + shell_quote(dataset_) + " --batch 4 --threads 2 --epochs 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* key :
+       {"images_per_s", "gb_per_s", "memcpy_gb_per_s", "starvation", "threads", "batch"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_GT(j["images_per_s"].get<double>(), 0);
+  EXPECT_GT(j["gb_per_s"].get<double>(), 0);
+  EXPECT_GT(j["memcpy_gb_per_s"].get<double>(), 0);
+  EXPECT_GE(j["starvation"].get<double>(), 0);
+  EXPECT_LE(j["starvation"].get<double>(), 1);
+  EXPECT_EQ(j["threads"].get<int>(), 2);
+  EXPECT_EQ(j["batch"].get<int>(), 4);
+  EXPECT_EQ(j["images"].get<int>(), 60);  // 30 records, 2 epochs, partial last batch
+  EXPECT_EQ(j["bytes"].get<int>(), 60 * 32 * 32 * 3);
+  EXPECT_GT(j["shards"].get<int>(), 1);
+}
+
+TEST_F(BenchCommandTest, SelectionStepAndSweep) {
+  test::CommandResult r =
+      run_imgpack("bench " + shell_quote(dataset_) +
+                  " --split cv3 --fold 1 --role val --batch 3 --epochs 1 --step-ms 1"
+                  " --order shard-window --sweep-threads --threads 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["images"].get<int>(), 10);  // one fold of 30 samples
+  ASSERT_EQ(j["sweep"].size(), 3u);
+  for (int t = 0; t < 3; ++t) EXPECT_EQ(j["sweep"][t]["threads"].get<int>(), t + 1);
+  const int recommended = j["recommended_threads"].get<int>();
+  EXPECT_GE(recommended, 1);
+  EXPECT_LE(recommended, 3);
+  // The recommendation is the fewest threads within 5% of the best.
+  double best = 0;
+  for (const auto& run : j["sweep"]) best = std::max(best, run["images_per_s"].get<double>());
+  for (const auto& run : j["sweep"]) {
+    if (run["threads"].get<int>() < recommended) {
+      EXPECT_LT(run["images_per_s"].get<double>(), 0.95 * best);
+    }
+  }
+  EXPECT_GE(j["sweep"][recommended - 1]["images_per_s"].get<double>(), 0.95 * best);
+}
+
+TEST_F(BenchCommandTest, HumanOutput) {
+  test::CommandResult r =
+      run_imgpack("bench " + shell_quote(dataset_) + " --batch 8 --epochs 1 --output float32 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("images/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("of memcpy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("starvation"), std::string::npos) << r.out;
+}
+
+TEST_F(BenchCommandTest, BadRequestsExitTwo) {
+  const std::string ds = shell_quote(dataset_) + " ";
+  EXPECT_EQ(run_imgpack("bench " + ds + "--order shuffle").exit_code, 2);
+  EXPECT_EQ(run_imgpack("bench " + ds + "--batch 0").exit_code, 2);
+  EXPECT_EQ(run_imgpack("bench " + ds + "--role train").exit_code, 2);  // no split
+  EXPECT_EQ(run_imgpack("bench " + ds + "--split nope").exit_code, 2);
+  EXPECT_EQ(run_imgpack("bench " + ds + "--split cv3 --fold 3").exit_code, 2);
+  EXPECT_EQ(run_imgpack("bench " + ds + "--device gpu").exit_code, 2);
+  test::CommandResult r = run_imgpack("bench " + ds + "--split nope");
+  EXPECT_NE(r.err.find("cv3"), std::string::npos) << r.err;  // lists the splits that exist
+}
+
+TEST_F(BenchCommandTest, RuntimeFailuresExitOne) {
+  test::CommandResult r = run_imgpack("bench " + shell_quote((*dir_ / "missing").string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
+  r = run_imgpack("bench " + shell_quote(dataset_) + " --device cuda:0 --epochs 1");
+  if (r.exit_code != 0) {  // no GPU here: a clear message, not a crash
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("cuda:0"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace imgpack
