@@ -484,6 +484,11 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   result.channels = shape.channels;
   result.uuid = plan.uuid;
   if (options.resume && !options.overwrite && output_is_complete(options, plan)) {
+    // A run stopped between writing index.h5 and removing its journal.
+    if (fs::exists(options.out / kJournalFile)) {
+      fs::remove(options.out / kJournalFile);
+      fsync_path(options.out);
+    }
     DatasetIndex done = read_index(options.out);
     result.records = done.num_records();
     result.samples = done.num_samples();

@@ -144,6 +144,7 @@ void ShardWriter::append(const uint8_t* pixels, uint64_t checksum, int32_t label
 
 void ShardWriter::flush_staging() {
   if (staged_ == 0) return;
+  h5::silence_errors();  // the writer may run on any pipeline thread
   hsize_t start[4] = {staging_first_, 0, 0, 0};
   hsize_t count[4] = {staged_, shape_.height, shape_.width, shape_.channels};
   h5::Handle file_space(file_.check(H5Dget_space(images_.get()), "H5Dget_space", format::kImages));

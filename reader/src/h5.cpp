@@ -9,16 +9,47 @@
 
 namespace imgpack::h5 {
 
+namespace {
+
+// HDF5 registers an atexit handler that closes files still open. After a
+// failed write (a full disk) a file can stay open in a state in which that
+// handler crashes (1.10.8: SIGSEGV in H5F__close_cb), turning a clean error
+// exit into a segfault. imgpack closes every file it opens itself, so it asks
+// the library not to install the handler; this must happen before HDF5
+// initialises, hence a static initialiser.
+const bool kNoAtexit = [] { return H5dont_atexit() >= 0; }();
+
+}  // namespace
+
 void silence_errors() {
-  static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+  // The thread-safe HDF5 keeps the error stack, and whether to print it, per
+  // thread: every thread that calls HDF5 must turn printing off itself.
+  thread_local bool silenced = false;
+  if (!silenced) {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    silenced = true;
+  }
 }
 
 namespace {
 
-herr_t innermost_message(unsigned n, const H5E_error2_t* err, void* client) {
-  auto* out = static_cast<std::string*>(client);
-  if (n == 0 && err->desc != nullptr) *out = err->desc;
+struct ErrorSummary {
+  std::string outermost;  // what the API call could not do
+  std::string system;     // the operating system's reason, when a read or write failed
+};
+
+herr_t summarise_error(unsigned n, const H5E_error2_t* err, void* client) {
+  auto* summary = static_cast<ErrorSummary*>(client);
+  if (err->desc == nullptr) return 0;
+  std::string_view desc = err->desc;
+  if (n == 0) summary->outermost = desc;
+  // The sec2 driver says "..., errno = 28, error message = 'No space left on device', ...".
+  constexpr std::string_view kMarker = "error message = '";
+  if (auto at = desc.find(kMarker); at != std::string_view::npos) {
+    auto begin = at + kMarker.size();
+    auto end = desc.find('\'', begin);
+    summary->system = desc.substr(begin, end == std::string_view::npos ? end : end - begin);
+  }
   return 0;
 }
 
@@ -36,13 +67,15 @@ std::string parent_of(const std::string& name) {
 }  // namespace
 
 std::string last_error_message() {
-  std::string message;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, innermost_message, &message);
-  return message;
+  ErrorSummary summary;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, summarise_error, &summary);
+  if (summary.system.empty()) return summary.outermost;
+  return summary.outermost + " (" + summary.system + ")";
 }
 
 herr_t Handle::close() {
   if (id_ < 0) return 0;
+  silence_errors();
   hid_t id = release();
   switch (H5Iget_type(id)) {
     case H5I_FILE: return H5Fclose(id);

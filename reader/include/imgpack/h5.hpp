@@ -23,11 +23,13 @@
 
 namespace imgpack::h5 {
 
-// Turns off HDF5's printing of its error stack to stderr (once per process).
-// Every entry point in this file calls it.
+// Turns off HDF5's printing of its error stack to stderr for the calling
+// thread (HDF5 keeps that setting per thread). Every entry point in this file
+// calls it; code that calls HDF5 directly from another thread calls it first.
 void silence_errors();
 
-// The innermost message on HDF5's current error stack, or "" if empty.
+// What HDF5's current error stack says failed (its outermost message), with
+// the operating system's reason when a read or write failed; "" if empty.
 std::string last_error_message();
 
 class Handle {

@@ -1,0 +1,133 @@
+// Crash safety of `imgpack convert`: killed with SIGKILL at any point, the
+// same command with --resume finishes with bytes identical to a run that was
+// never interrupted. Write errors (a full disk) leave no index.h5 and no
+// temporary files.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "imgpack/dataset_index.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_command;
+using test::shell_quote;
+
+constexpr int kKilledBySigkill = 128 + 9;
+
+class ResumeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = test::run_imgpack("sample-data " + q(dir_ / "src") +
+                               " --classes 4 --groups 3 --per-class 15 --size 96x72 -q");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto reference = test::run_imgpack(convert_args("reference"));
+    ASSERT_EQ(reference.exit_code, 0) << reference.err;
+    ASSERT_GE(read_index(dir_ / "reference").num_shards(), 5u);
+  }
+
+  static std::string q(const fs::path& p) { return shell_quote(p.string()); }
+
+  // 60 images at 48x48, two variants, 8 records (4 images) per shard.
+  std::string convert_args(const std::string& out, const std::string& extra = "") const {
+    return "convert " + q(dir_ / "src") + " " + q(dir_ / out) +
+           " --size 48 --variants 2 --augment hflip,rotate=10 --shard-size " +
+           std::to_string(8 * 48 * 48 * 3) + " -q " + extra;
+  }
+
+  std::string imgpack() const { return shell_quote(IMGPACK_CLI); }
+
+  void expect_identical_to_reference(const std::string& out) {
+    DatasetIndex index = read_index(dir_ / out);
+    DatasetIndex reference = read_index(dir_ / "reference");
+    ASSERT_EQ(index.shard_file, reference.shard_file);
+    for (const std::string& shard : index.shard_file) {
+      EXPECT_EQ(test::read_bytes(dir_ / out / shard),
+                test::read_bytes(dir_ / "reference" / shard))
+          << out << "/" << shard;
+    }
+    EXPECT_EQ(test::read_bytes(dir_ / out / "index.h5"),
+              test::read_bytes(dir_ / "reference" / "index.h5"));
+    for (const auto& entry : fs::directory_iterator(dir_ / out)) {
+      std::string name = entry.path().filename().string();
+      EXPECT_FALSE(name.ends_with(".tmp")) << name;
+      EXPECT_NE(name, "convert.journal");
+    }
+  }
+
+  test::TempDir dir_;
+};
+
+TEST_F(ResumeCli, KilledAtAnyPointResumesToIdenticalBytes) {
+  // Early (first record), mid-shard, just before a shard's rename, while
+  // writing index.h5, and after index.h5 but before the journal is removed.
+  for (const std::string point :
+       {"record:1", "record:13", "shard-commit:2", "index-commit", "index-committed"}) {
+    std::string out = "killed-" + point;
+    std::replace(out.begin(), out.end(), ':', '-');
+    auto killed = run_command("IMGPACK_CRASH_AT=" + point + " " + imgpack() + " " +
+                              convert_args(out));
+    ASSERT_EQ(killed.exit_code, kKilledBySigkill) << point << ": " << killed.err;
+    const bool complete = point == "index-committed";
+    EXPECT_EQ(fs::exists(dir_ / out / "index.h5"), complete) << point;
+
+    auto refused = test::run_imgpack(convert_args(out));
+    EXPECT_EQ(refused.exit_code, 2) << point;
+    if (!complete) EXPECT_NE(refused.err.find("--resume"), std::string::npos) << refused.err;
+
+    auto resumed = test::run_imgpack(convert_args(out, "--resume"));
+    ASSERT_EQ(resumed.exit_code, 0) << point << ": " << resumed.err;
+    expect_identical_to_reference(out);
+  }
+}
+
+TEST_F(ResumeCli, KilledFromOutsideMidRunResumesToIdenticalBytes) {
+  // A real kill -9 from another process, once some shards exist.
+  const fs::path out = dir_ / "outside";
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string args = convert_args("outside") + " --threads 1";
+    ::execl("/bin/sh", "sh", "-c", (imgpack() + " " + args).c_str(), nullptr);
+    ::_exit(127);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(out / "shard-00001.h5") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  // The shell's child is the converter; kill the whole process group member by name.
+  run_command("pkill -KILL -f " + shell_quote(out.string()));
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  auto resumed = test::run_imgpack(convert_args("outside", "--resume"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  expect_identical_to_reference("outside");
+}
+
+TEST_F(ResumeCli, AFullDiskFailsCleanlyNamingTheFile) {
+  // RLIMIT_FSIZE (in 512-byte blocks) makes writes past 30 KiB of a file fail
+  // with EFBIG, as a full disk would; a shard here is 54 KiB of pixels.
+  auto full = run_command("trap '' XFSZ; ulimit -f 60; " + imgpack() + " " +
+                          convert_args("full"));
+  EXPECT_EQ(full.exit_code, 1) << full.err;
+  EXPECT_NE(full.err.find("shard-"), std::string::npos) << full.err;
+  EXPECT_FALSE(fs::exists(dir_ / "full" / "index.h5"));
+  for (const auto& entry : fs::directory_iterator(dir_ / "full")) {
+    EXPECT_FALSE(entry.path().string().ends_with(".tmp")) << entry.path();
+  }
+  // Once there is room again, --resume finishes the job.
+  auto resumed = test::run_imgpack(convert_args("full", "--resume"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  expect_identical_to_reference("full");
+}
+
+}  // namespace
+}  // namespace imgpack
