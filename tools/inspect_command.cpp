@@ -115,7 +115,7 @@ int run_inspect(const InspectArgs& args) {
   }
   std::cout << "  groups      " << index.group_names.size() << "\n";
   std::cout << "  augment     " << augment_summary(index) << "\n";
-  std::cout << "  splits      " << (index.splits.empty() ? "none" : "") << "\n";
+  std::cout << "  splits      " << (index.splits.empty() ? std::string("none") : std::to_string(index.splits.size())) << "\n";
   for (const Split& split : index.splits) {
     std::cout << "    ";
     print_split(std::cout, index, split, false);
