@@ -71,35 +71,25 @@ constexpr uint64_t kMaxInputBytes = uint64_t{2} << 30;
 // Reads a file into `out` (reusing its capacity): the whole file, or only its
 // first `prefix` bytes when prefix > 0. Returns "" or the reason it failed.
 std::string read_file(const fs::path& path, std::vector<uint8_t>& out, std::size_t prefix = 0) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::string("cannot open: ") + std::strerror(errno);
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::string("cannot open: ") + std::strerror(errno);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int saved = errno;
-    ::close(fd);
-    return std::string("cannot stat: ") + std::strerror(saved);
-  }
+  if (::fstat(fd.get(), &st) != 0) return std::string("cannot stat: ") + std::strerror(errno);
   auto size = static_cast<uint64_t>(st.st_size);
   if (prefix == 0 && size > kMaxInputBytes) {
-    ::close(fd);
     return "file is " + std::to_string(size >> 20) + " MiB, larger than any image imgpack reads";
   }
   out.resize(prefix > 0 ? std::min<uint64_t>(size, prefix) : size);
   std::size_t done = 0;
-  std::string error;
   while (done < out.size()) {
-    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error = std::string("cannot read: ") + std::strerror(errno);
-      break;
-    }
+    if (n < 0) return std::string("cannot read: ") + std::strerror(errno);
     if (n == 0) break;  // shrank while reading
     done += static_cast<std::size_t>(n);
   }
   out.resize(done);
-  ::close(fd);
-  return error;
+  return "";
 }
 
 std::string format_uuid(Hash128 h) {

@@ -37,11 +37,8 @@ std::string shard_line(const JournalShard& shard) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-int open_for_append(const fs::path& path, bool truncate) {
-  int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0);
-  int fd = ::open(path.c_str(), flags, 0644);
-  if (fd < 0) throw system_error(path, "cannot open the conversion journal", errno);
-  return fd;
+FileDescriptor open_for_append(const fs::path& path, bool truncate) {
+  return FileDescriptor(path, O_WRONLY | O_CREAT | O_APPEND | (truncate ? O_TRUNC : 0));
 }
 
 }  // namespace
@@ -118,38 +115,21 @@ std::optional<JournalState> ConvertJournal::read(const fs::path& out_dir) {
   return state;
 }
 
-ConvertJournal::ConvertJournal(ConvertJournal&& other) noexcept
-    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
-
-ConvertJournal& ConvertJournal::operator=(ConvertJournal&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    path_ = std::move(other.path_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-ConvertJournal::~ConvertJournal() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 void ConvertJournal::append(const JournalShard& shard) { write_line(shard_line(shard)); }
 
 void ConvertJournal::write_line(const std::string& line) {
   std::size_t done = 0;
   while (done < line.size()) {
-    ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    ssize_t n = ::write(fd_.get(), line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw system_error(path_, "cannot append to the conversion journal", errno);
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd_) != 0) throw system_error(path_, "fsync failed", errno);
+  if (::fsync(fd_.get()) != 0) throw system_error(path_, "fsync failed", errno);
 }
 
 void ConvertJournal::remove() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  fd_.reset();
   std::error_code ec;
   fs::remove(path_, ec);
   if (ec) throw file_error(path_, "cannot remove: " + ec.message());

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 
 #include "imgpack/checksum.hpp"
 #include "imgpack/dataset_index.hpp"
@@ -92,8 +93,8 @@ std::string check_kept_shard(const fs::path& path, const ConversionPlan& plan,
     images.reset();
     file.close();
 
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::string("cannot open: ") + std::strerror(errno);
+    const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return std::string("cannot open: ") + std::strerror(errno);
     std::atomic<uint64_t> first_bad{entry.records};
     tbb::parallel_for(uint64_t{0}, entry.records, uint64_t{64}, [&](uint64_t row) {
       // Blocks of 64 rows, read and hashed by whichever thread takes them.
@@ -101,7 +102,7 @@ std::string check_kept_shard(const fs::path& path, const ConversionPlan& plan,
       std::vector<uint8_t> buffer((end - row) * shape.bytes());
       std::size_t done = 0;
       while (done < buffer.size()) {
-        ssize_t n = ::pread(fd, buffer.data() + done, buffer.size() - done,
+        ssize_t n = ::pread(fd.get(), buffer.data() + done, buffer.size() - done,
                             static_cast<off_t>(offset + row * shape.bytes() + done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
@@ -116,7 +117,6 @@ std::string check_kept_shard(const fs::path& path, const ConversionPlan& plan,
         }
       }
     });
-    ::close(fd);
     if (first_bad < entry.records) {
       return "record " + std::to_string(first_bad.load()) + " does not match its checksum";
     }

@@ -20,20 +20,6 @@ namespace {
 // Pixels are gathered into writes of about this size.
 constexpr std::size_t kStagingBytes = 32u << 20;
 
-class Fd {
- public:
-  Fd(const fs::path& path, int flags) : fd_(::open(path.c_str(), flags | O_CLOEXEC)) {
-    if (fd_ < 0) throw system_error(path, "cannot open", errno);
-  }
-  ~Fd() { ::close(fd_); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // Creates /images [n, H, W, C] uint8: contiguous, unfiltered, allocated at
 // creation, never filled, so its bytes are one aligned run at H5Dget_offset.
 h5::Handle create_images(h5::File& file, RecordShape shape, uint64_t n) {
@@ -65,8 +51,8 @@ uint64_t images_offset(h5::File& file, const h5::Handle& images) {
 // Copies `size` bytes between two files, in the kernel where it can.
 void copy_range(const fs::path& from, uint64_t from_offset, const fs::path& to, uint64_t to_offset,
                 uint64_t size) {
-  Fd in(from, O_RDONLY);
-  Fd out(to, O_WRONLY);
+  FileDescriptor in(from, O_RDONLY);
+  FileDescriptor out(to, O_WRONLY);
   auto in_off = static_cast<off_t>(from_offset);
   auto out_off = static_cast<off_t>(to_offset);
   uint64_t left = size;

@@ -15,32 +15,19 @@
 
 namespace imgpack {
 
-namespace {
+FileDescriptor::FileDescriptor(const std::filesystem::path& path, int flags, unsigned mode)
+    : fd_(::open(path.c_str(), flags | O_CLOEXEC, mode)) {
+  if (fd_ < 0) throw system_error(path, "cannot open", errno);
+}
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
-
-}  // namespace
+void FileDescriptor::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
 
 void fsync_path(const std::filesystem::path& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw system_error(path, "cannot open to fsync", errno);
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw system_error(path, "cannot open to fsync", errno);
   // Directories on some file systems refuse fsync with EINVAL; nothing more can be done there.
   if (::fsync(fd.get()) != 0 && errno != EINVAL) throw system_error(path, "fsync failed", errno);
 }
@@ -58,8 +45,8 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   std::filesystem::path tmp = path;
   tmp += format::kTmpSuffix;
   {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) throw system_error(tmp, "cannot create", errno);
+    FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd) throw system_error(tmp, "cannot create", errno);
     std::size_t done = 0;
     while (done < contents.size()) {
       ssize_t n = ::write(fd.get(), contents.data() + done, contents.size() - done);

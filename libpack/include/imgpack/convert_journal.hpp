@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "imgpack/files.hpp"
+
 namespace imgpack {
 
 inline constexpr const char* kJournalFile = "convert.journal";
@@ -50,9 +52,8 @@ class ConvertJournal {
   // line (a crash mid-append) is ignored; any other damage is an Error.
   static std::optional<JournalState> read(const std::filesystem::path& out_dir);
 
-  ConvertJournal(ConvertJournal&&) noexcept;
-  ConvertJournal& operator=(ConvertJournal&&) noexcept;
-  ~ConvertJournal();
+  ConvertJournal(ConvertJournal&&) noexcept = default;
+  ConvertJournal& operator=(ConvertJournal&&) noexcept = default;
 
   // Appends one committed shard and fsyncs.
   void append(const JournalShard& shard);
@@ -60,11 +61,12 @@ class ConvertJournal {
   void remove();
 
  private:
-  ConvertJournal(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ConvertJournal(std::filesystem::path path, FileDescriptor fd)
+      : path_(std::move(path)), fd_(std::move(fd)) {}
   void write_line(const std::string& line);
 
   std::filesystem::path path_;
-  int fd_ = -1;
+  FileDescriptor fd_;
 };
 
 }  // namespace imgpack

@@ -12,6 +12,38 @@
 
 namespace imgpack {
 
+// Owns a POSIX file descriptor and closes it on destruction. Move-only.
+class FileDescriptor {
+ public:
+  FileDescriptor() = default;
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  // open(2) with O_CLOEXEC added; throws imgpack::Error naming `path` on failure.
+  FileDescriptor(const std::filesystem::path& path, int flags, unsigned mode = 0644);
+  ~FileDescriptor() { reset(); }
+  FileDescriptor(FileDescriptor&& other) noexcept : fd_(other.release()) {}
+  FileDescriptor& operator=(FileDescriptor&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = other.release();
+    }
+    return *this;
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
 // fsync() the file or directory at `path`.
 void fsync_path(const std::filesystem::path& path);
 
