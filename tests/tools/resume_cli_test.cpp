@@ -81,7 +81,9 @@ TEST_F(ResumeCli, KilledAtAnyPointResumesToIdenticalBytes) {
 
     auto refused = test::run_imgpack(convert_args(out));
     EXPECT_EQ(refused.exit_code, 2) << point;
-    if (!complete) EXPECT_NE(refused.err.find("--resume"), std::string::npos) << refused.err;
+    if (!complete) {
+      EXPECT_NE(refused.err.find("--resume"), std::string::npos) << refused.err;
+    }
 
     auto resumed = test::run_imgpack(convert_args(out, "--resume"));
     ASSERT_EQ(resumed.exit_code, 0) << point << ": " << resumed.err;
