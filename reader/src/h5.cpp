@@ -16,9 +16,12 @@ void silence_errors() {
 
 namespace {
 
-herr_t innermost_message(unsigned n, const H5E_error2_t* err, void* client) {
+// Walking downward, the last entry is the innermost: the one that says what
+// was wrong ("truncated file: eof = ...", "incorrect metadata checksum"),
+// where the outermost only repeats the API call ("unable to open file").
+herr_t innermost_message(unsigned, const H5E_error2_t* err, void* client) {
   auto* out = static_cast<std::string*>(client);
-  if (n == 0 && err->desc != nullptr) *out = err->desc;
+  if (err->desc != nullptr && err->desc[0] != '\0') *out = err->desc;
   return 0;
 }
 
@@ -96,7 +99,8 @@ File File::open_read(const std::filesystem::path& path) {
     std::string detail = last_error_message();
     std::string message = path.string() + ": cannot open as HDF5";
     if (!detail.empty()) message += ": " + detail;
-    if (detail.find("lock") != std::string::npos) {
+    if (detail.find("unable to lock") != std::string::npos ||
+        detail.find("No locks") != std::string::npos) {
       message += " (on file systems without flock, e.g. NFS, set HDF5_USE_FILE_LOCKING=FALSE)";
     }
     throw Error(message);
