@@ -6,6 +6,7 @@
 
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "h5_heaps.hpp"
 
 namespace imgpack::h5 {
 
@@ -240,12 +241,22 @@ Handle utf8_string_type() {
 
 }  // namespace
 
+detail::GlobalHeaps* File::heaps() const {
+  unsigned intent = 0;
+  check_status(H5Fget_intent(id(), &intent), "H5Fget_intent", "/");
+  // A file open for writing is one imgpack is writing: its heaps may not be on disk yet.
+  if ((intent & H5F_ACC_RDWR) != 0) return nullptr;
+  if (!heaps_) heaps_ = std::make_shared<detail::GlobalHeaps>(id(), path_);
+  return heaps_.get();
+}
+
 std::vector<std::string> File::read_strings(const std::string& name) const {
   Handle dataset = open_dataset(name);
   Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
   if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) <= 0) {
     throw Error(path_.string() + ": " + name + " is not a variable-length string dataset");
   }
+  if (detail::GlobalHeaps* heaps = this->heaps()) heaps->check_references(dataset.get(), name);
   uint64_t n = length(name);
   std::vector<char*> raw(n, nullptr);
   Handle mem_type = utf8_string_type();
@@ -336,6 +347,7 @@ std::string File::read_string_attr(const std::string& object, const std::string&
     throw Error(path_.string() + ": attribute " + attr + " on " + object + " is not a string");
   }
   if (H5Tis_variable_str(type.get()) > 0) {
+    (void)heaps();  // the attribute's collection must be sound before HDF5 reads it
     Handle mem_type = utf8_string_type();
     char* raw = nullptr;
     check_status(H5Aread(a.get(), mem_type.get(), &raw), "H5Aread", object + "@" + attr);

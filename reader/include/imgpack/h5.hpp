@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -22,6 +23,10 @@
 #include "imgpack/format.hpp"
 
 namespace imgpack::h5 {
+
+namespace detail {
+class GlobalHeaps;
+}
 
 // Turns off HDF5's printing of its error stack to stderr (once per process).
 // Every entry point in this file calls it.
@@ -78,6 +83,11 @@ hid_t native_type() {
 }
 
 // An open HDF5 file. Move-only; not for concurrent use.
+//
+// Reading a damaged file throws imgpack::Error; it never crashes. HDF5 checks
+// the checksums of its 1.10 metadata itself; the one unchecksummed kind that
+// HDF5 trusts, the global heap holding variable-length strings, is checked
+// by File before a file opened read-only has a string read from it.
 class File {
  public:
   // Opens read-only. Errors name the file; a locking failure (NFS) suggests
@@ -152,8 +162,12 @@ class File {
   Handle open_attr(const std::string& object, const std::string& attr) const;
   Handle create_attr(const std::string& object, const std::string& attr, hid_t type);
 
+  // The checked global heaps, made on the first string read (read-only files only).
+  detail::GlobalHeaps* heaps() const;
+
   Handle handle_;
   std::filesystem::path path_;
+  mutable std::shared_ptr<detail::GlobalHeaps> heaps_;
 };
 
 // Property lists for new objects: no creation/modification times, so output
