@@ -1,6 +1,9 @@
 #include "imgpack/h5.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <mutex>
 
@@ -94,6 +97,10 @@ void File::check_status(herr_t status, const char* call, const std::string& obje
 
 File File::open_read(const std::filesystem::path& path) {
   silence_errors();
+  // HDF5's own message for these is a dump of open(2)'s arguments.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw system_error(path, "cannot open", errno);
+  if (S_ISDIR(st.st_mode)) throw file_error(path, "is a directory, not an HDF5 file");
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (id < 0) {
