@@ -132,15 +132,29 @@ GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address) const {
   }
   std::vector<uint8_t> bytes(collection.size);
   read(address, bytes.data(), bytes.size());
-  // The walk HDF5 makes when it loads the collection, with the bounds checks it leaves out.
+  // The walk HDF5 makes when it loads the collection, with the bounds checks
+  // it leaves out, and what HDF5 guarantees when it writes one: objects
+  // packed from the start, each zero-padded to 8 bytes, and the free space
+  // (object 0), if any, last and reaching exactly to the end. A damaged
+  // object size that keeps all of that true, and the string NUL-free, is
+  // one that shrank to another 8-byte boundary: HDF5 then reads a shorter
+  // string, never past its buffer.
   uint64_t p = kHeaderBytes;
+  bool free_space_seen = false;
   while (p < collection.size) {
     if (collection.size - p < kObjectHeaderBytes) break;  // too small for an object: free space
+    if (free_space_seen) throw damaged("an object follows the free space at offset " + std::to_string(p));
     const uint64_t index = load_le(&bytes[p], 2);
     const uint64_t size = load_le(&bytes[p + 8], 8);
     uint64_t need = 0;
     if (index == 0) {  // the free space, its size counting its own header
       need = size;
+      free_space_seen = true;
+      if (need != collection.size - p) {
+        throw damaged("its free space at offset " + std::to_string(p) + " declares " +
+                      std::to_string(size) + " bytes, " + std::to_string(collection.size - p) +
+                      " remain");
+      }
     } else {
       if (size > collection.size) {
         throw damaged("object " + std::to_string(index) + " declares " + std::to_string(size) +
@@ -152,8 +166,22 @@ GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address) const {
       throw damaged("object " + std::to_string(index) + " at offset " + std::to_string(p) +
                     " ends outside the collection");
     }
-    if (collection.object_size.size() <= index) collection.object_size.resize(index + 1, -1);
     if (index != 0) {
+      // Every heap object imgpack writes is a string, stored without its
+      // terminator: a trailing NUL means the size grew into the padding,
+      // and HDF5 would copy that many bytes into a buffer sized by the
+      // string's (intact) length.
+      if (size > 0 && bytes[p + kObjectHeaderBytes + size - 1] == 0) {
+        throw damaged("object " + std::to_string(index) + " at offset " + std::to_string(p) +
+                      " ends in a NUL byte (its size is wrong)");
+      }
+      for (uint64_t i = p + kObjectHeaderBytes + size; i < p + need; ++i) {
+        if (bytes[i] != 0) {
+          throw damaged("object " + std::to_string(index) + " at offset " + std::to_string(p) +
+                        " is followed by non-zero padding (its size is wrong)");
+        }
+      }
+      if (collection.object_size.size() <= index) collection.object_size.resize(index + 1, -1);
       if (collection.object_size[index] >= 0) {
         throw damaged("object " + std::to_string(index) + " appears twice");
       }

@@ -8,6 +8,9 @@
 // h5::File reads a variable-length string it has GlobalHeaps check, with
 // plain reads of the file, that every collection HDF5 may load is well
 // formed and that every reference points at an object of the right size.
+// The checks assume what imgpack writes: 8-byte file offsets and lengths
+// (other files are left to HDF5) and strings as the only variable-length
+// data (a heap object ending in a NUL byte is taken for damage).
 #pragma once
 
 #include <hdf5.h>

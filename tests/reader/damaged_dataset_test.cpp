@@ -1,0 +1,163 @@
+// Damaged HDF5 metadata, byte by byte: every byte of index.h5 and of a shard
+// outside its pixels is altered in turn (a stride of them by default; set
+// IMGPACK_DAMAGE_STRIDE=1 for all), and a child process opens the result
+// with Dataset::open, verify_dataset and render_preview. Each must either
+// work or throw imgpack::Error naming the damaged file; a signal (SIGSEGV,
+// SIGBUS, SIGABRT), a hang or another exception type fails the test.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "imgpack/dataset.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/preview.hpp"
+#include "imgpack/verify.hpp"
+#include "synthetic_dataset.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::SyntheticOptions;
+using test::TempDir;
+
+// What the child found (its exit status).
+enum Outcome : int {
+  kIntact = 0,           // opened and verified clean: the byte did not matter
+  kRefused = 1,          // open threw an Error naming the file, verify reported it
+  kChecksumsOnly = 2,    // open worked, verify found bad records (a /checksum value changed)
+  kUnnamed = 3,          // an Error that does not name the damaged file
+  kForeignException = 4, // something other than imgpack::Error escaped
+  kDisagree = 5,         // open and verify disagree about the structure
+};
+
+int check_damaged(const fs::path& dir, const std::string& file) {
+  auto names_file = [&](const std::string& message) {
+    if (message.find(file) != std::string::npos) return true;
+    std::fprintf(stderr, "error not naming %s: %s\n", file.c_str(), message.c_str());
+    return false;
+  };
+  try {
+    bool open_failed = false;
+    try {
+      Dataset dataset = Dataset::open(dir);
+    } catch (const Error& e) {
+      if (!names_file(e.what())) return kUnnamed;
+      open_failed = true;
+    }
+    VerifyOptions verify_options;
+    verify_options.threads = 2;
+    const VerifyReport report = verify_dataset(dir, verify_options);
+    for (const std::string& error : report.errors) {
+      if (!names_file(error)) return kUnnamed;
+    }
+    if (open_failed != !report.errors.empty()) return kDisagree;
+    try {
+      PreviewOptions preview_options;
+      preview_options.samples = 1000;
+      render_preview(dir, preview_options);
+    } catch (const Error& e) {
+      if (!names_file(e.what())) return kUnnamed;
+    }
+    if (open_failed) return kRefused;
+    return report.bad_records.empty() ? kIntact : kChecksumsOnly;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "not an imgpack::Error: %s\n", e.what());
+    return kForeignException;
+  } catch (...) {
+    return kForeignException;
+  }
+}
+
+// Runs check_damaged in a child process; returns its wait status.
+int run_in_child(const fs::path& dir, const std::string& file) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(30);  // a hang becomes SIGALRM
+    ::_exit(check_damaged(dir, file));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+uint64_t sweep_stride() {
+  if (const char* value = std::getenv("IMGPACK_DAMAGE_STRIDE")) {
+    return std::max<uint64_t>(1, std::strtoull(value, nullptr, 10));
+  }
+  // Primes, so that every byte position within HDF5's 8- and 16-byte
+  // fields is hit over the file; about 400 child processes by default.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return 151;
+#else
+  return 61;
+#endif
+}
+
+// Alters every `stride`-th byte of `file` in `dir` outside [skip_begin,
+// skip_end), one at a time (restoring it after), and checks each result.
+void sweep(const fs::path& dir, const std::string& file, uint64_t skip_begin, uint64_t skip_end) {
+  const fs::path path = dir / file;
+  const std::string original = test::read_bytes(path);
+  const uint64_t stride = sweep_stride();
+  int counts[6] = {};
+  uint64_t tried = 0;
+  for (uint64_t pos = 0; pos < original.size(); pos += stride) {
+    if (pos >= skip_begin && pos < skip_end) continue;
+    std::string damaged = original;
+    // Vary the change: single bits and whole bytes.
+    const uint8_t mask = pos % 3 == 0 ? 0xff : static_cast<uint8_t>(1u << (pos % 8));
+    damaged[pos] = static_cast<char>(damaged[pos] ^ mask);
+    test::write_bytes(path, damaged);
+    const int status = run_in_child(dir, file);
+    ++tried;
+    if (WIFSIGNALED(status)) {
+      ADD_FAILURE() << file << " byte " << pos << " ^ " << int{mask} << ": killed by signal "
+                    << WTERMSIG(status) << " (" << strsignal(WTERMSIG(status)) << ")";
+      continue;
+    }
+    const int outcome = WEXITSTATUS(status);
+    ASSERT_LT(outcome, 6) << file << " byte " << pos;
+    ++counts[outcome];
+    EXPECT_LE(outcome, kChecksumsOnly) << file << " byte " << pos << " ^ " << int{mask}
+                                       << ": outcome " << outcome;
+  }
+  test::write_bytes(path, original);
+  std::printf("%s: %llu positions (stride %llu): %d intact, %d refused, %d checksum-only\n",
+              file.c_str(), static_cast<unsigned long long>(tried),
+              static_cast<unsigned long long>(stride), counts[kIntact], counts[kRefused],
+              counts[kChecksumsOnly]);
+  // Most of a file is metadata HDF5 checksums or values we check: a sweep
+  // that refused nothing would mean the damage did not reach the reader.
+  EXPECT_GT(counts[kRefused], 0);
+}
+
+SyntheticOptions small_dataset() {
+  SyntheticOptions options;
+  options.samples = 20;
+  options.records_per_shard = 10;
+  return options;
+}
+
+TEST(DamagedMetadata, EveryByteOfTheIndex) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), small_dataset());
+  sweep(dir.path(), "index.h5", 0, 0);
+}
+
+TEST(DamagedMetadata, EveryByteOfAShardOutsideItsPixels) {
+  TempDir dir;
+  SyntheticOptions options = small_dataset();
+  test::write_synthetic_dataset(dir.path(), options);
+  const uint64_t offset = test::images_offset(dir / "shard-00001.h5");
+  const uint64_t bytes = uint64_t{10} * options.height * options.width * options.channels;
+  sweep(dir.path(), "shard-00001.h5", offset, offset + bytes);
+}
+
+}  // namespace
+}  // namespace imgpack
