@@ -127,6 +127,10 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
     expect_skipped("bad/" + name, test::bomb_header(kind, 60000, 60000));
   }
 
+  // A 3 GiB file (sparse: no disk used) is refused without being read.
+  expect_skipped("bad/huge.jpg", jpeg);
+  fs::resize_file(src_ / "bad/huge.jpg", uint64_t{3} << 30);
+
   // Tiny and smaller-than-target images are upscaled.
   cv::Mat one(1, 1, CV_8UC3, cv::Scalar(200, 40, 90));
   expect_converted("good/one-pixel.png", encode_image(".png", one));
@@ -181,6 +185,8 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
     EXPECT_FALSE(reasons[path].empty());
   }
   EXPECT_NE(reasons["bad/bomb.png"].find("60000x60000"), std::string::npos) << reasons["bad/bomb.png"];
+  EXPECT_NE(reasons["bad/huge.jpg"].find("larger than any image"), std::string::npos)
+      << reasons["bad/huge.jpg"];
   EXPECT_NE(reasons["bad/self.jpg"].find("symbolic links"), std::string::npos)
       << reasons["bad/self.jpg"];
   EXPECT_NE(reasons["good/loop"].find("already visited"), std::string::npos) << reasons["good/loop"];
