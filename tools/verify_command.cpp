@@ -54,6 +54,12 @@ nlohmann::ordered_json report_json(const VerifyReport& report) {
   j["bytes"] = report.bytes_checked;
   j["seconds"] = report.seconds;
   j["gb_per_s"] = gb_per_s(report);
+  j["structure_seconds"] = report.structure_seconds;
+  j["checksum_seconds"] = report.checksum_seconds;
+  j["checksum_gb_per_s"] =
+      report.checksum_seconds > 0
+          ? static_cast<double>(report.bytes_checked) / report.checksum_seconds / 1e9
+          : 0.0;
   j["threads"] = report.threads;
   return j;
 }

@@ -277,10 +277,13 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
   }
 
   // Checksums.
+  const Clock::time_point checksum_start = Clock::now();
+  report.structure_seconds = std::chrono::duration<double>(checksum_start - start).count();
   ChecksumPass pass(jobs, index.record_bytes(), options);
   const unsigned threads =
       options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   pass.run(threads, options);
+  report.checksum_seconds = std::chrono::duration<double>(Clock::now() - checksum_start).count();
   report.threads = pass.threads_used();
   report.records_checked = pass.records_checked();
   report.bytes_checked = pass.bytes_checked();

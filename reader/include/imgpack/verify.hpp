@@ -68,7 +68,9 @@ struct VerifyReport {
   std::vector<std::string> errors;
   // Shard indices with a structural problem or a bad record, ascending.
   std::vector<uint32_t> bad_shards;
-  double seconds = 0;    // wall time of the whole verification
+  double seconds = 0;            // wall time of the whole verification
+  double structure_seconds = 0;  // of which reading index.h5 and validating the shards
+  double checksum_seconds = 0;   // of which reading and hashing the records
   unsigned threads = 0;  // threads that hashed records
 
   bool ok() const { return errors.empty() && bad_records.empty(); }
