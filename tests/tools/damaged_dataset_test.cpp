@@ -80,6 +80,9 @@ struct Damage {
   std::function<void(const fs::path& dataset, const fs::path& other)> apply;
 };
 
+// How GoogleTest (and so ctest) shows a Damage: its name, not its bytes.
+void PrintTo(const Damage& damage, std::ostream* out) { *out << damage.name; }
+
 std::vector<Damage> damages() {
   return {
       {"truncated_shard", "shard-00001.h5", Reach::shard,
