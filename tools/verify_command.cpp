@@ -56,10 +56,9 @@ nlohmann::ordered_json report_json(const VerifyReport& report) {
   j["gb_per_s"] = gb_per_s(report);
   j["structure_seconds"] = report.structure_seconds;
   j["checksum_seconds"] = report.checksum_seconds;
-  j["checksum_gb_per_s"] =
-      report.checksum_seconds > 0
-          ? static_cast<double>(report.bytes_checked) / report.checksum_seconds / 1e9
-          : 0.0;
+  j["checksum_gb_per_s"] = report.checksum_seconds > 0 ? static_cast<double>(report.bytes_checked) /
+                                                             report.checksum_seconds / 1e9
+                                                       : 0.0;
   j["threads"] = report.threads;
   return j;
 }
@@ -119,7 +118,8 @@ void add_verify_command(CLI::App& app, Action& action) {
   cmd->add_option("--threads", args->threads, "Threads reading and hashing (0 = one per core)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
-  cmd->add_flag("--quiet,-q", args->quiet, "No progress and no summary line (problems still go to stderr)");
+  cmd->add_flag("--quiet,-q", args->quiet,
+                "No progress and no summary line (problems still go to stderr)");
   cmd->callback([args, &action] { action = [args] { return run_verify(*args); }; });
 }
 

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "h5_heaps.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
-#include "h5_heaps.hpp"
 
 namespace imgpack::h5 {
 

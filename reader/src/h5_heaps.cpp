@@ -46,8 +46,8 @@ herr_t collect_datasets(hid_t, const char* name, const H5O_info_t* info, void* c
 // boundary there is pixel or column data, never a collection.
 std::vector<Range> raw_data_ranges(hid_t file_id) {
   VisitState state;
-  if (H5Ovisit2(file_id, H5_INDEX_NAME, H5_ITER_NATIVE, collect_datasets, &state,
-                H5O_INFO_BASIC) < 0) {
+  if (H5Ovisit2(file_id, H5_INDEX_NAME, H5_ITER_NATIVE, collect_datasets, &state, H5O_INFO_BASIC) <
+      0) {
     return {};  // the damage, if any, is reported by the read that follows
   }
   std::vector<Range> ranges;
@@ -143,7 +143,8 @@ GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address) const {
   bool free_space_seen = false;
   while (p < collection.size) {
     if (collection.size - p < kObjectHeaderBytes) break;  // too small for an object: free space
-    if (free_space_seen) throw damaged("an object follows the free space at offset " + std::to_string(p));
+    if (free_space_seen)
+      throw damaged("an object follows the free space at offset " + std::to_string(p));
     const uint64_t index = load_le(&bytes[p], 2);
     const uint64_t size = load_le(&bytes[p + 8], 8);
     uint64_t need = 0;
@@ -225,8 +226,7 @@ void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
     if (address == 0 || length == 0) continue;  // null or empty: HDF5 reads no heap object
     const std::string element = name + "[" + std::to_string(i) + "]";
     const Collection& collection = collection_at(address);
-    if (index == 0 || index >= collection.object_size.size() ||
-        collection.object_size[index] < 0) {
+    if (index == 0 || index >= collection.object_size.size() || collection.object_size[index] < 0) {
       throw file_error(path_, element + " is damaged: it names object " + std::to_string(index) +
                                   " of the global heap collection at byte " +
                                   std::to_string(address) + ", which has no such object");

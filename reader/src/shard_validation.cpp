@@ -176,11 +176,10 @@ ShardLayout validate_shard(const fs::path& path, const DatasetIndex& index, std:
     const uint64_t r = row_records[row];
     const int64_t sample = index.record_sample[r];
     if (samples[row] != sample || variants[row] != index.record_variant[r]) {
-      throw file_error(path, "row " + std::to_string(row) + " holds sample " +
-                                 std::to_string(samples[row]) + " variant " +
-                                 std::to_string(variants[row]) + ", index.h5 says sample " +
-                                 std::to_string(sample) + " variant " +
-                                 std::to_string(index.record_variant[r]));
+      throw file_error(
+          path, "row " + std::to_string(row) + " holds sample " + std::to_string(samples[row]) +
+                    " variant " + std::to_string(variants[row]) + ", index.h5 says sample " +
+                    std::to_string(sample) + " variant " + std::to_string(index.record_variant[r]));
     }
     const int32_t label = index.sample_label[static_cast<std::size_t>(sample)];
     if (labels[row] != label) {

@@ -259,8 +259,8 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
       FileDescriptor fd(path);
       const FileIdentity id = identity(fd, path);
       const std::span<const uint64_t> row_records =
-          std::span<const uint64_t>(table.order).subspan(table.first_position[k],
-                                                         index.shard_records[k]);
+          std::span<const uint64_t>(table.order)
+              .subspan(table.first_position[k], index.shard_records[k]);
       detail::ShardLayout layout =
           detail::validate_shard(path, index, k, row_records, fd.size(path));
       ShardJob job;

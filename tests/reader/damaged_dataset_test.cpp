@@ -4,10 +4,9 @@
 // with Dataset::open, verify_dataset and render_preview. Each must either
 // work or throw imgpack::Error naming the damaged file; a signal (SIGSEGV,
 // SIGBUS, SIGABRT), a hang or another exception type fails the test.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -28,12 +27,12 @@ using test::TempDir;
 
 // What the child found (its exit status).
 enum Outcome : int {
-  kIntact = 0,           // opened and verified clean: the byte did not matter
-  kRefused = 1,          // open threw an Error naming the file, verify reported it
-  kChecksumsOnly = 2,    // open worked, verify found bad records (a /checksum value changed)
-  kUnnamed = 3,          // an Error that does not name the damaged file
-  kForeignException = 4, // something other than imgpack::Error escaped
-  kDisagree = 5,         // open and verify disagree about the structure
+  kIntact = 0,            // opened and verified clean: the byte did not matter
+  kRefused = 1,           // open threw an Error naming the file, verify reported it
+  kChecksumsOnly = 2,     // open worked, verify found bad records (a /checksum value changed)
+  kUnnamed = 3,           // an Error that does not name the damaged file
+  kForeignException = 4,  // something other than imgpack::Error escaped
+  kDisagree = 5,          // open and verify disagree about the structure
 };
 
 int check_damaged(const fs::path& dir, const std::string& file) {
@@ -124,8 +123,8 @@ void sweep(const fs::path& dir, const std::string& file, uint64_t skip_begin, ui
     const int outcome = WEXITSTATUS(status);
     ASSERT_LT(outcome, 6) << file << " byte " << pos;
     ++counts[outcome];
-    EXPECT_LE(outcome, kChecksumsOnly) << file << " byte " << pos << " ^ " << int{mask}
-                                       << ": outcome " << outcome;
+    EXPECT_LE(outcome, kChecksumsOnly)
+        << file << " byte " << pos << " ^ " << int{mask} << ": outcome " << outcome;
   }
   test::write_bytes(path, original);
   std::printf("%s: %llu positions (stride %llu): %d intact, %d refused, %d checksum-only\n",

@@ -72,9 +72,9 @@ TEST_F(GlobalHeapTest, DamagedObjectSizeIsAnErrorNotACrash) {
   damage(gcol + 16 + 8 + 1, 0x01);
   for (bool attribute : {true, false}) {
     const std::string error = read_error(path_, attribute);
-    EXPECT_NE(error.find("t.h5: global heap collection at byte " + std::to_string(gcol) +
-                         " is damaged"),
-              std::string::npos)
+    EXPECT_NE(
+        error.find("t.h5: global heap collection at byte " + std::to_string(gcol) + " is damaged"),
+        std::string::npos)
         << error;
   }
 }
@@ -123,8 +123,8 @@ TEST(GlobalHeap, ManyAndLongStringsAcrossCollections) {
   // reference table over 4096 bytes (so it is aligned and skipped).
   test::TempDir dir;
   std::vector<std::string> names;
-  for (int i = 0; i < 2000; ++i) names.push_back("class" + std::to_string(i % 7) + "/image " +
-                                                 std::to_string(i) + ".png");
+  for (int i = 0; i < 2000; ++i)
+    names.push_back("class" + std::to_string(i % 7) + "/image " + std::to_string(i) + ".png");
   std::string decoy;
   for (int i = 0; i < 3000; ++i) decoy += "GCOL";
   names.push_back(decoy);

@@ -154,8 +154,8 @@ std::vector<Command> commands() {
       {"verify --json --threads 3",
        [](const fs::path& d, const fs::path&) { return "verify " + q(d) + " --json --threads 3"; },
        [](Reach) { return true; }},
-      {"split --list", [](const fs::path& d, const fs::path&) { return "split " + q(d) + " --list"; },
-       index_only},
+      {"split --list",
+       [](const fs::path& d, const fs::path&) { return "split " + q(d) + " --list"; }, index_only},
       {"split --export",
        [](const fs::path& d, const fs::path& s) {
          return "split " + q(d) + " --export cv --out " + q(s / "cv.csv");

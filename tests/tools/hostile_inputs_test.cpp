@@ -5,10 +5,9 @@
 // converted correctly or skipped with a reason in report.json; the tool
 // never crashes or hangs (every run is under a time limit), and the dataset
 // it writes verifies clean and reads back in h5py.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -171,8 +170,8 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   skipped_.insert("bad/dangling.png");
   ASSERT_EQ(::mkfifo((src_ / "bad" / "fifo.jpg").c_str(), 0600), 0);
 
-  CommandResult r = run_limited("convert " + q(src_) + " " + q(out_) +
-                                " --size 32 --threads 2 --quiet --json");
+  CommandResult r =
+      run_limited("convert " + q(src_) + " " + q(out_) + " --size 32 --threads 2 --quiet --json");
   ASSERT_EQ(r.exit_code, 0) << "exit " << r.exit_code << " (>= 128: signal)\n" << r.err;
 
   // report.json is valid JSON (nlohmann's parser rejects invalid UTF-8).
@@ -184,12 +183,14 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
     ASSERT_TRUE(reasons.count(path)) << "not in report.json's skipped list";
     EXPECT_FALSE(reasons[path].empty());
   }
-  EXPECT_NE(reasons["bad/bomb.png"].find("60000x60000"), std::string::npos) << reasons["bad/bomb.png"];
+  EXPECT_NE(reasons["bad/bomb.png"].find("60000x60000"), std::string::npos)
+      << reasons["bad/bomb.png"];
   EXPECT_NE(reasons["bad/huge.jpg"].find("larger than any image"), std::string::npos)
       << reasons["bad/huge.jpg"];
   EXPECT_NE(reasons["bad/self.jpg"].find("symbolic links"), std::string::npos)
       << reasons["bad/self.jpg"];
-  EXPECT_NE(reasons["good/loop"].find("already visited"), std::string::npos) << reasons["good/loop"];
+  EXPECT_NE(reasons["good/loop"].find("already visited"), std::string::npos)
+      << reasons["good/loop"];
 
   // The index holds exactly the good inputs, names byte for byte.
   const DatasetIndex index = read_index(out_);
@@ -202,8 +203,9 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   // Records: a 1x1 PNG fills the record with its one colour; 16-bit inputs
   // equal their 8-bit picture; CMYK is the picture up to JPEG loss.
   const std::map<std::string, cv::Mat> records = records_by_path(out_);
-  EXPECT_EQ(max_diff(records.at("good/one-pixel.png"), cv::Mat(32, 32, CV_8UC3, cv::Scalar(200, 40, 90))),
-            0);
+  EXPECT_EQ(
+      max_diff(records.at("good/one-pixel.png"), cv::Mat(32, 32, CV_8UC3, cv::Scalar(200, 40, 90))),
+      0);
   EXPECT_EQ(max_diff(records.at("good/16bit.png"), records.at("good/with space.png")), 0);
   EXPECT_EQ(max_diff(records.at("good/16bit.tif"), records.at("good/with space.png")), 0);
   EXPECT_EQ(max_diff(records.at(latin1), records.at("good/with space.png")), 0);
@@ -215,13 +217,14 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
 
   // h5py reads the awkward names as the bytes they are.
   if (!test::python_has_modules({"h5py"})) GTEST_SKIP() << "h5py not available";
-  r = test::run_command(std::string(IMGPACK_SYSTEM_PYTHON) + " -c " + shell_quote(
-      "import h5py, sys\n"
-      "f = h5py.File(sys.argv[1], 'r')\n"
-      "for p in f['samples/path'][:]:\n"
-      "    print((p if isinstance(p, bytes) else p.encode()).hex())\n"
-      "for c in f['classes/name'][:]:\n"
-      "    print('class', (c if isinstance(c, bytes) else c.encode()).hex())\n") +
+  r = test::run_command(
+      std::string(IMGPACK_SYSTEM_PYTHON) + " -c " +
+      shell_quote("import h5py, sys\n"
+                  "f = h5py.File(sys.argv[1], 'r')\n"
+                  "for p in f['samples/path'][:]:\n"
+                  "    print((p if isinstance(p, bytes) else p.encode()).hex())\n"
+                  "for c in f['classes/name'][:]:\n"
+                  "    print('class', (c if isinstance(c, bytes) else c.encode()).hex())\n") +
       " " + q(out_ / "index.h5"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto hex = [](const std::string& s) {
@@ -239,8 +242,8 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
 TEST_F(HostileInputsTest, OnErrorFailNamesTheFirstBadFileAndLeavesNoIndex) {
   add("c/fine.png", encode_image(".png", test::make_rgb_image(20, 20, 1)));
   add("c/zz-random.png", random_bytes(9, 3000));
-  CommandResult r = run_limited("convert " + q(src_) + " " + q(out_) +
-                                " --size 16 --quiet --on-error fail");
+  CommandResult r =
+      run_limited("convert " + q(src_) + " " + q(out_) + " --size 16 --quiet --on-error fail");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("zz-random.png"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out_ / "index.h5"));
@@ -272,7 +275,8 @@ TEST_F(HostileInputsTest, UnreadableFilesAndFoldersAreSkipped) {
   std::map<std::string, std::string> reasons;
   for (const auto& s : report["skipped"]) reasons[s["path"]] = s["reason"];
   EXPECT_NE(reasons["c/secret.png"].find("ermission denied"), std::string::npos)
-      << reasons["c/secret.png"] << "\n" << report.dump(2);
+      << reasons["c/secret.png"] << "\n"
+      << report.dump(2);
   EXPECT_NE(reasons["locked"].find("ermission denied"), std::string::npos) << reasons["locked"];
   EXPECT_EQ(read_index(out_).sample_path, std::vector<std::string>{"c/fine.png"});
 }

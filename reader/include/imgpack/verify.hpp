@@ -43,11 +43,11 @@ struct VerifyOptions {
 
 // A record whose bytes do not match its stored checksum.
 struct BadRecord {
-  uint32_t shard = 0;       // shard index (index.h5 /records/shard)
-  std::string shard_file;   // its file name, e.g. "shard-00002.h5"
-  uint64_t row = 0;         // row in the shard
-  uint64_t record = 0;      // record id (row of index.h5 /records)
-  int64_t sample = 0;       // source sample (row of /samples)
+  uint32_t shard = 0;      // shard index (index.h5 /records/shard)
+  std::string shard_file;  // its file name, e.g. "shard-00002.h5"
+  uint64_t row = 0;        // row in the shard
+  uint64_t record = 0;     // record id (row of index.h5 /records)
+  int64_t sample = 0;      // source sample (row of /samples)
   uint16_t variant = 0;
   std::string sample_path;  // the sample's source path, relative to the input root
 };
@@ -71,7 +71,7 @@ struct VerifyReport {
   double seconds = 0;            // wall time of the whole verification
   double structure_seconds = 0;  // of which reading index.h5 and validating the shards
   double checksum_seconds = 0;   // of which reading and hashing the records
-  unsigned threads = 0;  // threads that hashed records
+  unsigned threads = 0;          // threads that hashed records
 
   bool ok() const { return errors.empty() && bad_records.empty(); }
 };
