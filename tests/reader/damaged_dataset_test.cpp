@@ -1,5 +1,6 @@
-// Damaged HDF5 metadata, byte by byte: every byte of index.h5 and of a shard
-// outside its pixels is altered in turn (a stride of them by default; set
+// The reader on damaged datasets: an empty index.h5, an index.h5 of another
+// dataset, a damaged string heap; and damaged HDF5 metadata, byte by byte: every byte of index.h5
+// and of a shard outside its pixels is altered in turn (a stride of them by default; set
 // IMGPACK_DAMAGE_STRIDE=1 for all), and a child process opens the result
 // with Dataset::open, verify_dataset and render_preview. Each must either
 // work or throw imgpack::Error naming the damaged file; a signal (SIGSEGV,
@@ -134,6 +135,51 @@ void sweep(const fs::path& dir, const std::string& file, uint64_t skip_begin, ui
   // Most of a file is metadata HDF5 checksums or values we check: a sweep
   // that refused nothing would mean the damage did not reach the reader.
   EXPECT_GT(counts[kRefused], 0);
+}
+
+// Expects Dataset::open(dir) to throw an imgpack::Error naming `file` and saying `problem`.
+void expect_open_fails(const fs::path& dir, const std::string& file, const std::string& problem) {
+  try {
+    Dataset::open(dir);
+    ADD_FAILURE() << "opened";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(problem), std::string::npos) << e.what();
+  }
+}
+
+TEST(DamagedDataset, EmptyIndexIsRefusedNamingIt) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  test::write_bytes(dir / "index.h5", "");
+  expect_open_fails(dir.path(), "index.h5", "cannot open as HDF5");
+}
+
+TEST(DamagedDataset, IndexOfAnotherDatasetIsRefused) {
+  TempDir dir;
+  SyntheticOptions options;
+  test::write_synthetic_dataset(dir / "a", options);
+  options.uuid = "5e7a0000-0000-4000-8000-00000000beef";
+  test::write_synthetic_dataset(dir / "b", options);
+  fs::copy_file(dir / "b/index.h5", dir / "a/index.h5", fs::copy_options::overwrite_existing);
+  expect_open_fails(dir / "a", "shard-00000.h5", "belongs to dataset");
+}
+
+TEST(DamagedDataset, DamagedStringHeapIsRefusedNotACrash) {
+  // The uuid's heap object grows by 256 bytes: HDF5 alone would copy them
+  // into a buffer sized for the uuid.
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  for (const char* file : {"index.h5", "shard-00001.h5"}) {
+    std::string bytes = test::read_bytes(dir / file);
+    std::size_t gcol = 0;
+    while (bytes.compare(gcol, 4, "GCOL") != 0) gcol += 4096;
+    bytes[gcol + 16 + 8 + 1] ^= 1;
+    test::write_bytes(dir / file, bytes);
+    expect_open_fails(dir.path(), file, "global heap collection");
+    EXPECT_EQ(run_in_child(dir.path(), file), kRefused << 8);       // exited normally with kRefused
+    test::write_synthetic_dataset(dir.path(), SyntheticOptions{});  // repair for the next file
+  }
 }
 
 SyntheticOptions small_dataset() {
