@@ -97,10 +97,11 @@ void File::check_status(herr_t status, const char* call, const std::string& obje
 
 File File::open_read(const std::filesystem::path& path) {
   silence_errors();
-  // HDF5's own message for these is a dump of open(2)'s arguments.
+  // HDF5's own message for a missing file is a dump of open(2)'s arguments.
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw system_error(path, "cannot open", errno);
-  if (S_ISDIR(st.st_mode)) throw file_error(path, "is a directory, not an HDF5 file");
+  // Not a FIFO either: HDF5 would block opening it.
+  if (!S_ISREG(st.st_mode)) throw file_error(path, "not a regular file");
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (id < 0) {

@@ -4,6 +4,8 @@
 // or missing index.h5. Each command either succeeds (when it does not read
 // the damaged part) or exits 1 with a message naming the damaged file; none
 // dies from a signal or hangs. verify fails on every one of them.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -124,6 +126,11 @@ std::vector<Damage> damages() {
       {"index_of_another_dataset", "shard-00000.h5", Reach::uuid,
        [](const fs::path& d, const fs::path& other) {
          fs::copy_file(other / "index.h5", d / "index.h5", fs::copy_options::overwrite_existing);
+       }},
+      {"shard_replaced_by_fifo", "shard-00002.h5", Reach::shard,
+       [](const fs::path& d, const fs::path&) {
+         fs::remove(d / "shard-00002.h5");
+         ASSERT_EQ(::mkfifo((d / "shard-00002.h5").c_str(), 0600), 0);
        }},
       {"deleted_shard", "shard-00002.h5", Reach::shard,
        [](const fs::path& d, const fs::path&) { fs::remove(d / "shard-00002.h5"); }},
