@@ -30,6 +30,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// More threads than this only add contention (and each holds a read buffer).
+constexpr std::size_t kMaxThreads = 256;
+
 // A shard whose structure passed validation: what its records are checked against.
 struct ShardJob {
   uint32_t shard = 0;
@@ -112,8 +115,8 @@ class ChecksumPass {
 
   // Runs the pass on `threads` threads, calling `progress` on this thread.
   void run(unsigned threads, const VerifyOptions& options) {
-    threads = static_cast<unsigned>(
-        std::clamp<std::size_t>(threads, 1, std::max<std::size_t>(units_.size(), 1)));
+    threads = static_cast<unsigned>(std::clamp<std::size_t>(
+        threads, 1, std::clamp<std::size_t>(units_.size(), 1, kMaxThreads)));
     threads_used_ = threads;
     {
       std::vector<std::jthread> workers;

@@ -30,7 +30,8 @@ struct VerifyProgress {
 };
 
 struct VerifyOptions {
-  // Threads reading and hashing records; 0 = one per hardware thread.
+  // Threads reading and hashing records; 0 = one per hardware thread. At
+  // most 256, and no more than there are read units.
   unsigned threads = 0;
   // Bytes each thread reads per request (rounded down to whole records, at
   // least one record).
