@@ -211,8 +211,22 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   EXPECT_EQ(max_diff(records.at(latin1), records.at("good/with space.png")), 0);
   EXPECT_LT(test::mean_abs_diff(records.at("good/cmyk.jpg"), records.at("good/with space.png")), 8);
 
-  // verify finds the dataset intact.
+  // verify finds the dataset intact, and every other command reads it,
+  // names that are not UTF-8 included (JSON output must still parse).
   r = run_limited("verify " + q(out_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_limited("inspect " + q(out_) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["samples"], converted_.size());
+  r = run_limited("split " + q(out_) + " --name cv --kind stratified --folds 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NO_THROW(nlohmann::json::parse(r.out));
+  r = run_limited("split " + q(out_) + " --export cv --out -");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"good/tab\tand\nnewline.png\""), std::string::npos) << r.out;
+  r = run_limited("preview " + q(out_) + " --out " + q(dir_ / "p.png") + " --samples 100");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_limited("bench " + q(out_) + " --batch 4 --threads 1 --epochs 1 --json --quiet");
   EXPECT_EQ(r.exit_code, 0) << r.err;
 
   // h5py reads the awkward names as the bytes they are.
