@@ -26,12 +26,18 @@ constexpr double kFontScale = 0.35;
 const cv::Scalar kBackground(24, 24, 24);
 const cv::Scalar kText(235, 235, 235);
 
+h5::File open_listed_shard(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw file_error(path, "missing (listed in index.h5)");
+  return h5::File::open_read(path);
+}
+
 // Reads single records out of one shard's /images, after checking its shape
 // against the index.
 class ShardRecords {
  public:
   ShardRecords(const fs::path& path, const DatasetIndex& index, uint64_t records)
-      : file_(h5::File::open_read(path)), record_bytes_(index.record_bytes()) {
+      : file_(open_listed_shard(path)), record_bytes_(index.record_bytes()) {
     if (file_.read_string_attr("/", format::kAttrUuid) != index.uuid) {
       throw file_error(path,
                        "belongs to another dataset (its dataset_uuid differs from "

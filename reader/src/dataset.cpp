@@ -7,8 +7,8 @@
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
-#include "imgpack/h5.hpp"
 #include "mapped_region.hpp"
+#include "shard_validation.hpp"
 
 namespace imgpack {
 
@@ -16,100 +16,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint64_t kUnset = ~uint64_t{0};
-
 struct ShardView {
   fs::path path;
   MappedRegion images;
   uint64_t records = 0;
-  uint64_t first_position = 0;  // storage position of row 0
 };
-
-std::string layout_name(H5D_layout_t layout) {
-  switch (layout) {
-    case H5D_COMPACT:
-      return "compact";
-    case H5D_CONTIGUOUS:
-      return "contiguous";
-    case H5D_CHUNKED:
-      return "chunked";
-    case H5D_VIRTUAL:
-      return "virtual";
-    default:
-      return "of unknown layout";
-  }
-}
-
-std::string dims_text(const std::vector<uint64_t>& dims) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(dims[i]);
-  }
-  return text + "]";
-}
-
-// Everything about /images that must hold before its bytes can be mapped.
-// Returns its offset in the file.
-uint64_t check_images(const h5::File& file, const DatasetIndex& index, uint64_t records,
-                      uint64_t file_size) {
-  const fs::path& path = file.path();
-  const std::string name = format::kImages;
-  h5::Handle images = file.open_dataset(name);
-
-  h5::Handle type(file.check(H5Dget_type(images.get()), "H5Dget_type", name));
-  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_size(type.get()) != 1 ||
-      H5Tget_sign(type.get()) != H5T_SGN_NONE) {
-    throw file_error(path, name + " is not uint8");
-  }
-  const std::vector<uint64_t> expected = {records, index.height, index.width, index.channels};
-  const std::vector<uint64_t> dims = file.shape(name);
-  if (dims != expected) {
-    throw file_error(
-        path, name + " has shape " + dims_text(dims) + ", index.h5 expects " + dims_text(expected));
-  }
-
-  h5::Handle dcpl(file.check(H5Dget_create_plist(images.get()), "H5Dget_create_plist", name));
-  H5D_layout_t layout = H5Pget_layout(dcpl.get());
-  if (layout != H5D_CONTIGUOUS) {
-    throw file_error(path, name + " is " + layout_name(layout) +
-                               ", expected contiguous (cannot be memory-mapped)");
-  }
-  int external = H5Pget_external_count(dcpl.get());
-  if (external != 0) throw file_error(path, name + " uses external storage");
-  int filters = H5Pget_nfilters(dcpl.get());
-  if (filters != 0) throw file_error(path, name + " is filtered");
-  if (records == 0) return 0;
-
-  H5D_space_status_t status{};
-  file.check_status(H5Dget_space_status(images.get(), &status), "H5Dget_space_status", name);
-  if (status != H5D_SPACE_STATUS_ALLOCATED) {
-    throw file_error(path, name + " has no (or partly) allocated storage");
-  }
-  const uint64_t bytes = records * index.record_bytes();
-  if (H5Dget_storage_size(images.get()) != bytes) {
-    throw file_error(path, name + " stores " + std::to_string(H5Dget_storage_size(images.get())) +
-                               " bytes, expected " + std::to_string(bytes));
-  }
-  haddr_t offset = H5Dget_offset(images.get());
-  if (offset == HADDR_UNDEF) throw file_error(path, name + " has no file offset");
-  if (offset > file_size || bytes > file_size - offset) {
-    throw file_error(path, "truncated: " + name + " ends at byte " +
-                               std::to_string(offset + bytes) + " but the file has " +
-                               std::to_string(file_size) + " bytes");
-  }
-  return offset;
-}
-
-template <class T>
-std::vector<T> read_column(const h5::File& file, const char* name, uint64_t records) {
-  std::vector<T> values = file.read<T>(name);
-  if (values.size() != records) {
-    throw file_error(file.path(), std::string(name) + " has " + std::to_string(values.size()) +
-                                      " entries, expected " + std::to_string(records));
-  }
-  return values;
-}
 
 }  // namespace
 
@@ -123,6 +34,7 @@ struct Dataset::State {
   std::vector<uint64_t> record_checksum;
   std::vector<uint64_t> storage_order;     // position -> record
   std::vector<uint64_t> storage_position;  // record -> position
+  std::vector<uint64_t> first_position;    // shard -> storage position of its row 0
   std::vector<uint64_t> sample_offsets;    // [S + 1]
   std::vector<uint64_t> sample_records;    // grouped by sample, ascending variant
 
@@ -133,28 +45,15 @@ struct Dataset::State {
 
 void Dataset::State::build_tables() {
   const std::size_t n_records = index.num_records();
-  uint64_t position = 0;
+  detail::StorageTable table = detail::build_storage_table(index, dir / format::kIndexFile);
+  storage_order = std::move(table.order);
+  storage_position = std::move(table.position);
   shards.resize(index.num_shards());
   for (std::size_t k = 0; k < shards.size(); ++k) {
     shards[k].path = dir / index.shard_file[k];
     shards[k].records = index.shard_records[k];
-    shards[k].first_position = position;
-    position += index.shard_records[k];
   }
-  const fs::path index_path = dir / format::kIndexFile;
-  storage_order.assign(n_records, kUnset);
-  storage_position.resize(n_records);
-  for (uint64_t r = 0; r < n_records; ++r) {
-    uint64_t p = shards[index.record_shard[r]].first_position + index.record_row[r];
-    if (storage_order[p] != kUnset) {
-      throw file_error(index_path, "records " + std::to_string(storage_order[p]) + " and " +
-                                       std::to_string(r) + " both point at " +
-                                       index.shard_file[index.record_shard[r]] + " row " +
-                                       std::to_string(index.record_row[r]));
-    }
-    storage_order[p] = r;
-    storage_position[r] = p;
-  }
+  first_position = std::move(table.first_position);
   record_label.resize(n_records);
   for (uint64_t r = 0; r < n_records; ++r) {
     record_label[r] = index.sample_label[static_cast<std::size_t>(index.record_sample[r])];
@@ -165,64 +64,17 @@ void Dataset::State::build_tables() {
 void Dataset::State::open_shard(std::size_t k) {
   ShardView& shard = shards[k];
   const fs::path& path = shard.path;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw file_error(path, "missing (listed in index.h5)");
+  detail::require_shard_exists(path);
   // The descriptor that will be mapped is opened first, so the size checked
   // below is the size of the file that gets mapped.
   FileDescriptor fd(path);
-  const uint64_t file_size = fd.size(path);
-  uint64_t offset = 0;
-  {
-    h5::File file = h5::File::open_read(path);
-    h5::Handle fcpl(file.check(H5Fget_create_plist(file.id()), "H5Fget_create_plist", "/"));
-    hsize_t userblock = 0;
-    file.check_status(H5Pget_userblock(fcpl.get(), &userblock), "H5Pget_userblock", "/");
-    if (userblock != 0) throw file_error(path, "has a user block; not written by imgpack");
-    if (!file.has_attr("/", format::kAttrFormat)) {
-      throw file_error(path, "not an imgpack shard (no imgpack_format attribute)");
-    }
-    int64_t version = file.read_int_attr("/", format::kAttrFormat);
-    if (version != format::kVersion) {
-      throw file_error(path, "format version " + std::to_string(version) +
-                                 ", this imgpack reads version " +
-                                 std::to_string(format::kVersion));
-    }
-    std::string uuid = file.read_string_attr("/", format::kAttrUuid);
-    if (uuid != index.uuid) {
-      throw file_error(path, "belongs to dataset " + uuid + ", but index.h5 is dataset " +
-                                 index.uuid + " (a shard from another dataset?)");
-    }
-    int64_t shard_index = file.read_int_attr("/", format::kAttrShardIndex);
-    if (shard_index != static_cast<int64_t>(k)) {
-      throw file_error(path, "is shard " + std::to_string(shard_index) + ", index.h5 lists it as " +
-                                 std::to_string(k));
-    }
-    offset = check_images(file, index, shard.records, file_size);
-
-    auto labels = read_column<int32_t>(file, format::kLabels, shard.records);
-    auto samples = read_column<int64_t>(file, format::kSample, shard.records);
-    auto variants = read_column<uint16_t>(file, format::kVariant, shard.records);
-    auto checksums = read_column<uint64_t>(file, format::kChecksum, shard.records);
-    for (uint64_t row = 0; row < shard.records; ++row) {
-      const uint64_t r = storage_order[shard.first_position + row];
-      const int64_t sample = index.record_sample[r];
-      if (samples[row] != sample || variants[row] != index.record_variant[r]) {
-        throw file_error(path, "row " + std::to_string(row) + " holds sample " +
-                                   std::to_string(samples[row]) + " variant " +
-                                   std::to_string(variants[row]) + ", index.h5 says sample " +
-                                   std::to_string(sample) + " variant " +
-                                   std::to_string(index.record_variant[r]));
-      }
-      if (labels[row] != record_label[r]) {
-        throw file_error(path, "row " + std::to_string(row) + " has label " +
-                                   std::to_string(labels[row]) + ", index.h5 gives sample " +
-                                   std::to_string(sample) + " label " +
-                                   std::to_string(record_label[r]));
-      }
-      record_checksum[r] = checksums[row];
-    }
+  const std::span<const uint64_t> row_records =
+      std::span<const uint64_t>(storage_order).subspan(first_position[k], shard.records);
+  detail::ShardLayout layout = detail::validate_shard(path, index, k, row_records, fd.size(path));
+  for (uint64_t row = 0; row < shard.records; ++row) {
+    record_checksum[row_records[row]] = layout.checksums[row];
   }
-  shard.images = MappedRegion(fd.get(), path, offset, shard.records * record_bytes);
+  shard.images = MappedRegion(fd.get(), path, layout.images_offset, layout.images_bytes);
 }
 
 void Dataset::State::build_sample_table() {

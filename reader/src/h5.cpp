@@ -1,9 +1,13 @@
 #include "imgpack/h5.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <mutex>
 
+#include "h5_heaps.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 
@@ -34,21 +38,25 @@ void silence_errors() {
 namespace {
 
 struct ErrorSummary {
-  std::string outermost;  // what the API call could not do
-  std::string system;     // the operating system's reason, when a read or write failed
+  std::string innermost;  // what was wrong ("truncated file: eof = ...")
+  std::string failed;     // what the operating system refused ("file write failed")
+  std::string system;     // and its reason ("No space left on device")
 };
 
-herr_t summarise_error(unsigned n, const H5E_error2_t* err, void* client) {
+// Walking downward, the last entry visited is the innermost.
+herr_t summarise_error(unsigned, const H5E_error2_t* err, void* client) {
   auto* summary = static_cast<ErrorSummary*>(client);
-  if (err->desc == nullptr) return 0;
+  if (err->desc == nullptr || err->desc[0] == '\0') return 0;
   std::string_view desc = err->desc;
-  if (n == 0) summary->outermost = desc;
-  // The sec2 driver says "..., errno = 28, error message = 'No space left on device', ...".
+  summary->innermost = desc;
+  // The sec2 driver says "file write failed: time = ..., errno = 28,
+  // error message = 'No space left on device', ...".
   constexpr std::string_view kMarker = "error message = '";
   if (auto at = desc.find(kMarker); at != std::string_view::npos) {
     auto begin = at + kMarker.size();
     auto end = desc.find('\'', begin);
     summary->system = desc.substr(begin, end == std::string_view::npos ? end : end - begin);
+    summary->failed = desc.substr(0, desc.find_first_of(":,"));
   }
   return 0;
 }
@@ -69,8 +77,11 @@ std::string parent_of(const std::string& name) {
 std::string last_error_message() {
   ErrorSummary summary;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, summarise_error, &summary);
-  if (summary.system.empty()) return summary.outermost;
-  return summary.outermost + " (" + summary.system + ")";
+  // The innermost entry says what was wrong, except when the operating system
+  // refused a call: then HDF5 dumps the call's arguments, of which only what
+  // failed and the system's reason are worth reading.
+  if (summary.system.empty()) return summary.innermost;
+  return summary.failed + " (" + summary.system + ")";
 }
 
 herr_t Handle::close() {
@@ -123,13 +134,19 @@ void File::check_status(herr_t status, const char* call, const std::string& obje
 
 File File::open_read(const std::filesystem::path& path) {
   silence_errors();
+  // HDF5's own message for a missing file is a dump of open(2)'s arguments.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw system_error(path, "cannot open", errno);
+  // Not a FIFO either: HDF5 would block opening it.
+  if (!S_ISREG(st.st_mode)) throw file_error(path, "not a regular file");
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (id < 0) {
     std::string detail = last_error_message();
     std::string message = path.string() + ": cannot open as HDF5";
     if (!detail.empty()) message += ": " + detail;
-    if (detail.find("lock") != std::string::npos) {
+    if (detail.find("unable to lock") != std::string::npos ||
+        detail.find("No locks") != std::string::npos) {
       message += " (on file systems without flock, e.g. NFS, set HDF5_USE_FILE_LOCKING=FALSE)";
     }
     throw Error(message);
@@ -269,12 +286,22 @@ Handle utf8_string_type() {
 
 }  // namespace
 
+detail::GlobalHeaps* File::heaps() const {
+  unsigned intent = 0;
+  check_status(H5Fget_intent(id(), &intent), "H5Fget_intent", "/");
+  // A file open for writing is one imgpack is writing: its heaps may not be on disk yet.
+  if ((intent & H5F_ACC_RDWR) != 0) return nullptr;
+  if (!heaps_) heaps_ = std::make_shared<detail::GlobalHeaps>(id(), path_);
+  return heaps_.get();
+}
+
 std::vector<std::string> File::read_strings(const std::string& name) const {
   Handle dataset = open_dataset(name);
   Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
   if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) <= 0) {
     throw Error(path_.string() + ": " + name + " is not a variable-length string dataset");
   }
+  if (detail::GlobalHeaps* heaps = this->heaps()) heaps->check_references(dataset.get(), name);
   uint64_t n = length(name);
   std::vector<char*> raw(n, nullptr);
   Handle mem_type = utf8_string_type();
@@ -365,6 +392,7 @@ std::string File::read_string_attr(const std::string& object, const std::string&
     throw Error(path_.string() + ": attribute " + attr + " on " + object + " is not a string");
   }
   if (H5Tis_variable_str(type.get()) > 0) {
+    (void)heaps();  // the attribute's collection must be sound before HDF5 reads it
     Handle mem_type = utf8_string_type();
     char* raw = nullptr;
     check_status(H5Aread(a.get(), mem_type.get(), &raw), "H5Aread", object + "@" + attr);

@@ -57,7 +57,9 @@ void MappedRegion::unmap() {
 }
 
 FileDescriptor::FileDescriptor(const std::filesystem::path& path)
-    : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    // O_NONBLOCK: a FIFO put where a shard should be must not block open();
+    // size() then refuses it. Reads of regular files ignore the flag.
+    : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)) {
   if (fd_ < 0) throw system_error(path, "cannot open", errno);
 }
 

@@ -1,8 +1,12 @@
 #include "imgpack/h5.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "imgpack/error.hpp"
@@ -33,6 +37,50 @@ TEST(H5File, RoundTripsVectorsStringsAndAttributes) {
   EXPECT_TRUE(file.exists("/a/b"));
   EXPECT_FALSE(file.exists("/a/c/d"));
   EXPECT_EQ(file.list("/a"), (std::vector<std::string>{"b"}));
+}
+
+TEST(H5File, OpenErrorsSayWhatIsWrongWithTheFile) {
+  test::TempDir dir;
+  {
+    File file = File::create(dir / "t.h5");
+    file.write<int32_t>("/ints", std::vector<int32_t>(5000, 1));
+    file.close();
+  }
+  std::filesystem::resize_file(dir / "t.h5", 3000);
+  try {
+    File::open_read(dir / "t.h5");
+    ADD_FAILURE() << "a truncated file opened";
+  } catch (const Error& e) {
+    // HDF5's innermost message, not the generic "unable to open file".
+    EXPECT_NE(std::string(e.what()).find("t.h5: cannot open as HDF5: truncated file"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find("HDF5_USE_FILE_LOCKING"), std::string::npos) << e.what();
+  }
+}
+
+TEST(H5File, LockConflictSuggestsTurningFileLockingOff) {
+  const char* locking = std::getenv("HDF5_USE_FILE_LOCKING");
+  if (locking != nullptr && std::string(locking) == "FALSE") {
+    GTEST_SKIP() << "HDF5_USE_FILE_LOCKING=FALSE: HDF5 takes no lock to conflict with";
+  }
+  test::TempDir dir;
+  {
+    File file = File::create(dir / "t.h5");
+    file.close();
+  }
+  // An exclusive flock on another open file description, as a writer holds.
+  const int fd = ::open((dir / "t.h5").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  try {
+    File::open_read(dir / "t.h5");
+    ADD_FAILURE() << "opened a file locked by another writer";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("HDF5_USE_FILE_LOCKING=FALSE"), std::string::npos)
+        << e.what();
+  }
+  ::close(fd);
 }
 
 TEST(H5File, TypeMismatchIsAnError) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -23,13 +24,18 @@
 
 namespace imgpack::h5 {
 
+namespace detail {
+class GlobalHeaps;
+}
+
 // Turns off HDF5's printing of its error stack to stderr for the calling
 // thread (HDF5 keeps that setting per thread). Every entry point in this file
 // calls it; code that calls HDF5 directly from another thread calls it first.
 void silence_errors();
 
-// What HDF5's current error stack says failed (its outermost message), with
-// the operating system's reason when a read or write failed; "" if empty.
+// What HDF5's current error stack says was wrong (its innermost message), or
+// when the operating system refused a call, what failed with the system's
+// reason ("file write failed (No space left on device)"); "" if empty.
 std::string last_error_message();
 
 class Handle {
@@ -80,6 +86,11 @@ hid_t native_type() {
 }
 
 // An open HDF5 file. Move-only; not for concurrent use.
+//
+// Reading a damaged file throws imgpack::Error; it never crashes. HDF5 checks
+// the checksums of its 1.10 metadata itself; the one unchecksummed kind that
+// HDF5 trusts, the global heap holding variable-length strings, is checked
+// by File before a file opened read-only has a string read from it.
 class File {
  public:
   // Opens read-only. Errors name the file; a locking failure (NFS) suggests
@@ -154,8 +165,12 @@ class File {
   Handle open_attr(const std::string& object, const std::string& attr) const;
   Handle create_attr(const std::string& object, const std::string& attr, hid_t type);
 
+  // The checked global heaps, made on the first string read (read-only files only).
+  detail::GlobalHeaps* heaps() const;
+
   Handle handle_;
   std::filesystem::path path_;
+  mutable std::shared_ptr<detail::GlobalHeaps> heaps_;
 };
 
 // Property lists for new objects: no creation/modification times, so output

@@ -1,0 +1,210 @@
+// The reader on damaged datasets: an empty index.h5, an index.h5 of another
+// dataset, a damaged string heap; and damaged HDF5 metadata, byte by byte: every byte of index.h5
+// and of a shard outside its pixels is altered in turn (a stride of them by default; set
+// IMGPACK_DAMAGE_STRIDE=1 for all), and a child process opens the result
+// with Dataset::open, verify_dataset and render_preview. Each must either
+// work or throw imgpack::Error naming the damaged file; a signal (SIGSEGV,
+// SIGBUS, SIGABRT), a hang or another exception type fails the test.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "imgpack/dataset.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/preview.hpp"
+#include "imgpack/verify.hpp"
+#include "synthetic_dataset.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::SyntheticOptions;
+using test::TempDir;
+
+// What the child found (its exit status).
+enum Outcome : int {
+  kIntact = 0,            // opened and verified clean: the byte did not matter
+  kRefused = 1,           // open threw an Error naming the file, verify reported it
+  kChecksumsOnly = 2,     // open worked, verify found bad records (a /checksum value changed)
+  kUnnamed = 3,           // an Error that does not name the damaged file
+  kForeignException = 4,  // something other than imgpack::Error escaped
+  kDisagree = 5,          // open and verify disagree about the structure
+};
+
+int check_damaged(const fs::path& dir, const std::string& file) {
+  auto names_file = [&](const std::string& message) {
+    if (message.find(file) != std::string::npos) return true;
+    std::fprintf(stderr, "error not naming %s: %s\n", file.c_str(), message.c_str());
+    return false;
+  };
+  try {
+    bool open_failed = false;
+    try {
+      Dataset dataset = Dataset::open(dir);
+    } catch (const Error& e) {
+      if (!names_file(e.what())) return kUnnamed;
+      open_failed = true;
+    }
+    VerifyOptions verify_options;
+    verify_options.threads = 2;
+    const VerifyReport report = verify_dataset(dir, verify_options);
+    for (const std::string& error : report.errors) {
+      if (!names_file(error)) return kUnnamed;
+    }
+    if (open_failed != !report.errors.empty()) return kDisagree;
+    try {
+      PreviewOptions preview_options;
+      preview_options.samples = 1000;
+      render_preview(dir, preview_options);
+    } catch (const Error& e) {
+      if (!names_file(e.what())) return kUnnamed;
+    }
+    if (open_failed) return kRefused;
+    return report.bad_records.empty() ? kIntact : kChecksumsOnly;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "not an imgpack::Error: %s\n", e.what());
+    return kForeignException;
+  } catch (...) {
+    return kForeignException;
+  }
+}
+
+// Runs check_damaged in a child process; returns its wait status.
+int run_in_child(const fs::path& dir, const std::string& file) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(30);  // a hang becomes SIGALRM
+    ::_exit(check_damaged(dir, file));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+uint64_t sweep_stride() {
+  if (const char* value = std::getenv("IMGPACK_DAMAGE_STRIDE")) {
+    return std::max<uint64_t>(1, std::strtoull(value, nullptr, 10));
+  }
+  // Primes, so that every byte position within HDF5's 8- and 16-byte
+  // fields is hit over the file; about 400 child processes by default.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return 151;
+#else
+  return 61;
+#endif
+}
+
+// Alters every `stride`-th byte of `file` in `dir` outside [skip_begin,
+// skip_end), one at a time (restoring it after), and checks each result.
+void sweep(const fs::path& dir, const std::string& file, uint64_t skip_begin, uint64_t skip_end) {
+  const fs::path path = dir / file;
+  const std::string original = test::read_bytes(path);
+  const uint64_t stride = sweep_stride();
+  int counts[6] = {};
+  uint64_t tried = 0;
+  for (uint64_t pos = 0; pos < original.size(); pos += stride) {
+    if (pos >= skip_begin && pos < skip_end) continue;
+    std::string damaged = original;
+    // Vary the change: single bits and whole bytes.
+    const uint8_t mask = pos % 3 == 0 ? 0xff : static_cast<uint8_t>(1u << (pos % 8));
+    damaged[pos] = static_cast<char>(damaged[pos] ^ mask);
+    test::write_bytes(path, damaged);
+    const int status = run_in_child(dir, file);
+    ++tried;
+    if (WIFSIGNALED(status)) {
+      ADD_FAILURE() << file << " byte " << pos << " ^ " << int{mask} << ": killed by signal "
+                    << WTERMSIG(status) << " (" << strsignal(WTERMSIG(status)) << ")";
+      continue;
+    }
+    const int outcome = WEXITSTATUS(status);
+    ASSERT_LT(outcome, 6) << file << " byte " << pos;
+    ++counts[outcome];
+    EXPECT_LE(outcome, kChecksumsOnly)
+        << file << " byte " << pos << " ^ " << int{mask} << ": outcome " << outcome;
+  }
+  test::write_bytes(path, original);
+  std::printf("%s: %llu positions (stride %llu): %d intact, %d refused, %d checksum-only\n",
+              file.c_str(), static_cast<unsigned long long>(tried),
+              static_cast<unsigned long long>(stride), counts[kIntact], counts[kRefused],
+              counts[kChecksumsOnly]);
+  // Most of a file is metadata HDF5 checksums or values we check: a sweep
+  // that refused nothing would mean the damage did not reach the reader.
+  EXPECT_GT(counts[kRefused], 0);
+}
+
+// Expects Dataset::open(dir) to throw an imgpack::Error naming `file` and saying `problem`.
+void expect_open_fails(const fs::path& dir, const std::string& file, const std::string& problem) {
+  try {
+    Dataset::open(dir);
+    ADD_FAILURE() << "opened";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(problem), std::string::npos) << e.what();
+  }
+}
+
+TEST(DamagedDataset, EmptyIndexIsRefusedNamingIt) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  test::write_bytes(dir / "index.h5", "");
+  expect_open_fails(dir.path(), "index.h5", "cannot open as HDF5");
+}
+
+TEST(DamagedDataset, IndexOfAnotherDatasetIsRefused) {
+  TempDir dir;
+  SyntheticOptions options;
+  test::write_synthetic_dataset(dir / "a", options);
+  options.uuid = "5e7a0000-0000-4000-8000-00000000beef";
+  test::write_synthetic_dataset(dir / "b", options);
+  fs::copy_file(dir / "b/index.h5", dir / "a/index.h5", fs::copy_options::overwrite_existing);
+  expect_open_fails(dir / "a", "shard-00000.h5", "belongs to dataset");
+}
+
+TEST(DamagedDataset, DamagedStringHeapIsRefusedNotACrash) {
+  // The uuid's heap object grows by 256 bytes: HDF5 alone would copy them
+  // into a buffer sized for the uuid.
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  for (const char* file : {"index.h5", "shard-00001.h5"}) {
+    std::string bytes = test::read_bytes(dir / file);
+    std::size_t gcol = 0;
+    while (bytes.compare(gcol, 4, "GCOL") != 0) gcol += 4096;
+    bytes[gcol + 16 + 8 + 1] ^= 1;
+    test::write_bytes(dir / file, bytes);
+    expect_open_fails(dir.path(), file, "global heap collection");
+    EXPECT_EQ(run_in_child(dir.path(), file), kRefused << 8);       // exited normally with kRefused
+    test::write_synthetic_dataset(dir.path(), SyntheticOptions{});  // repair for the next file
+  }
+}
+
+SyntheticOptions small_dataset() {
+  SyntheticOptions options;
+  options.samples = 20;
+  options.records_per_shard = 10;
+  return options;
+}
+
+TEST(DamagedMetadata, EveryByteOfTheIndex) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), small_dataset());
+  sweep(dir.path(), "index.h5", 0, 0);
+}
+
+TEST(DamagedMetadata, EveryByteOfAShardOutsideItsPixels) {
+  TempDir dir;
+  SyntheticOptions options = small_dataset();
+  test::write_synthetic_dataset(dir.path(), options);
+  const uint64_t offset = test::images_offset(dir / "shard-00001.h5");
+  const uint64_t bytes = uint64_t{10} * options.height * options.width * options.channels;
+  sweep(dir.path(), "shard-00001.h5", offset, offset + bytes);
+}
+
+}  // namespace
+}  // namespace imgpack

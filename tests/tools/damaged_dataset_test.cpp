@@ -1,0 +1,338 @@
+// Every subcommand that reads a dataset, run on damaged copies of one: a
+// truncated shard, flipped pixels, flipped bytes in HDF5 metadata of a shard
+// and of index.h5, an index.h5 of another dataset, a deleted shard, an empty
+// or missing index.h5. Each command either succeeds (when it does not read
+// the damaged part) or exits 1 with a message naming the damaged file; none
+// dies from a signal or hangs. verify fails on every one of them.
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "imgpack/h5.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::CommandResult;
+using test::shell_quote;
+
+std::string q(const fs::path& p) { return shell_quote(p.string()); }
+
+// Runs imgpack under a time limit, so a hang fails the test (exit 124).
+CommandResult run_limited(const std::string& arguments) {
+  return test::run_command("timeout -s KILL 120 " + shell_quote(IMGPACK_CLI) + " " + arguments);
+}
+
+void flip_byte(const fs::path& file, uint64_t offset, uint8_t mask = 0x5a) {
+  std::string bytes = test::read_bytes(file);
+  ASSERT_LT(offset, bytes.size()) << file;
+  bytes[offset] = static_cast<char>(bytes[offset] ^ mask);
+  test::write_bytes(file, bytes);
+}
+
+// File address of an object's header (HDF5 1.10 API).
+uint64_t object_header_address(const fs::path& file, const std::string& object) {
+  h5::File f = h5::File::open_read(file);
+  H5O_info_t info{};
+  if (H5Oget_info_by_name2(f.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+    throw std::runtime_error("cannot locate " + object + " in " + file.string());
+  }
+  return info.addr;
+}
+
+uint64_t images_offset(const fs::path& shard) {
+  h5::File f = h5::File::open_read(shard);
+  h5::Handle images = f.open_dataset("/images");
+  return H5Dget_offset(images.get());
+}
+
+uint64_t dataset_offset(const fs::path& file, const std::string& name) {
+  h5::File f = h5::File::open_read(file);
+  h5::Handle dataset = f.open_dataset(name);
+  return H5Dget_offset(dataset.get());
+}
+
+// Offset of the first global heap collection (strings) in an imgpack file:
+// it sits on a 4096-byte boundary.
+uint64_t first_heap_collection(const fs::path& file) {
+  const std::string bytes = test::read_bytes(file);
+  for (std::size_t at = 0; at + 4 <= bytes.size(); at += 4096) {
+    if (bytes.compare(at, 4, "GCOL") == 0) return at;
+  }
+  throw std::runtime_error("no global heap collection in " + file.string());
+}
+
+// How much of the dataset a damage affects.
+enum class Reach {
+  pixels,  // only record bytes: verify alone must notice
+  shard,   // one shard's structure: verify, bench and preview must fail
+  uuid,    // index.h5 of another dataset: every shard is foreign to it
+  index,   // index.h5 itself: every command must fail
+};
+
+struct Damage {
+  std::string name;
+  std::string file;  // the file every error message must name
+  Reach reach;
+  std::function<void(const fs::path& dataset, const fs::path& other)> apply;
+};
+
+// How GoogleTest (and so ctest) shows a Damage: its name, not its bytes.
+void PrintTo(const Damage& damage, std::ostream* out) { *out << damage.name; }
+
+std::vector<Damage> damages() {
+  return {
+      {"truncated_shard", "shard-00001.h5", Reach::shard,
+       [](const fs::path& d, const fs::path&) {
+         fs::resize_file(d / "shard-00001.h5", images_offset(d / "shard-00001.h5") + 100);
+       }},
+      {"flipped_pixels", "shard-00001.h5", Reach::pixels,
+       [](const fs::path& d, const fs::path&) {
+         flip_byte(d / "shard-00001.h5", images_offset(d / "shard-00001.h5") + 2 * 3072 + 1000);
+       }},
+      {"shard_superblock", "shard-00002.h5", Reach::shard,
+       [](const fs::path& d, const fs::path&) { flip_byte(d / "shard-00002.h5", 20); }},
+      {"shard_images_header", "shard-00001.h5", Reach::shard,
+       [](const fs::path& d, const fs::path&) {
+         const fs::path shard = d / "shard-00001.h5";
+         flip_byte(shard, object_header_address(shard, "/images") + 12);
+       }},
+      {"index_superblock", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) { flip_byte(d / "index.h5", 20); }},
+      {"index_records_header", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) {
+         flip_byte(d / "index.h5", object_header_address(d / "index.h5", "/records/shard") + 12);
+       }},
+      // Strings live in HDF5's global heap, which has no checksum: damage to
+      // an object's size or to a string's reference to it crashed HDF5.
+      {"index_string_heap_object_size", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) {
+         flip_byte(d / "index.h5", first_heap_collection(d / "index.h5") + 16 + 8 + 1, 0x01);
+       }},
+      {"index_string_reference", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) {
+         flip_byte(d / "index.h5", dataset_offset(d / "index.h5", "/samples/path") + 12, 0x01);
+       }},
+      {"shard_string_heap_object_size", "shard-00001.h5", Reach::shard,
+       [](const fs::path& d, const fs::path&) {
+         const fs::path shard = d / "shard-00001.h5";
+         flip_byte(shard, first_heap_collection(shard) + 16 + 8 + 1, 0x01);
+       }},
+      {"index_of_another_dataset", "shard-00000.h5", Reach::uuid,
+       [](const fs::path& d, const fs::path& other) {
+         fs::copy_file(other / "index.h5", d / "index.h5", fs::copy_options::overwrite_existing);
+       }},
+      {"shard_replaced_by_fifo", "shard-00002.h5", Reach::shard,
+       [](const fs::path& d, const fs::path&) {
+         fs::remove(d / "shard-00002.h5");
+         ASSERT_EQ(::mkfifo((d / "shard-00002.h5").c_str(), 0600), 0);
+       }},
+      {"deleted_shard", "shard-00002.h5", Reach::shard,
+       [](const fs::path& d, const fs::path&) { fs::remove(d / "shard-00002.h5"); }},
+      {"empty_index", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) { test::write_bytes(d / "index.h5", ""); }},
+      {"missing_index", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) { fs::remove(d / "index.h5"); }},
+  };
+}
+
+struct Command {
+  std::string name;
+  std::function<std::string(const fs::path& dataset, const fs::path& scratch)> arguments;
+  // Must this command fail on a damage of this reach?
+  std::function<bool(Reach)> must_fail;
+};
+
+std::vector<Command> commands() {
+  auto index_only = [](Reach r) { return r == Reach::index; };
+  auto reads_shards = [](Reach r) { return r != Reach::pixels; };
+  return {
+      {"inspect", [](const fs::path& d, const fs::path&) { return "inspect " + q(d); }, index_only},
+      {"inspect --json",
+       [](const fs::path& d, const fs::path&) { return "inspect " + q(d) + " --json"; },
+       index_only},
+      {"verify", [](const fs::path& d, const fs::path&) { return "verify " + q(d); },
+       [](Reach) { return true; }},
+      {"verify --json --threads 3",
+       [](const fs::path& d, const fs::path&) { return "verify " + q(d) + " --json --threads 3"; },
+       [](Reach) { return true; }},
+      {"split --list",
+       [](const fs::path& d, const fs::path&) { return "split " + q(d) + " --list"; }, index_only},
+      {"split --export",
+       [](const fs::path& d, const fs::path& s) {
+         return "split " + q(d) + " --export cv --out " + q(s / "cv.csv");
+       },
+       index_only},
+      {"split --name",
+       [](const fs::path& d, const fs::path&) {
+         return "split " + q(d) + " --name again --kind random --folds 2";
+       },
+       index_only},
+      {"preview",
+       [](const fs::path& d, const fs::path& s) {
+         return "preview " + q(d) + " --out " + q(s / "p.png") + " --samples 1000";
+       },
+       reads_shards},
+      {"bench",
+       [](const fs::path& d, const fs::path&) {
+         return "bench " + q(d) + " --batch 4 --threads 1 --epochs 1 --json --quiet";
+       },
+       reads_shards},
+  };
+}
+
+class DamagedDatasetTest : public ::testing::TestWithParam<Damage> {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir;
+    const fs::path src = *dir_ / "src";
+    CommandResult r = run_limited("sample-data " + q(src) +
+                                  " --classes 3 --groups 2 --per-class 6 --size 48x40 -q");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // 18 records of 32x32x3 (3 KiB), 5 per 16 KiB shard: 4 shards.
+    for (const char* seed : {"1", "2"}) {
+      const fs::path out = *dir_ / (std::string("data-") + seed);
+      r = run_limited("convert " + q(src) + " " + q(out) +
+                      " --size 32 --shard-size 16K --quiet --seed " + seed);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      r = run_limited("split " + q(out) + " --name cv --kind random --folds 3");
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+    ASSERT_TRUE(fs::exists(*dir_ / "data-1/shard-00003.h5"));
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static fs::path pristine() { return *dir_ / "data-1"; }
+  static fs::path other() { return *dir_ / "data-2"; }
+
+  static inline test::TempDir* dir_ = nullptr;
+};
+
+TEST_F(DamagedDatasetTest, PristineDatasetPassesEveryCommand) {
+  test::TempDir scratch;
+  fs::copy(pristine(), scratch / "data", fs::copy_options::recursive);
+  for (const Command& command : commands()) {
+    CommandResult r = run_limited(command.arguments(scratch / "data", scratch.path()));
+    EXPECT_EQ(r.exit_code, 0) << command.name << ": " << r.err;
+  }
+}
+
+TEST_P(DamagedDatasetTest, EveryCommandFailsCleanlyNamingTheFile) {
+  const Damage& damage = GetParam();
+  for (const Command& command : commands()) {
+    SCOPED_TRACE(command.name);
+    test::TempDir scratch;
+    const fs::path data = scratch / "data";
+    fs::copy(pristine(), data, fs::copy_options::recursive);
+    damage.apply(data, other());
+    CommandResult r = run_limited(command.arguments(data, scratch.path()));
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1)
+        << "exit " << r.exit_code << " (>= 128 is a signal, 124 a hang)\n"
+        << r.err;
+    if (command.must_fail(damage.reach)) {
+      EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    }
+    if (r.exit_code != 0) {
+      EXPECT_NE(r.err.find(damage.file), std::string::npos)
+          << "stderr does not name " << damage.file << ":\n"
+          << r.err;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Damages, DamagedDatasetTest, ::testing::ValuesIn(damages()),
+                         [](const ::testing::TestParamInfo<Damage>& param_info) {
+                           return param_info.param.name;
+                         });
+
+// verify names the shard, row and sample of flipped pixels, and only those.
+TEST_F(DamagedDatasetTest, VerifyNamesTheDamagedRecord) {
+  test::TempDir scratch;
+  const fs::path data = scratch / "data";
+  fs::copy(pristine(), data, fs::copy_options::recursive);
+  const fs::path shard = data / "shard-00001.h5";
+  int64_t sample = -1;
+  {
+    h5::File f = h5::File::open_read(shard);
+    sample = f.read<int64_t>("/sample").at(2);
+  }
+  flip_byte(shard, images_offset(shard) + 2 * 3072 + 1000);
+  CommandResult r = run_limited("verify " + q(data) + " --json");
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["records_checked"], 18);
+  EXPECT_TRUE(j["errors"].empty()) << j.dump();
+  ASSERT_EQ(j["bad_records"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["bad_records"][0]["shard"], 1);
+  EXPECT_EQ(j["bad_records"][0]["row"], 2);
+  EXPECT_EQ(j["bad_records"][0]["sample"], sample);
+  EXPECT_EQ(j["bad_records"][0]["file"], "shard-00001.h5");
+  EXPECT_NE(r.err.find("shard-00001.h5: row 2"), std::string::npos) << r.err;
+
+  // The human form says the same on stderr, and DAMAGED on stdout.
+  r = run_limited("verify " + q(data));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("shard-00001.h5: row 2 "), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("DAMAGED"), std::string::npos) << r.out;
+}
+
+// verify reports every bad shard, not only the first.
+TEST_F(DamagedDatasetTest, VerifyReportsEveryDamagedShard) {
+  test::TempDir scratch;
+  const fs::path data = scratch / "data";
+  fs::copy(pristine(), data, fs::copy_options::recursive);
+  fs::remove(data / "shard-00000.h5");
+  fs::resize_file(data / "shard-00002.h5", images_offset(data / "shard-00002.h5") + 100);
+  flip_byte(data / "shard-00003.h5", images_offset(data / "shard-00003.h5") + 5);
+  CommandResult r = run_limited("verify " + q(data) + " --json");
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["errors"].size(), 2u) << j.dump(2);
+  EXPECT_NE(j["errors"][0].get<std::string>().find("shard-00000.h5: missing"), std::string::npos);
+  EXPECT_NE(j["errors"][1].get<std::string>().find("shard-00002.h5"), std::string::npos);
+  ASSERT_EQ(j["bad_records"].size(), 1u);
+  EXPECT_EQ(j["bad_records"][0]["file"], "shard-00003.h5");
+  EXPECT_EQ(j["bad_records"][0]["row"], 0);
+  EXPECT_EQ(j["records_checked"], 18 - 5 - 5);  // shards 1 and 3 were intact enough to read
+  EXPECT_EQ(j["bad_shards"], nlohmann::json::array({0, 2, 3}));
+  for (const char* file : {"shard-00000.h5", "shard-00002.h5", "shard-00003.h5"}) {
+    EXPECT_NE(r.err.find(file), std::string::npos) << file << "\n" << r.err;
+  }
+}
+
+TEST(VerifyCommandTest, CleanDatasetAndUsage) {
+  test::TempDir dir;
+  CommandResult r = run_limited("sample-data " + q(dir / "src") +
+                                " --classes 2 --groups 2 --per-class 3 --size 40x30 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_limited("convert " + q(dir / "src") + " " + q(dir / "data") + " --size 16 --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_limited("verify " + q(dir / "data") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ok"], true);
+  EXPECT_EQ(j["records_checked"], 6);
+  EXPECT_EQ(j["bad_records"], nlohmann::json::array());
+  EXPECT_EQ(j["errors"], nlohmann::json::array());
+  EXPECT_EQ(j["bytes"], 6 * 16 * 16 * 3);
+  EXPECT_GT(j["gb_per_s"].get<double>(), 0);
+  r = run_limited("verify " + q(dir / "data"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(": ok: 6 records"), std::string::npos) << r.out;
+
+  EXPECT_EQ(run_limited("verify").exit_code, 2);
+  EXPECT_EQ(run_limited("verify " + q(dir / "nothing")).exit_code, 2);
+  EXPECT_EQ(run_limited("verify " + q(dir / "data") + " --threads x").exit_code, 2);
+  EXPECT_EQ(run_limited("verify " + q(dir / "data") + " --bogus").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace imgpack

@@ -1,0 +1,299 @@
+// imgpack convert on inputs built to break it: truncated, empty and random
+// files with image extensions, decompression bombs, 1x1 and tiny images,
+// CMYK and 16-bit, symbolic link loops, FIFOs, unreadable files, and names
+// with spaces, newlines and bytes that are not UTF-8. Each input is either
+// converted correctly or skipped with a reason in report.json; the tool
+// never crashes or hangs (every run is under a time limit), and the dataset
+// it writes verifies clean and reads back in h5py.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgproc.hpp>
+#include <set>
+
+#include "image_fixtures.hpp"
+#include "imgpack/dataset.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/random.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::CommandResult;
+using test::encode_image;
+using test::shell_quote;
+using test::write_bytes;
+
+std::string q(const fs::path& p) { return shell_quote(p.string()); }
+
+// imgpack under a time limit: a hang is exit 137 (SIGKILL), not a stuck test.
+CommandResult run_limited(const std::string& arguments) {
+  return test::run_command("timeout -s KILL 300 " + shell_quote(IMGPACK_CLI) + " " + arguments);
+}
+
+std::string random_bytes(uint64_t seed, std::size_t size) {
+  CounterRng rng(seed, 0x686f7374);
+  std::string bytes(size, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng.next() >> 56);
+  return bytes;
+}
+
+// The record of every converted sample (variant 0), by source path.
+std::map<std::string, cv::Mat> records_by_path(const fs::path& dataset) {
+  Dataset d = Dataset::open(dataset, DatasetOpenOptions{.verify_checksums = true});
+  std::map<std::string, cv::Mat> out;
+  for (uint64_t r = 0; r < d.num_records(); ++r) {
+    const cv::Mat record(static_cast<int>(d.height()), static_cast<int>(d.width()),
+                         CV_8UC(static_cast<int>(d.channels())),
+                         const_cast<uint8_t*>(d.record_data(r)));
+    out[d.index().sample_path[static_cast<std::size_t>(d.record_sample(r))]] = record.clone();
+  }
+  return out;
+}
+
+double max_diff(const cv::Mat& a, const cv::Mat& b) {
+  if (a.size() != b.size() || a.type() != b.type()) return 1e9;
+  cv::Mat diff;
+  cv::absdiff(a, b, diff);
+  double max = 0;
+  cv::minMaxLoc(diff.reshape(1), nullptr, &max);
+  return max;
+}
+
+class HostileInputsTest : public ::testing::Test {
+ protected:
+  void add(const std::string& rel, const std::string& bytes) { write_bytes(src_ / rel, bytes); }
+  void expect_converted(const std::string& rel, const std::string& bytes) {
+    add(rel, bytes);
+    converted_.insert(rel);
+  }
+  void expect_skipped(const std::string& rel, const std::string& bytes) {
+    add(rel, bytes);
+    skipped_.insert(rel);
+  }
+
+  test::TempDir dir_;
+  fs::path src_ = dir_ / "src";
+  fs::path out_ = dir_ / "out";
+  std::set<std::string> converted_, skipped_;
+};
+
+TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
+  const cv::Mat picture = test::make_rgb_image(64, 48, 5);
+  const std::string jpeg = encode_image(".jpg", picture);
+  const std::string png = encode_image(".png", picture);
+  const std::string tiff = encode_image(".tif", picture);
+  const std::string webp = encode_image(".webp", picture);
+  const std::string bmp = encode_image(".bmp", picture);
+
+  // Truncated: each format cut inside its pixel data, and after its header.
+  for (const auto& [ext, bytes] : std::map<std::string, std::string>{
+           {"jpg", jpeg}, {"png", png}, {"tif", tiff}, {"webp", webp}, {"bmp", bmp}}) {
+    expect_skipped("bad/truncated-half." + ext, bytes.substr(0, bytes.size() / 2));
+    expect_skipped("bad/truncated-head." + ext, bytes.substr(0, 40));
+    expect_skipped("bad/zero." + ext, "");
+  }
+  // Random bytes with image extensions, bare and behind a valid signature.
+  const char* extensions[] = {"jpg", "jpeg", "png", "tif", "tiff", "webp",
+                              "bmp", "ppm",  "pgm", "pam", "pbm",  "jfif"};
+  uint64_t seed = 1;
+  for (const char* ext : extensions) {
+    expect_skipped(std::string("bad/random-") + ext + "." + ext,
+                   random_bytes(seed, 100 + seed * 997));
+    ++seed;
+  }
+  expect_skipped("bad/random-after-signature.jpg",
+                 std::string("\xFF\xD8\xFF\xE0", 4) + random_bytes(40, 5000));
+  expect_skipped("bad/random-after-signature.png",
+                 std::string("\x89PNG\r\n\x1A\n", 8) + random_bytes(41, 5000));
+  expect_skipped("bad/random-after-signature.tif", "II*\0" + random_bytes(42, 5000));
+  expect_skipped("bad/random-after-signature.webp",
+                 "RIFF" + std::string("\x00\x10\x00\x00", 4) + "WEBPVP8 " + random_bytes(43, 4000));
+  // Decompression bombs: tiny files declaring 60000 x 60000.
+  for (const auto& [name, kind] : std::map<std::string, std::string>{{"bomb.jpg", "jpeg"},
+                                                                     {"bomb.png", "png"},
+                                                                     {"bomb.bmp", "bmp"},
+                                                                     {"bomb.tif", "tiff"},
+                                                                     {"bomb-big.tif", "bigtiff"},
+                                                                     {"bomb.webp", "webp"},
+                                                                     {"bomb.ppm", "pnm"},
+                                                                     {"bomb.pam", "pam"}}) {
+    expect_skipped("bad/" + name, test::bomb_header(kind, 60000, 60000));
+  }
+
+  // A 3 GiB file (sparse: no disk used) is refused without being read.
+  expect_skipped("bad/huge.jpg", jpeg);
+  fs::resize_file(src_ / "bad/huge.jpg", uint64_t{3} << 30);
+
+  // Tiny and smaller-than-target images are upscaled.
+  cv::Mat one(1, 1, CV_8UC3, cv::Scalar(200, 40, 90));
+  expect_converted("good/one-pixel.png", encode_image(".png", one));
+  expect_converted("good/one-pixel.jpg", encode_image(".jpg", one));
+  expect_converted("good/one-by-nine.png", encode_image(".png", test::make_rgb_image(1, 9, 2)));
+  expect_converted("good/line.png", encode_image(".png", test::make_rgb_image(1000, 1, 3)));
+  expect_converted("good/small.png", encode_image(".png", test::make_rgb_image(7, 5, 4)));
+  // CMYK, 16-bit colour and 16-bit gray.
+  cv::Mat cmyk(48, 64, CV_8UC4);
+  cmyk.forEach<cv::Vec4b>([&](cv::Vec4b& p, const int* pos) {
+    const cv::Vec3b c = picture.at<cv::Vec3b>(pos[0], pos[1]);
+    p = cv::Vec4b(c[0], c[1], c[2], 255);
+  });
+  expect_converted("good/cmyk.jpg", test::cmyk_jpeg(cmyk, 95));
+  cv::Mat deep;
+  picture.convertTo(deep, CV_16UC3, 257.0);
+  expect_converted("good/16bit.png", encode_image(".png", deep));
+  expect_converted("good/16bit.tif", encode_image(".tif", deep));
+  std::vector<uint16_t> gray16(8 * 6);
+  for (std::size_t i = 0; i < gray16.size(); ++i) gray16[i] = static_cast<uint16_t>(i * 1300);
+  expect_converted("good/gray16.png", test::png_raw(8, 6, 0, 16, gray16));
+  // A PNG named .jpg: decoders look at the content.
+  expect_converted("good/png-named.jpg", png);
+  // Awkward names.
+  const std::string latin1 = "good/caf\xE9 cr\xE8me.png";  // ISO-8859-1, not UTF-8
+  expect_converted(latin1, png);
+  expect_converted("good/with space.png", png);
+  expect_converted("good/ leading and trailing .png", png);
+  expect_converted("good/tab\tand\nnewline.png", png);
+  expect_converted("good/\"quoted\", comma.png", png);
+  expect_converted("\xFF\xFE class/image.png", png);  // a class folder that is not UTF-8
+
+  // Links: a loop back to SRC, a link to itself, a dangling link; a FIFO.
+  fs::create_directory_symlink("..", src_ / "good" / "loop");
+  fs::create_symlink("self.jpg", src_ / "bad" / "self.jpg");
+  fs::create_symlink("nowhere.png", src_ / "bad" / "dangling.png");
+  skipped_.insert("bad/self.jpg");
+  skipped_.insert("bad/dangling.png");
+  ASSERT_EQ(::mkfifo((src_ / "bad" / "fifo.jpg").c_str(), 0600), 0);
+
+  CommandResult r =
+      run_limited("convert " + q(src_) + " " + q(out_) + " --size 32 --threads 2 --quiet --json");
+  ASSERT_EQ(r.exit_code, 0) << "exit " << r.exit_code << " (>= 128: signal)\n" << r.err;
+
+  // report.json is valid JSON (nlohmann's parser rejects invalid UTF-8).
+  const nlohmann::json report = nlohmann::json::parse(test::read_bytes(out_ / "report.json"));
+  std::map<std::string, std::string> reasons;
+  for (const auto& s : report["skipped"]) reasons[s["path"]] = s["reason"];
+  for (const std::string& path : skipped_) {
+    SCOPED_TRACE(path);
+    ASSERT_TRUE(reasons.count(path)) << "not in report.json's skipped list";
+    EXPECT_FALSE(reasons[path].empty());
+  }
+  EXPECT_NE(reasons["bad/bomb.png"].find("60000x60000"), std::string::npos)
+      << reasons["bad/bomb.png"];
+  EXPECT_NE(reasons["bad/huge.jpg"].find("larger than any image"), std::string::npos)
+      << reasons["bad/huge.jpg"];
+  EXPECT_NE(reasons["bad/self.jpg"].find("symbolic links"), std::string::npos)
+      << reasons["bad/self.jpg"];
+  EXPECT_NE(reasons["good/loop"].find("already visited"), std::string::npos)
+      << reasons["good/loop"];
+
+  // The index holds exactly the good inputs, names byte for byte.
+  const DatasetIndex index = read_index(out_);
+  const std::set<std::string> stored(index.sample_path.begin(), index.sample_path.end());
+  EXPECT_EQ(stored, converted_);
+  EXPECT_EQ(report["samples"], converted_.size());
+  EXPECT_NE(std::find(index.class_names.begin(), index.class_names.end(), "\xFF\xFE class"),
+            index.class_names.end());
+
+  // Records: a 1x1 PNG fills the record with its one colour; 16-bit inputs
+  // equal their 8-bit picture; CMYK is the picture up to JPEG loss.
+  const std::map<std::string, cv::Mat> records = records_by_path(out_);
+  EXPECT_EQ(
+      max_diff(records.at("good/one-pixel.png"), cv::Mat(32, 32, CV_8UC3, cv::Scalar(200, 40, 90))),
+      0);
+  EXPECT_EQ(max_diff(records.at("good/16bit.png"), records.at("good/with space.png")), 0);
+  EXPECT_EQ(max_diff(records.at("good/16bit.tif"), records.at("good/with space.png")), 0);
+  EXPECT_EQ(max_diff(records.at(latin1), records.at("good/with space.png")), 0);
+  EXPECT_LT(test::mean_abs_diff(records.at("good/cmyk.jpg"), records.at("good/with space.png")), 8);
+
+  // verify finds the dataset intact, and every other command reads it,
+  // names that are not UTF-8 included (JSON output must still parse).
+  r = run_limited("verify " + q(out_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_limited("inspect " + q(out_) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["samples"], converted_.size());
+  r = run_limited("split " + q(out_) + " --name cv --kind stratified --folds 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NO_THROW(nlohmann::json::parse(r.out));
+  r = run_limited("split " + q(out_) + " --export cv --out -");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"good/tab\tand\nnewline.png\""), std::string::npos) << r.out;
+  r = run_limited("preview " + q(out_) + " --out " + q(dir_ / "p.png") + " --samples 100");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_limited("bench " + q(out_) + " --batch 4 --threads 1 --epochs 1 --json --quiet");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  // h5py reads the awkward names as the bytes they are.
+  if (!test::python_has_modules({"h5py"})) GTEST_SKIP() << "h5py not available";
+  r = test::run_command(
+      std::string(IMGPACK_SYSTEM_PYTHON) + " -c " +
+      shell_quote("import h5py, sys\n"
+                  "f = h5py.File(sys.argv[1], 'r')\n"
+                  "for p in f['samples/path'][:]:\n"
+                  "    print((p if isinstance(p, bytes) else p.encode()).hex())\n"
+                  "for c in f['classes/name'][:]:\n"
+                  "    print('class', (c if isinstance(c, bytes) else c.encode()).hex())\n") +
+      " " + q(out_ / "index.h5"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto hex = [](const std::string& s) {
+    static const char* digits = "0123456789abcdef";
+    std::string h;
+    for (unsigned char c : s) h += {digits[c >> 4], digits[c & 15]};
+    return h;
+  };
+  for (const std::string& path : converted_) {
+    EXPECT_NE(r.out.find(hex(path) + "\n"), std::string::npos) << path;
+  }
+  EXPECT_NE(r.out.find("class " + hex("\xFF\xFE class") + "\n"), std::string::npos) << r.out;
+}
+
+TEST_F(HostileInputsTest, OnErrorFailNamesTheFirstBadFileAndLeavesNoIndex) {
+  add("c/fine.png", encode_image(".png", test::make_rgb_image(20, 20, 1)));
+  add("c/zz-random.png", random_bytes(9, 3000));
+  CommandResult r =
+      run_limited("convert " + q(src_) + " " + q(out_) + " --size 16 --quiet --on-error fail");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("zz-random.png"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out_ / "index.h5"));
+}
+
+TEST_F(HostileInputsTest, UnreadableFilesAndFoldersAreSkipped) {
+  add("c/fine.png", encode_image(".png", test::make_rgb_image(20, 20, 1)));
+  add("c/secret.png", encode_image(".png", test::make_rgb_image(20, 20, 2)));
+  add("locked/hidden.png", encode_image(".png", test::make_rgb_image(20, 20, 3)));
+  ASSERT_EQ(::chmod((src_ / "c/secret.png").c_str(), 0), 0);
+  ASSERT_EQ(::chmod((src_ / "locked").c_str(), 0), 0);
+  // Mode 000 does not stop root (CAP_DAC_OVERRIDE): then run imgpack as
+  // nobody, if setpriv can, or say why nothing was tested.
+  std::string prefix;
+  if (::access((src_ / "c/secret.png").c_str(), R_OK) == 0) {
+    if (::geteuid() != 0 || test::run_command("command -v setpriv && id nobody").exit_code != 0) {
+      ::chmod((src_ / "locked").c_str(), 0755);  // so that TempDir can clean up
+      GTEST_SKIP() << "mode-000 files stay readable here (CAP_DAC_OVERRIDE) and imgpack cannot be "
+                      "run as another user: an unreadable file cannot be made";
+    }
+    prefix = "setpriv --reuid=nobody --regid=nogroup --clear-groups ";
+    fs::permissions(dir_.path(), fs::perms::all);  // nobody writes OUT there
+  }
+  CommandResult r = test::run_command("timeout -s KILL 300 " + prefix + shell_quote(IMGPACK_CLI) +
+                                      " convert " + q(src_) + " " + q(out_) + " --size 16 --quiet");
+  ::chmod((src_ / "locked").c_str(), 0755);
+  ASSERT_EQ(r.exit_code, 0) << prefix << "\n" << r.err;
+  const nlohmann::json report = nlohmann::json::parse(test::read_bytes(out_ / "report.json"));
+  std::map<std::string, std::string> reasons;
+  for (const auto& s : report["skipped"]) reasons[s["path"]] = s["reason"];
+  EXPECT_NE(reasons["c/secret.png"].find("ermission denied"), std::string::npos)
+      << reasons["c/secret.png"] << "\n"
+      << report.dump(2);
+  EXPECT_NE(reasons["locked"].find("ermission denied"), std::string::npos) << reasons["locked"];
+  EXPECT_EQ(read_index(out_).sample_path, std::vector<std::string>{"c/fine.png"});
+}
+
+}  // namespace
+}  // namespace imgpack

@@ -1,0 +1,126 @@
+// imgpack verify DATASET: check the structure and every record's checksum.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli_common.hpp"
+#include "imgpack/verify.hpp"
+#include "progress.hpp"
+
+namespace imgpack::cli {
+
+namespace {
+
+struct VerifyArgs {
+  std::string dataset;
+  unsigned threads = 0;
+  bool json = false;
+  bool quiet = false;
+};
+
+// Bad records listed one per line before "... and N more".
+constexpr std::size_t kListedBadRecords = 50;
+
+std::string bad_record_text(const std::string& dataset, const BadRecord& b) {
+  return (std::filesystem::path(dataset) / b.shard_file).string() + ": row " +
+         std::to_string(b.row) + " (record " + std::to_string(b.record) + ", sample " +
+         std::to_string(b.sample) + " '" + b.sample_path + "', variant " +
+         std::to_string(b.variant) + ") does not match its stored checksum";
+}
+
+double gb_per_s(const VerifyReport& report) {
+  return report.seconds > 0 ? static_cast<double>(report.bytes_checked) / report.seconds / 1e9 : 0;
+}
+
+nlohmann::ordered_json report_json(const VerifyReport& report) {
+  nlohmann::ordered_json j;
+  j["ok"] = report.ok();
+  j["records"] = report.records;
+  j["records_checked"] = report.records_checked;
+  nlohmann::ordered_json bad = nlohmann::ordered_json::array();
+  for (const BadRecord& b : report.bad_records) {
+    bad.push_back({{"shard", b.shard},
+                   {"file", b.shard_file},
+                   {"row", b.row},
+                   {"sample", b.sample},
+                   {"record", b.record},
+                   {"variant", b.variant},
+                   {"path", b.sample_path}});
+  }
+  j["bad_records"] = std::move(bad);
+  j["errors"] = report.errors;
+  j["bad_shards"] = report.bad_shards;
+  j["shards"] = report.shards;
+  j["bytes"] = report.bytes_checked;
+  j["seconds"] = report.seconds;
+  j["gb_per_s"] = gb_per_s(report);
+  j["structure_seconds"] = report.structure_seconds;
+  j["checksum_seconds"] = report.checksum_seconds;
+  j["checksum_gb_per_s"] = report.checksum_seconds > 0 ? static_cast<double>(report.bytes_checked) /
+                                                             report.checksum_seconds / 1e9
+                                                       : 0.0;
+  j["threads"] = report.threads;
+  return j;
+}
+
+int run_verify(const VerifyArgs& args) {
+  VerifyOptions options;
+  options.threads = args.threads;
+  Progress progress("verify", args.quiet || args.json);
+  options.progress = [&](const VerifyProgress& p) {
+    progress.update(p.records_done, p.records_total, 0);
+  };
+  const VerifyReport report = verify_dataset(args.dataset, options);
+  progress.finish(report.records_checked, report.records_checked, 0);
+
+  // Problems go to stderr, one line each, naming the file.
+  for (const std::string& error : report.errors) std::cerr << "imgpack verify: " << error << "\n";
+  for (std::size_t i = 0; i < report.bad_records.size() && i < kListedBadRecords; ++i) {
+    std::cerr << "imgpack verify: " << bad_record_text(args.dataset, report.bad_records[i]) << "\n";
+  }
+  if (report.bad_records.size() > kListedBadRecords) {
+    std::cerr << "imgpack verify: ... and " << report.bad_records.size() - kListedBadRecords
+              << " more bad records (--json lists all)\n";
+  }
+
+  if (args.json) {
+    print_json(report_json(report));
+  } else if (!args.quiet) {
+    char rate[96];
+    std::snprintf(rate, sizeof rate, "%s in %.2f s, %.2f GB/s, %u thread%s",
+                  human_bytes(report.bytes_checked).c_str(), report.seconds, gb_per_s(report),
+                  report.threads, report.threads == 1 ? "" : "s");
+    if (report.ok()) {
+      std::cout << args.dataset << ": ok: " << report.records_checked << " records in "
+                << report.shards << " shard" << (report.shards == 1 ? "" : "s")
+                << " match their checksums (" << rate << ")\n";
+    } else {
+      std::cout << args.dataset << ": DAMAGED: " << report.errors.size() << " error"
+                << (report.errors.size() == 1 ? "" : "s") << ", " << report.bad_records.size()
+                << " bad record" << (report.bad_records.size() == 1 ? "" : "s") << " in "
+                << report.bad_shards.size() << " of " << report.shards << " shards; "
+                << report.records_checked << " of " << report.records << " records checked ("
+                << rate << ")\n";
+    }
+  }
+  return report.ok() ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<VerifyArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "verify", "Check a dataset's structure and every record's checksum; exit 1 if damaged");
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--threads", args->threads, "Threads reading and hashing (0 = one per core)")
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
+  cmd->add_flag("--quiet,-q", args->quiet,
+                "No progress and no summary line (problems still go to stderr)");
+  cmd->callback([args, &action] { action = [args] { return run_verify(*args); }; });
+}
+
+}  // namespace imgpack::cli
