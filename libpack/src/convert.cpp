@@ -31,6 +31,7 @@
 #include "imgpack/random.hpp"
 #include "imgpack/shard_writer.hpp"
 #include "imgpack/version.hpp"
+#include "tbb_tsan.hpp"
 
 namespace imgpack {
 
@@ -126,7 +127,7 @@ std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
                                                 const SourceList& list) {
   std::mutex mutex;
   std::map<std::pair<uint32_t, uint32_t>, std::string> sizes;  // size -> first path
-  tbb::parallel_for(std::size_t{0}, list.samples.size(), [&](std::size_t i) {
+  const tsan::ForkJoinBody probe([&](std::size_t i) {
     // Headers sit at the start: read a prefix, and the whole file only when
     // the probe cannot tell the size from it.
     const fs::path path = options.src / list.samples[i].path;
@@ -156,6 +157,9 @@ std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
       sizes[size] = list.samples[i].path;
     }
   });
+  probe.fork();
+  tbb::parallel_for(std::size_t{0}, list.samples.size(), probe);
+  probe.join();
   if (sizes.empty()) throw UsageError(options.src.string() + ": no readable images found");
   if (sizes.size() > 1) {
     auto a = sizes.begin();
@@ -547,17 +551,20 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   status.done = resume.next_position;
   status.skipped = skipped_before.size();
   std::size_t next = resume.next_position;
+  tsan::ForkJoin region;  // joins before the slots go, also on an exception
   arena.execute([&] {
-    tbb::parallel_pipeline(
-        tokens,
+    const auto filters =
         tbb::make_filter<void, Slot*>(
             tbb::filter_mode::serial_in_order,
             [&](tbb::flow_control& fc) -> Slot* {
+              tsan::TaskScope task(region);
+              tsan::Handoff serial(&next);
               if (next == plan.order.size()) {
                 fc.stop();
                 return nullptr;
               }
               Slot* slot = &slots[next % tokens];
+              tsan::Handoff item(slot);
               slot->position = next;
               slot->sample = plan.order[next++];
               return slot;
@@ -565,6 +572,8 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
             tbb::make_filter<Slot*, Slot*>(
                 tbb::filter_mode::parallel,
                 [&](Slot* slot) {
+                  tsan::TaskScope task(region);
+                  tsan::Handoff item(slot);
                   slot->error = read_file(options.src / list.samples[slot->sample].path,
                                           slot->file_bytes);
                   if (slot->error.empty()) {
@@ -580,6 +589,9 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
                 }) &
             tbb::make_filter<Slot*, void>(
                 tbb::filter_mode::serial_in_order, [&](Slot* slot) {
+                  tsan::TaskScope task(region);
+                  tsan::Handoff serial(&status);
+                  tsan::Handoff item(slot);
                   const SourceSample& sample = list.samples[slot->sample];
                   if (!slot->error.empty()) {
                     if (options.on_error == OnError::fail) {
@@ -604,8 +616,11 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
                     status.elapsed_s = seconds_since(convert_start);
                     progress(status);
                   }
-                }));
+                });
+    region.fork(filters);  // after make_filter has copied the bodies the workers call
+    tbb::parallel_pipeline(tokens, filters);
   });
+  region.join();
   const double convert_s = seconds_since(convert_start);
 
   if (index.num_samples() == 0) {

@@ -16,6 +16,7 @@
 #include "imgpack/files.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/h5.hpp"
+#include "tbb_tsan.hpp"
 
 namespace imgpack {
 
@@ -96,7 +97,7 @@ std::string check_kept_shard(const fs::path& path, const ConversionPlan& plan,
     const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) return std::string("cannot open: ") + std::strerror(errno);
     std::atomic<uint64_t> first_bad{entry.records};
-    tbb::parallel_for(uint64_t{0}, entry.records, uint64_t{64}, [&](uint64_t row) {
+    const tsan::ForkJoinBody check_block([&](uint64_t row) {
       // Blocks of 64 rows, read and hashed by whichever thread takes them.
       const uint64_t end = std::min(row + 64, entry.records);
       std::vector<uint8_t> buffer((end - row) * shape.bytes());
@@ -117,6 +118,9 @@ std::string check_kept_shard(const fs::path& path, const ConversionPlan& plan,
         }
       }
     });
+    check_block.fork();
+    tbb::parallel_for(uint64_t{0}, entry.records, uint64_t{64}, check_block);
+    check_block.join();
     if (first_bad < entry.records) {
       return "record " + std::to_string(first_bad.load()) + " does not match its checksum";
     }

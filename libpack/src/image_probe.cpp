@@ -128,7 +128,9 @@ std::optional<ImageInfo> probe_jpeg(std::span<const uint8_t> b) {
     if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // EOI or SOS before any SOF
     std::size_t length = be16(&b[pos + 2]);
     if (length < 2) return std::nullopt;
-    const uint8_t* body = &b[pos + 4];
+    // May point one past the end (a header that ends after the length); only
+    // read when `complete`. b[pos + 4] would be out of range there.
+    const uint8_t* body = b.data() + pos + 4;
     std::size_t body_size = length - 2;
     bool complete = pos + 2 + length <= b.size();
     if (marker == 0xE1 && complete && !exif_seen && body_size > 6 &&

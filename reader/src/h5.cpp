@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
+#include <new>
 
 #include "h5_heaps.hpp"
 #include "imgpack/error.hpp"
@@ -284,6 +286,53 @@ Handle utf8_string_type() {
   return type;
 }
 
+// The memory HDF5 allocates for the strings of one variable-length read,
+// freed when this goes out of scope. When such a read fails part-way (a
+// damaged global heap), HDF5 1.10 drops the strings it had already converted
+// without freeing them or handing them back; tracking every allocation frees
+// them on that path too.
+class VlenAllocations {
+ public:
+  VlenAllocations() = default;
+  VlenAllocations(const VlenAllocations&) = delete;
+  VlenAllocations& operator=(const VlenAllocations&) = delete;
+  ~VlenAllocations() {
+    for (void* block : blocks_) std::free(block);
+  }
+
+  // A dataset transfer property list that allocates through this object.
+  Handle transfer_plist() {
+    Handle plist(H5Pcreate(H5P_DATASET_XFER));
+    if (!plist || H5Pset_vlen_mem_manager(plist.get(), allocate, this, release, this) < 0) {
+      throw Error("HDF5: cannot create a transfer property list: " + last_error_message());
+    }
+    return plist;
+  }
+
+ private:
+  static void* allocate(size_t size, void* info) {
+    auto* self = static_cast<VlenAllocations*>(info);
+    void* block = std::malloc(size);
+    if (block == nullptr) return nullptr;
+    try {
+      self->blocks_.push_back(block);
+    } catch (const std::bad_alloc&) {
+      std::free(block);
+      return nullptr;
+    }
+    return block;
+  }
+
+  static void release(void* block, void* info) {
+    auto& blocks = static_cast<VlenAllocations*>(info)->blocks_;
+    auto it = std::find(blocks.rbegin(), blocks.rend(), block);
+    if (it != blocks.rend()) blocks.erase(std::next(it).base());
+    std::free(block);
+  }
+
+  std::vector<void*> blocks_;
+};
+
 }  // namespace
 
 detail::GlobalHeaps* File::heaps() const {
@@ -305,17 +354,15 @@ std::vector<std::string> File::read_strings(const std::string& name) const {
   uint64_t n = length(name);
   std::vector<char*> raw(n, nullptr);
   Handle mem_type = utf8_string_type();
+  VlenAllocations strings;
   if (n > 0) {
-    check_status(H5Dread(dataset.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()),
+    Handle xfer = strings.transfer_plist();
+    check_status(H5Dread(dataset.get(), mem_type.get(), H5S_ALL, H5S_ALL, xfer.get(), raw.data()),
                  "H5Dread", name);
   }
   std::vector<std::string> out;
   out.reserve(n);
   for (char* s : raw) out.emplace_back(s != nullptr ? s : "");
-  if (n > 0) {
-    Handle space(check(H5Dget_space(dataset.get()), "H5Dget_space", name));
-    H5Dvlen_reclaim(mem_type.get(), space.get(), H5P_DEFAULT, raw.data());
-  }
   return out;
 }
 

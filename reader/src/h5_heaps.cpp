@@ -112,8 +112,9 @@ void GlobalHeaps::read(uint64_t offset, void* out, uint64_t length) const {
   }
 }
 
-GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address) const {
-  const std::string where = "global heap collection at byte " + std::to_string(address);
+GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address, const std::string& referrer) const {
+  const std::string where = (referrer.empty() ? "" : referrer + ": ") +
+                            "global heap collection at byte " + std::to_string(address);
   auto damaged = [&](const std::string& problem) {
     return file_error(path_, where + " is damaged: " + problem);
   };
@@ -193,9 +194,10 @@ GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address) const {
   return collection;
 }
 
-const GlobalHeaps::Collection& GlobalHeaps::collection_at(uint64_t address) {
+const GlobalHeaps::Collection& GlobalHeaps::collection_at(uint64_t address,
+                                                         const std::string& referrer) {
   auto it = collections_.find(address);
-  if (it == collections_.end()) it = collections_.emplace(address, parse(address)).first;
+  if (it == collections_.end()) it = collections_.emplace(address, parse(address, referrer)).first;
   return it->second;
 }
 
@@ -225,7 +227,7 @@ void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
     const uint64_t index = load_le(ref + 12, 4);
     if (address == 0 || length == 0) continue;  // null or empty: HDF5 reads no heap object
     const std::string element = name + "[" + std::to_string(i) + "]";
-    const Collection& collection = collection_at(address);
+    const Collection& collection = collection_at(address, element);
     if (index == 0 || index >= collection.object_size.size() || collection.object_size[index] < 0) {
       throw file_error(path_, element + " is damaged: it names object " + std::to_string(index) +
                                   " of the global heap collection at byte " +

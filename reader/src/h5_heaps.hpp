@@ -45,8 +45,9 @@ class GlobalHeaps {
     uint64_t size = 0;
     std::vector<int64_t> object_size;  // by object index; -1 = no such object
   };
-  const Collection& collection_at(uint64_t address);
-  Collection parse(uint64_t address) const;
+  // `referrer` names what points to the collection in errors ("" for none).
+  const Collection& collection_at(uint64_t address, const std::string& referrer = {});
+  Collection parse(uint64_t address, const std::string& referrer) const;
   void read(uint64_t offset, void* out, uint64_t length) const;
 
   std::filesystem::path path_;

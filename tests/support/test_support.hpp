@@ -62,4 +62,20 @@ double mean_abs_diff(const cv::Mat& a, const cv::Mat& b);
 // True if the system Python (/usr/bin/python3) can import all of `modules`.
 bool python_has_modules(const std::vector<std::string>& modules);
 
+// True in an AddressSanitizer build (scripts/sanitize). ASan reserves terabytes
+// of address space for its shadow memory at start-up, so a test that caps the
+// address space (setrlimit(RLIMIT_AS), `ulimit -v`) cannot run under it and
+// skips itself; the plain build runs it.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 }  // namespace imgpack::test

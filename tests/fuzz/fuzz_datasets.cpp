@@ -1,0 +1,73 @@
+#include "fuzz_datasets.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+#include "../reader/synthetic_dataset.hpp"
+
+namespace imgpack::fuzz {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<uint8_t> read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Files of one dataset directory: index.h5 first, then the shards by name.
+void collect(const fs::path& root, const fs::path& dataset, std::vector<DatasetFile>& out) {
+  std::vector<fs::path> names;
+  for (const auto& entry : fs::directory_iterator(root / dataset)) {
+    names.push_back(entry.path().filename());
+  }
+  std::sort(names.begin(), names.end(), [](const fs::path& a, const fs::path& b) {
+    if ((a == "index.h5") != (b == "index.h5")) return a == "index.h5";
+    return a < b;
+  });
+  for (const fs::path& name : names) {
+    out.push_back({dataset / name, read_all(root / dataset / name)});
+  }
+}
+
+}  // namespace
+
+std::vector<DatasetFile> write_fuzz_datasets(const fs::path& dir) {
+  std::vector<DatasetFile> files;
+
+  // RGB, two variants per sample, labels and groups, three shards, a split.
+  test::SyntheticOptions rgb;
+  rgb.samples = 6;
+  rgb.variants = 2;
+  rgb.height = 4;
+  rgb.width = 3;
+  rgb.channels = 3;
+  rgb.records_per_shard = 5;
+  rgb.classes = 2;
+  rgb.groups = 3;
+  rgb.uuid = "f0220000-0000-4000-8000-000000000001";
+  test::write_synthetic_dataset(dir / "rgb", rgb);
+  test::add_split(dir / "rgb", "cv3", 3, {0, 1, 2, -1, 0, 1}, "stratified");
+  collect(dir, "rgb", files);
+
+  // Gray, one shard, one group, a holdout split.
+  test::SyntheticOptions gray;
+  gray.samples = 4;
+  gray.height = 2;
+  gray.width = 5;
+  gray.channels = 1;
+  gray.records_per_shard = 8;
+  gray.classes = 3;
+  gray.groups = 1;
+  gray.uuid = "f0220000-0000-4000-8000-000000000002";
+  test::write_synthetic_dataset(dir / "gray", gray);
+  test::add_split(dir / "gray", "holdout", 2, {0, 1, 1, -1}, "holdout");
+  collect(dir, "gray", files);
+  return files;
+}
+
+}  // namespace imgpack::fuzz
