@@ -31,6 +31,7 @@ Ratios are imgpack / scikit-learn: below 1 is better for imgpack.
 
 Usage: bench_splits.py [--samples N --groups G --classes C --folds K --seed S]
                        [--kinds random,stratified,...] [--repeats R] [--no-sklearn]
+                       [--sklearn-repeats N]
                        [--out DIR] [--format markdown|json] [--imgpack PATH]
 With --out, writes DIR/splits.json and DIR/splits.md as well as printing.
 Exit status 0 when imgpack is no worse on every judged figure, 3 otherwise.
@@ -297,6 +298,8 @@ def main():
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--repeats", type=int, default=1, help="runs per tool; the best time counts")
     parser.add_argument("--no-sklearn", action="store_true", help="time imgpack only (large sizes)")
+    parser.add_argument("--sklearn-repeats", type=int,
+                        help="run scikit-learn in only the first N repeats (default: every repeat)")
     parser.add_argument("--imgpack", default=os.path.join(ROOT, "build", "tools", "imgpack"))
     parser.add_argument("--out", help="directory for splits.json and splits.md (default: print only)")
     parser.add_argument("--format", choices=["markdown", "json"], default="markdown")
@@ -308,6 +311,9 @@ def main():
     if not os.access(args.imgpack, os.X_OK):
         raise SystemExit(f"{args.imgpack}: not found; build first (scripts/build) or pass --imgpack")
 
+    sklearn_repeats = args.repeats if args.sklearn_repeats is None else args.sklearn_repeats
+    if not args.no_sklearn and sklearn_repeats < 1:
+        raise SystemExit("--sklearn-repeats must be at least 1 (or use --no-sklearn)")
     label, group = make_inputs(args.samples, args.groups, args.classes, args.seed)
     rows = []
     with tempfile.TemporaryDirectory(prefix="imgpack-bench-splits-") as tmp:
@@ -323,7 +329,7 @@ def main():
                 ours, c, w, report = run_imgpack(args.imgpack, tmp, kind, args.folds, args.seed, args.val, 0)
                 compute_runs.append(c)
                 wall_runs.append(w)
-                if not args.no_sklearn:
+                if not args.no_sklearn and len(sk_runs) < sklearn_repeats:
                     theirs, t = run_sklearn(kind, label, group, folds, args.seed, args.val)
                     sk_runs.append(t)
             row = {"kind": kind, "samples": args.samples, "groups": args.groups, "classes": args.classes,
