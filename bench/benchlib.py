@@ -132,7 +132,7 @@ def photo_set(workdir, width, height, count):
     photos = os.path.join(workdir, "photos-%dx%d" % (width, height))
     make_photos(photos, count, width, height)
     target = "%s-%d" % (photos, count)
-    marker = os.path.join(target, ".complete")
+    marker = target + ".complete"  # beside the set, so that nothing but images is inside
     if os.path.exists(marker):
         return target
     shutil.rmtree(target, ignore_errors=True)

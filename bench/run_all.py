@@ -55,7 +55,7 @@ FULL = {
                     "--h5py-configs", "16:2,64:2,256:1,256:2,256:4,1024:2",
                     "--epochs", "3", "--h5py-max-images", "20000", "--torch-max-images", "3072"],
     "training_args": ["--batch", "256", "--steps-ms", "1000,500,200,100,50,20,10,5,2,1",
-                      "--budget-s", "6", "--min-batches", "8", "--rate-images", "2048"],
+                      "--budget-s", "6", "--min-batches", "10", "--rate-images", "2048"],
 }
 QUICK = {
     "repeat": 1,
@@ -66,8 +66,8 @@ QUICK = {
     "splits": {"samples": 5000, "groups": 200, "classes": 20, "folds": 5},
     "splits_large": {"samples": 100000, "groups": 2000, "classes": 100, "folds": 5},
     "reader_records": 256,
-    "reader_args": ["--batches", "16,64", "--threads", "1,2", "--jpeg-configs", "16:1,16:2",
-                    "--h5py-configs", "16:1,16:2", "--epochs", "2", "--h5py-max-images", "256",
+    "reader_args": ["--batches", "16,64", "--threads", "1,2", "--jpeg-configs", "16:2,256:1",
+                    "--h5py-configs", "16:2,256:1", "--epochs", "2", "--h5py-max-images", "256",
                     "--torch-max-images", "96"],
     "training_args": ["--batch", "16", "--steps-ms", "50,10,2", "--budget-s", "0.5",
                       "--min-batches", "3", "--rate-images", "96"],

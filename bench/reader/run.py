@@ -36,9 +36,9 @@ TARGET_BATCH = 256
 TARGET_THREADS = 2
 
 
-def bench(imgpack, dataset, batch, threads, epochs, extra=()):
+def bench(imgpack, dataset, batch, threads, epochs, extra=(), device="host"):
     command = [imgpack, "bench", dataset, "--batch", batch, "--threads", threads,
-               "--epochs", epochs, "--order", "random", "--device", "host",
+               "--epochs", epochs, "--order", "random", "--device", device,
                "--memcpy-threads", TARGET_THREADS, "--json", "--quiet"] + list(extra)
     return benchlib.run_json(command), " ".join(map(str, command))
 
@@ -54,16 +54,15 @@ def torch_throughput(kind, path, pairs, max_images):
     return benchlib.run_json(command), " ".join(map(str, command))
 
 
-def gpu_runs(imgpack, dataset, out):
-    """Pinned upload and starvation on cuda:0, or None when there is no device."""
+def gpu_runs(imgpack, dataset):
+    """Pinned upload and starvation on cuda:0, or {"error": why} when there is no device."""
     try:
-        upload, _ = bench(imgpack, dataset, TARGET_BATCH, TARGET_THREADS, 1,
-                          ["--device", "cuda:0"])
+        upload, _ = bench(imgpack, dataset, TARGET_BATCH, TARGET_THREADS, 1, device="cuda:0")
     except benchlib.CommandFailed as failure:
         return {"error": str(failure).strip().splitlines()[-1]}
     step_ms = 1.2 * 1000 * TARGET_BATCH / upload["images_per_s"]
     step, _ = bench(imgpack, dataset, TARGET_BATCH, TARGET_THREADS, 2,
-                    ["--device", "cuda:0", "--step-ms", "%.3f" % step_ms])
+                    ["--step-ms", "%.3f" % step_ms], device="cuda:0")
     return {"upload": upload, "step": step}
 
 
@@ -122,7 +121,7 @@ def main():
                          100 * main_run["reader_vs_memcpy"], rep["h5py"]["images_per_s"],
                          pick(rep["torch_jpeg"], TARGET_BATCH, TARGET_THREADS)))
 
-    gpu = gpu_runs(args.imgpack, args.dataset, args.out)
+    gpu = gpu_runs(args.imgpack, args.dataset)
     results = summarise(repeats, batches, threads, jpeg_pairs, h5_pairs, gpu)
     results["commands"] = commands
     with open(os.path.join(args.out, "results.json"), "w") as f:
