@@ -116,8 +116,10 @@ def ratio(s, digits=None):
     return mmm(s, digits, unit="x")
 
 
-def errbar(s, scale=1.0):
-    return ([(s["median"] - s["min"]) * scale], [(s["max"] - s["median"]) * scale])
+def whiskers(summaries):
+    """matplotlib yerr: the distances from each median down to the min and up to the max."""
+    return [[x["median"] - x["min"] for x in summaries],
+            [x["max"] - x["median"] for x in summaries]]
 
 
 def code(command):
@@ -138,7 +140,7 @@ def run_note(record):
         record["load_after"][0])
 
 
-# --- sections --------------------------------------------------------------------------------------
+# --- sections ------------------------------------------------------------------------------------
 
 def machine_section(page, machine, records):
     libs = machine.get("libraries", {})
@@ -287,7 +289,7 @@ def convert_section(page, record):
                      ("python", "Python cv2 + h5py")):
         ys = [s["images_per_s"][n] for s in d["sources"]]
         left.errorbar(xs, [y["median"] for y in ys],
-                      yerr=[[y["median"] - y["min"] for y in ys], [y["max"] - y["median"] for y in ys]],
+                      yerr=whiskers(ys),
                       fmt="o-", capsize=3, color=COLOURS[n], label=label)
     left.set_xticks(list(xs), labels)
     left.set_xlabel("source JPEG size")
@@ -302,7 +304,7 @@ def convert_section(page, record):
                                 "tab:cyan")):
         ys = [s[key] for s in d["sources"]]
         right.errorbar(xs, [y["median"] for y in ys],
-                       yerr=[[y["median"] - y["min"] for y in ys], [y["max"] - y["median"] for y in ys]],
+                       yerr=whiskers(ys),
                        fmt="o-", capsize=3, color=colour, label=label)
     right.axhline(2, color="tab:blue", ls=":", lw=1, label="target: 2x the baseline")
     right.axhline(1, color="0.5", lw=0.8)
@@ -367,7 +369,7 @@ def augment_section(page, record):
         ys = [r[key] for r in d["runs"]]
         pos = [j + (i - 0.5) * width for j in range(len(names))]
         ax.bar(pos, [y["median"] for y in ys], width, color=colour, label=label,
-               yerr=[[y["median"] - y["min"] for y in ys], [y["max"] - y["median"] for y in ys]],
+               yerr=whiskers(ys),
                capsize=3)
     ax.axhline(4, color="tab:red", ls=":", lw=1, label="4x: a decode per variant")
     ax.axhline(1, color="0.4", lw=0.8)
@@ -489,7 +491,7 @@ def splits_section(page, record):
         ys = [summ(r.get(key, [])) for r in rows]
         pos = [j + (i - 0.5) * width for j in range(len(kinds))]
         left.bar(pos, [y["median"] for y in ys], width, color=colour, label=label,
-                 yerr=[[y["median"] - y["min"] for y in ys], [y["max"] - y["median"] for y in ys]],
+                 yerr=whiskers(ys),
                  capsize=3)
         right.bar(pos, [r["imgpack" if i == 0 else "sklearn"]["max_dev"] for r in rows], width,
                   color=colour, label=label)
@@ -518,8 +520,8 @@ def splits_section(page, record):
                  "rewriting index.h5, quality figures); scikit-learn's StratifiedGroupKFold in "
                  "%s, ratio %s. Quality: max dev %s vs %s, sk objective %s vs %s." % (
                      "{:,}".format(row["samples"]), "{:,}".format(row["groups"]), row["classes"],
-                     row["folds"], mmm(ours, fmt=secs), mmm(process, fmt=secs), mmm(theirs, fmt=secs),
-                     ratio(rat),
+                     row["folds"], mmm(ours, fmt=secs), mmm(process, fmt=secs),
+                     mmm(theirs, fmt=secs), ratio(rat),
                      fig_value(row["imgpack"]["max_dev"]),
                      fig_value(row.get("sklearn", {}).get("max_dev", float("nan"))),
                      fig_value(row["imgpack"]["sk_objective"]),
@@ -543,7 +545,8 @@ def reader_section(page, record):
              "(bench/reader/h5py_read.py); a torch DataLoader over torchvision ImageFolder "
              "decoding and resizing the %s source JPEGs (PIL, Resize + CenterCrop to 224); and "
              "a DataLoader over the shards read with h5py, one `images[row]` per sample "
-             "(bench/reader/torch_loaders.py). The DataLoaders' rates leave out worker start-up." % (
+             "(bench/reader/torch_loaders.py). The DataLoaders' rates leave out worker "
+             "start-up." % (
                  d["records"], d["dataset_gib"], "640x480"), "",
              run_note(record), "",
              "| target (issue 6), batch %d, %d reader threads | ratio | reference |" % (
@@ -600,8 +603,7 @@ def reader_section(page, record):
             continue
         colour = COLOURS["memcpy" if key.startswith("memcpy") else key]
         left.errorbar([p[0] for p in pts], [p[1]["median"] for p in pts],
-                      yerr=[[p[1]["median"] - p[1]["min"] for p in pts],
-                            [p[1]["max"] - p[1]["median"] for p in pts]],
+                      yerr=whiskers([p[1] for p in pts]),
                       fmt="o--" if key.startswith("memcpy") else "o-", capsize=3, color=colour,
                       label=label)
     h5 = f["h5py_images_per_s"]
@@ -620,8 +622,7 @@ def reader_section(page, record):
         if not pts:
             continue
         right.errorbar([p[0] for p in pts], [p[1]["median"] for p in pts],
-                       yerr=[[p[1]["median"] - p[1]["min"] for p in pts],
-                             [p[1]["max"] - p[1]["median"] for p in pts]],
+                       yerr=whiskers([p[1] for p in pts]),
                        fmt="o-", capsize=3, color=COLOURS[key], label=label)
     memcpy_ips = d["by_batch"][str(d["batch"])]["memcpy_images_per_s"]
     right.axhline(memcpy_ips["median"], color=COLOURS["memcpy"], ls="--",
@@ -686,7 +687,7 @@ def reader_section(page, record):
     commands_block(page, record)
 
 
-# --- the page ----------------------------------------------------------------------------------------
+# --- the page ------------------------------------------------------------------------------------
 
 def load(results, name):
     path = os.path.join(results, name + ".json")

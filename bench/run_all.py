@@ -221,6 +221,11 @@ def main():
         if unknown:
             parser.error("unknown section %s; sections: %s" % (", ".join(unknown),
                                                                 ", ".join(SECTIONS)))
+    docs = args.docs or (os.path.join(args.work, "report") if args.quick
+                         else os.path.join(benchlib.ROOT, "docs"))
+    if args.quick and os.path.realpath(docs) == os.path.realpath(os.path.join(benchlib.ROOT,
+                                                                              "docs")):
+        parser.error("--quick never writes docs/: its figures are not results")
     runner = Runner(args, QUICK if args.quick else FULL)
     if not args.report_only and not os.access(runner.imgpack, os.X_OK):
         sys.exit("bench/run-all: %s not found: build first (scripts/build)" % runner.imgpack)
@@ -239,15 +244,14 @@ def main():
                 if os.path.exists(stale):
                     os.remove(stale)  # never render an older run's figures as this run's
 
-    docs = args.docs or (os.path.join(runner.work, "report") if args.quick
-                         else os.path.join(benchlib.ROOT, "docs"))
     problems = report.write(runner.results, docs, quick=args.quick,
                             expect=() if args.report_only else sections)
     for problem in problems:
         benchlib.say("run-all", "missing or invalid figure: " + problem)
     benchlib.say("run-all", "page written to %s" % os.path.join(docs, "BENCHMARKS.md"))
     if failed or problems:
-        benchlib.say("run-all", "FAILED: %s" % ", ".join(failed + (["figures"] if problems else [])))
+        what = failed + (["figures"] if problems else [])
+        benchlib.say("run-all", "FAILED: %s" % ", ".join(what))
         return 1
     return 0
 

@@ -6,9 +6,10 @@ usage: bench/convert/run.py COUNT WORKDIR [--sources 640x480,1024x768,2048x1536]
                             [--size 224] [--json FILE] [--photos DIR] [--imgpack PATH]
 
 For each source size WxH, generates (once; later runs reuse them) COUNT
-photo-like WxH JPEGs under WORKDIR/photos-WxH (or DIR/photos-WxH) with make_photos.py (1024x768:
-about 200 KB each; 8000 of them take 1.6 GB and, on two cores, about ten
-minutes to make), and converts them to SIZE x SIZE (centre crop) with
+photo-like WxH JPEGs under WORKDIR/photos-WxH (or DIR/photos-WxH) with
+make_photos.py (1024x768: about 200 KB each; 8000 of them take 1.6 GB and, on
+two cores, about ten minutes to make), and converts them to SIZE x SIZE
+(centre crop) with
 
   imgpack      imgpack convert (DCT-scaled JPEG decoding, all cores)
   no-dct       imgpack convert --no-dct-scaling (full-size decode, then resize)
@@ -43,7 +44,8 @@ def parse_source(text):
 
 
 def imgpack_command(binary, src, out, size, extra=()):
-    return [binary, "convert", src, out, "--size", str(size), "--quiet", "--overwrite"] + list(extra)
+    return [binary, "convert", src, out, "--size", str(size), "--quiet",
+            "--overwrite"] + list(extra)
 
 
 def contender_command(name, args, src, workdir):
