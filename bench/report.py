@@ -203,8 +203,8 @@ def training_section(page, record):
         ax.axvline(pipes[p]["read_ms_per_batch"], color=COLOURS[p], ls=":", lw=1)
     ax.set_xscale("log")
     ax.invert_xaxis()
-    ax.set_xlabel("training step per batch of %d (ms), shrinking to the right; dotted: each "
-                  "pipeline's pure read time per batch" % d["batch"], fontsize=8)
+    ax.set_xlabel("training step per batch of %d images (ms), shrinking to the right\n"
+                  "dotted lines: each pipeline's pure read time per batch" % d["batch"])
     ax.set_ylabel("consumer starvation (% of time waiting)")
     ax.set_ylim(-2, 102)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "%g" % v))
@@ -213,7 +213,7 @@ def training_section(page, record):
     top.set_xlabel("images/s the training step consumes")
     top.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "{:,.0f}".format(v)))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
     ax.set_title("Starvation as the training step shrinks (median; band: min–max of %d)" %
                  d["repeat"], fontsize=10)
     page.save(fig, "training_starvation.png", "starvation by step time for each pipeline")
@@ -237,8 +237,12 @@ def training_section(page, record):
         100 * STARVING, "; ".join(words)), "")
     page.add("imgpack's figures count every wait from the first batch on, epoch starts "
              "included; the DataLoaders' leave out worker start-up and the batches prefetched "
-             "meanwhile, which favours them. A sleeping consumer leaves both cores to the "
-             "pipeline; a real training process also spends CPU time launching GPU work.")
+             "meanwhile, which favours them. A DataLoader starves somewhat even at steps longer "
+             "than its pure read time: handing each batch from a worker process to the training "
+             "process (the batch's shared-memory file descriptor is fetched from the busy "
+             "worker) blocks the consumer's next() for milliseconds to tens of milliseconds. A "
+             "sleeping consumer leaves both cores to the pipeline; a real training process also "
+             "spends CPU time launching GPU work.")
     commands_block(page, record)
     if fed["imgpack"] is not None:
         for p in ("torch_jpeg", "torch_h5py"):
