@@ -54,7 +54,7 @@ FULL = {
                     "--jpeg-configs", "16:2,64:2,256:1,256:2,256:4",
                     "--h5py-configs", "16:2,64:2,256:1,256:2,256:4,1024:2",
                     "--epochs", "3", "--h5py-max-images", "20000", "--torch-max-images", "3072"],
-    "training_args": ["--batch", "256", "--steps-ms", "1000,500,200,100,50,20,10,5,2,1",
+    "training_args": ["--batch", "256", "--steps-ms", "2000,1000,500,200,100,50,20,10,5,2,1",
                       "--budget-s", "6", "--min-batches", "10", "--rate-images", "2048"],
 }
 QUICK = {

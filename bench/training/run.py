@@ -2,7 +2,7 @@
 """The headline: a simulated training loop fed by each input pipeline.
 
 usage: bench/training/run.py DATASET SRC OUT [--batch 256] [--threads 2] [--workers 2]
-                             [--steps-ms 1000,500,200,100,50,20,10,5,2,1] [--repeat R]
+                             [--steps-ms 2000,1000,500,200,100,50,20,10,5,2,1] [--repeat R]
                              [--budget-s 6] [--min-batches 8]
 
 The consumer is a training loop whose step (the GPU's work on one batch)
@@ -86,7 +86,7 @@ def main():
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2, help="imgpack reader threads")
     parser.add_argument("--workers", type=int, default=2, help="DataLoader workers")
-    parser.add_argument("--steps-ms", default="1000,500,200,100,50,20,10,5,2,1")
+    parser.add_argument("--steps-ms", default="2000,1000,500,200,100,50,20,10,5,2,1")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--budget-s", type=float, default=6)
     parser.add_argument("--min-batches", type=int, default=8)
