@@ -36,7 +36,7 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.src = a.src;
   o.out = a.out;
   if (!a.size.empty()) o.size = parse_image_size(a.size);
-  o.resize = a.resize == "crop" ? ResizeMode::crop
+  o.resize = a.resize == "crop"      ? ResizeMode::crop
              : a.resize == "stretch" ? ResizeMode::stretch
                                      : ResizeMode::pad;
   o.fill = parse_fill(a.fill);
@@ -77,17 +77,16 @@ ConvertOptions to_options(const ConvertArgs& a) {
 int run_convert(const ConvertArgs& args) {
   ConvertOptions options = to_options(args);
   Progress progress("convert", args.quiet || args.json);
-  ConvertResult result = convert(options, [&](const ConvertProgress& p) {
-    progress.update(p.done, p.total, p.skipped);
-  });
+  ConvertResult result = convert(
+      options, [&](const ConvertProgress& p) { progress.update(p.done, p.total, p.skipped); });
   if (result.already_complete) {
     if (!args.quiet && !args.json) {
       std::fprintf(stderr, "%s: already complete (%llu records); nothing to resume\n",
                    args.out.c_str(), static_cast<unsigned long long>(result.records));
     }
   } else {
-    progress.finish(result.samples + result.skipped.size(),
-                    result.samples + result.skipped.size(), result.skipped.size());
+    progress.finish(result.samples + result.skipped.size(), result.samples + result.skipped.size(),
+                    result.skipped.size());
   }
   if (!args.quiet && !args.json && args.resume && !result.already_complete) {
     std::fprintf(stderr, "resume: kept %llu shards covering %llu inputs\n",
@@ -145,11 +144,13 @@ void add_convert_command(CLI::App& app, Action& action) {
                   "relative to")
       ->required();
   cmd->add_option("OUT", args->out, "Output dataset directory (new or empty)")->required();
-  cmd->add_option("--size", args->size, "Output size N or WxH (default: the size all inputs share)");
+  cmd->add_option("--size", args->size,
+                  "Output size N or WxH (default: the size all inputs share)");
   cmd->add_option("--resize", args->resize, "crop: cover and centre-crop; stretch; pad: letterbox")
       ->check(CLI::IsMember({"crop", "stretch", "pad"}))
       ->capture_default_str();
-  cmd->add_option("--fill", args->fill, "Fill for pad and alpha: V or R,G,B")->capture_default_str();
+  cmd->add_option("--fill", args->fill, "Fill for pad and alpha: V or R,G,B")
+      ->capture_default_str();
   cmd->add_option("--color", args->color, "Output colour")
       ->check(CLI::IsMember({"rgb", "gray"}))
       ->capture_default_str();

@@ -115,7 +115,9 @@ int run_inspect(const InspectArgs& args) {
   }
   std::cout << "  groups      " << index.group_names.size() << "\n";
   std::cout << "  augment     " << augment_summary(index) << "\n";
-  std::cout << "  splits      " << (index.splits.empty() ? std::string("none") : std::to_string(index.splits.size())) << "\n";
+  std::cout << "  splits      "
+            << (index.splits.empty() ? std::string("none") : std::to_string(index.splits.size()))
+            << "\n";
   for (const Split& split : index.splits) {
     std::cout << "    ";
     print_split(std::cout, index, split, false);
@@ -127,8 +129,9 @@ int run_inspect(const InspectArgs& args) {
 
 void add_inspect_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<InspectArgs>();
-  CLI::App* cmd = app.add_subcommand("inspect", "Summarise a dataset: sizes, classes, groups, "
-                                                "shards, splits");
+  CLI::App* cmd = app.add_subcommand("inspect",
+                                     "Summarise a dataset: sizes, classes, groups, "
+                                     "shards, splits");
   cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
   cmd->callback([args, &action] { action = [args] { return run_inspect(*args); }; });

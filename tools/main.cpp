@@ -12,8 +12,9 @@ int main(int argc, char** argv) {
   // OpenCV's own warnings would interleave with our messages; we report failures ourselves.
   cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
 
-  CLI::App app{"imgpack: pack image directories into uncompressed HDF5 shards that training "
-               "programs read at memory speed"};
+  CLI::App app{
+      "imgpack: pack image directories into uncompressed HDF5 shards that training "
+      "programs read at memory speed"};
   app.set_version_flag("--version", std::string("imgpack ") + imgpack::kVersionString);
   app.require_subcommand(1);
   Action action;

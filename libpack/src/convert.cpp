@@ -45,9 +45,12 @@ constexpr uint64_t kWriteOrderStream = 0x6f72646572;  // "order"
 
 const char* name_of(ResizeMode mode) {
   switch (mode) {
-    case ResizeMode::crop: return "crop";
-    case ResizeMode::stretch: return "stretch";
-    case ResizeMode::pad: return "pad";
+    case ResizeMode::crop:
+      return "crop";
+    case ResizeMode::stretch:
+      return "stretch";
+    case ResizeMode::pad:
+      return "pad";
   }
   return "?";
 }
@@ -98,9 +101,9 @@ std::string format_uuid(Hash128 h) {
   uint64_t hi = (h.high & ~0xF000ULL) | 0x8000ULL;
   uint64_t lo = (h.low & ~(3ULL << 62)) | (2ULL << 62);
   char text[40];
-  std::snprintf(text, sizeof text, "%08x-%04x-%04x-%04x-%012llx",
-                static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xFFFF),
-                static_cast<unsigned>(hi & 0xFFFF), static_cast<unsigned>(lo >> 48),
+  std::snprintf(text, sizeof text, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFFF),
+                static_cast<unsigned>(lo >> 48),
                 static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
   return text;
 }
@@ -165,8 +168,8 @@ std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
     auto a = sizes.begin();
     auto b = std::next(a);
     throw UsageError("input images differ in size (" + a->second + " is " +
-                     std::to_string(a->first.first) + "x" + std::to_string(a->first.second) +
-                     ", " + b->second + " is " + std::to_string(b->first.first) + "x" +
+                     std::to_string(a->first.first) + "x" + std::to_string(a->first.second) + ", " +
+                     b->second + " is " + std::to_string(b->first.first) + "x" +
                      std::to_string(b->first.second) + ", " + std::to_string(sizes.size()) +
                      " sizes in all); pass --size to resize them");
   }
@@ -221,8 +224,8 @@ class RecordRenderer {
   }
 
  private:
-  void render_augmented(Slot& slot, const std::optional<ImageInfo>& info,
-                        const DecodedImage& image, DecodeOptions& decode) const {
+  void render_augmented(Slot& slot, const std::optional<ImageInfo>& info, const DecodedImage& image,
+                        DecodeOptions& decode) const {
     const cv::Size full = info ? cv::Size(static_cast<int>(info->upright_width()),
                                           static_cast<int>(info->upright_height()))
                                : image.pixels.size();
@@ -262,8 +265,8 @@ class RecordRenderer {
 }  // namespace
 
 void ConvertOptions::validate() const {
-  if (size && (size->first == 0 || size->second == 0 || size->first > 65535 ||
-               size->second > 65535)) {
+  if (size &&
+      (size->first == 0 || size->second == 0 || size->first > 65535 || size->second > 65535)) {
     throw UsageError("--size must be between 1 and 65535 pixels per side");
   }
   if (variants < 1 || variants > 1024) throw UsageError("--variants must be between 1 and 1024");
@@ -358,7 +361,10 @@ uint64_t parse_byte_size(const std::string& text) {
   }
   if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
     digits.pop_back();
-    unit = last == 'K' ? 1ULL << 10 : last == 'M' ? 1ULL << 20 : last == 'G' ? 1ULL << 30 : 1ULL << 40;
+    unit = last == 'K'   ? 1ULL << 10
+           : last == 'M' ? 1ULL << 20
+           : last == 'G' ? 1ULL << 30
+                         : 1ULL << 40;
   }
   uint64_t value = parse_unsigned(digits, "byte size '" + text + "':");
   if (value > UINT64_MAX / unit) throw UsageError("byte size '" + text + "' is too large");
@@ -395,7 +401,8 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
                                : scan_directory(options.src, options.scan);
   const SourceList& list = plan.list;
   if (list.samples.empty()) {
-    throw UsageError(options.src.string() + ": no images found (extensions: jpg, jpeg, png, bmp, "
+    throw UsageError(options.src.string() +
+                     ": no images found (extensions: jpg, jpeg, png, bmp, "
                      "tif, tiff, webp, pnm, pam" +
                      std::string(options.scan.labels == LabelSource::dirs
                                      ? "; with --labels dirs they must be inside class folders"
@@ -554,69 +561,67 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   tsan::ForkJoin region;  // joins before the slots go, also on an exception
   arena.execute([&] {
     const auto filters =
-        tbb::make_filter<void, Slot*>(
-            tbb::filter_mode::serial_in_order,
-            [&](tbb::flow_control& fc) -> Slot* {
+        tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order,
+                                      [&](tbb::flow_control& fc) -> Slot* {
+                                        tsan::TaskScope task(region);
+                                        tsan::Handoff serial(&next);
+                                        if (next == plan.order.size()) {
+                                          fc.stop();
+                                          return nullptr;
+                                        }
+                                        Slot* slot = &slots[next % tokens];
+                                        tsan::Handoff item(slot);
+                                        slot->position = next;
+                                        slot->sample = plan.order[next++];
+                                        return slot;
+                                      }) &
+        tbb::make_filter<Slot*, Slot*>(
+            tbb::filter_mode::parallel,
+            [&](Slot* slot) {
               tsan::TaskScope task(region);
-              tsan::Handoff serial(&next);
-              if (next == plan.order.size()) {
-                fc.stop();
-                return nullptr;
-              }
-              Slot* slot = &slots[next % tokens];
               tsan::Handoff item(slot);
-              slot->position = next;
-              slot->sample = plan.order[next++];
+              slot->error =
+                  read_file(options.src / list.samples[slot->sample].path, slot->file_bytes);
+              if (slot->error.empty()) {
+                try {
+                  renderer.render(*slot);
+                } catch (const DecodeError& e) {
+                  slot->error = e.what();
+                } catch (const cv::Exception& e) {
+                  slot->error = std::string("image processing failed: ") + e.what();
+                }
+              }
               return slot;
             }) &
-            tbb::make_filter<Slot*, Slot*>(
-                tbb::filter_mode::parallel,
-                [&](Slot* slot) {
-                  tsan::TaskScope task(region);
-                  tsan::Handoff item(slot);
-                  slot->error = read_file(options.src / list.samples[slot->sample].path,
-                                          slot->file_bytes);
-                  if (slot->error.empty()) {
-                    try {
-                      renderer.render(*slot);
-                    } catch (const DecodeError& e) {
-                      slot->error = e.what();
-                    } catch (const cv::Exception& e) {
-                      slot->error = std::string("image processing failed: ") + e.what();
-                    }
-                  }
-                  return slot;
-                }) &
-            tbb::make_filter<Slot*, void>(
-                tbb::filter_mode::serial_in_order, [&](Slot* slot) {
-                  tsan::TaskScope task(region);
-                  tsan::Handoff serial(&status);
-                  tsan::Handoff item(slot);
-                  const SourceSample& sample = list.samples[slot->sample];
-                  if (!slot->error.empty()) {
-                    if (options.on_error == OnError::fail) {
-                      throw Error((options.src / sample.path).string() + ": " + slot->error +
-                                  " (--on-error fail)");
-                    }
-                    result.skipped.push_back({sample.path, slot->error});
-                    skipped_since.emplace_back(slot->position, slot->error);
-                    writer.forgo(variants);
-                    ++status.skipped;
-                  } else {
-                    auto id = static_cast<int64_t>(index.num_samples());
-                    add_sample(index, sample);
-                    for (uint32_t v = 0; v < variants; ++v) {
-                      writer.add(slot->pixels.data() + v * shape.bytes(), slot->checksums[v],
-                                 sample.label, id, static_cast<uint16_t>(v));
-                    }
-                    journal_new_shards(slot->position + 1);
-                  }
-                  ++status.done;
-                  if (progress) {
-                    status.elapsed_s = seconds_since(convert_start);
-                    progress(status);
-                  }
-                });
+        tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order, [&](Slot* slot) {
+          tsan::TaskScope task(region);
+          tsan::Handoff serial(&status);
+          tsan::Handoff item(slot);
+          const SourceSample& sample = list.samples[slot->sample];
+          if (!slot->error.empty()) {
+            if (options.on_error == OnError::fail) {
+              throw Error((options.src / sample.path).string() + ": " + slot->error +
+                          " (--on-error fail)");
+            }
+            result.skipped.push_back({sample.path, slot->error});
+            skipped_since.emplace_back(slot->position, slot->error);
+            writer.forgo(variants);
+            ++status.skipped;
+          } else {
+            auto id = static_cast<int64_t>(index.num_samples());
+            add_sample(index, sample);
+            for (uint32_t v = 0; v < variants; ++v) {
+              writer.add(slot->pixels.data() + v * shape.bytes(), slot->checksums[v], sample.label,
+                         id, static_cast<uint16_t>(v));
+            }
+            journal_new_shards(slot->position + 1);
+          }
+          ++status.done;
+          if (progress) {
+            status.elapsed_s = seconds_since(convert_start);
+            progress(status);
+          }
+        });
     region.fork(filters);  // after make_filter has copied the bodies the workers call
     tbb::parallel_pipeline(tokens, filters);
   });
@@ -659,9 +664,8 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
                          {"notes", result.resume_notes}};
   }
   report["threads"] = threads;
-  report["timings"] = {{"plan_s", plan_s},
-                       {"convert_s", convert_s},
-                       {"total_s", seconds_since(start)}};
+  report["timings"] = {
+      {"plan_s", plan_s}, {"convert_s", convert_s}, {"total_s", seconds_since(start)}};
   const uint64_t converted_now = plan.order.size() - resume.next_position;
   report["images_per_s"] = convert_s > 0 ? static_cast<double>(converted_now) / convert_s : 0.0;
   report["options"] = json::parse(plan.options_json);

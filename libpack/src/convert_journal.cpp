@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <nlohmann/json.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
 
@@ -66,14 +66,13 @@ std::optional<JournalState> ConvertJournal::read(const fs::path& out_dir) {
   fs::path path = out_dir / kJournalFile;
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
-  std::istringstream in(
-      [&] {
-        std::ifstream file(path, std::ios::binary);
-        std::ostringstream all;
-        all << file.rdbuf();
-        if (!file && !file.eof()) throw file_error(path, "cannot read");
-        return all.str();
-      }());
+  std::istringstream in([&] {
+    std::ifstream file(path, std::ios::binary);
+    std::ostringstream all;
+    all << file.rdbuf();
+    if (!file && !file.eof()) throw file_error(path, "cannot read");
+    return all.str();
+  }());
   JournalState state;
   std::string line;
   std::size_t number = 0;

@@ -76,8 +76,8 @@ std::string check_kept_shard(const fs::path& path, const ConversionPlan& plan,
     const std::vector<uint64_t> dims{entry.records, shape.height, shape.width, shape.channels};
     if (file.shape(format::kImages) != dims) return "/images has the wrong shape";
     h5::Handle images = file.open_dataset(format::kImages);
-    h5::Handle dcpl(file.check(H5Dget_create_plist(images.get()), "H5Dget_create_plist",
-                               format::kImages));
+    h5::Handle dcpl(
+        file.check(H5Dget_create_plist(images.get()), "H5Dget_create_plist", format::kImages));
     if (H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS) return "/images is not contiguous";
     const haddr_t offset = H5Dget_offset(images.get());
     const uint64_t bytes = entry.records * shape.bytes();
@@ -220,8 +220,7 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
       throw UsageError(out.string() + ": already holds a dataset; pass --overwrite to replace it");
     }
     throw UsageError(out.string() + ": holds an unfinished conversion" +
-                     (journal ? " (" + std::to_string(journal->shards.size()) +
-                                    " shards written)"
+                     (journal ? " (" + std::to_string(journal->shards.size()) + " shards written)"
                               : std::string()) +
                      "; rerun the same command with --resume to keep its complete shards and "
                      "continue, or with --overwrite to start over");
@@ -230,7 +229,8 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
   ResumePoint point;
   if (options.resume && !options.overwrite) {
     if (complete) {
-      throw UsageError(out.string() + ": holds a complete dataset of another conversion (other "
+      throw UsageError(out.string() +
+                       ": holds a complete dataset of another conversion (other "
                        "inputs or options); --resume continues only the same conversion, "
                        "--overwrite replaces it");
     }
@@ -238,7 +238,8 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
       throw UsageError("cannot resume: " + journal_problem + "; pass --overwrite to start over");
     }
     if (journal && journal->dataset_uuid != plan.uuid) {
-      throw UsageError(out.string() + ": the unfinished conversion there had other inputs or "
+      throw UsageError(out.string() +
+                       ": the unfinished conversion there had other inputs or "
                        "options, so its shards cannot be reused; rerun it with its original "
                        "command and --resume, or pass --overwrite to start over");
     }

@@ -30,8 +30,8 @@ struct KeptShard {
 };
 
 struct ResumePoint {
-  uint64_t next_position = 0;    // first position of ConversionPlan::order to convert
-  std::vector<KeptShard> shards;  // in shard order
+  uint64_t next_position = 0;      // first position of ConversionPlan::order to convert
+  std::vector<KeptShard> shards;   // in shard order
   std::vector<std::string> notes;  // what was discarded and why, for the report
 };
 

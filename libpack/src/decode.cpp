@@ -170,11 +170,18 @@ cv::Mat to_8bit(const cv::Mat& image) {
   if (image.depth() == CV_8U) return image;
   cv::Mat out;
   switch (image.depth()) {
-    case CV_16U: image.convertTo(out, CV_8U, 1.0 / 257.0); break;
-    case CV_16S: image.convertTo(out, CV_8U, 1.0 / 128.0, 128.0); break;
+    case CV_16U:
+      image.convertTo(out, CV_8U, 1.0 / 257.0);
+      break;
+    case CV_16S:
+      image.convertTo(out, CV_8U, 1.0 / 128.0, 128.0);
+      break;
     case CV_32F:
-    case CV_64F: image.convertTo(out, CV_8U, 255.0); break;
-    default: throw DecodeError("unsupported sample type");
+    case CV_64F:
+      image.convertTo(out, CV_8U, 255.0);
+      break;
+    default:
+      throw DecodeError("unsupported sample type");
   }
   return out;
 }
@@ -215,7 +222,9 @@ cv::Mat decode_opencv(std::span<const uint8_t> bytes, ImageFormat format,
   image = to_8bit(image);
   cv::Mat bgr;
   switch (image.channels()) {
-    case 1: bgr = image; break;
+    case 1:
+      bgr = image;
+      break;
     case 2: {  // gray + alpha
       cv::Mat parts[2];
       cv::split(image, parts);
@@ -228,9 +237,14 @@ cv::Mat decode_opencv(std::span<const uint8_t> bytes, ImageFormat format,
       bgr = composite_alpha(alpha_bgra, options.fill);
       break;
     }
-    case 3: bgr = image; break;
-    case 4: bgr = composite_alpha(image, options.fill); break;
-    default: throw DecodeError("unsupported channel count " + std::to_string(image.channels()));
+    case 3:
+      bgr = image;
+      break;
+    case 4:
+      bgr = composite_alpha(image, options.fill);
+      break;
+    default:
+      throw DecodeError("unsupported channel count " + std::to_string(image.channels()));
   }
   cv::Mat out;
   if (options.color == ColorMode::gray) {
@@ -251,14 +265,30 @@ cv::Mat decode_opencv(std::span<const uint8_t> bytes, ImageFormat format,
 cv::Mat apply_orientation(const cv::Mat& image, int orientation) {
   cv::Mat out;
   switch (orientation) {
-    case 2: cv::flip(image, out, 1); return out;
-    case 3: cv::rotate(image, out, cv::ROTATE_180); return out;
-    case 4: cv::flip(image, out, 0); return out;
-    case 5: cv::transpose(image, out); return out;
-    case 6: cv::rotate(image, out, cv::ROTATE_90_CLOCKWISE); return out;
-    case 7: cv::transpose(image, out); cv::rotate(out, out, cv::ROTATE_180); return out;
-    case 8: cv::rotate(image, out, cv::ROTATE_90_COUNTERCLOCKWISE); return out;
-    default: return image;
+    case 2:
+      cv::flip(image, out, 1);
+      return out;
+    case 3:
+      cv::rotate(image, out, cv::ROTATE_180);
+      return out;
+    case 4:
+      cv::flip(image, out, 0);
+      return out;
+    case 5:
+      cv::transpose(image, out);
+      return out;
+    case 6:
+      cv::rotate(image, out, cv::ROTATE_90_CLOCKWISE);
+      return out;
+    case 7:
+      cv::transpose(image, out);
+      cv::rotate(out, out, cv::ROTATE_180);
+      return out;
+    case 8:
+      cv::rotate(image, out, cv::ROTATE_90_COUNTERCLOCKWISE);
+      return out;
+    default:
+      return image;
   }
 }
 

@@ -327,14 +327,22 @@ class PnmHeader {
 
 const char* format_name(ImageFormat format) {
   switch (format) {
-    case ImageFormat::jpeg: return "JPEG";
-    case ImageFormat::png: return "PNG";
-    case ImageFormat::bmp: return "BMP";
-    case ImageFormat::tiff: return "TIFF";
-    case ImageFormat::webp: return "WebP";
-    case ImageFormat::pnm: return "PNM";
-    case ImageFormat::gif: return "GIF";
-    case ImageFormat::unknown: break;
+    case ImageFormat::jpeg:
+      return "JPEG";
+    case ImageFormat::png:
+      return "PNG";
+    case ImageFormat::bmp:
+      return "BMP";
+    case ImageFormat::tiff:
+      return "TIFF";
+    case ImageFormat::webp:
+      return "WebP";
+    case ImageFormat::pnm:
+      return "PNM";
+    case ImageFormat::gif:
+      return "GIF";
+    case ImageFormat::unknown:
+      break;
   }
   return "unknown";
 }

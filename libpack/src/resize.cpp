@@ -25,9 +25,14 @@ cv::Size ResizeSpec::required_source_size(uint32_t w, uint32_t h) const {
   double sy = static_cast<double>(height) / h;
   double s = 1;
   switch (mode) {
-    case ResizeMode::stretch: return {static_cast<int>(width), static_cast<int>(height)};
-    case ResizeMode::crop: s = std::max(sx, sy); break;
-    case ResizeMode::pad: s = std::min(sx, sy); break;
+    case ResizeMode::stretch:
+      return {static_cast<int>(width), static_cast<int>(height)};
+    case ResizeMode::crop:
+      s = std::max(sx, sy);
+      break;
+    case ResizeMode::pad:
+      s = std::min(sx, sy);
+      break;
   }
   return {static_cast<int>(std::ceil(w * s - 1e-9)), static_cast<int>(std::ceil(h * s - 1e-9))};
 }

@@ -51,10 +51,18 @@ void draw_shape(cv::Mat& image, uint32_t shape, cv::Point2d centre, double radiu
     cv::fillPoly(image, std::vector<std::vector<cv::Point>>{points}, colour, cv::LINE_AA);
   };
   switch (shape % kShapeCount) {
-    case 0: cv::circle(image, centre, static_cast<int>(radius), colour, cv::FILLED, cv::LINE_AA); break;
-    case 1: fill(polygon(centre, radius, 4, angle + std::numbers::pi / 4)); break;
-    case 2: fill(polygon(centre, radius, 3, angle)); break;
-    case 3: fill(polygon(centre, radius, 5, angle, 0.45)); break;
+    case 0:
+      cv::circle(image, centre, static_cast<int>(radius), colour, cv::FILLED, cv::LINE_AA);
+      break;
+    case 1:
+      fill(polygon(centre, radius, 4, angle + std::numbers::pi / 4));
+      break;
+    case 2:
+      fill(polygon(centre, radius, 3, angle));
+      break;
+    case 3:
+      fill(polygon(centre, radius, 5, angle, 0.45));
+      break;
     case 4: {
       for (double a : {angle, angle + std::numbers::pi / 2}) {
         cv::Point2d d(radius * std::cos(a), radius * std::sin(a));
@@ -62,9 +70,15 @@ void draw_shape(cv::Mat& image, uint32_t shape, cv::Point2d centre, double radiu
       }
       break;
     }
-    case 5: cv::circle(image, centre, static_cast<int>(radius * 0.8), colour, thickness, cv::LINE_AA); break;
-    case 6: fill(polygon(centre, radius, 4, angle)); break;
-    case 7: fill(polygon(centre, radius, 6, angle)); break;
+    case 5:
+      cv::circle(image, centre, static_cast<int>(radius * 0.8), colour, thickness, cv::LINE_AA);
+      break;
+    case 6:
+      fill(polygon(centre, radius, 4, angle));
+      break;
+    case 7:
+      fill(polygon(centre, radius, 6, angle));
+      break;
   }
 }
 
@@ -72,14 +86,16 @@ void draw_shape(cv::Mat& image, uint32_t shape, cv::Point2d centre, double radiu
 void paint_background(cv::Mat& image, uint32_t group, CounterRng& rng) {
   CounterRng group_rng(0x67726f7570, group);  // same look for every image of the group
   double hue = group_rng.uniform(0, 360);
-  cv::Scalar a = hsv_to_bgr(hue, 0.25 + 0.3 * group_rng.uniform(), 0.35 + 0.5 * group_rng.uniform());
+  cv::Scalar a =
+      hsv_to_bgr(hue, 0.25 + 0.3 * group_rng.uniform(), 0.35 + 0.5 * group_rng.uniform());
   cv::Scalar b = hsv_to_bgr(std::fmod(hue + 40, 360), 0.2, 0.5 + 0.4 * group_rng.uniform());
   int stripe = 4 + static_cast<int>(group_rng.below(12));
   bool vertical = group_rng.below(2) == 1;
   for (int y = 0; y < image.rows; ++y) {
     auto* row = image.ptr<cv::Vec3b>(y);
     for (int x = 0; x < image.cols; ++x) {
-      double t = vertical ? static_cast<double>(x) / image.cols : static_cast<double>(y) / image.rows;
+      double t =
+          vertical ? static_cast<double>(x) / image.cols : static_cast<double>(y) / image.rows;
       bool band = ((vertical ? y : x) / stripe) % 2 == 0;
       double noise = (static_cast<double>(rng.below(17)) - 8.0);
       for (int c = 0; c < 3; ++c) {

@@ -218,11 +218,12 @@ void assign_groups_by_regex(SourceList& list, const std::string& pattern, bool m
   try {
     regex = std::regex(pattern, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
-    throw UsageError("--group-regex '" + pattern + "' is not a valid regular expression: " +
-                     e.what());
+    throw UsageError("--group-regex '" + pattern +
+                     "' is not a valid regular expression: " + e.what());
   }
   if (regex.mark_count() < 1) {
-    throw UsageError("--group-regex '" + pattern + "' has no capture group; put the group name "
+    throw UsageError("--group-regex '" + pattern +
+                     "' has no capture group; put the group name "
                      "in parentheses, e.g. '^([^_]+)_'");
   }
   std::vector<std::string> names(list.samples.size());

@@ -24,16 +24,16 @@ constexpr std::size_t kStagingBytes = 32u << 20;
 // creation, never filled, so its bytes are one aligned run at H5Dget_offset.
 h5::Handle create_images(h5::File& file, RecordShape shape, uint64_t n) {
   hsize_t dims[4] = {n, shape.height, shape.width, shape.channels};
-  h5::Handle space(file.check(H5Screate_simple(4, dims, nullptr), "H5Screate_simple",
-                              format::kImages));
+  h5::Handle space(
+      file.check(H5Screate_simple(4, dims, nullptr), "H5Screate_simple", format::kImages));
   h5::Handle dcpl = h5::dataset_creation_plist();
   file.check_status(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "H5Pset_layout", format::kImages);
   file.check_status(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time",
                     format::kImages);
   file.check_status(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time",
                     format::kImages);
-  return h5::Handle(file.check(H5Dcreate2(file.id(), format::kImages, H5T_NATIVE_UINT8,
-                                          space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+  return h5::Handle(file.check(H5Dcreate2(file.id(), format::kImages, H5T_NATIVE_UINT8, space.get(),
+                                          H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
                                "H5Dcreate2", format::kImages));
 }
 
@@ -137,8 +137,8 @@ void ShardWriter::flush_staging() {
   file_.check_status(
       H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
       "H5Sselect_hyperslab", format::kImages);
-  h5::Handle mem_space(file_.check(H5Screate_simple(4, count, nullptr), "H5Screate_simple",
-                                   format::kImages));
+  h5::Handle mem_space(
+      file_.check(H5Screate_simple(4, count, nullptr), "H5Screate_simple", format::kImages));
   file_.check_status(H5Dwrite(images_.get(), H5T_NATIVE_UINT8, mem_space.get(), file_space.get(),
                               H5P_DEFAULT, staging_.data()),
                      "H5Dwrite", format::kImages);

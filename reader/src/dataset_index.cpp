@@ -51,7 +51,8 @@ void DatasetIndex::validate(const std::string& where) const {
   if (shard_records.size() != num_shards()) fail("/shards arrays have different lengths");
   std::vector<uint64_t> seen(num_shards(), 0);
   for (std::size_t i = 0; i < r; ++i) {
-    if (record_shard[i] >= num_shards()) fail("record " + std::to_string(i) + " names a missing shard");
+    if (record_shard[i] >= num_shards())
+      fail("record " + std::to_string(i) + " names a missing shard");
     if (record_row[i] >= shard_records[record_shard[i]]) {
       fail("record " + std::to_string(i) + " points past the end of its shard");
     }
@@ -116,8 +117,8 @@ DatasetIndex read_index(const fs::path& dataset_dir) {
   auto read_u32_attr = [&](const char* name) {
     int64_t v = file.read_int_attr("/", name);
     if (v < 0 || v > 1 << 20) {
-      throw file_error(path, std::string("attribute ") + name + " = " + std::to_string(v) +
-                                 " is out of range");
+      throw file_error(
+          path, std::string("attribute ") + name + " = " + std::to_string(v) + " is out of range");
     }
     return static_cast<uint32_t>(v);
   };

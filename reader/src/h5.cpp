@@ -91,14 +91,22 @@ herr_t Handle::close() {
   silence_errors();
   hid_t id = release();
   switch (H5Iget_type(id)) {
-    case H5I_FILE: return H5Fclose(id);
-    case H5I_GROUP: return H5Gclose(id);
-    case H5I_DATASET: return H5Dclose(id);
-    case H5I_DATASPACE: return H5Sclose(id);
-    case H5I_DATATYPE: return H5Tclose(id);
-    case H5I_ATTR: return H5Aclose(id);
-    case H5I_GENPROP_LST: return H5Pclose(id);
-    default: return H5Idec_ref(id);
+    case H5I_FILE:
+      return H5Fclose(id);
+    case H5I_GROUP:
+      return H5Gclose(id);
+    case H5I_DATASET:
+      return H5Dclose(id);
+    case H5I_DATASPACE:
+      return H5Sclose(id);
+    case H5I_DATATYPE:
+      return H5Tclose(id);
+    case H5I_ATTR:
+      return H5Aclose(id);
+    case H5I_GENPROP_LST:
+      return H5Pclose(id);
+    default:
+      return H5Idec_ref(id);
   }
 }
 
@@ -169,7 +177,8 @@ File File::create(const std::filesystem::path& path, uint64_t alignment_threshol
   silence_errors();
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   if (!fapl || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
-      H5Pset_alignment(fapl.get(), std::max<uint64_t>(alignment_threshold, 1), format::kAlignment) < 0) {
+      H5Pset_alignment(fapl.get(), std::max<uint64_t>(alignment_threshold, 1), format::kAlignment) <
+          0) {
     throw Error(path.string() + ": cannot set file access properties: " + last_error_message());
   }
   // The root group is created from the file creation properties: no times there either.
@@ -231,8 +240,9 @@ std::vector<uint64_t> File::shape(const std::string& name) const {
   int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank < 0) check(H5I_INVALID_HID, "H5Sget_simple_extent_ndims", name);
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-  if (rank > 0) check_status(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr),
-                             "H5Sget_simple_extent_dims", name);
+  if (rank > 0)
+    check_status(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr),
+                 "H5Sget_simple_extent_dims", name);
   return {dims.begin(), dims.end()};
 }
 
@@ -251,8 +261,8 @@ void File::read_raw(const std::string& name, hid_t mem_type, size_t size, int is
   Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
   H5T_class_t cls = H5Tget_class(type.get());
   bool ok = is_float ? cls == H5T_FLOAT
-                     : cls == H5T_INTEGER && H5Tget_sign(type.get()) == (is_signed ? H5T_SGN_2
-                                                                                   : H5T_SGN_NONE);
+                     : cls == H5T_INTEGER &&
+                           H5Tget_sign(type.get()) == (is_signed ? H5T_SGN_2 : H5T_SGN_NONE);
   if (!ok || H5Tget_size(type.get()) != size) {
     throw Error(path_.string() + ": " + name + " has an unexpected element type");
   }
@@ -267,9 +277,9 @@ void File::write_raw(const std::string& name, hid_t mem_type, const void* data, 
   hsize_t dims[1] = {n};
   Handle space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", name));
   Handle dcpl = dataset_creation_plist();
-  Handle dataset(check(H5Dcreate2(id(), name.c_str(), mem_type, space.get(), H5P_DEFAULT,
-                                  dcpl.get(), H5P_DEFAULT),
-                       "H5Dcreate2", name));
+  Handle dataset(check(
+      H5Dcreate2(id(), name.c_str(), mem_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+      "H5Dcreate2", name));
   if (n == 0) return;
   check_status(H5Dwrite(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "H5Dwrite",
                name);
@@ -376,9 +386,9 @@ void File::write_strings(const std::string& name, const std::vector<std::string>
   Handle type = utf8_string_type();
   Handle space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", name));
   Handle dcpl = dataset_creation_plist();
-  Handle dataset(check(H5Dcreate2(id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT,
-                                  dcpl.get(), H5P_DEFAULT),
-                       "H5Dcreate2", name));
+  Handle dataset(check(
+      H5Dcreate2(id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+      "H5Dcreate2", name));
   if (values.empty()) return;
   check_status(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()),
                "H5Dwrite", name);
@@ -393,8 +403,7 @@ Handle File::open_attr(const std::string& object, const std::string& attr) const
   if (!has_attr(object, attr)) {
     throw Error(path_.string() + ": missing attribute " + attr + " on " + object);
   }
-  return Handle(check(H5Aopen_by_name(id(), object.c_str(), attr.c_str(), H5P_DEFAULT,
-                                      H5P_DEFAULT),
+  return Handle(check(H5Aopen_by_name(id(), object.c_str(), attr.c_str(), H5P_DEFAULT, H5P_DEFAULT),
                       "H5Aopen_by_name", object + "@" + attr));
 }
 

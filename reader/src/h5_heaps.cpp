@@ -195,7 +195,7 @@ GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address, const std::string& 
 }
 
 const GlobalHeaps::Collection& GlobalHeaps::collection_at(uint64_t address,
-                                                         const std::string& referrer) {
+                                                          const std::string& referrer) {
   auto it = collections_.find(address);
   if (it == collections_.end()) it = collections_.emplace(address, parse(address, referrer)).first;
   return it->second;

@@ -8,7 +8,8 @@
 namespace imgpack {
 namespace {
 
-JournalShard shard(uint32_t index, uint64_t next, std::vector<std::pair<uint64_t, std::string>> skipped = {}) {
+JournalShard shard(uint32_t index, uint64_t next,
+                   std::vector<std::pair<uint64_t, std::string>> skipped = {}) {
   JournalShard s;
   s.shard = index;
   s.file = "shard-0000" + std::to_string(index) + ".h5";
@@ -52,8 +53,9 @@ TEST(ConvertJournal, ATornLastLineIsIgnored) {
 
 TEST(ConvertJournal, DamageBeforeTheLastLineIsAnError) {
   test::TempDir dir;
-  test::write_bytes(dir / kJournalFile, "{\"imgpack_journal\":1,\"dataset_uuid\":\"u\",\"inputs\":3}\n"
-                                        "garbage\n{\"shard\":0}\n");
+  test::write_bytes(dir / kJournalFile,
+                    "{\"imgpack_journal\":1,\"dataset_uuid\":\"u\",\"inputs\":3}\n"
+                    "garbage\n{\"shard\":0}\n");
   EXPECT_THROW(ConvertJournal::read(dir.path()), Error);
   test::write_bytes(dir / kJournalFile, "{\"something\":\"else\"}\n");
   EXPECT_THROW(ConvertJournal::read(dir.path()), Error);

@@ -159,8 +159,7 @@ TEST_F(Resume, OtherOptionsCannotResume) {
     convert(other);
     FAIL() << "expected a usage error";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("other inputs or options"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("other inputs or options"), std::string::npos) << e.what();
   }
 }
 

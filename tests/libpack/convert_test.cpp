@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 // A small class-folder tree: two classes, JPEG and PNG, one gray JPEG, one
 // RGBA PNG, varied sizes, one nested folder.
 void make_tree(const fs::path& src) {
-  test::write_image(src / "cat" / "a.jpg", test::make_rgb_image(120, 90, 1), {cv::IMWRITE_JPEG_QUALITY, 95});
+  test::write_image(src / "cat" / "a.jpg", test::make_rgb_image(120, 90, 1),
+                    {cv::IMWRITE_JPEG_QUALITY, 95});
   test::write_image(src / "cat" / "b.png", test::make_rgb_image(64, 80, 2));
   test::write_image(src / "cat" / "deep" / "er" / "c.jpg", test::make_rgb_image(200, 100, 3));
   cv::Mat gray;
@@ -46,7 +47,8 @@ ConvertOptions options_for(const fs::path& src, const fs::path& out) {
   return options;
 }
 
-std::vector<uint8_t> read_record(const fs::path& dataset, const DatasetIndex& index, std::size_t r) {
+std::vector<uint8_t> read_record(const fs::path& dataset, const DatasetIndex& index,
+                                 std::size_t r) {
   h5::File shard = h5::File::open_read(dataset / index.shard_file[index.record_shard[r]]);
   h5::Handle images = shard.open_dataset(format::kImages);
   h5::Handle space(H5Dget_space(images.get()));
@@ -55,8 +57,9 @@ std::vector<uint8_t> read_record(const fs::path& dataset, const DatasetIndex& in
   H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
   h5::Handle mem(H5Screate_simple(4, count, nullptr));
   std::vector<uint8_t> pixels(index.record_bytes());
-  EXPECT_GE(H5Dread(images.get(), H5T_NATIVE_UINT8, mem.get(), space.get(), H5P_DEFAULT,
-                    pixels.data()), 0);
+  EXPECT_GE(
+      H5Dread(images.get(), H5T_NATIVE_UINT8, mem.get(), space.get(), H5P_DEFAULT, pixels.data()),
+      0);
   return pixels;
 }
 
@@ -171,7 +174,8 @@ TEST(Convert, BadInputsAreSkippedAndReportedWhileTheRestConverts) {
   std::map<std::string, std::string> reasons;
   for (const SkippedInput& s : result.skipped) reasons[s.path] = s.reason;
   ASSERT_EQ(reasons.size(), 3u);
-  EXPECT_NE(reasons["cat/truncated.jpg"].find("JPEG"), std::string::npos) << reasons["cat/truncated.jpg"];
+  EXPECT_NE(reasons["cat/truncated.jpg"].find("JPEG"), std::string::npos)
+      << reasons["cat/truncated.jpg"];
   EXPECT_NE(reasons["cat/empty.jpg"].find("empty"), std::string::npos);
   EXPECT_NE(reasons["dog/text.jpg"].find("not an image"), std::string::npos);
 

@@ -482,7 +482,8 @@ TEST(DecodeTest, StrayBytesBetweenSegmentsAreHarmlessButLostDataIsNot) {
   // Two junk bytes after the first segment (APP0): libjpeg warns about
   // "extraneous bytes before marker" and decodes the picture intact.
   ASSERT_EQ(static_cast<uint8_t>(jpeg[3]), 0xE0);
-  const std::size_t app0_end = 4 + (static_cast<uint8_t>(jpeg[4]) << 8 | static_cast<uint8_t>(jpeg[5]));
+  const std::size_t app0_end =
+      4 + (static_cast<uint8_t>(jpeg[4]) << 8 | static_cast<uint8_t>(jpeg[5]));
   const std::string stray =
       jpeg.substr(0, app0_end) + std::string("\x12\x34", 2) + jpeg.substr(app0_end);
   const cv::Mat clean = decode(jpeg).pixels;

@@ -42,7 +42,8 @@ std::vector<uint8_t> read_images_checked(const fs::path& path, RecordShape shape
   h5::Handle type(H5Dget_type(images.get()));
   EXPECT_TRUE(H5Tequal(type.get(), H5T_NATIVE_UINT8) > 0);
   std::vector<uint8_t> pixels(n * shape.bytes());
-  EXPECT_GE(H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels.data()), 0);
+  EXPECT_GE(H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels.data()),
+            0);
   return pixels;
 }
 

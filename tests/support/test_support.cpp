@@ -48,8 +48,8 @@ cv::Mat make_rgb_image(int width, int height, uint64_t seed) {
     }
   }
   // A few hard-edged blocks so geometry mistakes show.
-  cv::rectangle(image, cv::Rect(width / 8, height / 8, width / 4, height / 5), cv::Scalar(250, 20, 20),
-                cv::FILLED);
+  cv::rectangle(image, cv::Rect(width / 8, height / 8, width / 4, height / 5),
+                cv::Scalar(250, 20, 20), cv::FILLED);
   cv::circle(image, cv::Point(width * 2 / 3, height * 2 / 3), std::min(width, height) / 6,
              cv::Scalar(20, 20, 240), cv::FILLED);
   return image;
@@ -106,8 +106,8 @@ std::string shell_quote(const std::string& text) {
 CommandResult run_command(const std::string& command_line) {
   TempDir capture;
   fs::path out = capture / "stdout", err = capture / "stderr";
-  std::string full = "(" + command_line + ") >" + shell_quote(out.string()) + " 2>" +
-                     shell_quote(err.string());
+  std::string full =
+      "(" + command_line + ") >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());
   int status = std::system(full.c_str());
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

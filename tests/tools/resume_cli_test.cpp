@@ -50,8 +50,7 @@ class ResumeCli : public ::testing::Test {
     DatasetIndex reference = read_index(dir_ / "reference");
     ASSERT_EQ(index.shard_file, reference.shard_file);
     for (const std::string& shard : index.shard_file) {
-      EXPECT_EQ(test::read_bytes(dir_ / out / shard),
-                test::read_bytes(dir_ / "reference" / shard))
+      EXPECT_EQ(test::read_bytes(dir_ / out / shard), test::read_bytes(dir_ / "reference" / shard))
           << out << "/" << shard;
     }
     EXPECT_EQ(test::read_bytes(dir_ / out / "index.h5"),
@@ -73,8 +72,8 @@ TEST_F(ResumeCli, KilledAtAnyPointResumesToIdenticalBytes) {
        {"record:1", "record:13", "shard-commit:2", "index-commit", "index-committed"}) {
     std::string out = "killed-" + point;
     std::replace(out.begin(), out.end(), ':', '-');
-    auto killed = run_command("IMGPACK_CRASH_AT=" + point + " " + imgpack() + " " +
-                              convert_args(out));
+    auto killed =
+        run_command("IMGPACK_CRASH_AT=" + point + " " + imgpack() + " " + convert_args(out));
     ASSERT_EQ(killed.exit_code, kKilledBySigkill) << point << ": " << killed.err;
     const bool complete = point == "index-committed";
     EXPECT_EQ(fs::exists(dir_ / out / "index.h5"), complete) << point;
@@ -117,8 +116,7 @@ TEST_F(ResumeCli, KilledFromOutsideMidRunResumesToIdenticalBytes) {
 TEST_F(ResumeCli, AFullDiskFailsCleanlyNamingTheFile) {
   // RLIMIT_FSIZE (in 512-byte blocks) makes writes past 30 KiB of a file fail
   // with EFBIG, as a full disk would; a shard here is 54 KiB of pixels.
-  auto full = run_command("trap '' XFSZ; ulimit -f 60; " + imgpack() + " " +
-                          convert_args("full"));
+  auto full = run_command("trap '' XFSZ; ulimit -f 60; " + imgpack() + " " + convert_args("full"));
   EXPECT_EQ(full.exit_code, 1) << full.err;
   EXPECT_NE(full.err.find("shard-"), std::string::npos) << full.err;
   EXPECT_FALSE(fs::exists(dir_ / "full" / "index.h5"));

@@ -25,7 +25,7 @@ const char* format_name(ImageFormat format);
 
 struct ImageInfo {
   ImageFormat format = ImageFormat::unknown;
-  uint32_t width = 0;   // as stored, before orientation
+  uint32_t width = 0;  // as stored, before orientation
   uint32_t height = 0;
   // EXIF orientation 1..8 (1 = upright; 5..8 swap width and height). From the
   // EXIF block of JPEG (APP1), PNG (eXIf) and WebP (EXIF chunk), or the TIFF

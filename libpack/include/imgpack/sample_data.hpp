@@ -18,7 +18,7 @@ struct SampleDataOptions {
   uint32_t classes = 4;
   uint32_t groups = 6;
   uint32_t per_class = 50;
-  uint32_t width = 160;   // typical size; each image varies by up to +-25%
+  uint32_t width = 160;  // typical size; each image varies by up to +-25%
   uint32_t height = 120;
   uint64_t seed = 0;
   bool vary_size = true;

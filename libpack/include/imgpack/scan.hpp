@@ -25,12 +25,12 @@ struct SourceSample {
 };
 
 struct SkippedInput {
-  std::string path;    // relative to the input root
+  std::string path;  // relative to the input root
   std::string reason;
 };
 
 struct SourceList {
-  std::vector<SourceSample> samples;  // sorted by path
+  std::vector<SourceSample> samples;     // sorted by path
   std::vector<std::string> class_names;  // id -> name, sorted
   std::vector<std::string> group_names;  // id -> name, sorted
   std::vector<SkippedInput> skipped;     // found but unusable (e.g. outside a class folder)

@@ -68,7 +68,7 @@ class ShardWriter {
 
   h5::File file_;
   h5::Handle images_;
-  std::vector<uint8_t> staging_;  // whole records waiting for one large H5Dwrite
+  std::vector<uint8_t> staging_;   // whole records waiting for one large H5Dwrite
   uint64_t staging_capacity_ = 0;  // records
   uint64_t staged_ = 0;            // records in staging_
   uint64_t staging_first_ = 0;     // row of staging_'s first record

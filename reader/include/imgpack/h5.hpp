@@ -72,17 +72,28 @@ class Handle {
 // The native HDF5 type for a C++ arithmetic type.
 template <class T>
 hid_t native_type() {
-  if constexpr (std::is_same_v<T, uint8_t>) return H5T_NATIVE_UINT8;
-  else if constexpr (std::is_same_v<T, int8_t>) return H5T_NATIVE_INT8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return H5T_NATIVE_UINT16;
-  else if constexpr (std::is_same_v<T, int16_t>) return H5T_NATIVE_INT16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return H5T_NATIVE_UINT32;
-  else if constexpr (std::is_same_v<T, int32_t>) return H5T_NATIVE_INT32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return H5T_NATIVE_UINT64;
-  else if constexpr (std::is_same_v<T, int64_t>) return H5T_NATIVE_INT64;
-  else if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
-  else if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
-  else static_assert(sizeof(T) == 0, "no HDF5 native type for T");
+  if constexpr (std::is_same_v<T, uint8_t>)
+    return H5T_NATIVE_UINT8;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return H5T_NATIVE_INT8;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return H5T_NATIVE_UINT16;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return H5T_NATIVE_INT16;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return H5T_NATIVE_UINT32;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return H5T_NATIVE_INT32;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return H5T_NATIVE_UINT64;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return H5T_NATIVE_INT64;
+  else if constexpr (std::is_same_v<T, float>)
+    return H5T_NATIVE_FLOAT;
+  else if constexpr (std::is_same_v<T, double>)
+    return H5T_NATIVE_DOUBLE;
+  else
+    static_assert(sizeof(T) == 0, "no HDF5 native type for T");
 }
 
 // An open HDF5 file. Move-only; not for concurrent use.
@@ -159,8 +170,8 @@ class File {
  private:
   File(Handle handle, std::filesystem::path path)
       : handle_(std::move(handle)), path_(std::move(path)) {}
-  void read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed,
-                bool is_float, void* out, uint64_t n) const;
+  void read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed, bool is_float,
+                void* out, uint64_t n) const;
   void write_raw(const std::string& name, hid_t mem_type, const void* data, uint64_t n);
   Handle open_attr(const std::string& object, const std::string& attr) const;
   Handle create_attr(const std::string& object, const std::string& attr, hid_t type);
