@@ -193,8 +193,6 @@ def machine():
         libs["python h5py's HDF5"] = h5py.version.hdf5_version
     except ImportError:
         pass
-    commit = _first_line(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"])
-    dirty = _first_line(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
     gpu = _first_line(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
     return {
         "cpu": cpu or platform.processor(),
@@ -206,5 +204,12 @@ def machine():
         "compiler": _first_line(["c++", "--version"]),
         "gpu": gpu,
         "libraries": libs,
-        "commit": (commit or "?") + ("+local changes" if dirty else ""),
+        "commit": commit(),
     }
+
+
+def commit():
+    """The checkout's commit, marked when tracked files differ from it."""
+    head = _first_line(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"])
+    dirty = _first_line(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
+    return (head or "?") + ("+local changes" if dirty else "")

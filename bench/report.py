@@ -159,18 +159,25 @@ def machine_section(page, machine, records):
              "| libraries | %s |" % native,
              "| Python %s | %s |" % (machine.get("python"), python),
              "| GPU | %s |" % (machine.get("gpu") or "none (the GPU rows below are unmeasured)"),
-             "| imgpack | commit %s, Release build |" % machine.get("commit"), "")
+             "| imgpack | Release build, commit %s |" % commits(machine, records), "")
     if records:
         page.add("Load average (1 min) before and after each section. This machine is shared; "
                  "a load above the core count means other work ran beside the benchmark and "
                  "absolute rates are lower than on a quiet machine (ratios between peers "
                  "measured side by side suffer less).", "",
-                 "| section | started | took | load before | load after |", "|---|---|---|---|---|")
+                 "| section | started | took | load before | load after | commit |",
+                 "|---|---|---|---|---|---|")
         for r in records:
-            page.add("| %s | %s | %.0f s | %.2f | %.2f |" % (
+            page.add("| %s | %s | %.0f s | %.2f | %.2f | %s |" % (
                 r["section"], r["started"].replace("T", " "), r["seconds"], r["load_before"][0],
-                r["load_after"][0]))
+                r["load_after"][0], r.get("commit", machine.get("commit"))))
         page.add("")
+
+
+def commits(machine, records):
+    """The commit every section was measured at, or "per section (below)"."""
+    found = {r.get("commit", machine.get("commit")) for r in records}
+    return found.pop() if len(found) == 1 else "per section (below)"
 
 
 def training_section(page, record):
@@ -692,6 +699,55 @@ def reader_section(page, record):
     commands_block(page, record)
 
 
+def verify_section(page, record):
+    d = record["data"]
+    threads = sorted(d["by_threads"], key=int)
+    page.add("## Verify", "",
+             "`imgpack verify` (the index and every shard's structure, then the XXH3-64 of every "
+             "record, `--threads T`) against a plain read of the same shard files by T threads "
+             "(each file read by one thread, 4 MiB at a time, nothing computed: what `cat` "
+             "does; bench/verify/run.py), over the reader's dataset: %d records, %d shard file(s), "
+             "%.2f GB, page-cached. Both rates count the shard files' bytes over the whole run; "
+             "the ratio is taken within each repeat. From the page cache reading costs only a "
+             "memory copy, so this is verify's hardest reference: from a disk slower than the "
+             "hashing both wait on the disk." % (d["records"], d["shards"], d["file_bytes"] / 1e9),
+             "", run_note(record), "",
+             "| threads | plain read GB/s | imgpack verify GB/s | verify / read | checksum pass "
+             "GB/s (pixels) | structure checks |", "|---:|---:|---:|---:|---:|---:|")
+    for t in threads:
+        row = d["by_threads"][t]
+        for key in ("read_gb_per_s", "verify_gb_per_s", "ratio", "checksum_gb_per_s"):
+            page.need_summary("verify %s threads %s" % (t, key), row[key])
+        page.add("| %s | %s | %s | %s | %s | %s |" % (
+            t, mmm(row["read_gb_per_s"], 2), mmm(row["verify_gb_per_s"], 2), ratio(row["ratio"]),
+            mmm(row["checksum_gb_per_s"], 2), mmm(row["structure_s"], fmt=secs)))
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    width = 0.38
+    for i, (key, label, colour) in enumerate((("read_gb_per_s", "plain read", "0.6"),
+                                              ("verify_gb_per_s", "imgpack verify", "tab:blue"))):
+        ys = [d["by_threads"][t][key] for t in threads]
+        pos = [j + (i - 0.5) * width for j in range(len(threads))]
+        ax.bar(pos, [y["median"] for y in ys], width, color=colour, label=label,
+               yerr=whiskers(ys), capsize=3)
+    ax.set_xticks(range(len(threads)), ["%s thread%s" % (t, "" if t == "1" else "s")
+                                        for t in threads])
+    ax.set_ylabel("GB/s (page cache)")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_title("verify against reading the same files (median; whiskers min–max)", fontsize=10)
+    page.save(fig, "verify.png", "verify throughput against a plain read")
+    most = threads[-1]
+    worst = d["by_threads"][most]["ratio"]
+    if worst["median"] < 0.9:
+        page.not_ahead.append(
+            "`imgpack verify` with %s threads runs at %s of a plain read of the same files from "
+            "the page cache (%s GB/s): it copies every record out of the page cache as the "
+            "plain read does, then hashes it. From a disk slower than that it runs at the "
+            "disk's speed." % (
+                most, ratio(worst), mmm(d["by_threads"][most]["verify_gb_per_s"], 2)))
+    commands_block(page, record)
+
+
 # --- the page ------------------------------------------------------------------------------------
 
 def load(results, name):
@@ -706,7 +762,7 @@ def write(results, docs, quick=False, expect=()):
     os.makedirs(docs, exist_ok=True)
     page = Page(docs, quick)
     machine = load(results, "machine") or {}
-    order = ("training", "convert", "augment", "splits", "reader")
+    order = ("training", "convert", "augment", "splits", "reader", "verify")
     records = {name: load(results, name) for name in order}
     for name in expect:
         if records.get(name) is None:
@@ -716,7 +772,7 @@ def write(results, docs, quick=False, expect=()):
     body = Page(docs, quick)
     renderers = {"training": training_section, "convert": convert_section,
                  "augment": augment_section, "splits": splits_section,
-                 "reader": reader_section}
+                 "reader": reader_section, "verify": verify_section}
     for name in order:
         if records[name]:
             try:
@@ -742,7 +798,7 @@ def write(results, docs, quick=False, expect=()):
              "[targets](#targets) · [where imgpack is not ahead](#where-imgpack-is-not-ahead) · "
              "[conversion](#conversion) · "
              "[augmentation](#augmentation-k4-variants-against-k1) · [splits](#splits) · "
-             "[reader](#reader) · [machine](#machine)", "")
+             "[reader](#reader) · [verify](#verify) · [machine](#machine)", "")
     # The headline first, then the verdicts, then the details.
     head, rest = split_headline(body.lines)
     page.add(*head)

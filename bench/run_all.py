@@ -4,7 +4,7 @@
 usage: bench/run-all [--quick] [--work DIR] [--repeat N] [--only SECTION,...]
                      [--report-only] [--docs DIR]
 
-Sections (in this order): convert, augment, splits, reader, training. Each
+Sections (in this order): convert, augment, splits, reader, verify, training. Each
 runs a script under bench/ that measures imgpack and its peers side by side
 in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
 leaves WORK/results/SECTION.json. Inputs are generated deterministically and
@@ -38,7 +38,7 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import report  # noqa: E402
 
-SECTIONS = ("convert", "augment", "splits", "reader", "training")
+SECTIONS = ("convert", "augment", "splits", "reader", "verify", "training")
 
 # Sizes: the full mode measures what the issues' targets are defined on.
 FULL = {
@@ -162,6 +162,13 @@ class Runner:
                    self.repeat] + self.sizes["reader_args"]
         return [command], self.run_script("reader", command, os.path.join(out, "results.json"))
 
+    def verify(self):
+        _, dataset = self.reader_inputs()
+        out = self.scratch("verify")
+        command = [benchlib.PYTHON, script("verify", "run.py"), dataset, out, "--repeat",
+                   self.repeat]
+        return [command], self.run_script("verify", command, os.path.join(out, "results.json"))
+
     def training(self):
         src, dataset = self.reader_inputs()
         out = self.scratch("training")
@@ -183,6 +190,7 @@ class Runner:
             "load_before": load_before,
             "load_after": benchlib.loadavg(),
             "quick": self.args.quick,
+            "commit": benchlib.commit(),
             "repeat": int(self.repeat),
             "run_all": "bench/run-all%s --only %s" % (" --quick" if self.args.quick else "", name),
             "commands": [" ".join(shlex.quote(os.path.relpath(str(c), benchlib.ROOT)
