@@ -209,7 +209,8 @@ def machine():
 
 
 def commit():
-    """The checkout's commit, marked when tracked files differ from it."""
+    """The checkout's commit, marked when tracked files other than the results page differ."""
     head = _first_line(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"])
-    dirty = _first_line(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
+    dirty = _first_line(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--",
+                         ".", ":!docs/BENCHMARKS.md", ":!docs/bench"])
     return (head or "?") + ("+local changes" if dirty else "")
