@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -130,6 +131,15 @@ double mean_abs_diff(const cv::Mat& a, const cv::Mat& b) {
   double total = 0;
   for (int c = 0; c < a.channels(); ++c) total += mean[c];
   return total / a.channels();
+}
+
+double max_pixel_difference(const cv::Mat& a, const cv::Mat& b) {
+  if (a.size() != b.size() || a.type() != b.type()) return std::numeric_limits<double>::infinity();
+  cv::Mat diff;
+  cv::absdiff(a, b, diff);
+  double max = 0;
+  cv::minMaxLoc(diff.reshape(1), nullptr, &max);
+  return max;
 }
 
 bool python_has_modules(const std::vector<std::string>& modules) {

@@ -59,6 +59,10 @@ std::string shell_quote(const std::string& text);
 // Mean absolute difference between two images of the same size and type.
 double mean_abs_diff(const cv::Mat& a, const cv::Mat& b);
 
+// The largest per-channel difference between two images; +infinity when
+// their sizes or types differ.
+double max_pixel_difference(const cv::Mat& a, const cv::Mat& b);
+
 // True if the system Python (/usr/bin/python3) can import all of `modules`.
 bool python_has_modules(const std::vector<std::string>& modules);
 

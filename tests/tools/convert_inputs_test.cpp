@@ -60,15 +60,6 @@ std::string reason_for(const nlohmann::json& report, const std::string& path) {
   return "(not skipped)";
 }
 
-double max_diff(const cv::Mat& a, const cv::Mat& b) {
-  if (a.size() != b.size() || a.type() != b.type()) return 1e9;
-  cv::Mat diff;
-  cv::absdiff(a, b, diff);
-  double max = 0;
-  cv::minMaxLoc(diff.reshape(1), nullptr, &max);
-  return max;
-}
-
 class StateFarmCsv : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -262,10 +253,10 @@ TEST(ConvertFormatsTest, EveryFormatConvertsToCorrectUprightRgb) {
     ASSERT_EQ(record.cols, 48);
     ASSERT_EQ(record.rows, 32);
     if (!picture.empty()) {
-      EXPECT_LE(max_diff(record, picture), tolerance[name]);
+      EXPECT_LE(test::max_pixel_difference(record, picture), tolerance[name]);
     } else {
       // OpenCV orients JPEG itself and decodes CMYK the same way.
-      EXPECT_LE(max_diff(record, test::opencv_decode_rgb(src / "all" / name)), 0);
+      EXPECT_LE(test::max_pixel_difference(record, test::opencv_decode_rgb(src / "all" / name)), 0);
     }
   }
   // The rotated and the CMYK JPEG are the upright picture, JPEG loss aside.

@@ -56,15 +56,6 @@ std::map<std::string, cv::Mat> records_by_path(const fs::path& dataset) {
   return out;
 }
 
-double max_diff(const cv::Mat& a, const cv::Mat& b) {
-  if (a.size() != b.size() || a.type() != b.type()) return 1e9;
-  cv::Mat diff;
-  cv::absdiff(a, b, diff);
-  double max = 0;
-  cv::minMaxLoc(diff.reshape(1), nullptr, &max);
-  return max;
-}
-
 class HostileInputsTest : public ::testing::Test {
  protected:
   void add(const std::string& rel, const std::string& bytes) { write_bytes(src_ / rel, bytes); }
@@ -203,12 +194,16 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   // Records: a 1x1 PNG fills the record with its one colour; 16-bit inputs
   // equal their 8-bit picture; CMYK is the picture up to JPEG loss.
   const std::map<std::string, cv::Mat> records = records_by_path(out_);
+  EXPECT_EQ(test::max_pixel_difference(records.at("good/one-pixel.png"),
+                                       cv::Mat(32, 32, CV_8UC3, cv::Scalar(200, 40, 90))),
+            0);
   EXPECT_EQ(
-      max_diff(records.at("good/one-pixel.png"), cv::Mat(32, 32, CV_8UC3, cv::Scalar(200, 40, 90))),
+      test::max_pixel_difference(records.at("good/16bit.png"), records.at("good/with space.png")),
       0);
-  EXPECT_EQ(max_diff(records.at("good/16bit.png"), records.at("good/with space.png")), 0);
-  EXPECT_EQ(max_diff(records.at("good/16bit.tif"), records.at("good/with space.png")), 0);
-  EXPECT_EQ(max_diff(records.at(latin1), records.at("good/with space.png")), 0);
+  EXPECT_EQ(
+      test::max_pixel_difference(records.at("good/16bit.tif"), records.at("good/with space.png")),
+      0);
+  EXPECT_EQ(test::max_pixel_difference(records.at(latin1), records.at("good/with space.png")), 0);
   EXPECT_LT(test::mean_abs_diff(records.at("good/cmyk.jpg"), records.at("good/with space.png")), 8);
 
   // verify finds the dataset intact, and every other command reads it,
