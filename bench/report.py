@@ -13,6 +13,8 @@ import os
 import matplotlib
 import numpy as np
 
+import benchlib  # bench/, on the path of run_all.py, which imports this module
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
@@ -408,13 +410,6 @@ SPLIT_KINDS = ["random", "stratified", "group", "stratified-group", "holdout", "
 SPLIT_PEERS = {"random": "KFold(shuffle)", "stratified": "StratifiedKFold(shuffle)",
                "group": "GroupKFold", "stratified-group": "StratifiedGroupKFold",
                "holdout": "GroupShuffleSplit", "holdout-nogroups": "train_test_split(stratify)"}
-def summ(values):
-    vals = sorted(values)
-    if not vals:
-        return None
-    mid = len(vals) // 2
-    med = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
-    return {"min": vals[0], "median": med, "max": vals[-1], "n": len(vals)}
 
 
 def fig_value(v):
@@ -450,9 +445,9 @@ def splits_section(page, record):
     worse_judged = []
     for row in rows:
         kind = row["kind"]
-        ours = summ(row["imgpack_compute_s_runs"])
-        theirs = summ(row.get("sklearn_s_runs", []))
-        rat = summ([a / b for a, b in zip(row["imgpack_compute_s_runs"],
+        ours = benchlib.summary(row["imgpack_compute_s_runs"])
+        theirs = benchlib.summary(row.get("sklearn_s_runs", []))
+        rat = benchlib.summary([a / b for a, b in zip(row["imgpack_compute_s_runs"],
                                           row.get("sklearn_s_runs", [])) if b])
         page.need_summary("splits %s imgpack time" % kind, ours)
         page.need_summary("splits %s sklearn time" % kind, theirs)
@@ -500,7 +495,7 @@ def splits_section(page, record):
     width = 0.38
     for i, (key, label, colour) in enumerate((("imgpack_compute_s_runs", "imgpack", "tab:blue"),
                                               ("sklearn_s_runs", "scikit-learn", "tab:gray"))):
-        ys = [summ(r.get(key, [])) for r in rows]
+        ys = [benchlib.summary(r.get(key, [])) for r in rows]
         pos = [j + (i - 0.5) * width for j in range(len(kinds))]
         left.bar(pos, [y["median"] for y in ys], width, color=colour, label=label,
                  yerr=whiskers(ys),
@@ -521,10 +516,10 @@ def splits_section(page, record):
     large = d.get("large")
     if large:
         row = large[0]
-        ours = summ(row["imgpack_compute_s_runs"])
-        process = summ(row["imgpack_process_s_runs"])
-        theirs = summ(row.get("sklearn_s_runs", []))
-        rat = summ([a / b for a, b in zip(row["imgpack_compute_s_runs"],
+        ours = benchlib.summary(row["imgpack_compute_s_runs"])
+        process = benchlib.summary(row["imgpack_process_s_runs"])
+        theirs = benchlib.summary(row.get("sklearn_s_runs", []))
+        rat = benchlib.summary([a / b for a, b in zip(row["imgpack_compute_s_runs"],
                                           row.get("sklearn_s_runs", [])) if b])
         page.need_summary("splits large imgpack time", ours)
         page.add("Large: %s samples, %s groups, %d classes, k=%d, `stratified-group`: imgpack "
