@@ -1,22 +1,13 @@
 #include "convert_output.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <oneapi/tbb/parallel_for.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstring>
+#include <optional>
 
-#include "imgpack/checksum.hpp"
-#include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/files.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/h5.hpp"
-#include "tbb_tsan.hpp"
+#include "imgpack/shard_check.hpp"
 
 namespace imgpack {
 
@@ -60,116 +51,94 @@ std::vector<fs::path> list_output(const fs::path& out) {
   return ours;
 }
 
-// Reads every record of a shard and compares it with its stored checksum,
-// after checking the shard is whole and belongs to this conversion. Returns
-// "" or what is wrong with it.
-std::string check_kept_shard(const fs::path& path, const ConversionPlan& plan,
-                             const JournalShard& entry, KeptShard& kept) {
-  try {
-    h5::File file = h5::File::open_read(path);
-    if (file.read_int_attr("/", format::kAttrFormat) != format::kVersion ||
-        file.read_string_attr("/", format::kAttrUuid) != plan.uuid ||
-        file.read_int_attr("/", format::kAttrShardIndex) != entry.shard) {
-      return "belongs to another conversion";
-    }
-    const RecordShape& shape = plan.shape;
-    const std::vector<uint64_t> dims{entry.records, shape.height, shape.width, shape.channels};
-    if (file.shape(format::kImages) != dims) return "/images has the wrong shape";
-    h5::Handle images = file.open_dataset(format::kImages);
-    h5::Handle dcpl(
-        file.check(H5Dget_create_plist(images.get()), "H5Dget_create_plist", format::kImages));
-    if (H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS) return "/images is not contiguous";
-    const haddr_t offset = H5Dget_offset(images.get());
-    const uint64_t bytes = entry.records * shape.bytes();
-    if (offset == HADDR_UNDEF || offset + bytes > file_length(path)) {
-      return "is truncated";
-    }
-    std::vector<uint64_t> sums = file.read<uint64_t>(format::kChecksum);
-    kept.samples = file.read<int64_t>(format::kSample);
-    kept.variants = file.read<uint16_t>(format::kVariant);
-    if (sums.size() != entry.records || kept.samples.size() != entry.records ||
-        kept.variants.size() != entry.records) {
-      return "has columns of the wrong length";
-    }
-    images.reset();
-    file.close();
-
-    const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) return std::string("cannot open: ") + std::strerror(errno);
-    std::atomic<uint64_t> first_bad{entry.records};
-    const tsan::ForkJoinBody check_block([&](uint64_t row) {
-      // Blocks of 64 rows, read and hashed by whichever thread takes them.
-      const uint64_t end = std::min(row + 64, entry.records);
-      std::vector<uint8_t> buffer((end - row) * shape.bytes());
-      std::size_t done = 0;
-      while (done < buffer.size()) {
-        ssize_t n = ::pread(fd.get(), buffer.data() + done, buffer.size() - done,
-                            static_cast<off_t>(offset + row * shape.bytes() + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          first_bad = std::min<uint64_t>(first_bad, row);
-          return;
-        }
-        done += static_cast<std::size_t>(n);
-      }
-      for (uint64_t r = row; r < end; ++r) {
-        if (checksum(buffer.data() + (r - row) * shape.bytes(), shape.bytes()) != sums[r]) {
-          first_bad = std::min<uint64_t>(first_bad, r);
-        }
-      }
-    });
-    check_block.fork();
-    tbb::parallel_for(uint64_t{0}, entry.records, uint64_t{64}, check_block);
-    check_block.join();
-    if (first_bad < entry.records) {
-      return "record " + std::to_string(first_bad.load()) + " does not match its checksum";
-    }
-    kept.journal = entry;
-    return "";
-  } catch (const Error& e) {
-    return e.what();
+// Whether the journal's account of `entry` is possible as the next shard
+// after `kept` shards ending at `position` of the write order: "" or the problem.
+std::string journal_problem(const JournalShard& entry, std::size_t kept, std::size_t position,
+                            const ConversionPlan& plan, uint32_t variants) {
+  if (entry.shard != kept || entry.file != format::shard_file_name(entry.shard)) {
+    return "is out of sequence in the journal";
   }
+  if (entry.next_position < position || entry.next_position > plan.order.size()) {
+    return "has an impossible position in the journal";
+  }
+  const uint64_t converted = entry.next_position - position - entry.skipped.size();
+  if (entry.records != converted * variants) return "disagrees with the journal";
+  return "";
 }
 
 // The shards of the journal that a resumed run keeps: the longest prefix that
-// is whole, matches its checksums and continues the sample numbering.
+// is whole, continues the sample numbering and matches its checksums.
 ResumePoint keep_verified_shards(const ConvertOptions& options, const ConversionPlan& plan,
                                  const JournalState& journal) {
-  ResumePoint point;
   const uint32_t variants = options.variants;
+  const RecordShape& shape = plan.shape;
+  std::vector<KeptShard> whole;
+  std::vector<ShardRecords> records;   // of each shard in `whole`
+  std::vector<std::size_t> positions;  // next write-order position after each shard in `whole`
+  std::string problem;
+
+  // Structure and numbering, shard by shard, up to the first problem.
   int64_t next_sample = 0;
   std::size_t position = 0;
   for (const JournalShard& entry : journal.shards) {
     const fs::path path = options.out / entry.file;
-    KeptShard kept;
-    std::string problem;
-    if (entry.shard != point.shards.size() || entry.file != format::shard_file_name(entry.shard)) {
-      problem = "is out of sequence in the journal";
-    } else if (entry.next_position < position || entry.next_position > plan.order.size()) {
-      problem = "has an impossible position in the journal";
-    } else {
-      problem = check_kept_shard(path, plan, entry, kept);
+    problem = journal_problem(entry, whole.size(), position, plan, variants);
+    if (!problem.empty()) {
+      problem = file_error(path, problem).what();
+      break;
     }
-    if (problem.empty()) {
+    try {
+      const FileDescriptor fd = open_for_reading(path);
+      const ShardExpectation expected{plan.uuid,
+                                      entry.shard,
+                                      entry.records,
+                                      shape.height,
+                                      shape.width,
+                                      shape.channels,
+                                      "the conversion being resumed"};
+      ShardContents contents = read_shard(path, expected, fd.size(path));
       // Records must be the variants of the next samples, in order.
-      for (uint64_t row = 0; row < entry.records && problem.empty(); ++row) {
-        if (kept.samples[row] != next_sample + static_cast<int64_t>(row / variants) ||
-            kept.variants[row] != row % variants) {
-          problem = "does not continue the sample numbering";
+      for (uint64_t row = 0; row < entry.records; ++row) {
+        if (contents.samples[row] != next_sample + static_cast<int64_t>(row / variants) ||
+            contents.variants[row] != row % variants) {
+          throw file_error(
+              path, "row " + std::to_string(row) + " does not continue the sample numbering");
         }
       }
-      const uint64_t converted = entry.next_position - position - entry.skipped.size();
-      if (entry.records != converted * variants) problem = "disagrees with the journal";
-    }
-    if (!problem.empty()) {
-      point.notes.push_back(entry.file + " " + problem + "; it is converted again");
+      records.push_back(
+          {path, fd.identity(path), contents.images_offset, std::move(contents.checksums)});
+      whole.push_back({entry, std::move(contents.samples), std::move(contents.variants)});
+    } catch (const Error& e) {
+      problem = e.what();
       break;
     }
     next_sample += static_cast<int64_t>(entry.records / variants);
     position = entry.next_position;
-    point.next_position = position;
-    point.shards.push_back(std::move(kept));
+    positions.push_back(position);
   }
+
+  // Pixels: the records of every whole shard against their checksums, at once.
+  VerifyOptions check_options;
+  check_options.threads = options.threads;
+  const RecordCheck check = check_records(records, shape.bytes(), check_options);
+  std::size_t keep = whole.size();
+  if (!check.unreadable.empty()) {
+    keep = check.unreadable.front().shard;
+    problem = check.unreadable.front().message;
+  }
+  if (!check.mismatched.empty() && check.mismatched.front().shard < keep) {
+    const MismatchedRow& bad = check.mismatched.front();
+    keep = bad.shard;
+    problem = file_error(records[bad.shard].path,
+                         "record " + std::to_string(bad.row) + " does not match its checksum")
+                  .what();
+  }
+
+  ResumePoint point;
+  if (!problem.empty()) point.notes.push_back(problem + "; it is converted again");
+  whole.resize(keep);
+  point.shards = std::move(whole);
+  if (keep > 0) point.next_position = positions[keep - 1];
   return point;
 }
 

@@ -6,6 +6,7 @@
 
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/files.hpp"
 #include "imgpack/format.hpp"
 #include "mapped_region.hpp"
 #include "shard_validation.hpp"
@@ -67,14 +68,14 @@ void Dataset::State::open_shard(std::size_t k) {
   detail::require_shard_exists(path);
   // The descriptor that will be mapped is opened first, so the size checked
   // below is the size of the file that gets mapped.
-  FileDescriptor fd(path);
+  const FileDescriptor fd = open_for_reading(path);
   const std::span<const uint64_t> row_records =
       std::span<const uint64_t>(storage_order).subspan(first_position[k], shard.records);
-  detail::ShardLayout layout = detail::validate_shard(path, index, k, row_records, fd.size(path));
+  const ShardContents contents = detail::validate_shard(path, index, k, row_records, fd.size(path));
   for (uint64_t row = 0; row < shard.records; ++row) {
-    record_checksum[row_records[row]] = layout.checksums[row];
+    record_checksum[row_records[row]] = contents.checksums[row];
   }
-  shard.images = MappedRegion(fd.get(), path, layout.images_offset, layout.images_bytes);
+  shard.images = MappedRegion(fd.get(), path, contents.images_offset, contents.images_bytes);
 }
 
 void Dataset::State::build_sample_table() {

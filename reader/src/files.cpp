@@ -25,6 +25,23 @@ void FileDescriptor::reset() {
   fd_ = -1;
 }
 
+uint64_t FileDescriptor::size(const std::filesystem::path& path) const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw system_error(path, "cannot stat", errno);
+  if (!S_ISREG(st.st_mode)) throw file_error(path, "not a regular file");
+  return static_cast<uint64_t>(st.st_size);
+}
+
+FileIdentity FileDescriptor::identity(const std::filesystem::path& path) const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw system_error(path, "cannot stat", errno);
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+FileDescriptor open_for_reading(const std::filesystem::path& path) {
+  return FileDescriptor(path, O_RDONLY | O_NONBLOCK);
+}
+
 void fsync_path(const std::filesystem::path& path) {
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) throw system_error(path, "cannot open to fsync", errno);

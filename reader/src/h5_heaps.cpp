@@ -68,7 +68,8 @@ std::vector<Range> raw_data_ranges(hid_t file_id) {
 
 }  // namespace
 
-GlobalHeaps::GlobalHeaps(hid_t file_id, const fs::path& path) : path_(path), fd_(path) {
+GlobalHeaps::GlobalHeaps(hid_t file_id, const fs::path& path)
+    : path_(path), fd_(open_for_reading(path)) {
   file_size_ = fd_.size(path);
   Handle fcpl(H5Fget_create_plist(file_id));
   std::size_t offset_bytes = 0, length_bytes = 0;

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "mapped_region.hpp"
+#include "imgpack/files.hpp"
 
 namespace imgpack::h5::detail {
 

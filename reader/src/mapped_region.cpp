@@ -56,22 +56,4 @@ void MappedRegion::unmap() {
   length_ = 0;
 }
 
-FileDescriptor::FileDescriptor(const std::filesystem::path& path)
-    // O_NONBLOCK: a FIFO put where a shard should be must not block open();
-    // size() then refuses it. Reads of regular files ignore the flag.
-    : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)) {
-  if (fd_ < 0) throw system_error(path, "cannot open", errno);
-}
-
-FileDescriptor::~FileDescriptor() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-uint64_t FileDescriptor::size(const std::filesystem::path& path) const {
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) throw system_error(path, "cannot stat", errno);
-  if (!S_ISREG(st.st_mode)) throw file_error(path, "not a regular file");
-  return static_cast<uint64_t>(st.st_size);
-}
-
 }  // namespace imgpack

@@ -33,20 +33,4 @@ class MappedRegion {
   std::size_t length_ = 0;
 };
 
-// An owned file descriptor, closed on destruction.
-class FileDescriptor {
- public:
-  // Opens read-only; throws imgpack::Error naming the path on failure.
-  explicit FileDescriptor(const std::filesystem::path& path);
-  ~FileDescriptor();
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-  // Size in bytes from fstat().
-  uint64_t size(const std::filesystem::path& path) const;
-
- private:
-  int fd_ = -1;
-};
-
 }  // namespace imgpack

@@ -1,4 +1,4 @@
-// Checks one shard file against the index (internal to the reader).
+// Checks the shards of a dataset against its index (internal to the reader).
 //
 // Dataset::open() and verify_dataset() both call these, so a dataset that
 // opens is exactly a dataset whose structure verify finds intact. Every
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "imgpack/dataset_index.hpp"
+#include "imgpack/shard_check.hpp"
 
 namespace imgpack::detail {
 
@@ -28,22 +29,13 @@ struct StorageTable {
 StorageTable build_storage_table(const DatasetIndex& index,
                                  const std::filesystem::path& index_path);
 
-// What a shard that passed validate_shard() holds.
-struct ShardLayout {
-  uint64_t images_offset = 0;       // byte offset of /images in the file (0 if no records)
-  uint64_t images_bytes = 0;        // records * record_bytes
-  std::vector<uint64_t> checksums;  // stored XXH3-64 per row
-};
-
 // Validates shard `k` of `index`, the file at `path` whose open descriptor
-// reported `file_size` bytes: format version, dataset uuid, shard index, no
-// user block, /images uint8 of shape [n, H, W, C], contiguous, unfiltered,
-// not external, allocated, inside the file; /labels, /sample, /variant and
-// /checksum of length n agreeing with the index row by row.
+// reported `file_size` bytes: read_shard() with what the index expects of it,
+// then /labels, /sample and /variant agreeing with the index row by row.
 // `row_records[row]` is the record the index places at each row of the shard.
-ShardLayout validate_shard(const std::filesystem::path& path, const DatasetIndex& index,
-                           std::size_t k, std::span<const uint64_t> row_records,
-                           uint64_t file_size);
+ShardContents validate_shard(const std::filesystem::path& path, const DatasetIndex& index,
+                             std::size_t k, std::span<const uint64_t> row_records,
+                             uint64_t file_size);
 
 // Throws "PATH: missing (listed in index.h5)" if the shard file does not exist.
 void require_shard_exists(const std::filesystem::path& path);

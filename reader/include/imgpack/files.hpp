@@ -12,6 +12,14 @@
 
 namespace imgpack {
 
+// Which file a descriptor refers to (st_dev, st_ino): tells the file that was
+// checked from another one renamed into its place since.
+struct FileIdentity {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+
 // Owns a POSIX file descriptor and closes it on destruction. Move-only.
 class FileDescriptor {
  public:
@@ -40,9 +48,19 @@ class FileDescriptor {
   }
   void reset();
 
+  // From fstat(); both throw imgpack::Error naming `path` on failure. size()
+  // also refuses anything but a regular file (a FIFO, a device).
+  uint64_t size(const std::filesystem::path& path) const;
+  FileIdentity identity(const std::filesystem::path& path) const;
+
  private:
   int fd_ = -1;
 };
+
+// Opens an existing file read-only to check or map it. O_NONBLOCK: a FIFO put
+// where a shard should be must not block open(); size() then refuses it.
+// Throws imgpack::Error naming `path` on failure.
+FileDescriptor open_for_reading(const std::filesystem::path& path);
 
 // fsync() the file or directory at `path`.
 void fsync_path(const std::filesystem::path& path);
