@@ -59,23 +59,10 @@ class Resume : public ::testing::Test {
   }
 
   void expect_same_as_reference(const std::string& out) {
-    DatasetIndex index = read_index(dir_ / out);
-    DatasetIndex reference = read_index(dir_ / "reference");
-    ASSERT_EQ(index.shard_file, reference.shard_file);
-    for (const std::string& shard : index.shard_file) {
-      EXPECT_EQ(test::read_bytes(dir_ / out / shard), test::read_bytes(dir_ / "reference" / shard))
-          << out << "/" << shard;
-    }
-    EXPECT_EQ(test::read_bytes(dir_ / out / "index.h5"),
-              test::read_bytes(dir_ / "reference" / "index.h5"));
+    test::expect_same_dataset_bytes(dir_ / out, dir_ / "reference");
     auto report = nlohmann::json::parse(test::read_bytes(dir_ / out / "report.json"));
     auto expected = nlohmann::json::parse(test::read_bytes(dir_ / "reference" / "report.json"));
     EXPECT_EQ(report["skipped"], expected["skipped"]);
-    for (const auto& entry : fs::directory_iterator(dir_ / out)) {
-      std::string name = entry.path().filename().string();
-      EXPECT_FALSE(name.ends_with(".tmp")) << name;
-      EXPECT_NE(name, kJournalFile);
-    }
   }
 
   test::TempDir dir_;

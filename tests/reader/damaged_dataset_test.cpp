@@ -159,10 +159,8 @@ TEST(DamagedDataset, EmptyIndexIsRefusedNamingIt) {
 
 TEST(DamagedDataset, IndexOfAnotherDatasetIsRefused) {
   TempDir dir;
-  SyntheticOptions options;
-  test::write_synthetic_dataset(dir / "a", options);
-  options.uuid = "5e7a0000-0000-4000-8000-00000000beef";
-  test::write_synthetic_dataset(dir / "b", options);
+  test::write_synthetic_dataset(dir / "a", SyntheticOptions{});
+  test::write_foreign_twin(dir / "b", SyntheticOptions{});
   fs::copy_file(dir / "b/index.h5", dir / "a/index.h5", fs::copy_options::overwrite_existing);
   expect_open_fails(dir / "a", "shard-00000.h5", "belongs to dataset");
 }

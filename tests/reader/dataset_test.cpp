@@ -174,10 +174,8 @@ TEST(Dataset, ForeignFilesAreRefused) {
 
 TEST(Dataset, ShardOfAnotherDatasetIsRefused) {
   TempDir dir;
-  SyntheticOptions options;
-  test::write_synthetic_dataset(dir / "a", options);
-  options.uuid = "5e7a0000-0000-4000-8000-00000000beef";
-  test::write_synthetic_dataset(dir / "b", options);
+  test::write_synthetic_dataset(dir / "a", SyntheticOptions{});
+  test::write_foreign_twin(dir / "b", SyntheticOptions{});
   fs::copy_file(dir / "b" / "shard-00001.h5", dir / "a" / "shard-00001.h5",
                 fs::copy_options::overwrite_existing);
   expect_open_fails(dir / "a", "shard-00001.h5", "belongs to dataset");
@@ -268,13 +266,8 @@ TEST(Dataset, ContiguousRewriteStillOpens) {
 
 TEST(Dataset, ColumnsThatDisagreeWithTheIndexAreRefused) {
   TempDir dir;
-  DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
-  // Relabel sample 3 in the index only: the shard holding it now disagrees.
-  index.sample_label[3] = (index.sample_label[3] + 1) % 4;
-  write_index(dir.path(), index);
-  uint64_t record = 0;
-  while (index.record_sample[record] != 3) ++record;
-  expect_open_fails(dir.path(), index.shard_file[index.record_shard[record]], "has label");
+  const DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  expect_open_fails(dir.path(), test::relabel_in_index_only(dir.path(), index, 3), "has label");
 }
 
 TEST(Dataset, ShapeThatDisagreesWithTheIndexIsRefused) {

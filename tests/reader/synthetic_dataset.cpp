@@ -62,6 +62,21 @@ DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions
   return index;
 }
 
+DatasetIndex write_foreign_twin(const fs::path& dir, SyntheticOptions options) {
+  options.uuid = "5e7a0000-0000-4000-8000-00000000beef";
+  return write_synthetic_dataset(dir, options);
+}
+
+std::string relabel_in_index_only(const fs::path& dir, DatasetIndex index, int64_t sample) {
+  const auto s = static_cast<std::size_t>(sample);
+  index.sample_label[s] =
+      (index.sample_label[s] + 1) % static_cast<int32_t>(index.class_names.size());
+  write_index(dir, index);
+  uint64_t record = 0;
+  while (index.record_sample[record] != sample) ++record;
+  return index.shard_file[index.record_shard[record]];
+}
+
 void add_split(const fs::path& dir, const std::string& name, int32_t folds,
                const std::vector<int16_t>& assign, const std::string& kind) {
   DatasetIndex index = read_index(dir);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "imgpack/dataset_index.hpp"
@@ -33,6 +34,15 @@ std::vector<uint8_t> synthetic_pixels(const SyntheticOptions& options, int64_t s
 // Writes shards and index.h5 into `dir` (created) and returns the index.
 DatasetIndex write_synthetic_dataset(const std::filesystem::path& dir,
                                      const SyntheticOptions& options);
+
+// Writes into `dir` the dataset write_synthetic_dataset(dir, options) writes,
+// but under another dataset uuid: same files and shapes, foreign to the first.
+DatasetIndex write_foreign_twin(const std::filesystem::path& dir, SyntheticOptions options);
+
+// Changes the label of `sample` in index.h5 of `dir` only (the shards keep
+// the old one) and returns the file name of the shard that now disagrees.
+std::string relabel_in_index_only(const std::filesystem::path& dir, DatasetIndex index,
+                                  int64_t sample);
 
 // Adds (or replaces) a split with the given per-sample assignment and rewrites index.h5.
 void add_split(const std::filesystem::path& dir, const std::string& name, int32_t folds,

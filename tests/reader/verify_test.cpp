@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "imgpack/dataset.hpp"
@@ -115,12 +116,8 @@ TEST(Verify, AgreesWithDatasetOpenOnStructure) {
   // A shard whose column disagrees with the index: open() refuses the
   // dataset, verify names the same shard and still checks the others.
   TempDir dir;
-  DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
-  index.sample_label[3] = (index.sample_label[3] + 1) % 4;
-  write_index(dir.path(), index);
-  uint64_t record = 0;
-  while (index.record_sample[record] != 3) ++record;
-  const std::string shard = index.shard_file[index.record_shard[record]];
+  const DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  const std::string shard = test::relabel_in_index_only(dir.path(), index, 3);
   std::string open_error;
   try {
     Dataset::open(dir.path());
@@ -131,15 +128,17 @@ TEST(Verify, AgreesWithDatasetOpenOnStructure) {
   VerifyReport report = verify_dataset(dir.path());
   ASSERT_EQ(report.errors.size(), 1u) << joined(report.errors);
   EXPECT_EQ(report.errors[0], open_error);
-  EXPECT_EQ(report.records_checked, 40u - index.shard_records[index.record_shard[record]]);
+  const auto k =
+      static_cast<std::size_t>(std::find(index.shard_file.begin(), index.shard_file.end(), shard) -
+                               index.shard_file.begin());
+  ASSERT_LT(k, index.num_shards());
+  EXPECT_EQ(report.records_checked, 40u - index.shard_records[k]);
 }
 
 TEST(Verify, IndexOfAnotherDatasetFailsEveryShard) {
   TempDir dir;
-  SyntheticOptions options;
-  test::write_synthetic_dataset(dir / "a", options);
-  options.uuid = "5e7a0000-0000-4000-8000-00000000beef";
-  test::write_synthetic_dataset(dir / "b", options);
+  test::write_synthetic_dataset(dir / "a", SyntheticOptions{});
+  test::write_foreign_twin(dir / "b", SyntheticOptions{});
   fs::copy_file(dir / "b/index.h5", dir / "a/index.h5", fs::copy_options::overwrite_existing);
   VerifyReport report = verify_dataset(dir / "a");
   EXPECT_FALSE(report.ok());

@@ -14,6 +14,12 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
+
+#include "imgpack/convert_journal.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/format.hpp"
+
 namespace imgpack::test {
 
 namespace fs = std::filesystem;
@@ -32,6 +38,22 @@ TempDir::~TempDir() {
     fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
   }
   fs::remove_all(path_, ec);
+}
+
+void expect_same_dataset_bytes(const fs::path& dir, const fs::path& reference) {
+  const DatasetIndex index = read_index(dir);
+  const DatasetIndex expected = read_index(reference);
+  ASSERT_EQ(index.shard_file, expected.shard_file) << dir;
+  for (const std::string& shard : index.shard_file) {
+    EXPECT_EQ(read_bytes(dir / shard), read_bytes(reference / shard)) << dir / shard;
+  }
+  EXPECT_EQ(read_bytes(dir / format::kIndexFile), read_bytes(reference / format::kIndexFile))
+      << dir / format::kIndexFile;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_FALSE(name.ends_with(format::kTmpSuffix)) << entry.path();
+    EXPECT_NE(name, kJournalFile) << entry.path();
+  }
 }
 
 cv::Mat make_rgb_image(int width, int height, uint64_t seed) {

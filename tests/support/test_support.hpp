@@ -38,6 +38,12 @@ void write_image(const std::filesystem::path& path, const cv::Mat& rgb,
 void write_bytes(const std::filesystem::path& path, const std::string& bytes);
 std::string read_bytes(const std::filesystem::path& path);
 
+// Expects `dir` to hold the very dataset in `reference`: the same shard
+// files and index.h5, byte for byte, and no temporary or journal file left
+// (gtest failures name the file).
+void expect_same_dataset_bytes(const std::filesystem::path& dir,
+                               const std::filesystem::path& reference);
+
 // OpenCV's decode of a file, converted to RGB (or gray), EXIF orientation applied.
 cv::Mat opencv_decode_rgb(const std::filesystem::path& path, bool gray = false);
 

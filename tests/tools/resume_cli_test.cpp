@@ -45,23 +45,6 @@ class ResumeCli : public ::testing::Test {
 
   std::string imgpack() const { return shell_quote(IMGPACK_CLI); }
 
-  void expect_identical_to_reference(const std::string& out) {
-    DatasetIndex index = read_index(dir_ / out);
-    DatasetIndex reference = read_index(dir_ / "reference");
-    ASSERT_EQ(index.shard_file, reference.shard_file);
-    for (const std::string& shard : index.shard_file) {
-      EXPECT_EQ(test::read_bytes(dir_ / out / shard), test::read_bytes(dir_ / "reference" / shard))
-          << out << "/" << shard;
-    }
-    EXPECT_EQ(test::read_bytes(dir_ / out / "index.h5"),
-              test::read_bytes(dir_ / "reference" / "index.h5"));
-    for (const auto& entry : fs::directory_iterator(dir_ / out)) {
-      std::string name = entry.path().filename().string();
-      EXPECT_FALSE(name.ends_with(".tmp")) << name;
-      EXPECT_NE(name, "convert.journal");
-    }
-  }
-
   test::TempDir dir_;
 };
 
@@ -86,7 +69,7 @@ TEST_F(ResumeCli, KilledAtAnyPointResumesToIdenticalBytes) {
 
     auto resumed = test::run_imgpack(convert_args(out, "--resume"));
     ASSERT_EQ(resumed.exit_code, 0) << point << ": " << resumed.err;
-    expect_identical_to_reference(out);
+    test::expect_same_dataset_bytes(dir_ / out, dir_ / "reference");
   }
 }
 
@@ -110,7 +93,7 @@ TEST_F(ResumeCli, KilledFromOutsideMidRunResumesToIdenticalBytes) {
   ::waitpid(pid, &status, 0);
   auto resumed = test::run_imgpack(convert_args("outside", "--resume"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  expect_identical_to_reference("outside");
+  test::expect_same_dataset_bytes(dir_ / "outside", dir_ / "reference");
 }
 
 TEST_F(ResumeCli, AFullDiskFailsCleanlyNamingTheFile) {
@@ -126,7 +109,7 @@ TEST_F(ResumeCli, AFullDiskFailsCleanlyNamingTheFile) {
   // Once there is room again, --resume finishes the job.
   auto resumed = test::run_imgpack(convert_args("full", "--resume"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  expect_identical_to_reference("full");
+  test::expect_same_dataset_bytes(dir_ / "full", dir_ / "reference");
 }
 
 }  // namespace
