@@ -1,12 +1,16 @@
 // imgpack split DATASET: create, list, export or delete the named splits in index.h5.
 //
 // Creating or deleting a split rewrites index.h5 alone, crash-safely (tmp,
-// fsync, rename); the shard files are never opened.
+// fsync, rename); the shard files are never opened. Runs that change one
+// dataset at the same time take turns (a lock on its directory), so none
+// loses another's split.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli_common.hpp"
@@ -36,6 +40,20 @@ struct SplitArgs {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The lock under which index.h5 is read, changed and replaced; says so on
+// stderr when another run holds it.
+DirectoryLock lock_for_change(const std::string& dataset) {
+  // Without a dataset there is nothing to lock: read_index() throws the error
+  // every subcommand gives for that.
+  if (!std::filesystem::is_directory(dataset)) read_index(dataset);
+  if (std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(dataset)) {
+    return std::move(*lock);
+  }
+  std::cerr << "imgpack: waiting for another process changing " << dataset << "/"
+            << format::kIndexFile << "\n";
+  return DirectoryLock(dataset);
 }
 
 std::string fixed(double value, int digits) {
@@ -91,6 +109,7 @@ int run_create(const SplitArgs& args) {
   spec.validate();
 
   Clock::time_point start = Clock::now();
+  const DirectoryLock lock = lock_for_change(args.dataset);
   DatasetIndex index = read_index(args.dataset);
   const double read_s = seconds_since(start);
   if (index.find_split(args.name) && !args.force) {
@@ -136,6 +155,7 @@ int run_list(const SplitArgs& args) {
 }
 
 int run_delete(const SplitArgs& args) {
+  const DirectoryLock lock = lock_for_change(args.dataset);
   DatasetIndex index = read_index(args.dataset);
   const Split& split = find_or_fail(index, args.remove, args.dataset);
   index.splits.erase(index.splits.begin() + (&split - index.splits.data()));

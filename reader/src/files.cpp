@@ -1,6 +1,7 @@
 #include "imgpack/files.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +41,32 @@ FileIdentity FileDescriptor::identity(const std::filesystem::path& path) const {
 
 FileDescriptor open_for_reading(const std::filesystem::path& path) {
   return FileDescriptor(path, O_RDONLY | O_NONBLOCK);
+}
+
+namespace {
+
+// flock() with `operation`, retried on EINTR. False if another holder has it
+// (LOCK_NB); true if held or if the file system cannot lock at all.
+bool lock_directory(const FileDescriptor& fd, const std::filesystem::path& dir, int operation) {
+  while (::flock(fd.get(), operation) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EWOULDBLOCK) return false;
+    if (errno == ENOLCK || errno == EOPNOTSUPP || errno == EBADF) return true;  // cannot lock here
+    throw system_error(dir, "cannot lock", errno);
+  }
+  return true;
+}
+
+}  // namespace
+
+DirectoryLock::DirectoryLock(const std::filesystem::path& dir) : fd_(dir, O_RDONLY | O_DIRECTORY) {
+  lock_directory(fd_, dir, LOCK_EX);
+}
+
+std::optional<DirectoryLock> DirectoryLock::try_acquire(const std::filesystem::path& dir) {
+  FileDescriptor fd(dir, O_RDONLY | O_DIRECTORY);
+  if (!lock_directory(fd, dir, LOCK_EX | LOCK_NB)) return std::nullopt;
+  return DirectoryLock(std::move(fd));
 }
 
 void fsync_path(const std::filesystem::path& path) {

@@ -59,5 +59,19 @@ TEST(Files, OpenForReadingRefusesWhatIsNotARegularFile) {
   }
 }
 
+TEST(Files, DirectoryLockIsExclusiveUntilReleased) {
+  test::TempDir dir;
+  std::optional<DirectoryLock> first = DirectoryLock::try_acquire(dir.path());
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(DirectoryLock::try_acquire(dir.path()));
+  std::optional<DirectoryLock> moved = std::move(first);
+  first.reset();  // a moved-from lock releases nothing
+  EXPECT_FALSE(DirectoryLock::try_acquire(dir.path()));
+  moved.reset();
+  EXPECT_TRUE(DirectoryLock::try_acquire(dir.path()));
+  { const DirectoryLock waited(dir.path()); }  // free: taken at once
+  EXPECT_THROW(DirectoryLock(dir / "missing"), Error);
+}
+
 }  // namespace
 }  // namespace imgpack

@@ -4,12 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "imgpack/dataset_index.hpp"
+#include "imgpack/files.hpp"
 #include "imgpack/h5.hpp"
 #include "imgpack/split.hpp"
 #include "test_support.hpp"
@@ -309,6 +314,45 @@ TEST_F(SplitCli, InspectShowsEverySplitWithItsQuality) {
   r = run_imgpack("inspect " + ds());
   EXPECT_NE(r.out.find("cv: stratified-group, 3 folds"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("group leakage 0"), std::string::npos) << r.out;
+}
+
+TEST_F(SplitCli, ConcurrentChangesTakeTurnsAndLoseNothing) {
+  // Another process is changing index.h5: it holds the dataset's lock.
+  std::optional<DirectoryLock> held = DirectoryLock::try_acquire(dataset());
+  ASSERT_TRUE(held);
+  const fs::path err = dir_ / "split.err";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string command = shell_quote(IMGPACK_CLI) + " split " + ds() +
+                                " --name theirs --kind random --folds 3 > /dev/null 2> " +
+                                shell_quote(err.string());
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
+    ::_exit(127);
+  }
+  // The split run says it waits, and does wait.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (test::read_bytes(err).find("waiting for another process") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(test::read_bytes(err).find("waiting for another process"), std::string::npos);
+  // The holder's change lands while the split run waits...
+  DatasetIndex index = read_index(dataset());
+  SplitSpec spec;
+  spec.kind = SplitKind::stratified;
+  spec.folds = 2;
+  store_split(index, make_split(index, "mine", spec, ""), false);
+  write_index(dataset(), index);
+  held.reset();
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << test::read_bytes(err);
+  // ...and the split run, reading index.h5 only once it holds the lock, keeps it.
+  const DatasetIndex after = read_index(dataset());
+  EXPECT_TRUE(after.find_split("mine"));
+  EXPECT_TRUE(after.find_split("theirs"));
 }
 
 }  // namespace

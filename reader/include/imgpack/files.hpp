@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 namespace imgpack {
 
@@ -61,6 +63,26 @@ class FileDescriptor {
 // where a shard should be must not block open(); size() then refuses it.
 // Throws imgpack::Error naming `path` on failure.
 FileDescriptor open_for_reading(const std::filesystem::path& path);
+
+// An exclusive advisory lock (flock) on a directory, for a read-modify-write
+// of a file in it: `imgpack split` holds one on the dataset directory while
+// it reads, changes and replaces index.h5, so concurrent runs take turns
+// instead of one silently dropping the other's split. Released on
+// destruction, or when the process dies. On a file system without flock
+// (some NFS set-ups) it locks nothing. Move-only; not for sharing between
+// threads.
+class DirectoryLock {
+ public:
+  // Waits until the lock is held. Throws imgpack::Error naming `dir` if it
+  // cannot be opened.
+  explicit DirectoryLock(const std::filesystem::path& dir);
+  // The lock if no one else holds it now, else std::nullopt (never waits).
+  static std::optional<DirectoryLock> try_acquire(const std::filesystem::path& dir);
+
+ private:
+  explicit DirectoryLock(FileDescriptor fd) : fd_(std::move(fd)) {}
+  FileDescriptor fd_;
+};
 
 // fsync() the file or directory at `path`.
 void fsync_path(const std::filesystem::path& path);
