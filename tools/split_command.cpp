@@ -235,6 +235,8 @@ nlohmann::ordered_json split_json(const DatasetIndex& index, const Split& split)
   j["kind"] = split.kind;
   j["folds"] = split.folds;
   j["seed"] = split.seed;
+  j["stratified"] = split.stratified;
+  j["grouped"] = split.grouped;
   j["test_size"] = quality.test_size;
   j["group_leakage"] = quality.group_leakage;
   j["fold_stats"] = std::move(stats);
@@ -263,7 +265,9 @@ void print_split(std::ostream& out, const DatasetIndex& index, const Split& spli
   }
   out << split.name << ": " << split.kind;
   if (split.kind == "holdout" && quality.folds.size() == 2) {
-    out << " (val " << quality.folds[0].size << ", train " << quality.folds[1].size << ")";
+    out << " (val " << quality.folds[0].size << ", train " << quality.folds[1].size << "; "
+        << (split.stratified ? "stratified" : "not stratified") << ", "
+        << (split.grouped ? "groups whole" : "not grouped") << ")";
   } else {
     out << ", " << split.folds << " folds of " << smallest << ".." << largest << " samples";
   }

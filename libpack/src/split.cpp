@@ -421,6 +421,8 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
       break;
   }
   SplitResult result;
+  result.stratified = problem.stratify;
+  result.grouped = problem.grouped;
   if (spec.kind != SplitKind::holdout) {
     if (problem.grouped && !has_groups) {
       throw UsageError(std::string("--kind ") + kind +
@@ -483,6 +485,8 @@ Split make_split(const DatasetIndex& index, const std::string& name, const Split
   split.seed = spec.seed;
   split.test_fraction = spec.test_fraction;
   split.val_fraction = spec.kind == SplitKind::holdout ? spec.val_fraction : 0;
+  split.stratified = result.stratified;
+  split.grouped = result.grouped;
   split.created = created;
   split.assign = std::move(result.assign);
   return split;

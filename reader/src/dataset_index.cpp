@@ -156,6 +156,13 @@ DatasetIndex read_index(const fs::path& dataset_dir) {
         split.val_fraction = file.read_double_attr(group, format::kSplitValFraction);
       }
       split.created = file.read_string_attr(group, format::kSplitCreated);
+      // Absent in indexes written before these attributes: the kind tells.
+      split.stratified = file.has_attr(group, format::kSplitStratified)
+                             ? file.read_int_attr(group, format::kSplitStratified) != 0
+                             : split.kind == "stratified" || split.kind == "stratified-group";
+      split.grouped = file.has_attr(group, format::kSplitGrouped)
+                          ? file.read_int_attr(group, format::kSplitGrouped) != 0
+                          : split.kind == "group" || split.kind == "stratified-group";
       split.assign = file.read<int16_t>(group + "/assign");
       index.splits.push_back(std::move(split));
     }
@@ -207,6 +214,8 @@ void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
       file.write_attr(group, format::kSplitTestFraction, split->test_fraction);
       file.write_attr(group, format::kSplitValFraction, split->val_fraction);
       file.write_attr(group, format::kSplitCreated, split->created);
+      file.write_attr(group, format::kSplitStratified, int64_t{split->stratified});
+      file.write_attr(group, format::kSplitGrouped, int64_t{split->grouped});
     }
     file.close();
     crash_point("index-commit");

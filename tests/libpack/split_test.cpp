@@ -310,6 +310,8 @@ TEST(Split, HoldoutValidationIsFoldZeroOfTheAskedFraction) {
   SplitSpec spec = holdout(0.25, 0.1);
   spec.use_groups = false;
   SplitResult result = compute_split(s.labels, s.groups, spec);
+  EXPECT_TRUE(result.stratified);
+  EXPECT_FALSE(result.grouped);
   EXPECT_EQ(std::count(result.assign.begin(), result.assign.end(), -1), 100);
   EXPECT_EQ(std::count(result.assign.begin(), result.assign.end(), 0), 250);
   EXPECT_EQ(std::count(result.assign.begin(), result.assign.end(), 1), 650);
@@ -317,13 +319,22 @@ TEST(Split, HoldoutValidationIsFoldZeroOfTheAskedFraction) {
   EXPECT_LE(q.folds[0].max_class_dev, 1.0 / 250 + 1e-9);
   // With groups: whole groups, close to the fraction.
   result = compute_split(s.labels, s.groups, holdout(0.25, 0.1));
+  EXPECT_TRUE(result.stratified);
+  EXPECT_TRUE(result.grouped);
   EXPECT_EQ(groups_on_two_sides(result.assign, s.groups), 0);
   EXPECT_NEAR(std::count(result.assign.begin(), result.assign.end(), 0), 250, 15);
   EXPECT_NEAR(std::count(result.assign.begin(), result.assign.end(), -1), 100, 15);
   // Unstratified and ungrouped: still the exact sizes.
   spec.use_labels = false;
   result = compute_split(s.labels, s.groups, spec);
+  EXPECT_FALSE(result.stratified);
+  EXPECT_FALSE(result.grouped);
   EXPECT_EQ(std::count(result.assign.begin(), result.assign.end(), 0), 250);
+  // Without labels or groups in the data, holdout can be neither.
+  const std::vector<int32_t> none(s.labels.size(), -1);
+  result = compute_split(none, none, holdout(0.25));
+  EXPECT_FALSE(result.stratified);
+  EXPECT_FALSE(result.grouped);
 }
 
 TEST(Split, ScikitLearnStratifiedGroupKFoldDocumentationExample) {
@@ -474,6 +485,8 @@ TEST(SplitRecords, MakeStoreAndParse) {
   EXPECT_EQ(split.folds, 3);
   EXPECT_EQ(split.seed, 7u);
   EXPECT_EQ(split.created, "2026-01-01T00:00:00Z");
+  EXPECT_FALSE(split.stratified);
+  EXPECT_TRUE(split.grouped);
   EXPECT_EQ(groups_on_two_sides(split.assign, index.sample_group), 0);
   Split hold = make_split(index, "hold", holdout(0.3), "");
   EXPECT_EQ(hold.kind, "holdout");

@@ -38,6 +38,7 @@ DatasetIndex small_index() {
   split.folds = 2;
   split.seed = 9;
   split.test_fraction = 0.1;
+  split.stratified = true;
   split.created = "2026-01-01T00:00:00Z";
   split.assign = {0, 1, -1};
   index.splits.push_back(split);
@@ -74,6 +75,8 @@ TEST(DatasetIndex, RoundTripsEveryField) {
   EXPECT_EQ(read.splits[0].folds, 2);
   EXPECT_EQ(read.splits[0].seed, 9u);
   EXPECT_DOUBLE_EQ(read.splits[0].test_fraction, 0.1);
+  EXPECT_TRUE(read.splits[0].stratified);
+  EXPECT_FALSE(read.splits[0].grouped);
   EXPECT_EQ(read.splits[0].assign, (std::vector<int16_t>{0, 1, -1}));
   ASSERT_NE(read.find_split("cv5"), nullptr);
   EXPECT_EQ(read.find_split("nope"), nullptr);

@@ -92,15 +92,20 @@ TEST_F(SplitCli, CreatesListsExportsAndDeletesSplits) {
   EXPECT_FALSE(stored->created.empty());
   EXPECT_EQ(split_quality(index, *stored).group_leakage, 0);
 
-  r = split("--name hold --kind holdout --val 0.25 --test 0.2");
+  r = split("--name hold --kind holdout --val 0.25 --test 0.2 --no-stratify");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("hold: holdout"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not stratified, groups whole"), std::string::npos) << r.out;
   r = split("--list --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   j = json::parse(r.out);
   ASSERT_EQ(j["splits"].size(), 2u);
   EXPECT_EQ(j["splits"][1]["name"], "hold");
   EXPECT_EQ(j["splits"][1]["folds"], 2);
+  EXPECT_EQ(j["splits"][1]["stratified"], false);  // as asked, though the data has labels
+  EXPECT_EQ(j["splits"][1]["grouped"], true);
+  EXPECT_EQ(j["splits"][0]["stratified"], true);  // cv: stratified-group
+  EXPECT_EQ(j["splits"][0]["grouped"], true);
   EXPECT_GT(j["splits"][1]["test_size"].get<int>(), 0);
   EXPECT_EQ(j["splits"][1]["group_leakage"], 0);
 

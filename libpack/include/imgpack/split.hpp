@@ -70,6 +70,8 @@ struct SplitSpec {
 struct SplitResult {
   std::vector<int16_t> assign;        // per sample: fold 0..k-1, or -1 = test
   std::vector<std::string> warnings;  // e.g. classes with fewer members than folds
+  bool stratified = false;            // class proportions were balanced across the parts
+  bool grouped = false;               // every group sits in one part
 };
 
 // Splits samples with the given labels (-1 = unlabeled) and groups (-1 = none),

@@ -25,7 +25,12 @@ struct Split {
   uint64_t seed = 0;
   double test_fraction = 0;
   double val_fraction = 0;  // holdout only
-  std::string created;      // ISO 8601 UTC
+  // How it was made: class proportions balanced across the parts, and groups
+  // kept whole. Fixed by the kind, except for holdout, where they depend on
+  // the data and on --no-stratify / --no-groups.
+  bool stratified = false;
+  bool grouped = false;
+  std::string created;  // ISO 8601 UTC
   std::vector<int16_t> assign;
 };
 

@@ -72,5 +72,7 @@ inline constexpr const char* kSplitSeed = "seed";
 inline constexpr const char* kSplitTestFraction = "test_fraction";
 inline constexpr const char* kSplitValFraction = "val_fraction";
 inline constexpr const char* kSplitCreated = "created";
+inline constexpr const char* kSplitStratified = "stratified";  // int 0/1
+inline constexpr const char* kSplitGrouped = "grouped";        // int 0/1
 
 }  // namespace imgpack::format
