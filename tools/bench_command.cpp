@@ -56,8 +56,12 @@ struct ReaderRun {
   std::size_t ring_host_bytes = 0;
   std::size_t ring_device_bytes = 0;
   uint64_t anon_growth_bytes = 0;  // peak anonymous memory above the baseline
-  double images_per_s() const { return seconds > 0 ? stats.images / seconds : 0; }
-  double gb_per_s() const { return seconds > 0 ? stats.bytes / seconds / 1e9 : 0; }
+  double images_per_s() const {
+    return seconds > 0 ? static_cast<double>(stats.images) / seconds : 0;
+  }
+  double gb_per_s() const {
+    return seconds > 0 ? static_cast<double>(stats.bytes) / seconds / 1e9 : 0;
+  }
 };
 
 double since(Clock::time_point start) {

@@ -7,8 +7,11 @@
 #include "imgpack/error.hpp"
 #include "imgpack/version.hpp"
 
-int main(int argc, char** argv) {
-  using namespace imgpack::cli;
+namespace {
+
+using namespace imgpack::cli;
+
+int run(int argc, char** argv) {
   // OpenCV's own warnings would interleave with our messages; we report failures ourselves.
   cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
 
@@ -55,5 +58,16 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "imgpack: " << e.what() << "\n";
     return kExitFailure;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // e.g. out of memory while setting up the commands
+    std::cerr << "imgpack: " << e.what() << "\n";
+    return imgpack::cli::kExitFailure;
   }
 }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 namespace imgpack::cli {
@@ -12,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 
 std::string duration_text(double seconds) {
   char text[32];
-  auto s = static_cast<long>(seconds + 0.5);
+  const long s = std::lround(seconds);
   if (s >= 3600) {
     std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s / 60) % 60);
   } else {

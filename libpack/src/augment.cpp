@@ -195,9 +195,6 @@ void parse_item(std::string_view item, AugmentSpec& spec, std::set<std::string>&
 
 inline uint8_t clamp_u8(long value) { return static_cast<uint8_t>(std::clamp(value, 0L, 255L)); }
 
-// Rounds a non-negative value to the nearest integer (halves up), inline.
-inline long round_positive(double value) { return static_cast<long>(value + 0.5); }
-
 void apply_table(cv::Mat& image, const std::array<uint8_t, 256>& table) {
   const cv::Mat lut(1, 256, CV_8UC1, const_cast<uint8_t*>(table.data()));
   cv::LUT(image, lut, image);
@@ -208,7 +205,7 @@ void apply_table(cv::Mat& image, const std::array<uint8_t, 256>& table) {
 void apply_levels(const AugmentParams& params, cv::Mat& image) {
   std::array<uint8_t, 256> table;
   if (params.brightness != 1) {
-    for (int v = 0; v < 256; ++v) table[v] = clamp_u8(round_positive(v * params.brightness));
+    for (int v = 0; v < 256; ++v) table[v] = clamp_u8(std::lround(v * params.brightness));
     apply_table(image, table);
   }
   if (params.contrast != 1) {
@@ -237,7 +234,9 @@ void rotate_hue_planes(uint8_t* __restrict red, uint8_t* __restrict green, uint8
     float t = k < 4 - k ? k : 4 - k;
     t = t < 1 ? t : 1.0f;
     t = t > 0 ? t : 0.0f;
-    return static_cast<uint8_t>(hi - chroma * t + 0.5f);
+    // Halves up, in [0, 255]: std::lround would be a library call and stop
+    // the loop from vectorising.
+    return static_cast<uint8_t>(hi - chroma * t + 0.5f);  // NOLINT(bugprone-incorrect-roundings)
   };
   for (int i = 0; i < n; ++i) {
     const float r = red[i], g = green[i], b = blue[i];

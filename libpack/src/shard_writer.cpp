@@ -74,7 +74,8 @@ void copy_range(const fs::path& from, uint64_t from_offset, const fs::path& to, 
     if (r <= 0) throw system_error(from, "reading pixels failed", r < 0 ? errno : EIO);
     std::size_t written = 0;
     while (written < static_cast<std::size_t>(r)) {
-      ssize_t w = ::pwrite(out.get(), buffer.data() + written, r - written, out_off + written);
+      ssize_t w = ::pwrite(out.get(), buffer.data() + written, r - written,
+                           static_cast<off_t>(out_off + written));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0) throw system_error(to, "writing pixels failed", errno);
       written += static_cast<std::size_t>(w);

@@ -41,7 +41,7 @@ class Resume : public ::testing::Test {
     o.size = {{32, 24}};
     o.variants = 2;
     o.augment = "hflip,rotate=10";
-    o.shard_size = 6 * 32 * 24 * 3;  // three images (six records) per shard
+    o.shard_size = uint64_t{6} * 32 * 24 * 3;  // three images (six records) per shard
     o.threads = 2;
     return o;
   }

@@ -220,7 +220,7 @@ TEST(Convert, OutputIsIdenticalForOneAndTwoThreads) {
   for (unsigned threads : {1u, 2u}) {
     ConvertOptions options = options_for(dir / "src", dir / ("t" + std::to_string(threads)));
     options.threads = threads;
-    options.shard_size = 3 * 32 * 24 * 3;  // several shards
+    options.shard_size = uint64_t{3} * 32 * 24 * 3;  // several shards
     convert(options);
   }
   DatasetIndex index = read_index(dir / "t1");

@@ -125,6 +125,7 @@ TEST(DecodeTest, EveryFormatMatchesOpenCvsOwnDecode) {
 
 TEST(DecodeTest, SixteenBitIsScaledWithRounding) {
   std::vector<uint16_t> samples;
+  samples.reserve(std::size_t{16} * 16);
   for (int i = 0; i < 16 * 16; ++i) samples.push_back(static_cast<uint16_t>(i * 257 + (i % 200)));
   const std::string png = test::png_raw(16, 16, 0, 16, samples);
   DecodeOptions options;
@@ -184,10 +185,13 @@ TEST(DecodeTest, AlphaIsCompositedOverTheFill) {
   DecodedImage gray_alpha = decode(test::png_raw(4, 1, 4, 8, la), options);
   for (int x = 0; x < 4; ++x) {
     for (int c = 0; c < 3; ++c) {
-      EXPECT_EQ(gray_alpha.pixels.at<cv::Vec3b>(0, x)[c], over(la[2 * x], la[2 * x + 1], fill[c]));
+      EXPECT_EQ(gray_alpha.pixels.at<cv::Vec3b>(0, x)[c],
+                over(la[2 * static_cast<std::size_t>(x)], la[2 * static_cast<std::size_t>(x) + 1],
+                     fill[c]));
     }
   }
   std::vector<uint16_t> la16;
+  la16.reserve(la.size());
   for (uint16_t v : la) la16.push_back(static_cast<uint16_t>(v * 257));
   DecodedImage gray_alpha16 = decode(test::png_raw(4, 1, 4, 16, la16), options);
   EXPECT_LE(max_abs_diff(gray_alpha16.pixels, gray_alpha.pixels), 1);
@@ -277,7 +281,7 @@ TEST(DecodeTest, ExifOrientationIsAppliedOnEveryPath) {
   cv::Mat cmyk_upright(24, 40, CV_8UC4);
   for (int y = 0; y < 24; ++y) {
     for (int x = 0; x < 40; ++x) {
-      const cv::Vec3b p = upright.at<cv::Vec3b>(y, x);
+      const cv::Vec3b& p = upright.at<cv::Vec3b>(y, x);
       cmyk_upright.at<cv::Vec4b>(y, x) = cv::Vec4b(p[0], p[1], p[2], 255);
     }
   }
@@ -426,7 +430,7 @@ TEST(DecodeTest, BombsAreRejectedUnderAnAddressSpaceCap) {
     for (std::string line; std::getline(status, line);) {
       if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stol(line.substr(7));
     }
-    const rlim_t cap = static_cast<rlim_t>(vm_kb + 512 * 1024) * 1024;
+    const rlim_t cap = static_cast<rlim_t>(vm_kb + 512L * 1024) * 1024;
     rlimit limit{cap, cap};
     if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(10);
     try {

@@ -140,7 +140,7 @@ TEST(DatasetWriter, NeverSplitsTheVariantsOfAnImageAcrossShards) {
   RecordShape shape{8, 8, 3};  // 192 bytes; 1000 bytes hold 5 records, i.e. one run of 3
   DatasetWriter writer(dir.path(), shape, 1000, "u", 9, 3);
   EXPECT_EQ(writer.records_per_shard(), 3u);
-  DatasetWriter big(dir / "x", shape, 192 * 7, "u", 9, 3);
+  DatasetWriter big(dir / "x", shape, uint64_t{192} * 7, "u", 9, 3);
   EXPECT_EQ(big.records_per_shard(), 6u);
   DatasetWriter tiny(dir / "y", shape, 100, "u", 9, 3);
   EXPECT_EQ(tiny.records_per_shard(), 3u) << "at least one whole run, even above the shard size";

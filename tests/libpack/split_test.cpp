@@ -44,7 +44,8 @@ Samples skewed_samples(const std::vector<int32_t>& class_sizes, int32_t groups, 
   s.groups.resize(s.labels.size());
   for (std::size_t r = 0; r < order.size(); ++r) {
     // Mostly contiguous by class, with a quarter of the samples anywhere.
-    double position = rng.uniform() < 0.75 ? (static_cast<double>(r) + rng.uniform()) / order.size()
+    double position = rng.uniform() < 0.75 ? (static_cast<double>(r) + rng.uniform()) /
+                                                 static_cast<double>(order.size())
                                            : rng.uniform();
     auto at = std::lower_bound(cumulative.begin(), cumulative.end(), position * total);
     s.groups[order[r]] =
@@ -207,6 +208,7 @@ TEST(Split, GroupFoldSizesAreAsEvenAsGreedyLargestFirst) {
   std::map<int32_t, int64_t> group_size;
   for (int32_t g : s.groups) ++group_size[g];
   std::vector<int64_t> sizes;
+  sizes.reserve(group_size.size());
   for (auto [g, n] : group_size) sizes.push_back(n);
   std::sort(sizes.rbegin(), sizes.rend());
   std::vector<int64_t> greedy(5, 0);

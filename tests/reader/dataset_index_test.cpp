@@ -94,7 +94,7 @@ TEST(DatasetIndex, MissingIndexMeansIncompleteDataset) {
 }
 
 TEST(DatasetIndex, ValidateRejectsInconsistentTables) {
-  auto expect_invalid = [](DatasetIndex index, const std::string& fragment) {
+  auto expect_invalid = [](const DatasetIndex& index, const std::string& fragment) {
     try {
       index.validate("idx");
       FAIL() << "expected an error mentioning " << fragment;

@@ -285,7 +285,7 @@ TEST(Dataset, VerifyChecksumsFindsDamagedPixels) {
   const uint64_t offset = test::images_offset(shard);
   {
     std::string bytes = test::read_bytes(shard);
-    bytes[offset + 3 * 90 + 7] ^= 0x40;  // row 3
+    bytes[offset + uint64_t{3} * 90 + 7] ^= 0x40;  // row 3
     test::write_bytes(shard, bytes);
   }
   Dataset::open(dir.path());  // structure is intact

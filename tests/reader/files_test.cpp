@@ -65,7 +65,7 @@ TEST(Files, DirectoryLockIsExclusiveUntilReleased) {
   ASSERT_TRUE(first);
   EXPECT_FALSE(DirectoryLock::try_acquire(dir.path()));
   std::optional<DirectoryLock> moved = std::move(first);
-  first.reset();  // a moved-from lock releases nothing
+  first.reset();  // NOLINT(bugprone-use-after-move): a moved-from lock releases nothing
   EXPECT_FALSE(DirectoryLock::try_acquire(dir.path()));
   moved.reset();
   EXPECT_TRUE(DirectoryLock::try_acquire(dir.path()));

@@ -123,6 +123,7 @@ TEST(GlobalHeap, ManyAndLongStringsAcrossCollections) {
   // reference table over 4096 bytes (so it is aligned and skipped).
   test::TempDir dir;
   std::vector<std::string> names;
+  names.reserve(2001);
   for (int i = 0; i < 2000; ++i)
     names.push_back("class" + std::to_string(i % 7) + "/image " + std::to_string(i) + ".png");
   std::string decoy;

@@ -334,7 +334,7 @@ TEST_F(LoaderTest, WorkerErrorsSurfaceFromNext) {
     for (int i = 0; i < 8; ++i) {  // flip bits in the first bytes of row 2
       const uint8_t byte = dataset_.shard_images(1)[2 * 90 + i];
       const auto changed = static_cast<uint8_t>(byte ^ 0x5a);
-      ASSERT_EQ(::pwrite(fd, &changed, 1, static_cast<off_t>(offset + 2 * 90 + i)), 1);
+      ASSERT_EQ(::pwrite(fd, &changed, 1, static_cast<off_t>(offset + uint64_t{2} * 90 + i)), 1);
     }
     ::close(fd);
   }
@@ -447,7 +447,7 @@ TEST_F(LoaderTest, StatsCountWhatWasDelivered) {
   EXPECT_GT(s.reader_busy_seconds, 0);
   loader.reset_stats();
   EXPECT_EQ(loader.stats().images, 0u);
-  EXPECT_EQ(loader.ring_host_bytes(), 3u * 8u * dataset_.record_bytes());
+  EXPECT_EQ(loader.ring_host_bytes(), std::size_t{3} * 8 * dataset_.record_bytes());
   EXPECT_EQ(loader.ring_device_bytes(), 0u);
 }
 

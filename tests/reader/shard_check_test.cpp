@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 using test::SyntheticOptions;
 using test::TempDir;
 
-constexpr uint64_t kRecordBytes = 6 * 5 * 3;  // SyntheticOptions' default shape
+constexpr uint64_t kRecordBytes = uint64_t{6} * 5 * 3;  // SyntheticOptions' default shape
 
 ShardExpectation expectation_for(const DatasetIndex& index, std::size_t shard) {
   return {index.uuid, shard, index.shard_records[shard], index.height, index.width, index.channels};

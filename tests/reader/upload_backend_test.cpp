@@ -88,7 +88,7 @@ TEST(HostBackend, MemoryIsPageAlignedAndWritable) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(m.data()) % 4096, 0u);
   std::memset(m.data(), 7, m.size());
   Memory moved = std::move(m);
-  EXPECT_FALSE(m);
+  EXPECT_FALSE(m);  // NOLINT(bugprone-use-after-move): the moved-from state is what is tested
   EXPECT_EQ(static_cast<uint8_t*>(moved.data())[99999], 7);
 }
 

@@ -98,7 +98,7 @@ TEST(Verify, KeepsGoingPastMissingAndTruncatedShards) {
   test::write_synthetic_dataset(dir.path(), options);  // 4 shards of 16
   fs::remove(dir / "shard-00001.h5");
   fs::resize_file(dir / "shard-00002.h5", fs::file_size(dir / "shard-00002.h5") - 5000);
-  flip_pixel(dir / "shard-00003.h5", 7, 32 * 32 * 3);
+  flip_pixel(dir / "shard-00003.h5", 7, std::size_t{32} * 32 * 3);
 
   VerifyReport report = verify_dataset(dir.path());
   EXPECT_FALSE(report.ok());

@@ -303,7 +303,7 @@ cv::Mat cmyk_to_rgb_reference(const cv::Mat& cmyk) {
   cv::Mat rgb(cmyk.rows, cmyk.cols, CV_8UC3);
   for (int y = 0; y < cmyk.rows; ++y) {
     for (int x = 0; x < cmyk.cols; ++x) {
-      const cv::Vec4b p = cmyk.at<cv::Vec4b>(y, x);
+      const cv::Vec4b& p = cmyk.at<cv::Vec4b>(y, x);
       for (int c = 0; c < 3; ++c) {
         rgb.at<cv::Vec3b>(y, x)[c] = static_cast<uint8_t>((p[c] * p[3] + 127) / 255);
       }

@@ -206,7 +206,7 @@ TEST(ConvertFormatsTest, EveryFormatConvertsToCorrectUprightRgb) {
   cv::Mat cmyk(32, 48, CV_8UC4);
   for (int y = 0; y < 32; ++y) {
     for (int x = 0; x < 48; ++x) {
-      const cv::Vec3b p = upright.at<cv::Vec3b>(y, x);
+      const cv::Vec3b& p = upright.at<cv::Vec3b>(y, x);
       cmyk.at<cv::Vec4b>(y, x) = cv::Vec4b(p[0], p[1], p[2], 255);
     }
   }

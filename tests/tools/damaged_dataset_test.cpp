@@ -93,7 +93,8 @@ std::vector<Damage> damages() {
        }},
       {"flipped_pixels", "shard-00001.h5", Reach::pixels,
        [](const fs::path& d, const fs::path&) {
-         flip_byte(d / "shard-00001.h5", images_offset(d / "shard-00001.h5") + 2 * 3072 + 1000);
+         flip_byte(d / "shard-00001.h5",
+                   images_offset(d / "shard-00001.h5") + uint64_t{2} * 3072 + 1000);
        }},
       {"shard_superblock", "shard-00002.h5", Reach::shard,
        [](const fs::path& d, const fs::path&) { flip_byte(d / "shard-00002.h5", 20); }},
@@ -263,7 +264,7 @@ TEST_F(DamagedDatasetTest, VerifyNamesTheDamagedRecord) {
     h5::File f = h5::File::open_read(shard);
     sample = f.read<int64_t>("/sample").at(2);
   }
-  flip_byte(shard, images_offset(shard) + 2 * 3072 + 1000);
+  flip_byte(shard, images_offset(shard) + uint64_t{2} * 3072 + 1000);
   CommandResult r = run_limited("verify " + q(data) + " --json");
   ASSERT_EQ(r.exit_code, 1) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);

@@ -102,7 +102,8 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
                  std::string("\xFF\xD8\xFF\xE0", 4) + random_bytes(40, 5000));
   expect_skipped("bad/random-after-signature.png",
                  std::string("\x89PNG\r\n\x1A\n", 8) + random_bytes(41, 5000));
-  expect_skipped("bad/random-after-signature.tif", "II*\0" + random_bytes(42, 5000));
+  expect_skipped("bad/random-after-signature.tif",
+                 std::string("II*\0", 4) + random_bytes(42, 5000));
   expect_skipped("bad/random-after-signature.webp",
                  "RIFF" + std::string("\x00\x10\x00\x00", 4) + "WEBPVP8 " + random_bytes(43, 4000));
   // Decompression bombs: tiny files declaring 60000 x 60000.
@@ -131,7 +132,7 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   // CMYK, 16-bit colour and 16-bit gray.
   cv::Mat cmyk(48, 64, CV_8UC4);
   cmyk.forEach<cv::Vec4b>([&](cv::Vec4b& p, const int* pos) {
-    const cv::Vec3b c = picture.at<cv::Vec3b>(pos[0], pos[1]);
+    const cv::Vec3b& c = picture.at<cv::Vec3b>(pos[0], pos[1]);
     p = cv::Vec4b(c[0], c[1], c[2], 255);
   });
   expect_converted("good/cmyk.jpg", test::cmyk_jpeg(cmyk, 95));
@@ -139,7 +140,7 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   picture.convertTo(deep, CV_16UC3, 257.0);
   expect_converted("good/16bit.png", encode_image(".png", deep));
   expect_converted("good/16bit.tif", encode_image(".tif", deep));
-  std::vector<uint16_t> gray16(8 * 6);
+  std::vector<uint16_t> gray16(std::size_t{8} * 6);
   for (std::size_t i = 0; i < gray16.size(); ++i) gray16[i] = static_cast<uint16_t>(i * 1300);
   expect_converted("good/gray16.png", test::png_raw(8, 6, 0, 16, gray16));
   // A PNG named .jpg: decoders look at the content.
@@ -215,7 +216,7 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["samples"], converted_.size());
   r = run_limited("split " + q(out_) + " --name cv --kind stratified --folds 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NO_THROW(nlohmann::json::parse(r.out));
+  EXPECT_TRUE(nlohmann::json::accept(r.out)) << r.out;
   r = run_limited("split " + q(out_) + " --export cv --out -");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"good/tab\tand\nnewline.png\""), std::string::npos) << r.out;
