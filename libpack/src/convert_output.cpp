@@ -73,8 +73,7 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
   const uint32_t variants = options.variants;
   const RecordShape& shape = plan.shape;
   std::vector<KeptShard> whole;
-  std::vector<ShardRecords> records;   // of each shard in `whole`
-  std::vector<std::size_t> positions;  // next write-order position after each shard in `whole`
+  std::vector<ShardRecords> records;  // of each shard in `whole`
   std::string problem;
 
   // Structure and numbering, shard by shard, up to the first problem.
@@ -114,7 +113,6 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
     }
     next_sample += static_cast<int64_t>(entry.records / variants);
     position = entry.next_position;
-    positions.push_back(position);
   }
 
   // Pixels: the records of every whole shard against their checksums, at once.
@@ -138,7 +136,7 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
   if (!problem.empty()) point.notes.push_back(problem + "; it is converted again");
   whole.resize(keep);
   point.shards = std::move(whole);
-  if (keep > 0) point.next_position = positions[keep - 1];
+  if (keep > 0) point.next_position = point.shards.back().journal.next_position;
   return point;
 }
 
