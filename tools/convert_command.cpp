@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "cli_common.hpp"
-#include "imgpack/augment.hpp"
+#include "cli_values.hpp"
 #include "imgpack/convert.hpp"
 #include "imgpack/error.hpp"
 #include "progress.hpp"
@@ -36,11 +36,9 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.src = a.src;
   o.out = a.out;
   if (!a.size.empty()) o.size = parse_image_size(a.size);
-  o.resize = a.resize == "crop"      ? ResizeMode::crop
-             : a.resize == "stretch" ? ResizeMode::stretch
-                                     : ResizeMode::pad;
+  o.resize = parse_resize_mode(a.resize);
   o.fill = parse_fill(a.fill);
-  o.color = a.color == "gray" ? ColorMode::gray : ColorMode::rgb;
+  o.color = parse_color_mode(a.color);
   if (a.csv.empty() && (!a.csv_label.empty() || !a.csv_group.empty() || a.csv_path != "path")) {
     throw UsageError("--csv-path, --csv-label and --csv-group need --csv FILE");
   }
@@ -49,9 +47,7 @@ ConvertOptions to_options(const ConvertArgs& a) {
                     : a.csv_label.empty() ? LabelSource::none
                                           : LabelSource::csv;
   } else {
-    o.scan.labels = a.labels == "none"  ? LabelSource::none
-                    : a.labels == "csv" ? LabelSource::csv
-                                        : LabelSource::dirs;
+    o.scan.labels = parse_label_source(a.labels);
   }
   if (o.scan.labels == LabelSource::csv && a.csv.empty()) {
     throw UsageError("--labels csv needs --csv FILE and --csv-label COLUMN");
@@ -64,8 +60,8 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.shard_size = parse_byte_size(a.shard_size);
   o.threads = a.threads;
   o.seed = a.seed;
-  o.order = a.order == "sorted" ? WriteOrder::sorted : WriteOrder::shuffle;
-  o.on_error = a.on_error == "fail" ? OnError::fail : OnError::skip;
+  o.order = parse_write_order(a.order);
+  o.on_error = parse_on_error(a.on_error);
   o.overwrite = a.overwrite;
   o.resume = a.resume;
   o.max_pixels = a.max_pixels;

@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "cli_common.hpp"
+#include "files.hpp"
 #include "imgpack/dataset_index.hpp"
-#include "imgpack/files.hpp"
 #include "imgpack/format.hpp"
 
 namespace imgpack::cli {
@@ -44,7 +44,7 @@ int run_inspect(const InspectArgs& args) {
   }
   uint64_t disk_bytes = file_length(dir / format::kIndexFile);
   std::vector<std::string> missing_shards;
-  for (const std::string& shard : index.shard_file) {
+  for (const std::string& shard : index.shards.file) {
     std::error_code ec;
     auto size = std::filesystem::file_size(dir / shard, ec);
     if (ec) {

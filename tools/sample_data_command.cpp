@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "cli_common.hpp"
+#include "cli_values.hpp"
 #include "imgpack/convert.hpp"
 #include "imgpack/sample_data.hpp"
 

@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "cli_common.hpp"
+#include "files.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
-#include "imgpack/files.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/split.hpp"
 

@@ -1,4 +1,4 @@
-#include "imgpack/augment.hpp"
+#include "augment.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
-#include "imgpack/random.hpp"
+#include "random.hpp"
 
 namespace imgpack {
 

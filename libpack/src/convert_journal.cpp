@@ -1,4 +1,4 @@
-#include "imgpack/convert_journal.hpp"
+#include "convert_journal.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <sstream>
 #include <utility>
 
+#include "files.hpp"
 #include "imgpack/error.hpp"
-#include "imgpack/files.hpp"
 
 namespace imgpack {
 
@@ -117,13 +117,7 @@ std::optional<JournalState> ConvertJournal::read(const fs::path& out_dir) {
 void ConvertJournal::append(const JournalShard& shard) { write_line(shard_line(shard)); }
 
 void ConvertJournal::write_line(const std::string& line) {
-  std::size_t done = 0;
-  while (done < line.size()) {
-    ssize_t n = ::write(fd_.get(), line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw system_error(path_, "cannot append to the conversion journal", errno);
-    done += static_cast<std::size_t>(n);
-  }
+  write_all(fd_.get(), path_, line, "cannot append to the conversion journal");
   if (::fsync(fd_.get()) != 0) throw system_error(path_, "fsync failed", errno);
 }
 
@@ -133,6 +127,11 @@ void ConvertJournal::remove() {
   fs::remove(path_, ec);
   if (ec) throw file_error(path_, "cannot remove: " + ec.message());
   fsync_path(path_.parent_path());
+}
+
+void ShardCommitJournal::committed(uint32_t shard, const std::string& file, uint64_t records) {
+  journal_.append({shard, file, records, next_position_, std::move(skipped_since_)});
+  skipped_since_.clear();
 }
 
 }  // namespace imgpack

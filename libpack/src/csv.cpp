@@ -1,4 +1,4 @@
-#include "imgpack/csv.hpp"
+#include "csv.hpp"
 
 #include <fstream>
 #include <set>

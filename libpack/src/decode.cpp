@@ -1,4 +1,4 @@
-#include "imgpack/decode.hpp"
+#include "decode.hpp"
 
 #include <turbojpeg.h>
 

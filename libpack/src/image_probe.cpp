@@ -1,4 +1,4 @@
-#include "imgpack/image_probe.hpp"
+#include "image_probe.hpp"
 
 #include <cstring>
 #include <string_view>

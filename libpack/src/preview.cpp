@@ -7,12 +7,12 @@
 #include <opencv2/imgproc.hpp>
 #include <string_view>
 
+#include "files.hpp"
+#include "h5.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
-#include "imgpack/files.hpp"
 #include "imgpack/format.hpp"
-#include "imgpack/h5.hpp"
-#include "imgpack/random.hpp"
+#include "random.hpp"
 
 namespace imgpack {
 
@@ -206,8 +206,8 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
   for (int i = 0; i < n; ++i) position[eligible[i]] = i;
   std::map<uint32_t, std::vector<std::size_t>> by_shard;
   for (std::size_t r = 0; r < index.num_records(); ++r) {
-    if (index.record_variant[r] < sheet.variants && position.count(index.record_sample[r])) {
-      by_shard[index.record_shard[r]].push_back(r);
+    if (index.records.variant[r] < sheet.variants && position.count(index.records.sample[r])) {
+      by_shard[index.records.shard[r]].push_back(r);
     }
   }
 
@@ -215,17 +215,17 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
   const cv::Mat record(static_cast<int>(index.height), static_cast<int>(index.width),
                        CV_8UC(static_cast<int>(index.channels)), pixels.data());
   for (const auto& [shard, records] : by_shard) {
-    ShardRecords reader(dataset_dir / index.shard_file[shard], index, index.shard_records[shard]);
+    ShardRecords reader(dataset_dir / index.shards.file[shard], index, index.shards.records[shard]);
     for (std::size_t r : records) {
-      reader.read(index.record_row[r], pixels.data());
-      const int i = position[index.record_sample[r]];
-      const uint32_t variant = index.record_variant[r];
+      reader.read(index.records.row[r], pixels.data());
+      const int i = position[index.records.sample[r]];
+      const uint32_t variant = index.records.variant[r];
       const int row = index.variants > 1 ? i : i / layout.columns;
       const int column = index.variants > 1 ? static_cast<int>(variant) : i % layout.columns;
       const cv::Point origin(
           kPreviewMargin + column * (tile.width + kPreviewMargin),
           kPreviewMargin + row * (tile.height + kPreviewLabelHeight + kPreviewMargin));
-      const int32_t label = index.sample_label[static_cast<std::size_t>(index.record_sample[r])];
+      const int32_t label = index.sample_label[static_cast<std::size_t>(index.records.sample[r])];
       const std::string name =
           label >= 0 ? index.class_names[static_cast<std::size_t>(label)] : "unlabeled";
       draw_tile(sheet.image, origin, tile, record, tile_label(name, variant, tile.width - 2));

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "imgpack/error.hpp"
-#include "imgpack/random.hpp"
+#include "random.hpp"
 
 namespace imgpack {
 

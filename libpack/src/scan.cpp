@@ -1,4 +1,4 @@
-#include "imgpack/scan.hpp"
+#include "scan.hpp"
 
 #include <sys/stat.h>
 
@@ -21,7 +21,7 @@
 #pragma GCC diagnostic pop
 #endif
 
-#include "imgpack/csv.hpp"
+#include "csv.hpp"
 #include "imgpack/error.hpp"
 
 namespace imgpack {

@@ -1,4 +1,4 @@
-#include "imgpack/shard_writer.hpp"
+#include "shard_writer.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "files.hpp"
 #include "imgpack/error.hpp"
-#include "imgpack/files.hpp"
 #include "imgpack/format.hpp"
 
 namespace imgpack {
@@ -68,21 +68,15 @@ void copy_range(const fs::path& from, uint64_t from_offset, const fs::path& to, 
   }
   std::vector<uint8_t> buffer(std::min<uint64_t>(left, 8u << 20));
   while (left > 0) {
-    std::size_t chunk = std::min<uint64_t>(left, buffer.size());
-    ssize_t r = ::pread(in.get(), buffer.data(), chunk, in_off);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) throw system_error(from, "reading pixels failed", r < 0 ? errno : EIO);
-    std::size_t written = 0;
-    while (written < static_cast<std::size_t>(r)) {
-      ssize_t w = ::pwrite(out.get(), buffer.data() + written, r - written,
-                           static_cast<off_t>(out_off + written));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) throw system_error(to, "writing pixels failed", errno);
-      written += static_cast<std::size_t>(w);
+    const std::size_t chunk = std::min<uint64_t>(left, buffer.size());
+    if (read_at(in.get(), from, buffer.data(), chunk, static_cast<uint64_t>(in_off)) < chunk) {
+      throw file_error(from, "unexpected end of file while copying pixels");
     }
-    in_off += r;
-    out_off += r;
-    left -= static_cast<uint64_t>(r);
+    write_all_at(out.get(), to, buffer.data(), chunk, static_cast<uint64_t>(out_off),
+                 "writing pixels failed");
+    in_off += static_cast<off_t>(chunk);
+    out_off += static_cast<off_t>(chunk);
+    left -= chunk;
   }
 }
 
@@ -225,52 +219,43 @@ DatasetWriter::DatasetWriter(fs::path out_dir, RecordShape shape, uint64_t shard
 void DatasetWriter::add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
                         uint16_t variant) {
   if (!current_) {
-    auto index = static_cast<uint32_t>(shard_file_.size());
+    auto index = static_cast<uint32_t>(shards_.size());
     std::string name = format::shard_file_name(index);
     uint64_t capacity = std::clamp<uint64_t>(remaining_, 1, records_per_shard_);
     current_ = std::make_unique<ShardWriter>(out_dir_ / name, shape_, capacity, uuid_, index);
-    shard_file_.push_back(name);
-    shard_records_.push_back(0);
+    shards_.file.push_back(name);
+    shards_.records.push_back(0);
   }
-  record_shard_.push_back(static_cast<uint32_t>(shard_file_.size() - 1));
-  record_row_.push_back(static_cast<uint32_t>(current_->size()));
-  record_sample_.push_back(sample);
-  record_variant_.push_back(variant);
+  records_.push_back(static_cast<uint32_t>(shards_.size() - 1),
+                     static_cast<uint32_t>(current_->size()), sample, variant);
   current_->append(pixels, checksum, label, sample, variant);
-  ++shard_records_.back();
-  crash_point("record", record_shard_.size());
+  ++shards_.records.back();
+  crash_point("record", records_.size());
   if (remaining_ > 0) --remaining_;
-  if (current_->full()) {
-    current_->commit();
-    current_.reset();
-  }
+  if (current_->full()) commit_current();
+}
+
+void DatasetWriter::commit_current() {
+  current_->commit();
+  current_.reset();
+  if (on_commit_) on_commit_(shards_.size() - 1);
 }
 
 void DatasetWriter::adopt(const std::string& file, std::span<const int64_t> samples,
                           std::span<const uint16_t> variants) {
   if (current_) throw Error("DatasetWriter::adopt after add");
-  const auto shard = static_cast<uint32_t>(shard_file_.size());
+  const auto shard = static_cast<uint32_t>(shards_.size());
   for (std::size_t row = 0; row < samples.size(); ++row) {
-    record_shard_.push_back(shard);
-    record_row_.push_back(static_cast<uint32_t>(row));
-    record_sample_.push_back(samples[row]);
-    record_variant_.push_back(variants[row]);
+    records_.push_back(shard, static_cast<uint32_t>(row), samples[row], variants[row]);
   }
-  shard_file_.push_back(file);
-  shard_records_.push_back(samples.size());
+  shards_.file.push_back(file);
+  shards_.records.push_back(samples.size());
 }
 
 void DatasetWriter::finish(DatasetIndex& index) {
-  if (current_) {
-    current_->commit();
-    current_.reset();
-  }
-  index.record_shard = std::move(record_shard_);
-  index.record_row = std::move(record_row_);
-  index.record_sample = std::move(record_sample_);
-  index.record_variant = std::move(record_variant_);
-  index.shard_file = std::move(shard_file_);
-  index.shard_records = std::move(shard_records_);
+  if (current_) commit_current();
+  index.records = std::move(records_);
+  index.shards = std::move(shards_);
 }
 
 }  // namespace imgpack

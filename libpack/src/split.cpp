@@ -8,8 +8,8 @@
 
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
-#include "imgpack/random.hpp"
-#include "imgpack/split_partition.hpp"
+#include "random.hpp"
+#include "split_partition.hpp"
 
 namespace imgpack {
 
@@ -478,6 +478,11 @@ Split make_split(const DatasetIndex& index, const std::string& name, const Split
   SplitResult result =
       compute_split(index.sample_label, index.sample_group, spec, index.class_names);
   if (warnings) warnings->insert(warnings->end(), result.warnings.begin(), result.warnings.end());
+  return named_split(name, spec, std::move(result), created);
+}
+
+Split named_split(const std::string& name, const SplitSpec& spec, SplitResult result,
+                  const std::string& created) {
   Split split;
   split.name = name;
   split.kind = split_kind_name(spec.kind);

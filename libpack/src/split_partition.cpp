@@ -1,4 +1,4 @@
-#include "imgpack/split_partition.hpp"
+#include "split_partition.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "imgpack/error.hpp"
-#include "imgpack/random.hpp"
+#include "random.hpp"
 
 namespace imgpack {
 

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "cuda_backend.hpp"
-#include "imgpack/convert_output.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/output_format.hpp"
 
 namespace imgpack {
 
@@ -22,9 +22,9 @@ void check(cudaError_t status, const char* call) {
 
 // One thread per output element (NCHW order, so writes coalesce), grid-strided.
 __global__ void convert_kernel(const uint8_t* src, void* dst, std::size_t count,
-                               OutputFormat format, RecordGeometry geometry, Normalization norm) {
-  const std::size_t per_record = geometry.elements();
-  const std::size_t pixels = geometry.pixels();
+                               OutputFormat format, RecordShape shape, Normalization norm) {
+  const std::size_t per_record = shape.elements();
+  const std::size_t pixels = shape.pixels();
   const std::size_t out_bytes = per_record * (format == OutputFormat::float32_nchw ? 4 : 2);
   const std::size_t total = count * per_record;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -34,8 +34,8 @@ __global__ void convert_kernel(const uint8_t* src, void* dst, std::size_t count,
     const std::size_t within = i - n * per_record;
     const auto c = static_cast<uint32_t>(within / pixels);
     const std::size_t p = within - std::size_t{c} * pixels;
-    convert_element(src + n * per_record, static_cast<uint8_t*>(dst) + n * out_bytes, format,
-                    geometry, norm, c, p);
+    convert_element(src + n * per_record, static_cast<uint8_t*>(dst) + n * out_bytes, format, shape,
+                    norm, c, p);
   }
 }
 
@@ -114,13 +114,13 @@ class CudaBackend final : public UploadBackend {
   }
   void convert(const ConvertJob& job) override {
     use_device();
-    const std::size_t total = job.count * job.geometry.elements();
+    const std::size_t total = job.count * job.shape.elements();
     if (total == 0) return;
     constexpr unsigned kThreads = 256;
     const auto blocks =
         static_cast<unsigned>(std::min<std::size_t>((total + kThreads - 1) / kThreads, 1u << 16));
     convert_kernel<<<blocks, kThreads, 0, stream_>>>(job.src, job.dst, job.count, job.format,
-                                                     job.geometry, job.norm);
+                                                     job.shape, job.norm);
     check(cudaGetLastError(), "convert kernel launch");
   }
   void record(UploadEvent& event) override {

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "files.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
-#include "imgpack/files.hpp"
 #include "imgpack/format.hpp"
 #include "mapped_region.hpp"
 #include "shard_validation.hpp"
@@ -51,13 +51,13 @@ void Dataset::State::build_tables() {
   storage_position = std::move(table.position);
   shards.resize(index.num_shards());
   for (std::size_t k = 0; k < shards.size(); ++k) {
-    shards[k].path = dir / index.shard_file[k];
-    shards[k].records = index.shard_records[k];
+    shards[k].path = dir / index.shards.file[k];
+    shards[k].records = index.shards.records[k];
   }
   first_position = std::move(table.first_position);
   record_label.resize(n_records);
   for (uint64_t r = 0; r < n_records; ++r) {
-    record_label[r] = index.sample_label[static_cast<std::size_t>(index.record_sample[r])];
+    record_label[r] = index.sample_label[static_cast<std::size_t>(index.records.sample[r])];
   }
   record_checksum.assign(n_records, 0);
 }
@@ -81,18 +81,19 @@ void Dataset::State::open_shard(std::size_t k) {
 void Dataset::State::build_sample_table() {
   const std::size_t n_samples = index.num_samples();
   sample_offsets.assign(n_samples + 1, 0);
-  for (int64_t s : index.record_sample) ++sample_offsets[static_cast<std::size_t>(s) + 1];
+  for (int64_t s : index.records.sample) ++sample_offsets[static_cast<std::size_t>(s) + 1];
   for (std::size_t s = 0; s < n_samples; ++s) sample_offsets[s + 1] += sample_offsets[s];
   sample_records.resize(index.num_records());
   std::vector<uint64_t> fill(sample_offsets.begin(), sample_offsets.end() - 1);
   for (uint64_t r = 0; r < index.num_records(); ++r) {
-    sample_records[fill[static_cast<std::size_t>(index.record_sample[r])]++] = r;
+    sample_records[fill[static_cast<std::size_t>(index.records.sample[r])]++] = r;
   }
   for (std::size_t s = 0; s < n_samples; ++s) {
-    std::stable_sort(
-        sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s]),
-        sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s + 1]),
-        [&](uint64_t a, uint64_t b) { return index.record_variant[a] < index.record_variant[b]; });
+    std::stable_sort(sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s]),
+                     sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s + 1]),
+                     [&](uint64_t a, uint64_t b) {
+                       return index.records.variant[a] < index.records.variant[b];
+                     });
   }
 }
 
@@ -122,13 +123,13 @@ std::size_t Dataset::num_shards() const { return state_->shards.size(); }
 
 const uint8_t* Dataset::record_data(uint64_t r) const {
   const State& s = *state_;
-  return s.shard_base[s.index.record_shard[r]] + uint64_t{s.index.record_row[r]} * s.record_bytes;
+  return s.shard_base[s.index.records.shard[r]] + uint64_t{s.index.records.row[r]} * s.record_bytes;
 }
 
-uint32_t Dataset::record_shard(uint64_t r) const { return state_->index.record_shard[r]; }
+uint32_t Dataset::record_shard(uint64_t r) const { return state_->index.records.shard[r]; }
 int32_t Dataset::record_label(uint64_t r) const { return state_->record_label[r]; }
-int64_t Dataset::record_sample(uint64_t r) const { return state_->index.record_sample[r]; }
-uint16_t Dataset::record_variant(uint64_t r) const { return state_->index.record_variant[r]; }
+int64_t Dataset::record_sample(uint64_t r) const { return state_->index.records.sample[r]; }
+uint16_t Dataset::record_variant(uint64_t r) const { return state_->index.records.variant[r]; }
 uint64_t Dataset::record_checksum(uint64_t r) const { return state_->record_checksum[r]; }
 
 std::span<const uint64_t> Dataset::storage_order() const { return state_->storage_order; }
@@ -151,9 +152,9 @@ void Dataset::verify_checksums() const {
   const State& s = *state_;
   for (uint64_t r : s.storage_order) {
     if (checksum(record_data(r), s.record_bytes) != s.record_checksum[r]) {
-      throw file_error(s.shards[s.index.record_shard[r]].path,
-                       "row " + std::to_string(s.index.record_row[r]) + " (sample " +
-                           std::to_string(s.index.record_sample[r]) +
+      throw file_error(s.shards[s.index.records.shard[r]].path,
+                       "row " + std::to_string(s.index.records.row[r]) + " (sample " +
+                           std::to_string(s.index.records.sample[r]) +
                            ") does not match its stored checksum");
     }
   }

@@ -2,8 +2,9 @@
 
 #include <string>
 
+#include "enum_names.hpp"
 #include "imgpack/error.hpp"
-#include "imgpack/random.hpp"
+#include "random.hpp"
 
 namespace imgpack {
 
@@ -102,24 +103,26 @@ EpochPlan EpochOrder::plan(uint64_t epoch) const {
   return plan;
 }
 
+namespace {
+
+constexpr std::array kOrderModeNames{EnumName{OrderMode::sequential, "sequential"},
+                                     EnumName{OrderMode::random, "random"},
+                                     EnumName{OrderMode::shard_window, "shard-window"}};
+constexpr std::array kRankPolicyNames{EnumName{RankPolicy::pad, "pad"},
+                                      EnumName{RankPolicy::drop, "drop"}};
+
+}  // namespace
+
 OrderMode parse_order_mode(std::string_view text) {
-  if (text == "sequential") return OrderMode::sequential;
-  if (text == "random") return OrderMode::random;
-  if (text == "shard-window") return OrderMode::shard_window;
-  throw UsageError("unknown order '" + std::string(text) +
-                   "' (use sequential, random or shard-window)");
+  return parse_name(kOrderModeNames, text, "order");
 }
 
-std::string_view order_mode_name(OrderMode mode) {
-  switch (mode) {
-    case OrderMode::sequential:
-      return "sequential";
-    case OrderMode::random:
-      return "random";
-    case OrderMode::shard_window:
-      return "shard-window";
-  }
-  return "?";
+std::string_view order_mode_name(OrderMode mode) { return name_of(kOrderModeNames, mode); }
+
+RankPolicy parse_rank_policy(std::string_view text) {
+  return parse_name(kRankPolicyNames, text, "rank policy");
 }
+
+std::string_view rank_policy_name(RankPolicy policy) { return name_of(kRankPolicyNames, policy); }
 
 }  // namespace imgpack

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 
+#include "enum_names.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
-#include "imgpack/random.hpp"
+#include "random.hpp"
 
 namespace imgpack {
 
@@ -120,35 +121,26 @@ std::vector<uint64_t> epoch_records(const Dataset& dataset, std::span<const int6
   return out;
 }
 
-Role parse_role(std::string_view text) {
-  if (text == "all") return Role::all;
-  if (text == "train") return Role::train;
-  if (text == "val") return Role::val;
-  if (text == "test") return Role::test;
-  throw UsageError("unknown role '" + std::string(text) + "' (use train, val, test or all)");
-}
+namespace {
 
-std::string_view role_name(Role role) {
-  switch (role) {
-    case Role::all:
-      return "all";
-    case Role::train:
-      return "train";
-    case Role::val:
-      return "val";
-    case Role::test:
-      return "test";
-  }
-  return "?";
-}
+constexpr std::array kRoleNames{EnumName{Role::train, "train"}, EnumName{Role::val, "val"},
+                                EnumName{Role::test, "test"}, EnumName{Role::all, "all"}};
+constexpr std::array kVariantPolicyNames{
+    EnumName{VariantPolicy::automatic, "auto"}, EnumName{VariantPolicy::clean, "clean"},
+    EnumName{VariantPolicy::rotate, "rotate"}, EnumName{VariantPolicy::all, "all"}};
+
+}  // namespace
+
+Role parse_role(std::string_view text) { return parse_name(kRoleNames, text, "role"); }
+
+std::string_view role_name(Role role) { return name_of(kRoleNames, role); }
 
 VariantPolicy parse_variant_policy(std::string_view text) {
-  if (text == "auto") return VariantPolicy::automatic;
-  if (text == "clean") return VariantPolicy::clean;
-  if (text == "rotate") return VariantPolicy::rotate;
-  if (text == "all") return VariantPolicy::all;
-  throw UsageError("unknown variant policy '" + std::string(text) +
-                   "' (use auto, clean, rotate or all)");
+  return parse_name(kVariantPolicyNames, text, "variant policy");
+}
+
+std::string_view variant_policy_name(VariantPolicy policy) {
+  return name_of(kVariantPolicyNames, policy);
 }
 
 }  // namespace imgpack

@@ -21,17 +21,17 @@ StorageTable build_storage_table(const DatasetIndex& index, const fs::path& inde
   uint64_t position = 0;
   for (std::size_t k = 0; k < index.num_shards(); ++k) {
     table.first_position[k] = position;
-    position += index.shard_records[k];
+    position += index.shards.records[k];
   }
   table.order.assign(n_records, kUnset);
   table.position.resize(n_records);
   for (uint64_t r = 0; r < n_records; ++r) {
-    const uint64_t p = table.first_position[index.record_shard[r]] + index.record_row[r];
+    const uint64_t p = table.first_position[index.records.shard[r]] + index.records.row[r];
     if (table.order[p] != kUnset) {
       throw file_error(index_path, "records " + std::to_string(table.order[p]) + " and " +
                                        std::to_string(r) + " both point at " +
-                                       index.shard_file[index.record_shard[r]] + " row " +
-                                       std::to_string(index.record_row[r]));
+                                       index.shards.file[index.records.shard[r]] + " row " +
+                                       std::to_string(index.records.row[r]));
     }
     table.order[p] = r;
     table.position[r] = p;
@@ -54,12 +54,13 @@ ShardContents validate_shard(const fs::path& path, const DatasetIndex& index, st
   const std::vector<uint16_t>& variants = contents.variants;
   for (uint64_t row = 0; row < row_records.size(); ++row) {
     const uint64_t r = row_records[row];
-    const int64_t sample = index.record_sample[r];
-    if (samples[row] != sample || variants[row] != index.record_variant[r]) {
-      throw file_error(
-          path, "row " + std::to_string(row) + " holds sample " + std::to_string(samples[row]) +
-                    " variant " + std::to_string(variants[row]) + ", index.h5 says sample " +
-                    std::to_string(sample) + " variant " + std::to_string(index.record_variant[r]));
+    const int64_t sample = index.records.sample[r];
+    if (samples[row] != sample || variants[row] != index.records.variant[r]) {
+      throw file_error(path, "row " + std::to_string(row) + " holds sample " +
+                                 std::to_string(samples[row]) + " variant " +
+                                 std::to_string(variants[row]) + ", index.h5 says sample " +
+                                 std::to_string(sample) + " variant " +
+                                 std::to_string(index.records.variant[r]));
     }
     const int32_t label = index.sample_label[static_cast<std::size_t>(sample)];
     if (labels[row] != label) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "imgpack/dataset_index.hpp"
-#include "imgpack/shard_check.hpp"
+#include "shard_check.hpp"
 
 namespace imgpack::detail {
 

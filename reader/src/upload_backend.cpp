@@ -101,7 +101,7 @@ class HostBackend final : public UploadBackend {
     std::memcpy(dst, src, bytes);
   }
   void convert(const ConvertJob& job) override {
-    convert_records_host(job.src, job.dst, job.count, job.format, job.geometry, job.norm);
+    convert_records_host(job.src, job.dst, job.count, job.format, job.shape, job.norm);
   }
   void record(UploadEvent&) override {}
 

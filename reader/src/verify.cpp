@@ -4,11 +4,12 @@
 #include <chrono>
 #include <utility>
 
+#include "files.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
-#include "imgpack/files.hpp"
 #include "imgpack/format.hpp"
-#include "imgpack/shard_check.hpp"
+#include "record_check.hpp"
+#include "shard_check.hpp"
 #include "shard_validation.hpp"
 
 namespace imgpack {
@@ -57,13 +58,13 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
   std::vector<ShardRecords> intact;
   std::vector<uint32_t> intact_shard;  // shard index of each entry of `intact`
   for (std::size_t k = 0; k < index.num_shards(); ++k) {
-    const fs::path path = dir / index.shard_file[k];
+    const fs::path path = dir / index.shards.file[k];
     try {
       detail::require_shard_exists(path);
       const FileDescriptor fd = open_for_reading(path);
       const std::span<const uint64_t> row_records =
           std::span<const uint64_t>(table.order)
-              .subspan(table.first_position[k], index.shard_records[k]);
+              .subspan(table.first_position[k], index.shards.records[k]);
       ShardContents contents = detail::validate_shard(path, index, k, row_records, fd.size(path));
       intact.push_back(
           {path, fd.identity(path), contents.images_offset, std::move(contents.checksums)});
@@ -96,11 +97,11 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     const uint32_t shard = intact_shard[m.shard];
     BadRecord record;
     record.shard = shard;
-    record.shard_file = index.shard_file[shard];
+    record.shard_file = index.shards.file[shard];
     record.row = m.row;
     record.record = table.order[table.first_position[shard] + m.row];
-    record.sample = index.record_sample[record.record];
-    record.variant = index.record_variant[record.record];
+    record.sample = index.records.sample[record.record];
+    record.variant = index.records.variant[record.record];
     record.sample_path = index.sample_path[static_cast<std::size_t>(record.sample)];
     report.bad_records.push_back(std::move(record));
     report.bad_shards.push_back(shard);

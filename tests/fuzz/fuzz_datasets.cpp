@@ -5,7 +5,7 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "../reader/synthetic_dataset.hpp"
+#include "synthetic_dataset.hpp"
 
 namespace imgpack::fuzz {
 

@@ -1,7 +1,7 @@
 // Tests for libpack/src/augment.cpp: spec parsing, parameter sampling, the
 // geometry of the one-warp render and the 8-bit colour operations, each on a
 // synthetic image whose expected result follows from the maths.
-#include "imgpack/augment.hpp"
+#include "augment.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "imgpack/convert_journal.hpp"
+#include "convert_journal.hpp"
 
 #include <gtest/gtest.h>
 

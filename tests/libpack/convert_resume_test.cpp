@@ -4,11 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert_journal.hpp"
+#include "h5.hpp"
 #include "imgpack/convert.hpp"
-#include "imgpack/convert_journal.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
-#include "imgpack/h5.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {

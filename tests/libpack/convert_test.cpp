@@ -9,11 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "h5.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
-#include "imgpack/h5.hpp"
+#include "resize.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -49,10 +50,10 @@ ConvertOptions options_for(const fs::path& src, const fs::path& out) {
 
 std::vector<uint8_t> read_record(const fs::path& dataset, const DatasetIndex& index,
                                  std::size_t r) {
-  h5::File shard = h5::File::open_read(dataset / index.shard_file[index.record_shard[r]]);
+  h5::File shard = h5::File::open_read(dataset / index.shards.file[index.records.shard[r]]);
   h5::Handle images = shard.open_dataset(format::kImages);
   h5::Handle space(H5Dget_space(images.get()));
-  hsize_t start[4] = {index.record_row[r], 0, 0, 0};
+  hsize_t start[4] = {index.records.row[r], 0, 0, 0};
   hsize_t count[4] = {1, index.height, index.width, index.channels};
   H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
   h5::Handle mem(H5Screate_simple(4, count, nullptr));
@@ -103,7 +104,7 @@ TEST(Convert, WritesTheFormatContract) {
   h5::File index_file = h5::File::open_read(dir / "out" / "index.h5");
   EXPECT_EQ(index_file.read_int_attr("/", "imgpack_format"), 1);
   ASSERT_EQ(index.num_shards(), 1u);
-  h5::File shard = h5::File::open_read(dir / "out" / index.shard_file[0]);
+  h5::File shard = h5::File::open_read(dir / "out" / index.shards.file[0]);
   EXPECT_EQ(shard.read_string_attr("/", "dataset_uuid"), index.uuid);
   EXPECT_EQ(shard.read_int_attr("/", "shard_index"), 0);
   EXPECT_EQ(shard.read_int_attr("/", "imgpack_format"), 1);
@@ -113,8 +114,8 @@ TEST(Convert, WritesTheFormatContract) {
   std::vector<uint16_t> variants = shard.read<uint16_t>("/variant");
   std::vector<uint64_t> sums = shard.read<uint64_t>("/checksum");
   for (std::size_t r = 0; r < index.num_records(); ++r) {
-    uint32_t row = index.record_row[r];
-    EXPECT_EQ(samples[row], index.record_sample[r]);
+    uint32_t row = index.records.row[r];
+    EXPECT_EQ(samples[row], index.records.sample[r]);
     EXPECT_EQ(variants[row], 0);
     EXPECT_EQ(labels[row], index.sample_label[static_cast<std::size_t>(samples[row])]);
     EXPECT_EQ(sums[row], checksum(read_record(dir / "out", index, r)));
@@ -143,7 +144,7 @@ TEST(Convert, EveryRecordEqualsOpenCvDecodePlusTheSameResize) {
     DatasetIndex index = read_index(options.out);
     ResizeSpec spec{32, 24, ResizeMode::crop, options.fill};
     for (std::size_t r = 0; r < index.num_records(); ++r) {
-      const std::string& rel = index.sample_path[static_cast<std::size_t>(index.record_sample[r])];
+      const std::string& rel = index.sample_path[static_cast<std::size_t>(index.records.sample[r])];
       // (alpha.png is fully opaque, so its composite equals the colour channels.)
       cv::Mat source = test::opencv_decode_rgb(dir / "src" / rel);
       cv::Mat expected(24, 32, CV_8UC3);
@@ -188,7 +189,7 @@ TEST(Convert, BadInputsAreSkippedAndReportedWhileTheRestConverts) {
   DatasetIndex index = read_index(dir / "out");
   EXPECT_EQ(index.num_samples(), 6u);
   // The last shard was sized for 9 inputs and still holds exactly 6 records.
-  h5::File shard = h5::File::open_read(dir / "out" / index.shard_file[0]);
+  h5::File shard = h5::File::open_read(dir / "out" / index.shards.file[0]);
   EXPECT_EQ(shard.shape("/images")[0], 6u);
   EXPECT_EQ(snapshot(dir / "src"), before) << "SRC was modified";
 }
@@ -225,7 +226,7 @@ TEST(Convert, OutputIsIdenticalForOneAndTwoThreads) {
   }
   DatasetIndex index = read_index(dir / "t1");
   EXPECT_EQ(index.num_shards(), 2u);
-  for (const std::string& name : index.shard_file) {
+  for (const std::string& name : index.shards.file) {
     EXPECT_EQ(test::read_bytes(dir / "t1" / name), test::read_bytes(dir / "t2" / name)) << name;
   }
   EXPECT_EQ(test::read_bytes(dir / "t1" / "index.h5"), test::read_bytes(dir / "t2" / "index.h5"));
@@ -238,7 +239,7 @@ TEST(Convert, ShardsHoldAtMostShardSizeBytesOfWholeRecords) {
   options.shard_size = 2 * 32 * 24 * 3 + 100;
   convert(options);
   DatasetIndex index = read_index(dir / "out");
-  EXPECT_EQ(index.shard_records, (std::vector<uint64_t>{2, 2, 2}));
+  EXPECT_EQ(index.shards.records, (std::vector<uint64_t>{2, 2, 2}));
 }
 
 TEST(Convert, WriteOrderIsASeededShuffleOrSorted) {
@@ -333,24 +334,6 @@ TEST(Convert, ReportsProgressInOrder) {
     done.push_back(p.done);
   });
   EXPECT_EQ(done, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
-}
-
-TEST(ParseHelpers, SizesBytesAndFills) {
-  EXPECT_EQ(parse_image_size("224"), (std::pair<uint32_t, uint32_t>{224, 224}));
-  EXPECT_EQ(parse_image_size("320x240"), (std::pair<uint32_t, uint32_t>{320, 240}));
-  EXPECT_THROW(parse_image_size("0"), UsageError);
-  EXPECT_THROW(parse_image_size("12x"), UsageError);
-  EXPECT_THROW(parse_image_size("-4"), UsageError);
-  EXPECT_EQ(parse_byte_size("4096"), 4096u);
-  EXPECT_EQ(parse_byte_size("64K"), 65536u);
-  EXPECT_EQ(parse_byte_size("1G"), 1ull << 30);
-  EXPECT_EQ(parse_byte_size("2MB"), 2ull << 20);
-  EXPECT_THROW(parse_byte_size("1Q"), UsageError);
-  EXPECT_THROW(parse_byte_size(""), UsageError);
-  EXPECT_EQ(parse_fill("7"), (std::array<uint8_t, 3>{7, 7, 7}));
-  EXPECT_EQ(parse_fill("1,2,3"), (std::array<uint8_t, 3>{1, 2, 3}));
-  EXPECT_THROW(parse_fill("256"), UsageError);
-  EXPECT_THROW(parse_fill("1,2"), UsageError);
 }
 
 }  // namespace

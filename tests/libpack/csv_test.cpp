@@ -1,4 +1,4 @@
-#include "imgpack/csv.hpp"
+#include "csv.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "imgpack/decode.hpp"
+#include "decode.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -11,7 +11,7 @@
 #include <random>
 
 #include "image_fixtures.hpp"
-#include "imgpack/resize.hpp"
+#include "resize.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {

@@ -1,4 +1,4 @@
-#include "imgpack/image_probe.hpp"
+#include "image_probe.hpp"
 
 #include <gtest/gtest.h>
 

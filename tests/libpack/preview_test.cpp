@@ -8,11 +8,11 @@
 #include <opencv2/imgproc.hpp>
 #include <set>
 
+#include "h5.hpp"
 #include "imgpack/convert.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
-#include "imgpack/h5.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -24,15 +24,15 @@ namespace fs = std::filesystem;
 cv::Mat read_record(const fs::path& dir, int64_t sample, uint16_t variant) {
   const DatasetIndex index = read_index(dir);
   for (std::size_t r = 0; r < index.num_records(); ++r) {
-    if (index.record_sample[r] != sample || index.record_variant[r] != variant) continue;
-    h5::File file = h5::File::open_read(dir / index.shard_file[index.record_shard[r]]);
+    if (index.records.sample[r] != sample || index.records.variant[r] != variant) continue;
+    h5::File file = h5::File::open_read(dir / index.shards.file[index.records.shard[r]]);
     h5::Handle images = file.open_dataset(format::kImages);
-    cv::Mat all(static_cast<int>(index.shard_records[index.record_shard[r]]),
+    cv::Mat all(static_cast<int>(index.shards.records[index.records.shard[r]]),
                 static_cast<int>(index.record_bytes()), CV_8UC1);
     file.check_status(
         H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data), "H5Dread",
         format::kImages);
-    return all.row(static_cast<int>(index.record_row[r]))
+    return all.row(static_cast<int>(index.records.row[r]))
         .clone()
         .reshape(static_cast<int>(index.channels), static_cast<int>(index.height));
   }
@@ -220,7 +220,7 @@ TEST_F(PreviewTest, BadRequestsAndDamagedShardsAreErrors) {
     const DatasetIndex index = read_index(ds);
     h5::File forged = h5::File::create(ds / "shard-00000.h5");
     forged.write_attr("/", format::kAttrUuid, index.uuid);
-    const hsize_t dims[4] = {index.shard_records[0], 31, 32, 3};
+    const hsize_t dims[4] = {index.shards.records[0], 31, 32, 3};
     h5::Handle space(H5Screate_simple(4, dims, nullptr));
     h5::Handle images(H5Dcreate2(forged.id(), format::kImages, H5T_NATIVE_UINT8, space.get(),
                                  H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));

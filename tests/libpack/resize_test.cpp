@@ -1,4 +1,4 @@
-#include "imgpack/resize.hpp"
+#include "resize.hpp"
 
 #include <gtest/gtest.h>
 

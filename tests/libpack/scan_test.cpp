@@ -1,4 +1,4 @@
-#include "imgpack/scan.hpp"
+#include "scan.hpp"
 
 #include <gtest/gtest.h>
 

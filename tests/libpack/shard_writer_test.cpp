@@ -1,12 +1,12 @@
-#include "imgpack/shard_writer.hpp"
+#include "shard_writer.hpp"
 
 #include <gtest/gtest.h>
 
 #include <numeric>
 
+#include "h5.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/format.hpp"
-#include "imgpack/h5.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -123,14 +123,14 @@ TEST(DatasetWriter, RollsOverAtTheShardSizeAndTracksRecords) {
     writer.forgo(1);
     writer.finish(index);
   }
-  EXPECT_EQ(index.shard_file,
+  EXPECT_EQ(index.shards.file,
             (std::vector<std::string>{"shard-00000.h5", "shard-00001.h5", "shard-00002.h5"}));
-  EXPECT_EQ(index.shard_records, (std::vector<uint64_t>{5, 5, 1}));
+  EXPECT_EQ(index.shards.records, (std::vector<uint64_t>{5, 5, 1}));
   ASSERT_EQ(index.num_records(), 11u);
   for (uint32_t i = 0; i < 11; ++i) {
-    EXPECT_EQ(index.record_shard[i], i / 5);
-    EXPECT_EQ(index.record_row[i], i % 5);
-    EXPECT_EQ(index.record_sample[i], i);
+    EXPECT_EQ(index.records.shard[i], i / 5);
+    EXPECT_EQ(index.records.row[i], i % 5);
+    EXPECT_EQ(index.records.sample[i], i);
   }
   read_images_checked(dir / "shard-00002.h5", shape, 1);
 }

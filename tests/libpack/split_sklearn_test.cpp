@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "imgpack/random.hpp"
 #include "imgpack/split.hpp"
+#include "random.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "imgpack/error.hpp"
-#include "imgpack/random.hpp"
+#include "random.hpp"
 
 namespace imgpack {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "imgpack/dataset_index.hpp"
-#include "imgpack/random.hpp"
+#include "random.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 4) {

@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <set>
 
+#include "h5.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
-#include "imgpack/h5.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
@@ -44,8 +44,8 @@ TEST(Dataset, OpensAndMapsEveryRecord) {
   EXPECT_EQ(dataset.num_shards(), 4u);  // 16 records per shard
   EXPECT_EQ(dataset.record_bytes(), 6u * 5u * 3u);
   for (uint64_t r = 0; r < dataset.num_records(); ++r) {
-    const int64_t s = written.record_sample[r];
-    const uint16_t v = written.record_variant[r];
+    const int64_t s = written.records.sample[r];
+    const uint16_t v = written.records.variant[r];
     std::vector<uint8_t> expected = test::synthetic_pixels(options, s, v);
     std::span<const uint8_t> got = dataset.record(r);
     ASSERT_TRUE(std::equal(got.begin(), got.end(), expected.begin(), expected.end())) << r;
@@ -67,7 +67,7 @@ TEST(Dataset, StorageOrderAndSampleTableAreConsistent) {
   std::span<const uint64_t> order = dataset.storage_order();
   ASSERT_EQ(order.size(), dataset.num_records());
   for (std::size_t p = 1; p < order.size(); ++p) {
-    auto key = [&](uint64_t r) { return std::pair(index.record_shard[r], index.record_row[r]); };
+    auto key = [&](uint64_t r) { return std::pair(index.records.shard[r], index.records.row[r]); };
     EXPECT_LT(key(order[p - 1]), key(order[p]));
     EXPECT_EQ(dataset.storage_position(order[p]), p);
   }

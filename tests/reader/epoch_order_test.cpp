@@ -25,7 +25,7 @@ std::vector<int64_t> all_samples(const Dataset& dataset) {
 uint64_t record_of(const Dataset& dataset, int64_t sample, uint16_t variant) {
   const DatasetIndex& index = dataset.index();
   for (uint64_t r = 0; r < index.num_records(); ++r) {
-    if (index.record_sample[r] == sample && index.record_variant[r] == variant) return r;
+    if (index.records.sample[r] == sample && index.records.variant[r] == variant) return r;
   }
   ADD_FAILURE() << "no record for sample " << sample << " variant " << variant;
   return 0;

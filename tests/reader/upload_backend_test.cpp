@@ -11,7 +11,7 @@
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/loader.hpp"
-#include "imgpack/random.hpp"
+#include "random.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
@@ -35,7 +35,7 @@ std::vector<uint8_t> random_bytes(std::size_t n, uint64_t seed) {
 // One pass of the loader's upload protocol: wait for the consumer, copy,
 // convert, record; then read the result back.
 std::vector<uint8_t> run_upload(UploadBackend& backend, const std::vector<uint8_t>& input,
-                                OutputFormat format, const RecordGeometry& g,
+                                OutputFormat format, const RecordShape& g,
                                 const Normalization& norm) {
   const std::size_t count = input.size() / g.elements();
   const std::size_t out_bytes = input.size() * output_element_bytes(format);
@@ -67,7 +67,7 @@ TEST(HostBackend, ImplementsTheStreamContract) {
   EXPECT_FALSE(backend->device().is_cuda());
   EXPECT_FALSE(backend->separate_device_memory());
   EXPECT_EQ(backend->native_stream(), nullptr);
-  const RecordGeometry g{4, 5, 3};
+  const RecordShape g{4, 5, 3};
   const Normalization norm = Normalization::unit_range(3);
   std::vector<uint8_t> input = random_bytes(2 * g.elements(), 3);
   EXPECT_EQ(run_upload(*backend, input, OutputFormat::uint8_nhwc, g, norm), input);
@@ -108,7 +108,7 @@ TEST(CudaBackend, CopiesAndConvertsLikeTheHost) {
   std::unique_ptr<UploadBackend> host = make_host_backend();
   EXPECT_TRUE(cuda->separate_device_memory());
   EXPECT_NE(cuda->native_stream(), nullptr);
-  const RecordGeometry g{17, 23, 3};
+  const RecordShape g{17, 23, 3};
   const float mean[3] = {0.485f, 0.456f, 0.406f};
   const float stdev[3] = {0.229f, 0.224f, 0.225f};
   const Normalization norm = Normalization::from_mean_std(mean, stdev, 3);

@@ -77,11 +77,11 @@ TEST(Verify, NamesEveryBadRecordWithItsShardRowAndSample) {
         const BadRecord& b = report.bad_records[i];
         EXPECT_EQ(b.shard, expected[i].first);
         EXPECT_EQ(b.row, expected[i].second);
-        EXPECT_EQ(b.shard_file, index.shard_file[b.shard]);
-        EXPECT_EQ(index.record_shard[b.record], b.shard);
-        EXPECT_EQ(index.record_row[b.record], b.row);
-        EXPECT_EQ(b.sample, index.record_sample[b.record]);
-        EXPECT_EQ(b.variant, index.record_variant[b.record]);
+        EXPECT_EQ(b.shard_file, index.shards.file[b.shard]);
+        EXPECT_EQ(index.records.shard[b.record], b.shard);
+        EXPECT_EQ(index.records.row[b.record], b.row);
+        EXPECT_EQ(b.sample, index.records.sample[b.record]);
+        EXPECT_EQ(b.variant, index.records.variant[b.record]);
         EXPECT_EQ(b.sample_path, index.sample_path[static_cast<std::size_t>(b.sample)]);
       }
       EXPECT_EQ(report.bad_shards, (std::vector<uint32_t>{0, 2}));
@@ -128,11 +128,11 @@ TEST(Verify, AgreesWithDatasetOpenOnStructure) {
   VerifyReport report = verify_dataset(dir.path());
   ASSERT_EQ(report.errors.size(), 1u) << joined(report.errors);
   EXPECT_EQ(report.errors[0], open_error);
-  const auto k =
-      static_cast<std::size_t>(std::find(index.shard_file.begin(), index.shard_file.end(), shard) -
-                               index.shard_file.begin());
+  const auto k = static_cast<std::size_t>(
+      std::find(index.shards.file.begin(), index.shards.file.end(), shard) -
+      index.shards.file.begin());
   ASSERT_LT(k, index.num_shards());
-  EXPECT_EQ(report.records_checked, 40u - index.shard_records[k]);
+  EXPECT_EQ(report.records_checked, 40u - index.shards.records[k]);
 }
 
 TEST(Verify, IndexOfAnotherDatasetFailsEveryShard) {

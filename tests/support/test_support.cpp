@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "imgpack/convert_journal.hpp"
+#include "convert_journal.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
 
@@ -43,8 +43,8 @@ TempDir::~TempDir() {
 void expect_same_dataset_bytes(const fs::path& dir, const fs::path& reference) {
   const DatasetIndex index = read_index(dir);
   const DatasetIndex expected = read_index(reference);
-  ASSERT_EQ(index.shard_file, expected.shard_file) << dir;
-  for (const std::string& shard : index.shard_file) {
+  ASSERT_EQ(index.shards.file, expected.shards.file) << dir;
+  for (const std::string& shard : index.shards.file) {
     EXPECT_EQ(read_bytes(dir / shard), read_bytes(reference / shard)) << dir / shard;
   }
   EXPECT_EQ(read_bytes(dir / format::kIndexFile), read_bytes(reference / format::kIndexFile))

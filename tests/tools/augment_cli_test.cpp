@@ -9,9 +9,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "h5.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
-#include "imgpack/h5.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -32,9 +32,9 @@ Records read_records(const fs::path& dir) {
   const DatasetIndex index = read_index(dir);
   std::vector<std::string> shards;
   for (std::size_t s = 0; s < index.num_shards(); ++s) {
-    h5::File file = h5::File::open_read(dir / index.shard_file[s]);
+    h5::File file = h5::File::open_read(dir / index.shards.file[s]);
     h5::Handle images = file.open_dataset(format::kImages);
-    std::string bytes(index.shard_records[s] * index.record_bytes(), '\0');
+    std::string bytes(index.shards.records[s] * index.record_bytes(), '\0');
     file.check_status(
         H5Dread(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
         "H5Dread", format::kImages);
@@ -42,9 +42,9 @@ Records read_records(const fs::path& dir) {
   }
   Records records;
   for (std::size_t r = 0; r < index.num_records(); ++r) {
-    const std::string& path = index.sample_path[static_cast<std::size_t>(index.record_sample[r])];
-    records[{path, index.record_variant[r]}] = shards[index.record_shard[r]].substr(
-        index.record_row[r] * index.record_bytes(), index.record_bytes());
+    const std::string& path = index.sample_path[static_cast<std::size_t>(index.records.sample[r])];
+    records[{path, index.records.variant[r]}] = shards[index.records.shard[r]].substr(
+        index.records.row[r] * index.record_bytes(), index.record_bytes());
   }
   return records;
 }

@@ -7,9 +7,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "h5.hpp"
 #include "image_fixtures.hpp"
 #include "imgpack/dataset_index.hpp"
-#include "imgpack/h5.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -30,7 +30,7 @@ std::map<std::string, cv::Mat> read_records(const fs::path& dataset) {
   DatasetIndex index = read_index(dataset);
   std::map<std::string, cv::Mat> out;
   for (std::size_t s = 0; s < index.num_shards(); ++s) {
-    h5::File shard = h5::File::open_read(dataset / index.shard_file[s]);
+    h5::File shard = h5::File::open_read(dataset / index.shards.file[s]);
     const std::vector<int64_t> samples = shard.read<int64_t>("/sample");
     const std::size_t n = samples.size();
     std::vector<uint8_t> pixels(n * index.record_bytes());

@@ -11,7 +11,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "imgpack/h5.hpp"
+#include "h5.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {

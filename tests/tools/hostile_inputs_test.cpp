@@ -17,7 +17,7 @@
 #include "image_fixtures.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
-#include "imgpack/random.hpp"
+#include "random.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {

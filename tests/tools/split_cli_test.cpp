@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
+#include "files.hpp"
+#include "h5.hpp"
 #include "imgpack/dataset_index.hpp"
-#include "imgpack/files.hpp"
-#include "imgpack/h5.hpp"
 #include "imgpack/split.hpp"
 #include "test_support.hpp"
 

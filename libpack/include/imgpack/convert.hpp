@@ -16,57 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "imgpack/decode.hpp"
-#include "imgpack/resize.hpp"
-#include "imgpack/scan.hpp"
-#include "imgpack/split.hpp"
+#include "imgpack/convert_options.hpp"
 
 namespace imgpack {
-
-enum class WriteOrder { shuffle, sorted };
-enum class OnError { skip, fail };
-
-struct ConvertOptions {
-  std::filesystem::path src;
-  std::filesystem::path out;
-
-  // Output size; unset = the size all inputs share (they must share one).
-  std::optional<std::pair<uint32_t, uint32_t>> size;  // width, height
-  ResizeMode resize = ResizeMode::crop;
-  std::array<uint8_t, 3> fill = {0, 0, 0};
-  ColorMode color = ColorMode::rgb;
-
-  ScanOptions scan;
-
-  // Records per image: variant 0 is the clean resized image, variants
-  // 1..K-1 are augmented as `augment` says (parse_augment_spec() in
-  // augment.hpp lists the keys). K > 1 needs a spec and a spec needs K > 1.
-  uint32_t variants = 1;
-  std::string augment;  // spec; empty = none
-
-  uint64_t shard_size = uint64_t{1} << 30;  // bytes of pixels per shard at most
-  unsigned threads = 0;                     // 0 = all cores
-  uint64_t seed = 0;
-  WriteOrder order = WriteOrder::shuffle;
-  OnError on_error = OnError::skip;
-  bool overwrite = false;
-  // Continue an interrupted run of the same conversion in OUT: keep its
-  // shards that are whole and match their checksums, redo the rest. The
-  // result is byte-identical to an uninterrupted run.
-  bool resume = false;
-  uint64_t max_pixels = uint64_t{1} << 28;
-  bool dct_scaling = true;
-
-  // Splits to store in index.h5 (convert --split NAME:KIND:K), computed with
-  // the conversion's seed after the records are written. Their `created` is
-  // empty, so index.h5 stays byte-identical across identical conversions.
-  std::vector<NamedSplitSpec> splits;
-
-  // Throws UsageError naming the first invalid value.
-  void validate() const;
-  // The options that determine the output, as JSON (stored in index.h5).
-  std::string to_json() const;
-};
 
 struct ConvertProgress {
   uint64_t done = 0;   // inputs processed (converted or skipped)
@@ -102,12 +54,5 @@ using ProgressFn = std::function<void(const ConvertProgress&)>;
 // in the CLI) and Error for failures while converting; on failure OUT has no
 // index.h5 and no temporary files.
 ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress = {});
-
-// "224" -> 224x224, "320x240" -> width 320, height 240. Throws UsageError.
-std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text);
-// "1G", "512M", "64K", "4096" -> bytes (powers of 1024). Throws UsageError.
-uint64_t parse_byte_size(const std::string& text);
-// "0", "128", "255,255,255" -> RGB. Throws UsageError.
-std::array<uint8_t, 3> parse_fill(const std::string& text);
 
 }  // namespace imgpack

@@ -93,6 +93,11 @@ void check_split_name(const std::string& name);
 Split make_split(const DatasetIndex& index, const std::string& name, const SplitSpec& spec,
                  const std::string& created, std::vector<std::string>* warnings = nullptr);
 
+// The Split record named `name` holding `result`, the assignment that
+// compute_split() made with `spec`, with the spec's attributes and `created`.
+Split named_split(const std::string& name, const SplitSpec& spec, SplitResult result,
+                  const std::string& created);
+
 // Adds `split` to index.splits (kept in name order), replacing one of the same
 // name only when `replace`; otherwise throws UsageError naming it.
 void store_split(DatasetIndex& index, Split split, bool replace);

@@ -87,5 +87,8 @@ class EpochOrder {
 // "sequential", "random", "shard-window". Throws imgpack::UsageError.
 OrderMode parse_order_mode(std::string_view text);
 std::string_view order_mode_name(OrderMode mode);
+// "pad", "drop". Throws imgpack::UsageError.
+RankPolicy parse_rank_policy(std::string_view text);
+std::string_view rank_policy_name(RankPolicy policy);
 
 }  // namespace imgpack

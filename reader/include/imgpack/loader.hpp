@@ -43,10 +43,12 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
+#include <utility>
 
-#include "imgpack/convert_output.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/epoch_order.hpp"
+#include "imgpack/output_format.hpp"
 #include "imgpack/selection.hpp"
 #include "imgpack/upload_backend.hpp"
 
@@ -83,50 +85,74 @@ struct LoaderOptions {
 };
 
 namespace detail {
+
 class LoaderCore;
-}
+
+// A claim on one slot of a loader's ring: the slot goes back to the ring
+// when the lease is released or destroyed, also after the Loader itself is
+// gone (the lease keeps the ring alive). Move-only.
+class SlotLease {
+ public:
+  SlotLease() = default;
+  SlotLease(std::shared_ptr<LoaderCore> core, int slot) : core_(std::move(core)), slot_(slot) {}
+  ~SlotLease() { release(); }
+  SlotLease(SlotLease&& other) noexcept;
+  SlotLease& operator=(SlotLease&& other) noexcept;
+  SlotLease(const SlotLease&) = delete;
+  SlotLease& operator=(const SlotLease&) = delete;
+
+  explicit operator bool() const { return core_ != nullptr; }
+  LoaderCore& core() const { return *core_; }
+  int slot() const { return slot_; }
+  // The slot may be reused only after the consumer event recorded for it.
+  void recycle_after_consumer_event() { consumer_stream_event_ = true; }
+  void release();
+
+ private:
+  std::shared_ptr<LoaderCore> core_;
+  int slot_ = -1;
+  bool consumer_stream_event_ = false;
+};
+
+}  // namespace detail
 
 // One batch: a handle on a slot of the loader's ring. Move-only; destroying
 // (or release()-ing) it returns the slot. Everything it points to stays valid
-// until then, even if the Loader is destroyed first.
+// until then, even if the Loader is destroyed first. A moved-from or
+// released Batch is empty (operator bool is false, size() is 0).
 class Batch {
  public:
   Batch() = default;
-  ~Batch();
-  Batch(Batch&& other) noexcept;
-  Batch& operator=(Batch&& other) noexcept;
-  Batch(const Batch&) = delete;
-  Batch& operator=(const Batch&) = delete;
 
-  explicit operator bool() const { return core_ != nullptr; }
+  explicit operator bool() const { return static_cast<bool>(lease_); }
 
-  uint64_t epoch() const { return epoch_; }
-  std::size_t index() const { return index_; }  // batch number within the epoch
-  std::size_t size() const { return size_; }    // entries, padding included
+  uint64_t epoch() const { return view_.epoch; }
+  std::size_t index() const { return view_.index; }  // batch number within the epoch
+  std::size_t size() const { return view_.size; }    // entries, padding included
   // The last padding() entries repeat records delivered earlier in the
   // epoch (rank padding and last-batch padding); leave them out of metrics.
-  std::size_t padding() const { return padding_; }
+  std::size_t padding() const { return view_.padding; }
 
-  OutputFormat format() const { return format_; }
-  Device device() const { return device_; }
-  bool on_device() const { return device_.is_cuda(); }
+  OutputFormat format() const { return view_.format; }
+  Device device() const { return view_.device; }
+  bool on_device() const { return view_.device.is_cuda(); }
   // The images: size() records, uint8 N x H x W x C or float/half N x C x H x W.
   // A device pointer when on_device(): read it only on a stream that
   // wait_on_stream() was called for (or after synchronize()).
-  const void* data() const { return data_; }
+  const void* data() const { return view_.data; }
   template <class T>
   const T* data_as() const {
-    return static_cast<const T*>(data_);
+    return static_cast<const T*>(view_.data);
   }
-  std::size_t bytes() const { return bytes_; }
-  uint32_t height() const { return height_; }
-  uint32_t width() const { return width_; }
-  uint32_t channels() const { return channels_; }
+  std::size_t bytes() const { return view_.bytes; }
+  uint32_t height() const { return view_.shape.height; }
+  uint32_t width() const { return view_.shape.width; }
+  uint32_t channels() const { return view_.shape.channels; }
 
   // Host arrays, one entry per image.
-  std::span<const int32_t> labels() const { return {labels_, size_}; }
-  std::span<const int64_t> samples() const { return {samples_, size_}; }  // source sample ids
-  std::span<const uint64_t> records() const { return {records_, size_}; }
+  std::span<const int32_t> labels() const { return {view_.labels, view_.size}; }
+  std::span<const int64_t> samples() const { return {view_.samples, view_.size}; }  // source ids
+  std::span<const uint64_t> records() const { return {view_.records, view_.size}; }
 
   // cudaEvent_t that fires when the upload (and conversion) is done; nullptr
   // for host delivery, where the batch is complete when next() returns.
@@ -149,21 +175,27 @@ class Batch {
 
  private:
   friend class detail::LoaderCore;
-  std::shared_ptr<detail::LoaderCore> core_;
-  int slot_ = -1;
-  bool consumer_stream_event_ = false;
-  uint64_t epoch_ = 0;
-  std::size_t index_ = 0;
-  std::size_t size_ = 0;
-  std::size_t padding_ = 0;
-  OutputFormat format_ = OutputFormat::uint8_nhwc;
-  Device device_;
-  const void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-  uint32_t height_ = 0, width_ = 0, channels_ = 0;
-  const int32_t* labels_ = nullptr;
-  const int64_t* samples_ = nullptr;
-  const uint64_t* records_ = nullptr;
+
+  // What the batch shows: plain values pointing into the leased slot.
+  struct View {
+    uint64_t epoch = 0;
+    std::size_t index = 0;
+    std::size_t size = 0;
+    std::size_t padding = 0;
+    OutputFormat format = OutputFormat::uint8_nhwc;
+    Device device;
+    const void* data = nullptr;
+    std::size_t bytes = 0;
+    RecordShape shape;
+    const int32_t* labels = nullptr;
+    const int64_t* samples = nullptr;
+    const uint64_t* records = nullptr;
+  };
+
+  Batch(detail::SlotLease lease, const View& view) : lease_(std::move(lease)), view_(view) {}
+
+  detail::SlotLease lease_;
+  View view_;
 };
 
 struct LoaderStats {
@@ -227,10 +259,8 @@ class Loader {
   std::shared_ptr<detail::LoaderCore> core_;
 };
 
-// "drop", "pad", "partial"; "pad"/"drop" for ranks. Throw imgpack::UsageError.
+// "drop", "pad", "partial". Throws imgpack::UsageError.
 LastBatch parse_last_batch(std::string_view text);
-RankPolicy parse_rank_policy(std::string_view text);
-// "uint8", "float32", "float16". Throws imgpack::UsageError.
-OutputFormat parse_output_format(std::string_view text);
+std::string_view last_batch_name(LastBatch last);
 
 }  // namespace imgpack

@@ -65,5 +65,6 @@ Role parse_role(std::string_view text);
 std::string_view role_name(Role role);
 // "auto", "clean", "rotate", "all". Throws imgpack::UsageError.
 VariantPolicy parse_variant_policy(std::string_view text);
+std::string_view variant_policy_name(VariantPolicy policy);
 
 }  // namespace imgpack

@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "imgpack/convert_output.hpp"
+#include "imgpack/output_format.hpp"
 
 namespace imgpack {
 
@@ -85,7 +85,7 @@ struct ConvertJob {
   void* dst = nullptr;
   std::size_t count = 0;
   OutputFormat format = OutputFormat::float32_nchw;
-  RecordGeometry geometry;
+  RecordShape shape;
   Normalization norm;
 };
 

@@ -1,0 +1,127 @@
+// The options of a conversion (imgpack convert), and the value types they are
+// made of. Plain values; ConvertOptions::validate() checks them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "imgpack/split.hpp"
+
+namespace imgpack {
+
+// How a decoded image is fitted to the record size:
+//   crop     scale so the image covers the target, then take the centre
+//   stretch  scale each axis independently (aspect ratio not kept)
+//   pad      scale so the image fits inside the target, letterbox with the fill colour
+enum class ResizeMode { crop, stretch, pad };
+
+// Output channels: RGB, or BT.601 luma.
+enum class ColorMode { rgb, gray };
+
+// dirs: the first folder below SRC names the class; none: every label is -1;
+// csv: the CSV's label column names the class (scan_csv only).
+enum class LabelSource { dirs, none, csv };
+
+// Where scan_csv() finds each sample's path, label and group.
+struct CsvInput {
+  std::filesystem::path file;
+  // The column holding each image's path relative to SRC, or a template that
+  // builds the path from columns: "train/{classname}/{img}". Absolute paths
+  // are accepted when they lie inside SRC.
+  std::string path = "path";
+  // The column naming the class (with LabelSource::csv); an empty cell
+  // leaves the sample unlabeled (-1).
+  std::string label;
+  // The column naming the group; empty = no group column. An empty cell is
+  // an error unless ScanOptions::group_missing_ok (then group -1).
+  std::string group;
+};
+
+struct ScanOptions {
+  LabelSource labels = LabelSource::dirs;
+  // ECMAScript regex searched in the relative path; its first capture group
+  // names the sample's group. Empty = no groups.
+  std::string group_regex;
+  // A sample the regex does not match (or whose CSV group cell is empty):
+  // error (false) or group -1 (true).
+  bool group_missing_ok = false;
+  // Set: the inputs are the rows of this CSV file (scan_csv), not a directory walk.
+  std::optional<CsvInput> csv;
+};
+
+// An input that was found but not converted, and why.
+struct SkippedInput {
+  std::string path;  // relative to the input root
+  std::string reason;
+};
+
+enum class WriteOrder { shuffle, sorted };
+enum class OnError { skip, fail };
+
+struct ConvertOptions {
+  std::filesystem::path src;
+  std::filesystem::path out;
+
+  // Output size; unset = the size all inputs share (they must share one).
+  std::optional<std::pair<uint32_t, uint32_t>> size;  // width, height
+  ResizeMode resize = ResizeMode::crop;
+  std::array<uint8_t, 3> fill = {0, 0, 0};
+  ColorMode color = ColorMode::rgb;
+
+  ScanOptions scan;
+
+  // Records per image: variant 0 is the clean resized image, variants
+  // 1..K-1 are augmented as `augment` says (parse_augment_spec() in
+  // augment.hpp lists the keys). K > 1 needs a spec and a spec needs K > 1.
+  uint32_t variants = 1;
+  std::string augment;  // spec; empty = none
+
+  uint64_t shard_size = uint64_t{1} << 30;  // bytes of pixels per shard at most
+  unsigned threads = 0;                     // 0 = all cores
+  uint64_t seed = 0;
+  WriteOrder order = WriteOrder::shuffle;
+  OnError on_error = OnError::skip;
+  bool overwrite = false;
+  // Continue an interrupted run of the same conversion in OUT: keep its
+  // shards that are whole and match their checksums, redo the rest. The
+  // result is byte-identical to an uninterrupted run.
+  bool resume = false;
+  uint64_t max_pixels = uint64_t{1} << 28;
+  bool dct_scaling = true;
+
+  // Splits to store in index.h5 (convert --split NAME:KIND:K), computed with
+  // the conversion's seed after the records are written. Their `created` is
+  // empty, so index.h5 stays byte-identical across identical conversions.
+  std::vector<NamedSplitSpec> splits;
+
+  // Throws UsageError naming the first invalid value.
+  void validate() const;
+  // The options that determine the output, as JSON (stored in index.h5).
+  std::string to_json() const;
+};
+
+// The table of --augment keys, their ranges and meanings, for help texts.
+std::string augment_spec_help();
+
+// Each enum's names, as the CLI and index.h5's convert_options spell them:
+// "crop", "stretch", "pad"; "rgb", "gray"; "dirs", "none", "csv";
+// "shuffle", "sorted"; "skip", "fail". The parsers throw UsageError naming
+// the choices for anything else.
+ResizeMode parse_resize_mode(std::string_view text);
+std::string_view resize_mode_name(ResizeMode mode);
+ColorMode parse_color_mode(std::string_view text);
+std::string_view color_mode_name(ColorMode mode);
+LabelSource parse_label_source(std::string_view text);
+std::string_view label_source_name(LabelSource source);
+WriteOrder parse_write_order(std::string_view text);
+std::string_view write_order_name(WriteOrder order);
+OnError parse_on_error(std::string_view text);
+std::string_view on_error_name(OnError policy);
+
+}  // namespace imgpack

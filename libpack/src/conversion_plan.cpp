@@ -1,0 +1,185 @@
+#include "conversion_plan.hpp"
+
+#include <oneapi/tbb/parallel_for.h>
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <utility>
+
+#include "decode.hpp"
+#include "files.hpp"
+#include "image_probe.hpp"
+#include "imgpack/checksum.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/version.hpp"
+#include "random.hpp"
+#include "tbb_tsan.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Stream ids for CounterRng, so unrelated random choices never share a stream.
+constexpr uint64_t kWriteOrderStream = 0x6f72646572;  // "order"
+
+std::string format_uuid(Hash128 h) {
+  // RFC 9562 layout with version 8 (custom) and the RFC variant bits.
+  uint64_t hi = (h.high & ~0xF000ULL) | 0x8000ULL;
+  uint64_t lo = (h.low & ~(3ULL << 62)) | (2ULL << 62);
+  char text[40];
+  std::snprintf(text, sizeof text, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFFF),
+                static_cast<unsigned>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
+  return text;
+}
+
+// The dataset uuid is derived from what determines the output, so a rerun of
+// the same conversion yields the same bytes.
+std::string derive_uuid(const std::string& options_json, const SourceList& list) {
+  std::string key = options_json;
+  for (const SourceSample& s : list.samples) {
+    key += '\n';
+    key += s.path;
+    key += '\t';
+    key += std::to_string(s.file_size);
+    key += '\t';
+    key += std::to_string(s.label);
+    key += '\t';
+    key += std::to_string(s.group);
+  }
+  return format_uuid(hash128(key, 0x696d677061636bULL));
+}
+
+// The upright size all readable inputs share, for conversions without --size.
+std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
+                                                const SourceList& list) {
+  std::mutex mutex;
+  std::map<std::pair<uint32_t, uint32_t>, std::string> sizes;  // size -> first path
+  const tsan::ForkJoinBody probe([&](std::size_t i) {
+    // Headers sit at the start: read a prefix, and the whole file only when
+    // the probe cannot tell the size from it.
+    const fs::path path = options.src / list.samples[i].path;
+    std::vector<uint8_t> bytes;
+    if (!read_file(path, bytes, 256u << 10).empty()) return;
+    std::optional<ImageInfo> info = probe_image(bytes);
+    if (!info && bytes.size() == (256u << 10) && read_file(path, bytes).empty()) {
+      info = probe_image(bytes);
+    }
+    std::pair<uint32_t, uint32_t> size;
+    if (info) {
+      size = {info->upright_width(), info->upright_height()};
+    } else {
+      try {
+        DecodeOptions decode;
+        decode.max_pixels = options.max_pixels;
+        decode.dct_scaling = false;
+        DecodedImage image = decode_image(bytes, decode);
+        size = {static_cast<uint32_t>(image.pixels.cols), static_cast<uint32_t>(image.pixels.rows)};
+      } catch (const DecodeError&) {
+        return;  // reported when the pipeline reaches it
+      }
+    }
+    std::lock_guard lock(mutex);
+    auto it = sizes.find(size);
+    if (it == sizes.end() || list.samples[i].path < it->second) {
+      sizes[size] = list.samples[i].path;
+    }
+  });
+  probe.fork();
+  tbb::parallel_for(std::size_t{0}, list.samples.size(), probe);
+  probe.join();
+  if (sizes.empty()) throw UsageError(options.src.string() + ": no readable images found");
+  if (sizes.size() > 1) {
+    auto a = sizes.begin();
+    auto b = std::next(a);
+    throw UsageError("input images differ in size (" + a->second + " is " +
+                     std::to_string(a->first.first) + "x" + std::to_string(a->first.second) + ", " +
+                     b->second + " is " + std::to_string(b->first.first) + "x" +
+                     std::to_string(b->first.second) + ", " + std::to_string(sizes.size()) +
+                     " sizes in all); pass --size to resize them");
+  }
+  return sizes.begin()->first;
+}
+
+// The requested splits over every input in write order, the sample order of
+// the dataset when nothing is skipped. Requests the inputs cannot meet (a
+// group kind without groups, more folds than groups) fail here, before
+// anything is written.
+std::vector<SplitResult> plan_splits(const ConvertOptions& options, const ConversionPlan& plan) {
+  std::vector<SplitResult> results;
+  if (options.splits.empty()) return results;
+  std::vector<int32_t> labels, groups;
+  labels.reserve(plan.order.size());
+  groups.reserve(plan.order.size());
+  for (std::size_t i : plan.order) {
+    labels.push_back(plan.list.samples[i].label);
+    groups.push_back(plan.list.samples[i].group);
+  }
+  for (const NamedSplitSpec& split : options.splits) {
+    try {
+      results.push_back(compute_split(labels, groups, split.spec, plan.list.class_names));
+    } catch (const UsageError& e) {
+      throw UsageError("--split " + split.name + ": " + e.what());
+    }
+  }
+  return results;
+}
+
+}  // namespace
+
+ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) {
+  ConversionPlan plan;
+  plan.list = options.scan.csv ? scan_csv(options.src, options.scan)
+                               : scan_directory(options.src, options.scan);
+  const SourceList& list = plan.list;
+  if (list.samples.empty()) {
+    throw UsageError(options.src.string() +
+                     ": no images found (extensions: jpg, jpeg, png, bmp, "
+                     "tif, tiff, webp, pnm, pam" +
+                     std::string(options.scan.labels == LabelSource::dirs
+                                     ? "; with --labels dirs they must be inside class folders"
+                                     : "") +
+                     ")");
+  }
+  std::pair<uint32_t, uint32_t> size;
+  if (options.size) {
+    size = *options.size;
+  } else {
+    arena.execute([&] { size = common_input_size(options, list); });
+  }
+  plan.shape = {size.second, size.first, options.color == ColorMode::gray ? 1u : 3u};
+  plan.options_json = options.to_json();
+  plan.uuid = derive_uuid(plan.options_json, list);
+  plan.order.resize(list.samples.size());
+  for (std::size_t i = 0; i < plan.order.size(); ++i) plan.order[i] = i;
+  if (options.order == WriteOrder::shuffle) {
+    CounterRng(options.seed, kWriteOrderStream).shuffle(std::span(plan.order));
+  }
+  plan.splits = plan_splits(options, plan);
+  return plan;
+}
+
+DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& plan) {
+  DatasetIndex index;
+  index.format_version = format::kVersion;
+  index.uuid = plan.uuid;
+  index.height = plan.shape.height;
+  index.width = plan.shape.width;
+  index.channels = plan.shape.channels;
+  index.variants = options.variants;
+  index.color = color_mode_name(options.color);
+  index.convert_options = plan.options_json;
+  index.created_by = std::string("imgpack ") + kVersionString;
+  index.class_names = plan.list.class_names;
+  index.group_names = plan.list.group_names;
+  return index;
+}
+
+}  // namespace imgpack

@@ -1,0 +1,40 @@
+// What determines a conversion's output, fixed before any pixel is written
+// (internal to imgpack::pack).
+#pragma once
+
+#include <oneapi/tbb/task_arena.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "imgpack/convert_options.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "scan.hpp"
+
+namespace imgpack {
+
+struct ConversionPlan {
+  SourceList list;
+  RecordShape shape;
+  std::string options_json;
+  std::string uuid;
+  std::vector<std::size_t> order;  // write order, as indices into list.samples
+  // The splits of ConvertOptions::splits over every input, in write order:
+  // what the dataset stores when no input is skipped.
+  std::vector<SplitResult> splits;
+};
+
+// Scans the inputs and fixes the samples, the record shape (probing every
+// input on `arena`'s threads when no size is given), the options JSON, the
+// dataset uuid, the write order and the requested splits. Throws
+// UsageError for requests the inputs cannot meet (no images, sizes that
+// differ without --size, a split the samples cannot make), before anything
+// is written.
+ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena);
+
+// The index of the planned dataset before any sample is added: root
+// attributes and the class and group tables.
+DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& plan);
+
+}  // namespace imgpack

@@ -1,0 +1,97 @@
+// The progress record of a conversion, for `convert --resume`.
+//
+// While converting, OUT/convert.journal holds one JSON line per committed
+// shard, appended and fsynced after the shard's rename: which shard, how many
+// records, the position in the write plan after its last input, and the
+// inputs skipped since the previous shard. After a crash, the journal and the
+// shard files it names tell a resumed conversion which shards it may keep and
+// where to continue; everything after the last complete line is redone.
+// The journal is removed once index.h5 is in place.
+//
+// Not thread-safe: the conversion's writer thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "files.hpp"
+
+namespace imgpack {
+
+inline constexpr const char* kJournalFile = "convert.journal";
+
+struct JournalShard {
+  uint32_t shard = 0;
+  std::string file;
+  uint64_t records = 0;
+  uint64_t next_position = 0;  // plan position of the first input after this shard
+  // Inputs skipped after the previous shard's inputs, up to next_position:
+  // (plan position, reason).
+  std::vector<std::pair<uint64_t, std::string>> skipped;
+};
+
+struct JournalState {
+  std::string dataset_uuid;
+  uint64_t inputs = 0;
+  std::vector<JournalShard> shards;  // in commit order
+};
+
+class ConvertJournal {
+ public:
+  // Starts a new journal for a conversion (replacing any old one).
+  static ConvertJournal create(const std::filesystem::path& out_dir, const std::string& uuid,
+                               uint64_t inputs);
+  // Replaces the journal with `state` (the shards a resumed conversion keeps)
+  // and continues appending after them.
+  static ConvertJournal rewrite(const std::filesystem::path& out_dir, const JournalState& state);
+
+  // Reads OUT/convert.journal. Returns nullopt if there is none; a torn last
+  // line (a crash mid-append) is ignored; any other damage is an Error.
+  static std::optional<JournalState> read(const std::filesystem::path& out_dir);
+
+  ConvertJournal(ConvertJournal&&) noexcept = default;
+  ConvertJournal& operator=(ConvertJournal&&) noexcept = default;
+
+  // Appends one committed shard and fsyncs.
+  void append(const JournalShard& shard);
+  // Closes and deletes the journal (the conversion is complete).
+  void remove();
+
+ private:
+  ConvertJournal(std::filesystem::path path, FileDescriptor fd)
+      : path_(std::move(path)), fd_(std::move(fd)) {}
+  void write_line(const std::string& line);
+
+  std::filesystem::path path_;
+  FileDescriptor fd_;
+};
+
+// Journals each shard as the dataset writer commits it
+// (DatasetWriter::on_commit): the inputs the shard's records came from end
+// at the position the pipeline last reported done, and the inputs skipped
+// since the previous shard go with it. Not thread-safe: the writer thread's.
+class ShardCommitJournal {
+ public:
+  explicit ShardCommitJournal(ConvertJournal journal) : journal_(std::move(journal)) {}
+
+  // Every input before `next_position` of the write order is done.
+  void inputs_done(uint64_t next_position) { next_position_ = next_position; }
+  // The input at `position` was skipped for `reason`.
+  void skipped(uint64_t position, const std::string& reason) {
+    skipped_since_.emplace_back(position, reason);
+  }
+  // Appends the line for shard `shard`, committed as `file` with `records` records.
+  void committed(uint32_t shard, const std::string& file, uint64_t records);
+  // The conversion is complete: the journal goes.
+  void remove() { journal_.remove(); }
+
+ private:
+  ConvertJournal journal_;
+  uint64_t next_position_ = 0;
+  std::vector<std::pair<uint64_t, std::string>> skipped_since_;
+};
+
+}  // namespace imgpack

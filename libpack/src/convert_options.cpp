@@ -1,0 +1,131 @@
+// ConvertOptions: validation, the JSON stored in index.h5, and the names of
+// the option enums.
+#include <array>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "augment.hpp"
+#include "enum_names.hpp"
+#include "imgpack/convert_options.hpp"
+#include "imgpack/error.hpp"
+
+namespace imgpack {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr std::array kResizeModeNames{EnumName{ResizeMode::crop, "crop"},
+                                      EnumName{ResizeMode::stretch, "stretch"},
+                                      EnumName{ResizeMode::pad, "pad"}};
+constexpr std::array kColorModeNames{EnumName{ColorMode::rgb, "rgb"},
+                                     EnumName{ColorMode::gray, "gray"}};
+constexpr std::array kLabelSourceNames{EnumName{LabelSource::dirs, "dirs"},
+                                       EnumName{LabelSource::none, "none"},
+                                       EnumName{LabelSource::csv, "csv"}};
+constexpr std::array kWriteOrderNames{EnumName{WriteOrder::shuffle, "shuffle"},
+                                      EnumName{WriteOrder::sorted, "sorted"}};
+constexpr std::array kOnErrorNames{EnumName{OnError::skip, "skip"},
+                                   EnumName{OnError::fail, "fail"}};
+
+std::string split_option_text(const NamedSplitSpec& split) {
+  const SplitSpec& spec = split.spec;
+  return split.name + ":" + split_kind_name(spec.kind) + ":" +
+         (spec.kind == SplitKind::holdout ? json(spec.val_fraction).dump()
+                                          : std::to_string(spec.folds));
+}
+
+}  // namespace
+
+ResizeMode parse_resize_mode(std::string_view text) {
+  return parse_name(kResizeModeNames, text, "resize mode");
+}
+std::string_view resize_mode_name(ResizeMode mode) { return name_of(kResizeModeNames, mode); }
+
+ColorMode parse_color_mode(std::string_view text) {
+  return parse_name(kColorModeNames, text, "colour mode");
+}
+std::string_view color_mode_name(ColorMode mode) { return name_of(kColorModeNames, mode); }
+
+LabelSource parse_label_source(std::string_view text) {
+  return parse_name(kLabelSourceNames, text, "label source");
+}
+std::string_view label_source_name(LabelSource source) {
+  return name_of(kLabelSourceNames, source);
+}
+
+WriteOrder parse_write_order(std::string_view text) {
+  return parse_name(kWriteOrderNames, text, "write order");
+}
+std::string_view write_order_name(WriteOrder order) { return name_of(kWriteOrderNames, order); }
+
+OnError parse_on_error(std::string_view text) {
+  return parse_name(kOnErrorNames, text, "error policy");
+}
+std::string_view on_error_name(OnError policy) { return name_of(kOnErrorNames, policy); }
+
+void ConvertOptions::validate() const {
+  if (size &&
+      (size->first == 0 || size->second == 0 || size->first > 65535 || size->second > 65535)) {
+    throw UsageError("--size must be between 1 and 65535 pixels per side");
+  }
+  if (variants < 1 || variants > 1024) throw UsageError("--variants must be between 1 and 1024");
+  parse_augment_spec(augment);  // throws UsageError naming the key
+  if (variants > 1 && augment.empty()) {
+    throw UsageError("--variants " + std::to_string(variants) +
+                     " needs --augment SPEC to say how the augmented variants differ from the "
+                     "clean image (variant 0)");
+  }
+  if (variants == 1 && !augment.empty()) {
+    throw UsageError("--augment needs --variants K with K >= 2 (variant 0 is the clean image)");
+  }
+  if (shard_size < 4096) throw UsageError("--shard-size must be at least 4K");
+  if (max_pixels == 0) throw UsageError("--max-pixels must be positive");
+  if (threads > 4096) throw UsageError("--threads must be at most 4096");
+  for (std::size_t i = 0; i < splits.size(); ++i) {
+    check_split_name(splits[i].name);
+    splits[i].spec.validate();
+    for (std::size_t j = 0; j < i; ++j) {
+      if (splits[j].name == splits[i].name) {
+        throw UsageError("--split names '" + splits[i].name + "' twice");
+      }
+    }
+  }
+}
+
+std::string ConvertOptions::to_json() const {
+  json j;
+  if (size) {
+    j["width"] = size->first;
+    j["height"] = size->second;
+  } else {
+    j["width"] = nullptr;
+    j["height"] = nullptr;
+  }
+  j["resize"] = resize_mode_name(resize);
+  j["fill"] = {fill[0], fill[1], fill[2]};
+  j["color"] = color_mode_name(color);
+  j["labels"] = label_source_name(scan.labels);
+  j["group_regex"] = scan.group_regex;
+  if (scan.csv) {
+    j["csv"] = {{"file", scan.csv->file.string()},
+                {"path", scan.csv->path},
+                {"label", scan.csv->label},
+                {"group", scan.csv->group}};
+  }
+  j["variants"] = variants;
+  j["augment"] = augment;
+  j["seed"] = seed;
+  j["order"] = write_order_name(order);
+  j["shard_size"] = shard_size;
+  j["max_pixels"] = max_pixels;
+  j["dct_scaling"] = dct_scaling;
+  if (!splits.empty()) {
+    json names = json::array();
+    for (const NamedSplitSpec& split : splits) names.push_back(split_option_text(split));
+    j["splits"] = std::move(names);
+  }
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace imgpack

@@ -1,0 +1,45 @@
+// Preparing a conversion's output directory, and what a resumed conversion
+// keeps of an interrupted one. Internal to imgpack::pack.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "conversion_plan.hpp"
+#include "convert_journal.hpp"
+#include "imgpack/convert.hpp"
+#include "shard_writer.hpp"
+
+namespace imgpack {
+
+// The verified work of an interrupted run that a resumed run keeps.
+struct KeptShard {
+  JournalShard journal;
+  std::vector<int64_t> samples;    // the shard's /sample column
+  std::vector<uint16_t> variants;  // its /variant column
+};
+
+struct ResumePoint {
+  uint64_t next_position = 0;      // first position of ConversionPlan::order to convert
+  std::vector<KeptShard> shards;   // in shard order
+  std::vector<std::string> notes;  // what was discarded and why, for the report
+};
+
+// Makes OUT ready for `plan`:
+//  - a new or empty OUT is created or used as is;
+//  - a complete or partial dataset in OUT is refused (UsageError explaining
+//    --overwrite and --resume), or removed with --overwrite;
+//  - with --resume, the shards of an interrupted run of the same conversion
+//    (same dataset uuid) that are whole and match their checksums are kept,
+//    everything after them is removed, and the point to continue from is
+//    returned.
+// Files that imgpack did not write are never removed: OUT holding one is a UsageError.
+ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& plan);
+
+// True if OUT holds a complete dataset of this very conversion (its index.h5
+// has the plan's uuid), which --resume then has nothing to add to.
+bool output_is_complete(const ConvertOptions& options, const ConversionPlan& plan);
+
+}  // namespace imgpack

@@ -1,0 +1,57 @@
+// Rendering one input into its records: decode, resize, augment, checksum
+// (internal to imgpack::pack).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "augment.hpp"
+#include "decode.hpp"
+#include "imgpack/convert_options.hpp"
+#include "imgpack/record_shape.hpp"
+#include "resize.hpp"
+#include "scan.hpp"
+
+namespace imgpack {
+
+// One input in flight through the pipeline. Slots are reused round-robin, so
+// the pipeline allocates nothing per image beyond what decoding needs.
+struct InputSlot {
+  std::size_t position = 0;  // in the write order
+  std::size_t sample = 0;    // index into SourceList::samples
+  std::vector<uint8_t> file_bytes;
+  std::vector<uint8_t> pixels;  // variants x record bytes
+  std::vector<uint64_t> checksums;
+  std::vector<AugmentParams> augment;  // variants 1..K-1
+  std::string error;
+};
+
+// Turns the bytes of one input into its records. Built once per conversion;
+// render() is const and safe to call from many threads at once, each with
+// its own slot.
+class RecordRenderer {
+ public:
+  RecordRenderer(const ConvertOptions& options, RecordShape shape, const SourceList& list);
+
+  // Decodes slot.file_bytes and renders every variant into slot.pixels:
+  // variant 0 exactly as a conversion without augmentation, the others from
+  // the same decode when it is large enough for them. Throws DecodeError or
+  // cv::Exception for an input that cannot be used.
+  void render(InputSlot& slot) const;
+
+ private:
+  void render_augmented(InputSlot& slot, const std::optional<ImageInfo>& info,
+                        const DecodedImage& image, DecodeOptions decode) const;
+
+  const SourceList& list_;
+  uint32_t variants_ = 1;
+  DecodeOptions decode_;  // the conversion's; min_width/min_height set per input
+  ResizeSpec spec_;
+  std::optional<Augmenter> augmenter_;
+  std::size_t record_bytes_ = 0;
+};
+
+}  // namespace imgpack

@@ -1,0 +1,41 @@
+// Fitting a decoded image to the dataset's fixed record size.
+//
+//   crop     scale so the image covers the target, then take the centre
+//   stretch  scale each axis independently (aspect ratio not kept)
+//   pad      scale so the image fits inside the target, letterbox with a fill colour
+//
+// Downscaling uses area averaging, upscaling bilinear interpolation. Pure
+// functions; safe from any thread.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <array>
+#include <cstdint>
+
+#include "imgpack/convert_options.hpp"
+
+namespace imgpack {
+
+struct ResizeSpec {
+  uint32_t width = 0;
+  uint32_t height = 0;
+  ResizeMode mode = ResizeMode::crop;
+  std::array<uint8_t, 3> fill = {0, 0, 0};  // RGB, for pad
+
+  // The smallest upright source size from which this resize only ever
+  // downsamples: a decoder may deliver any image at least this large.
+  cv::Size required_source_size(uint32_t source_width, uint32_t source_height) const;
+};
+
+// Resizes `src` (CV_8UC3 or CV_8UC1) into `dst`, a continuous buffer of
+// spec.height x spec.width x src.channels() bytes.
+void resize_into(const cv::Mat& src, const ResizeSpec& spec, uint8_t* dst);
+
+// The interpolation imgpack uses for a resize from `from` to `to`.
+int interpolation_for(cv::Size from, cv::Size to);
+
+// Fill colour as a cv::Scalar for an image of `channels` channels.
+cv::Scalar fill_scalar(const std::array<uint8_t, 3>& fill, int channels);
+
+}  // namespace imgpack

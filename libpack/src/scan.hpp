@@ -1,0 +1,62 @@
+// Finding the inputs of a conversion: which files, with which label and group.
+//
+// scan_directory() walks SRC (following symbolic links, never looping),
+// keeps files with an image extension, and derives labels from class folders
+// (the first path component below SRC) and groups from an optional regular
+// expression over the relative path. scan_csv() takes the files, labels and
+// groups from the columns of a CSV file instead. Either way the result is
+// sorted by path, so it is the same on every machine and run. Nothing is
+// opened or modified except directories being listed and the CSV file read.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "imgpack/convert_options.hpp"
+
+namespace imgpack {
+
+struct SourceSample {
+  std::string path;  // relative to the input root, '/'-separated
+  int32_t label = -1;
+  int32_t group = -1;
+  uint64_t file_size = 0;  // bytes, when scanned
+};
+
+struct SourceList {
+  std::vector<SourceSample> samples;     // sorted by path
+  std::vector<std::string> class_names;  // id -> name, sorted
+  std::vector<std::string> group_names;  // id -> name, sorted
+  std::vector<SkippedInput> skipped;     // found but unusable (e.g. outside a class folder)
+  uint64_t ignored_files = 0;            // files without an image extension
+};
+
+// True for the file name extensions imgpack converts (case-insensitive).
+bool has_image_extension(const std::filesystem::path& path);
+
+// Throws UsageError if SRC is not a readable directory or the group regex is
+// invalid or misses samples; unreadable subdirectories become skipped inputs.
+SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& options);
+
+// The samples listed in options.csv->file, paths relative to SRC.
+//
+// Class ids number the distinct non-empty labels of the whole CSV in name
+// order, so they do not shift when a file goes missing; group ids likewise.
+// A row whose file does not exist (or is not a regular file) becomes a
+// skipped input naming its CSV line. Throws UsageError, naming the CSV file
+// and line, for: an unreadable or malformed CSV, a column that does not
+// exist, an empty or outside-SRC path, a path listed twice, an empty group
+// cell (unless group_missing_ok), a group column together with a group
+// regex, a label column without LabelSource::csv or the reverse, and a CSV
+// none of whose files exist.
+SourceList scan_csv(const std::filesystem::path& src, const ScanOptions& options);
+
+// Assigns group ids from the first capture of `regex` over each path
+// (sorted group names); throws UsageError listing the first unmatched paths
+// unless `missing_ok`.
+void assign_groups_by_regex(SourceList& list, const std::string& regex, bool missing_ok);
+
+}  // namespace imgpack

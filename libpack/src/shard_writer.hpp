@@ -1,0 +1,131 @@
+// Writing records into shard files, crash-safely.
+//
+// ShardWriter writes one shard: it creates SHARD.tmp with /images allocated
+// contiguously for `capacity` records (4096-aligned, never filled), appends
+// records in large hyperslab writes, and commit() adds the per-record columns
+// and attributes, fsyncs and renames the file into place. A shard that ends
+// with fewer records than its capacity is compacted into an exactly sized file
+// first (a kernel-side copy of its pixels). A ShardWriter destroyed before
+// commit() removes its temporary file.
+//
+// DatasetWriter rolls records over a sequence of shards of at most
+// `shard_bytes` of pixels each and keeps the record table for the index.
+//
+// Neither class is thread-safe: one writer thread feeds them, in order.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "h5.hpp"
+#include "imgpack/dataset_index.hpp"
+
+namespace imgpack {
+
+class ShardWriter {
+ public:
+  ShardWriter(std::filesystem::path final_path, RecordShape shape, uint64_t capacity,
+              std::string dataset_uuid, uint32_t shard_index);
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  // Appends one record of shape.bytes() pixels. Throws if the shard is full
+  // or a write fails (naming the file).
+  void append(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
+              uint16_t variant);
+
+  uint64_t size() const { return labels_.size(); }
+  uint64_t capacity() const { return capacity_; }
+  bool full() const { return size() == capacity_; }
+
+  // Finishes the file and renames it into place. Requires size() > 0.
+  void commit();
+
+ private:
+  void flush_staging();
+  void write_columns_and_attrs(h5::File& file);
+  void compact_and_commit();
+
+  std::filesystem::path final_path_;
+  std::filesystem::path tmp_path_;
+  RecordShape shape_;
+  uint64_t capacity_;
+  std::string uuid_;
+  uint32_t shard_index_;
+
+  h5::File file_;
+  h5::Handle images_;
+  std::vector<uint8_t> staging_;   // whole records waiting for one large H5Dwrite
+  uint64_t staging_capacity_ = 0;  // records
+  uint64_t staged_ = 0;            // records in staging_
+  uint64_t staging_first_ = 0;     // row of staging_'s first record
+
+  std::vector<int32_t> labels_;
+  std::vector<int64_t> samples_;
+  std::vector<uint16_t> variants_;
+  std::vector<uint64_t> checksums_;
+  bool committed_ = false;
+};
+
+class DatasetWriter {
+ public:
+  // `max_records` bounds the records that will be added, so the last shard is
+  // usually created at its exact size. Records come in runs of `run_length`
+  // (the variants of one image), which are never split across shards, so a
+  // shard boundary is always an image boundary.
+  DatasetWriter(std::filesystem::path out_dir, RecordShape shape, uint64_t shard_bytes,
+                std::string dataset_uuid, uint64_t max_records, uint32_t run_length = 1);
+
+  // Called on the writer's thread right after shard `k` was committed
+  // (renamed into place), by add() or finish(). Adopted shards are not reported.
+  using ShardCommitted = std::function<void(std::size_t k)>;
+  void on_commit(ShardCommitted callback) { on_commit_ = std::move(callback); }
+
+  void add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
+           uint16_t variant);
+
+  // Takes over a complete shard already in the directory (a resumed
+  // conversion), as the next shard, with its /sample and /variant columns.
+  // Only before the first add().
+  void adopt(const std::string& file, std::span<const int64_t> samples,
+             std::span<const uint16_t> variants);
+
+  // Shards committed so far (the one being filled not included).
+  std::size_t committed_shards() const { return shards_.size() - (current_ ? 1 : 0); }
+  const std::string& shard_file(std::size_t k) const { return shards_.file[k]; }
+  uint64_t shard_records(std::size_t k) const { return shards_.records[k]; }
+
+  // The caller will add `records` fewer records than `max_records` announced
+  // (a skipped input), so the last shard can still be sized exactly.
+  void forgo(uint64_t records) { remaining_ -= std::min(records, remaining_); }
+
+  // Commits the last shard and moves the record and shard tables into `index`.
+  void finish(DatasetIndex& index);
+
+  uint64_t records() const { return records_.size(); }
+  uint64_t records_per_shard() const { return records_per_shard_; }
+
+ private:
+  void commit_current();
+
+  std::filesystem::path out_dir_;
+  RecordShape shape_;
+  std::string uuid_;
+  uint64_t records_per_shard_;
+  uint64_t remaining_;  // upper bound on records still to come
+  std::unique_ptr<ShardWriter> current_;
+
+  ShardCommitted on_commit_;
+
+  RecordTable records_;
+  ShardTable shards_;
+};
+
+}  // namespace imgpack

@@ -1,0 +1,113 @@
+// The dataset index: everything in index.h5, in memory.
+//
+// DatasetIndex is a plain value: read_index() loads all of it, write_index()
+// writes all of it crash-safely (index.h5.tmp, fsync, rename, fsync dir), so a
+// reader that opened the old file keeps a consistent view. It holds no HDF5
+// handles and is safe to share between threads for reading.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "imgpack/record_shape.hpp"
+
+namespace imgpack {
+
+// One named split: an assignment of every source sample to a fold 0..folds-1
+// or to the test set (-1). Role `val` of fold f is assign == f, role `train`
+// is assign >= 0 && assign != f, role `test` is assign == -1. A holdout split
+// has folds == 2 and is used through fold 0 (0 = validation, 1 = train).
+struct Split {
+  std::string name;
+  std::string kind;  // random, stratified, group, stratified-group, holdout
+  int32_t folds = 0;
+  uint64_t seed = 0;
+  double test_fraction = 0;
+  double val_fraction = 0;  // holdout only
+  // How it was made: class proportions balanced across the parts, and groups
+  // kept whole. Fixed by the kind, except for holdout, where they depend on
+  // the data and on --no-stratify / --no-groups.
+  bool stratified = false;
+  bool grouped = false;
+  std::string created;  // ISO 8601 UTC
+  std::vector<int16_t> assign;
+};
+
+// Where each record lives and what it holds: /records in index.h5, one entry
+// per record, all columns of the same length.
+struct RecordTable {
+  std::vector<uint32_t> shard;    // shard index
+  std::vector<uint32_t> row;      // row in that shard
+  std::vector<int64_t> sample;    // source sample (row of /samples)
+  std::vector<uint16_t> variant;  // 0 = clean, 1..K-1 = augmented
+
+  std::size_t size() const { return shard.size(); }
+  void push_back(uint32_t shard_index, uint32_t shard_row, int64_t source_sample,
+                 uint16_t record_variant) {
+    shard.push_back(shard_index);
+    row.push_back(shard_row);
+    sample.push_back(source_sample);
+    variant.push_back(record_variant);
+  }
+};
+
+// The shard files: /shards in index.h5, one entry per shard.
+struct ShardTable {
+  std::vector<std::string> file;  // file name, relative to the dataset directory
+  std::vector<uint64_t> records;  // records it holds
+
+  std::size_t size() const { return file.size(); }
+};
+
+struct DatasetIndex {
+  // Root attributes.
+  int64_t format_version = 0;
+  std::string uuid;
+  uint32_t height = 0;
+  uint32_t width = 0;
+  uint32_t channels = 0;
+  uint32_t variants = 1;
+  std::string color;            // "rgb" or "gray"
+  std::string convert_options;  // JSON
+  std::string created_by;
+
+  // Source samples [S].
+  std::vector<std::string> sample_path;  // relative to the input root
+  std::vector<int32_t> sample_label;     // -1 = unlabeled
+  std::vector<int32_t> sample_group;     // -1 = none
+  // Names [L] and [G].
+  std::vector<std::string> class_names;
+  std::vector<std::string> group_names;
+  RecordTable records;  // [R]
+  ShardTable shards;    // [N]
+
+  std::vector<Split> splits;  // in name order
+
+  std::size_t num_samples() const { return sample_path.size(); }
+  std::size_t num_records() const { return records.size(); }
+  std::size_t num_shards() const { return shards.size(); }
+  RecordShape shape() const { return {height, width, channels}; }
+  std::size_t record_bytes() const { return shape().bytes(); }
+
+  const Split* find_split(const std::string& name) const;
+
+  // Checks internal consistency (array lengths agree, ids in range, records
+  // of each shard numbered 0..n-1); throws imgpack::Error naming `where` and
+  // the first problem.
+  void validate(const std::string& where) const;
+};
+
+// Reads DIR/index.h5. Throws imgpack::Error naming the file if it is missing
+// ("not a complete imgpack dataset"), of another format version, or damaged.
+DatasetIndex read_index(const std::filesystem::path& dataset_dir);
+
+// Writes DIR/index.h5 crash-safely. Byte-identical for identical input.
+void write_index(const std::filesystem::path& dataset_dir, const DatasetIndex& index);
+
+// Current UTC time as "2026-11-22T03:46:16Z".
+std::string utc_timestamp();
+
+}  // namespace imgpack

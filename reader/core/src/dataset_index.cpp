@@ -1,0 +1,239 @@
+#include "imgpack/dataset_index.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+#include "files.hpp"
+#include "h5.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+
+const Split* DatasetIndex::find_split(const std::string& name) const {
+  for (const Split& split : splits) {
+    if (split.name == name) return &split;
+  }
+  return nullptr;
+}
+
+void DatasetIndex::validate(const std::string& where) const {
+  auto fail = [&](const std::string& problem) { throw Error(where + ": " + problem); };
+  if (format_version != format::kVersion) {
+    fail("format version " + std::to_string(format_version) + ", this imgpack reads version " +
+         std::to_string(format::kVersion));
+  }
+  if (height == 0 || width == 0 || (channels != 1 && channels != 3)) {
+    fail("invalid image shape " + std::to_string(height) + "x" + std::to_string(width) + "x" +
+         std::to_string(channels));
+  }
+  if (variants == 0) fail("variants is 0");
+  const std::size_t s = num_samples();
+  if (sample_label.size() != s || sample_group.size() != s) {
+    fail("/samples arrays have different lengths");
+  }
+  for (std::size_t i = 0; i < s; ++i) {
+    if (sample_label[i] < -1 || sample_label[i] >= static_cast<int64_t>(class_names.size())) {
+      fail("sample " + std::to_string(i) + " has label " + std::to_string(sample_label[i]) +
+           " outside the " + std::to_string(class_names.size()) + " classes");
+    }
+    if (sample_group[i] < -1 || sample_group[i] >= static_cast<int64_t>(group_names.size())) {
+      fail("sample " + std::to_string(i) + " has group " + std::to_string(sample_group[i]) +
+           " outside the " + std::to_string(group_names.size()) + " groups");
+    }
+  }
+  const std::size_t r = num_records();
+  if (records.row.size() != r || records.sample.size() != r || records.variant.size() != r) {
+    fail("/records arrays have different lengths");
+  }
+  if (shards.records.size() != num_shards()) fail("/shards arrays have different lengths");
+  std::vector<uint64_t> seen(num_shards(), 0);
+  for (std::size_t i = 0; i < r; ++i) {
+    if (records.shard[i] >= num_shards())
+      fail("record " + std::to_string(i) + " names a missing shard");
+    if (records.row[i] >= shards.records[records.shard[i]]) {
+      fail("record " + std::to_string(i) + " points past the end of its shard");
+    }
+    if (records.sample[i] < 0 || static_cast<uint64_t>(records.sample[i]) >= s) {
+      fail("record " + std::to_string(i) + " names a missing sample");
+    }
+    if (records.variant[i] >= variants) fail("record " + std::to_string(i) + " has a bad variant");
+    ++seen[records.shard[i]];
+  }
+  for (std::size_t k = 0; k < num_shards(); ++k) {
+    if (seen[k] != shards.records[k]) {
+      fail("shard " + shards.file[k] + " holds " + std::to_string(shards.records[k]) +
+           " records but the index lists " + std::to_string(seen[k]));
+    }
+    fs::path name(shards.file[k]);
+    if (name.has_parent_path() || name.string().empty() || name.string().starts_with(".")) {
+      fail("shard file name '" + shards.file[k] + "' is not a plain file name");
+    }
+  }
+  for (const Split& split : splits) {
+    if (split.assign.size() != s) {
+      fail("split " + split.name + " assigns " + std::to_string(split.assign.size()) +
+           " samples, the dataset has " + std::to_string(s));
+    }
+    if (split.folds < 1) fail("split " + split.name + " has no folds");
+    for (int16_t a : split.assign) {
+      if (a < format::kTestFold || a >= split.folds) {
+        fail("split " + split.name + " assigns fold " + std::to_string(a) + " of " +
+             std::to_string(split.folds));
+      }
+    }
+  }
+}
+
+namespace {
+
+std::string split_group(const std::string& name) {
+  return std::string(format::kSplitsGroup) + "/" + name;
+}
+
+}  // namespace
+
+DatasetIndex read_index(const fs::path& dataset_dir) {
+  fs::path path = dataset_dir / format::kIndexFile;
+  std::error_code ec;
+  if (!fs::is_directory(dataset_dir, ec)) {
+    throw file_error(dataset_dir, "no such dataset directory");
+  }
+  if (!fs::exists(path, ec)) {
+    throw file_error(path, "missing: not a complete imgpack dataset (conversion unfinished?)");
+  }
+  h5::File file = h5::File::open_read(path);
+  DatasetIndex index;
+  if (!file.has_attr("/", format::kAttrFormat)) {
+    throw file_error(path, "not an imgpack index (no imgpack_format attribute)");
+  }
+  index.format_version = file.read_int_attr("/", format::kAttrFormat);
+  if (index.format_version != format::kVersion) {
+    throw file_error(path, "format version " + std::to_string(index.format_version) +
+                               ", this imgpack reads version " + std::to_string(format::kVersion));
+  }
+  auto read_u32_attr = [&](const char* name) {
+    int64_t v = file.read_int_attr("/", name);
+    if (v < 0 || v > 1 << 20) {
+      throw file_error(
+          path, std::string("attribute ") + name + " = " + std::to_string(v) + " is out of range");
+    }
+    return static_cast<uint32_t>(v);
+  };
+  index.uuid = file.read_string_attr("/", format::kAttrUuid);
+  index.height = read_u32_attr(format::kAttrHeight);
+  index.width = read_u32_attr(format::kAttrWidth);
+  index.channels = read_u32_attr(format::kAttrChannels);
+  index.variants = read_u32_attr(format::kAttrVariants);
+  index.color = file.read_string_attr("/", format::kAttrColor);
+  index.convert_options = file.read_string_attr("/", format::kAttrConvertOptions);
+  index.created_by = file.read_string_attr("/", format::kAttrCreatedBy);
+
+  index.sample_path = file.read_strings(format::kSamplesPath);
+  index.sample_label = file.read<int32_t>(format::kSamplesLabel);
+  index.sample_group = file.read<int32_t>(format::kSamplesGroup);
+  index.class_names = file.read_strings(format::kClassesName);
+  index.group_names = file.read_strings(format::kGroupsName);
+  index.records.shard = file.read<uint32_t>(format::kRecordsShard);
+  index.records.row = file.read<uint32_t>(format::kRecordsRow);
+  index.records.sample = file.read<int64_t>(format::kRecordsSample);
+  index.records.variant = file.read<uint16_t>(format::kRecordsVariant);
+  index.shards.file = file.read_strings(format::kShardsFile);
+  index.shards.records = file.read<uint64_t>(format::kShardsRecords);
+
+  if (file.exists(format::kSplitsGroup)) {
+    for (const std::string& name : file.list(format::kSplitsGroup)) {
+      std::string group = split_group(name);
+      Split split;
+      split.name = name;
+      split.kind = file.read_string_attr(group, format::kSplitKind);
+      split.folds = static_cast<int32_t>(file.read_int_attr(group, format::kSplitFolds));
+      split.seed = static_cast<uint64_t>(file.read_int_attr(group, format::kSplitSeed));
+      split.test_fraction = file.read_double_attr(group, format::kSplitTestFraction);
+      if (file.has_attr(group, format::kSplitValFraction)) {
+        split.val_fraction = file.read_double_attr(group, format::kSplitValFraction);
+      }
+      split.created = file.read_string_attr(group, format::kSplitCreated);
+      // Absent in indexes written before these attributes: the kind tells.
+      split.stratified = file.has_attr(group, format::kSplitStratified)
+                             ? file.read_int_attr(group, format::kSplitStratified) != 0
+                             : split.kind == "stratified" || split.kind == "stratified-group";
+      split.grouped = file.has_attr(group, format::kSplitGrouped)
+                          ? file.read_int_attr(group, format::kSplitGrouped) != 0
+                          : split.kind == "group" || split.kind == "stratified-group";
+      split.assign = file.read<int16_t>(group + "/assign");
+      index.splits.push_back(std::move(split));
+    }
+  }
+  index.validate(path.string());
+  return index;
+}
+
+void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
+  index.validate((dataset_dir / format::kIndexFile).string());
+  fs::path final_path = dataset_dir / format::kIndexFile;
+  fs::path tmp_path = final_path;
+  tmp_path += format::kTmpSuffix;
+  try {
+    h5::File file = h5::File::create(tmp_path);
+    file.write_attr("/", format::kAttrFormat, int64_t{format::kVersion});
+    file.write_attr("/", format::kAttrUuid, index.uuid);
+    file.write_attr("/", format::kAttrHeight, int64_t{index.height});
+    file.write_attr("/", format::kAttrWidth, int64_t{index.width});
+    file.write_attr("/", format::kAttrChannels, int64_t{index.channels});
+    file.write_attr("/", format::kAttrVariants, int64_t{index.variants});
+    file.write_attr("/", format::kAttrColor, index.color);
+    file.write_attr("/", format::kAttrConvertOptions, index.convert_options);
+    file.write_attr("/", format::kAttrCreatedBy, index.created_by);
+
+    file.write_strings(format::kSamplesPath, index.sample_path);
+    file.write(format::kSamplesLabel, index.sample_label);
+    file.write(format::kSamplesGroup, index.sample_group);
+    file.write_strings(format::kClassesName, index.class_names);
+    file.write_strings(format::kGroupsName, index.group_names);
+    file.write(format::kRecordsShard, index.records.shard);
+    file.write(format::kRecordsRow, index.records.row);
+    file.write(format::kRecordsSample, index.records.sample);
+    file.write(format::kRecordsVariant, index.records.variant);
+    file.write_strings(format::kShardsFile, index.shards.file);
+    file.write(format::kShardsRecords, index.shards.records);
+
+    file.create_group(format::kSplitsGroup);
+    std::vector<const Split*> splits;
+    for (const Split& split : index.splits) splits.push_back(&split);
+    std::sort(splits.begin(), splits.end(),
+              [](const Split* a, const Split* b) { return a->name < b->name; });
+    for (const Split* split : splits) {
+      std::string group = split_group(split->name);
+      file.write(group + "/assign", split->assign);
+      file.write_attr(group, format::kSplitKind, split->kind);
+      file.write_attr(group, format::kSplitFolds, int64_t{split->folds});
+      file.write_attr(group, format::kSplitSeed, static_cast<int64_t>(split->seed));
+      file.write_attr(group, format::kSplitTestFraction, split->test_fraction);
+      file.write_attr(group, format::kSplitValFraction, split->val_fraction);
+      file.write_attr(group, format::kSplitCreated, split->created);
+      file.write_attr(group, format::kSplitStratified, int64_t{split->stratified});
+      file.write_attr(group, format::kSplitGrouped, int64_t{split->grouped});
+    }
+    file.close();
+    crash_point("index-commit");
+    commit_file(tmp_path, final_path);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp_path, ec);
+    throw;
+  }
+}
+
+std::string utc_timestamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+}  // namespace imgpack

@@ -1,0 +1,145 @@
+// Small POSIX file helpers: descriptors, whole reads and writes that retry
+// interrupted and short calls, and crash-safe output (internal to imgpack).
+//
+// Crash safety in imgpack means: write NAME.tmp, close it, fsync it, rename it
+// to NAME, fsync the directory. A reader then sees either the old file or the
+// complete new one, never a torn one. All functions throw imgpack::Error
+// naming the path on failure, unless they say otherwise.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace imgpack {
+
+// Which file a descriptor refers to (st_dev, st_ino): tells the file that was
+// checked from another one renamed into its place since.
+struct FileIdentity {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+
+// Owns a POSIX file descriptor and closes it on destruction. Move-only.
+class FileDescriptor {
+ public:
+  FileDescriptor() = default;
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  // open(2) with O_CLOEXEC added; throws imgpack::Error naming `path` on failure.
+  FileDescriptor(const std::filesystem::path& path, int flags, unsigned mode = 0644);
+  ~FileDescriptor() { reset(); }
+  FileDescriptor(FileDescriptor&& other) noexcept : fd_(other.release()) {}
+  FileDescriptor& operator=(FileDescriptor&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = other.release();
+    }
+    return *this;
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset();
+
+  // From fstat(); both throw imgpack::Error naming `path` on failure. size()
+  // also refuses anything but a regular file (a FIFO, a device).
+  uint64_t size(const std::filesystem::path& path) const;
+  FileIdentity identity(const std::filesystem::path& path) const;
+
+ private:
+  int fd_ = -1;
+};
+
+// Opens an existing file read-only to check or map it. O_NONBLOCK: a FIFO put
+// where a shard should be must not block open(); size() then refuses it.
+// Throws imgpack::Error naming `path` on failure.
+FileDescriptor open_for_reading(const std::filesystem::path& path);
+
+// An exclusive advisory lock (flock) on a directory, for a read-modify-write
+// of a file in it: `imgpack split` holds one on the dataset directory while
+// it reads, changes and replaces index.h5, so concurrent runs take turns
+// instead of one silently dropping the other's split. Released on
+// destruction, or when the process dies. On a file system without flock
+// (some NFS set-ups) it locks nothing. Move-only; not for sharing between
+// threads.
+class DirectoryLock {
+ public:
+  // Waits until the lock is held. Throws imgpack::Error naming `dir` if it
+  // cannot be opened.
+  explicit DirectoryLock(const std::filesystem::path& dir);
+  // The lock if no one else holds it now, else std::nullopt (never waits).
+  static std::optional<DirectoryLock> try_acquire(const std::filesystem::path& dir);
+
+ private:
+  explicit DirectoryLock(FileDescriptor fd) : fd_(std::move(fd)) {}
+  FileDescriptor fd_;
+};
+
+// Reads up to `length` bytes at `offset` of `fd` into `out`, retrying
+// interrupted and short reads, and returns how many it read: `length`, or
+// fewer only where the file ends. Throws "PATH: read failed at byte N: REASON".
+std::size_t read_at(int fd, const std::filesystem::path& path, void* out, std::size_t length,
+                    uint64_t offset);
+
+// Reads exactly `length` bytes at `offset`; the file ending first is an
+// error too ("PATH: truncated at byte N").
+void read_exact_at(int fd, const std::filesystem::path& path, void* out, std::size_t length,
+                   uint64_t offset);
+
+// Writes all of `bytes` to `fd` at its file position (or at `offset` with
+// write_all_at), retrying interrupted and short writes. Throws
+// "PATH: WHAT: REASON" on failure.
+void write_all(int fd, const std::filesystem::path& path, std::string_view bytes,
+               const std::string& what = "write failed");
+void write_all_at(int fd, const std::filesystem::path& path, const void* data, std::size_t size,
+                  uint64_t offset, const std::string& what = "write failed");
+
+// Inputs larger than this are refused unread by read_file(): no image needs
+// it, and reading it whole would hold that much memory per thread.
+inline constexpr uint64_t kMaxInputBytes = uint64_t{2} << 30;
+
+// Reads the regular file at `path` into `out`, reusing its capacity: all of
+// it (refusing files over kMaxInputBytes), or only its first `prefix` bytes
+// when prefix > 0; a file that shrinks meanwhile yields what was there. For
+// inputs that are skipped rather than fatal, it never throws: it returns ""
+// or the reason it failed, without the path ("cannot open: No such file or
+// directory").
+std::string read_file(const std::filesystem::path& path, std::vector<uint8_t>& out,
+                      std::size_t prefix = 0);
+
+// fsync() the file or directory at `path`.
+void fsync_path(const std::filesystem::path& path);
+
+// fsync `from`, rename it to `to` (replacing), fsync the directory of `to`.
+void commit_file(const std::filesystem::path& from, const std::filesystem::path& to);
+
+// Writes `contents` to `path` crash-safely (via path + ".tmp").
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
+
+// Size in bytes of a regular file.
+uint64_t file_length(const std::filesystem::path& path);
+
+// Fault injection for crash-safety tests. If the environment variable
+// IMGPACK_CRASH_AT is "NAME" or "NAME:COUNT" and matches this call, the process
+// kills itself with SIGKILL, stopping exactly as a power loss or `kill -9`
+// would. Otherwise it costs one comparison (the variable is read once).
+// Points used by the writer: "record:N" (after the N-th record of a
+// conversion is staged), "shard-commit:K" (shard K written, not yet renamed),
+// "index-commit" (index.h5.tmp written, not yet renamed), "index-committed"
+// (index.h5 in place, journal not yet removed).
+void crash_point(std::string_view name, uint64_t count = 0);
+
+}  // namespace imgpack

@@ -1,0 +1,492 @@
+#include "h5.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <iterator>
+#include <mutex>
+#include <new>
+
+#include "h5_heaps.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+
+namespace imgpack::h5 {
+
+namespace {
+
+// HDF5 registers an atexit handler that closes files still open. After a
+// failed write (a full disk) a file can stay open in a state in which that
+// handler crashes (1.10.8: SIGSEGV in H5F__close_cb), turning a clean error
+// exit into a segfault. imgpack closes every file it opens itself, so it asks
+// the library not to install the handler; this must happen before HDF5
+// initialises, hence a static initialiser.
+const bool kNoAtexit = [] { return H5dont_atexit() >= 0; }();
+
+}  // namespace
+
+void silence_errors() {
+  // The thread-safe HDF5 keeps the error stack, and whether to print it, per
+  // thread: every thread that calls HDF5 must turn printing off itself.
+  thread_local bool silenced = false;
+  if (!silenced) {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    silenced = true;
+  }
+}
+
+namespace {
+
+struct ErrorSummary {
+  std::string innermost;  // what was wrong ("truncated file: eof = ...")
+  std::string failed;     // what the operating system refused ("file write failed")
+  std::string system;     // and its reason ("No space left on device")
+};
+
+// Walking downward, the last entry visited is the innermost.
+herr_t summarise_error(unsigned, const H5E_error2_t* err, void* client) {
+  auto* summary = static_cast<ErrorSummary*>(client);
+  if (err->desc == nullptr || err->desc[0] == '\0') return 0;
+  std::string_view desc = err->desc;
+  summary->innermost = desc;
+  // The sec2 driver says "file write failed: time = ..., errno = 28,
+  // error message = 'No space left on device', ...".
+  constexpr std::string_view kMarker = "error message = '";
+  if (auto at = desc.find(kMarker); at != std::string_view::npos) {
+    auto begin = at + kMarker.size();
+    auto end = desc.find('\'', begin);
+    summary->system = desc.substr(begin, end == std::string_view::npos ? end : end - begin);
+    summary->failed = desc.substr(0, desc.find_first_of(":,"));
+  }
+  return 0;
+}
+
+herr_t collect_names(hid_t, const char* name, const H5L_info_t*, void* client) {
+  static_cast<std::vector<std::string>*>(client)->emplace_back(name);
+  return 0;
+}
+
+std::string parent_of(const std::string& name) {
+  auto slash = name.find_last_of('/');
+  if (slash == std::string::npos || slash == 0) return "/";
+  return name.substr(0, slash);
+}
+
+}  // namespace
+
+std::string last_error_message() {
+  ErrorSummary summary;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, summarise_error, &summary);
+  // The innermost entry says what was wrong, except when the operating system
+  // refused a call: then HDF5 dumps the call's arguments, of which only what
+  // failed and the system's reason are worth reading.
+  if (summary.system.empty()) return summary.innermost;
+  return summary.failed + " (" + summary.system + ")";
+}
+
+herr_t Handle::close() {
+  if (id_ < 0) return 0;
+  silence_errors();
+  hid_t id = release();
+  switch (H5Iget_type(id)) {
+    case H5I_FILE:
+      return H5Fclose(id);
+    case H5I_GROUP:
+      return H5Gclose(id);
+    case H5I_DATASET:
+      return H5Dclose(id);
+    case H5I_DATASPACE:
+      return H5Sclose(id);
+    case H5I_DATATYPE:
+      return H5Tclose(id);
+    case H5I_ATTR:
+      return H5Aclose(id);
+    case H5I_GENPROP_LST:
+      return H5Pclose(id);
+    default:
+      return H5Idec_ref(id);
+  }
+}
+
+Handle group_creation_plist() {
+  silence_errors();
+  Handle plist(H5Pcreate(H5P_GROUP_CREATE));
+  if (!plist || H5Pset_obj_track_times(plist.get(), false) < 0) {
+    throw Error("HDF5: cannot create a group property list: " + last_error_message());
+  }
+  return plist;
+}
+
+Handle dataset_creation_plist() {
+  silence_errors();
+  Handle plist(H5Pcreate(H5P_DATASET_CREATE));
+  if (!plist || H5Pset_obj_track_times(plist.get(), false) < 0) {
+    throw Error("HDF5: cannot create a dataset property list: " + last_error_message());
+  }
+  return plist;
+}
+
+hid_t File::check(hid_t id, const char* call, const std::string& object) const {
+  if (id < 0) {
+    std::string message = path_.string() + ": " + call + "(" + object + ") failed";
+    std::string detail = last_error_message();
+    if (!detail.empty()) message += ": " + detail;
+    throw Error(message);
+  }
+  return id;
+}
+
+void File::check_status(herr_t status, const char* call, const std::string& object) const {
+  if (status < 0) check(H5I_INVALID_HID, call, object);
+}
+
+File File::open_read(const std::filesystem::path& path) {
+  silence_errors();
+  // HDF5's own message for a missing file is a dump of open(2)'s arguments.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw system_error(path, "cannot open", errno);
+  // Not a FIFO either: HDF5 would block opening it.
+  if (!S_ISREG(st.st_mode)) throw file_error(path, "not a regular file");
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (id < 0) {
+    std::string detail = last_error_message();
+    std::string message = path.string() + ": cannot open as HDF5";
+    if (!detail.empty()) message += ": " + detail;
+    if (detail.find("unable to lock") != std::string::npos ||
+        detail.find("No locks") != std::string::npos) {
+      message += " (on file systems without flock, e.g. NFS, set HDF5_USE_FILE_LOCKING=FALSE)";
+    }
+    throw Error(message);
+  }
+  return File(Handle(id), path);
+}
+
+File File::open_write(const std::filesystem::path& path) {
+  silence_errors();
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  if (id < 0) {
+    throw Error(path.string() + ": cannot open for writing: " + last_error_message());
+  }
+  return File(Handle(id), path);
+}
+
+File File::create(const std::filesystem::path& path, uint64_t alignment_threshold) {
+  silence_errors();
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  if (!fapl || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
+      H5Pset_alignment(fapl.get(), std::max<uint64_t>(alignment_threshold, 1), format::kAlignment) <
+          0) {
+    throw Error(path.string() + ": cannot set file access properties: " + last_error_message());
+  }
+  // The root group is created from the file creation properties: no times there either.
+  Handle fcpl(H5Pcreate(H5P_FILE_CREATE));
+  if (!fcpl || H5Pset_obj_track_times(fcpl.get(), false) < 0) {
+    throw Error(path.string() + ": cannot set file creation properties: " + last_error_message());
+  }
+  hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
+  if (id < 0) throw Error(path.string() + ": cannot create: " + last_error_message());
+  return File(Handle(id), path);
+}
+
+void File::close() {
+  if (!handle_) return;
+  check_status(H5Fflush(handle_.get(), H5F_SCOPE_LOCAL), "H5Fflush", "/");
+  check_status(handle_.close(), "H5Fclose", "/");
+}
+
+bool File::exists(const std::string& object) const {
+  if (object == "/") return true;
+  // H5Lexists fails (rather than returning false) when a parent is missing,
+  // so walk the path one component at a time.
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = object.find('/', pos + 1);
+    std::string prefix = object.substr(0, pos);
+    if (H5Lexists(id(), prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+  }
+  return H5Oexists_by_name(id(), object.c_str(), H5P_DEFAULT) > 0;
+}
+
+Handle File::open_dataset(const std::string& name) const {
+  if (!exists(name)) throw Error(path_.string() + ": missing dataset " + name);
+  return Handle(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "H5Dopen2", name));
+}
+
+Handle File::open_group(const std::string& name) const {
+  if (!exists(name)) throw Error(path_.string() + ": missing group " + name);
+  return Handle(check(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), "H5Gopen2", name));
+}
+
+Handle File::create_group(const std::string& name) {
+  if (name == "/") return Handle(check(H5Gopen2(id(), "/", H5P_DEFAULT), "H5Gopen2", name));
+  std::string parent = parent_of(name);
+  if (parent != "/" && !exists(parent)) create_group(parent);
+  if (exists(name)) return open_group(name);
+  Handle gcpl = group_creation_plist();
+  return Handle(check(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
+                      "H5Gcreate2", name));
+}
+
+void File::unlink(const std::string& name) {
+  check_status(H5Ldelete(id(), name.c_str(), H5P_DEFAULT), "H5Ldelete", name);
+}
+
+std::vector<uint64_t> File::shape(const std::string& name) const {
+  Handle dataset = open_dataset(name);
+  Handle space(check(H5Dget_space(dataset.get()), "H5Dget_space", name));
+  int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0) check(H5I_INVALID_HID, "H5Sget_simple_extent_ndims", name);
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0)
+    check_status(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr),
+                 "H5Sget_simple_extent_dims", name);
+  return {dims.begin(), dims.end()};
+}
+
+uint64_t File::length(const std::string& name) const {
+  std::vector<uint64_t> dims = shape(name);
+  if (dims.size() != 1) {
+    throw Error(path_.string() + ": " + name + " has rank " + std::to_string(dims.size()) +
+                ", expected 1");
+  }
+  return dims[0];
+}
+
+void File::read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed,
+                    bool is_float, void* out, uint64_t n) const {
+  Handle dataset = open_dataset(name);
+  Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
+  H5T_class_t cls = H5Tget_class(type.get());
+  bool ok = is_float ? cls == H5T_FLOAT
+                     : cls == H5T_INTEGER &&
+                           H5Tget_sign(type.get()) == (is_signed ? H5T_SGN_2 : H5T_SGN_NONE);
+  if (!ok || H5Tget_size(type.get()) != size) {
+    throw Error(path_.string() + ": " + name + " has an unexpected element type");
+  }
+  if (n == 0) return;
+  check_status(H5Dread(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread",
+               name);
+}
+
+void File::write_raw(const std::string& name, hid_t mem_type, const void* data, uint64_t n) {
+  std::string parent = parent_of(name);
+  if (parent != "/") create_group(parent);
+  hsize_t dims[1] = {n};
+  Handle space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", name));
+  Handle dcpl = dataset_creation_plist();
+  Handle dataset(check(
+      H5Dcreate2(id(), name.c_str(), mem_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+      "H5Dcreate2", name));
+  if (n == 0) return;
+  check_status(H5Dwrite(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "H5Dwrite",
+               name);
+}
+
+namespace {
+
+Handle utf8_string_type() {
+  Handle type(H5Tcopy(H5T_C_S1));
+  if (!type || H5Tset_size(type.get(), H5T_VARIABLE) < 0 ||
+      H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0) {
+    throw Error("HDF5: cannot make a string type: " + last_error_message());
+  }
+  return type;
+}
+
+// The memory HDF5 allocates for the strings of one variable-length read,
+// freed when this goes out of scope. When such a read fails part-way (a
+// damaged global heap), HDF5 1.10 drops the strings it had already converted
+// without freeing them or handing them back; tracking every allocation frees
+// them on that path too.
+class VlenAllocations {
+ public:
+  VlenAllocations() = default;
+  VlenAllocations(const VlenAllocations&) = delete;
+  VlenAllocations& operator=(const VlenAllocations&) = delete;
+  ~VlenAllocations() {
+    for (void* block : blocks_) std::free(block);
+  }
+
+  // A dataset transfer property list that allocates through this object.
+  Handle transfer_plist() {
+    Handle plist(H5Pcreate(H5P_DATASET_XFER));
+    if (!plist || H5Pset_vlen_mem_manager(plist.get(), allocate, this, release, this) < 0) {
+      throw Error("HDF5: cannot create a transfer property list: " + last_error_message());
+    }
+    return plist;
+  }
+
+ private:
+  static void* allocate(size_t size, void* info) {
+    auto* self = static_cast<VlenAllocations*>(info);
+    void* block = std::malloc(size);
+    if (block == nullptr) return nullptr;
+    try {
+      self->blocks_.push_back(block);
+    } catch (const std::bad_alloc&) {
+      std::free(block);
+      return nullptr;
+    }
+    return block;
+  }
+
+  static void release(void* block, void* info) {
+    auto& blocks = static_cast<VlenAllocations*>(info)->blocks_;
+    auto it = std::find(blocks.rbegin(), blocks.rend(), block);
+    if (it != blocks.rend()) blocks.erase(std::next(it).base());
+    std::free(block);
+  }
+
+  std::vector<void*> blocks_;
+};
+
+}  // namespace
+
+detail::GlobalHeaps* File::heaps() const {
+  unsigned intent = 0;
+  check_status(H5Fget_intent(id(), &intent), "H5Fget_intent", "/");
+  // A file open for writing is one imgpack is writing: its heaps may not be on disk yet.
+  if ((intent & H5F_ACC_RDWR) != 0) return nullptr;
+  if (!heaps_) heaps_ = std::make_shared<detail::GlobalHeaps>(id(), path_);
+  return heaps_.get();
+}
+
+std::vector<std::string> File::read_strings(const std::string& name) const {
+  Handle dataset = open_dataset(name);
+  Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
+  if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) <= 0) {
+    throw Error(path_.string() + ": " + name + " is not a variable-length string dataset");
+  }
+  if (detail::GlobalHeaps* heaps = this->heaps()) heaps->check_references(dataset.get(), name);
+  uint64_t n = length(name);
+  std::vector<char*> raw(n, nullptr);
+  Handle mem_type = utf8_string_type();
+  VlenAllocations strings;
+  if (n > 0) {
+    Handle xfer = strings.transfer_plist();
+    check_status(H5Dread(dataset.get(), mem_type.get(), H5S_ALL, H5S_ALL, xfer.get(), raw.data()),
+                 "H5Dread", name);
+  }
+  std::vector<std::string> out;
+  out.reserve(n);
+  for (char* s : raw) out.emplace_back(s != nullptr ? s : "");
+  return out;
+}
+
+void File::write_strings(const std::string& name, const std::vector<std::string>& values) {
+  std::string parent = parent_of(name);
+  if (parent != "/") create_group(parent);
+  std::vector<const char*> raw;
+  raw.reserve(values.size());
+  for (const std::string& s : values) raw.push_back(s.c_str());
+  hsize_t dims[1] = {values.size()};
+  Handle type = utf8_string_type();
+  Handle space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", name));
+  Handle dcpl = dataset_creation_plist();
+  Handle dataset(check(
+      H5Dcreate2(id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+      "H5Dcreate2", name));
+  if (values.empty()) return;
+  check_status(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()),
+               "H5Dwrite", name);
+}
+
+bool File::has_attr(const std::string& object, const std::string& attr) const {
+  if (!exists(object)) return false;
+  return H5Aexists_by_name(id(), object.c_str(), attr.c_str(), H5P_DEFAULT) > 0;
+}
+
+Handle File::open_attr(const std::string& object, const std::string& attr) const {
+  if (!has_attr(object, attr)) {
+    throw Error(path_.string() + ": missing attribute " + attr + " on " + object);
+  }
+  return Handle(check(H5Aopen_by_name(id(), object.c_str(), attr.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+                      "H5Aopen_by_name", object + "@" + attr));
+}
+
+Handle File::create_attr(const std::string& object, const std::string& attr, hid_t type) {
+  if (has_attr(object, attr)) {
+    check_status(H5Adelete_by_name(id(), object.c_str(), attr.c_str(), H5P_DEFAULT),
+                 "H5Adelete_by_name", object + "@" + attr);
+  }
+  Handle space(check(H5Screate(H5S_SCALAR), "H5Screate", object + "@" + attr));
+  return Handle(check(H5Acreate_by_name(id(), object.c_str(), attr.c_str(), type, space.get(),
+                                        H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                      "H5Acreate_by_name", object + "@" + attr));
+}
+
+int64_t File::read_int_attr(const std::string& object, const std::string& attr) const {
+  Handle a = open_attr(object, attr);
+  Handle type(check(H5Aget_type(a.get()), "H5Aget_type", object + "@" + attr));
+  if (H5Tget_class(type.get()) != H5T_INTEGER) {
+    throw Error(path_.string() + ": attribute " + attr + " on " + object + " is not an integer");
+  }
+  int64_t value = 0;
+  check_status(H5Aread(a.get(), H5T_NATIVE_INT64, &value), "H5Aread", object + "@" + attr);
+  return value;
+}
+
+double File::read_double_attr(const std::string& object, const std::string& attr) const {
+  Handle a = open_attr(object, attr);
+  Handle type(check(H5Aget_type(a.get()), "H5Aget_type", object + "@" + attr));
+  H5T_class_t cls = H5Tget_class(type.get());
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+    throw Error(path_.string() + ": attribute " + attr + " on " + object + " is not a number");
+  }
+  double value = 0;
+  check_status(H5Aread(a.get(), H5T_NATIVE_DOUBLE, &value), "H5Aread", object + "@" + attr);
+  return value;
+}
+
+std::string File::read_string_attr(const std::string& object, const std::string& attr) const {
+  Handle a = open_attr(object, attr);
+  Handle type(check(H5Aget_type(a.get()), "H5Aget_type", object + "@" + attr));
+  if (H5Tget_class(type.get()) != H5T_STRING) {
+    throw Error(path_.string() + ": attribute " + attr + " on " + object + " is not a string");
+  }
+  if (H5Tis_variable_str(type.get()) > 0) {
+    (void)heaps();  // the attribute's collection must be sound before HDF5 reads it
+    Handle mem_type = utf8_string_type();
+    char* raw = nullptr;
+    check_status(H5Aread(a.get(), mem_type.get(), &raw), "H5Aread", object + "@" + attr);
+    std::string value = raw != nullptr ? raw : "";
+    H5free_memory(raw);
+    return value;
+  }
+  std::size_t size = H5Tget_size(type.get());
+  std::string value(size, '\0');
+  check_status(H5Aread(a.get(), type.get(), value.data()), "H5Aread", object + "@" + attr);
+  value.resize(std::min(value.size(), value.find('\0')));
+  return value;
+}
+
+void File::write_attr(const std::string& object, const std::string& attr, int64_t value) {
+  Handle a = create_attr(object, attr, H5T_STD_I64LE);
+  check_status(H5Awrite(a.get(), H5T_NATIVE_INT64, &value), "H5Awrite", object + "@" + attr);
+}
+
+void File::write_attr(const std::string& object, const std::string& attr, double value) {
+  Handle a = create_attr(object, attr, H5T_IEEE_F64LE);
+  check_status(H5Awrite(a.get(), H5T_NATIVE_DOUBLE, &value), "H5Awrite", object + "@" + attr);
+}
+
+void File::write_attr(const std::string& object, const std::string& attr,
+                      const std::string& value) {
+  Handle type = utf8_string_type();
+  Handle a = create_attr(object, attr, type.get());
+  const char* raw = value.c_str();
+  check_status(H5Awrite(a.get(), type.get(), &raw), "H5Awrite", object + "@" + attr);
+}
+
+std::vector<std::string> File::list(const std::string& group) const {
+  Handle g = open_group(group);
+  std::vector<std::string> names;
+  check_status(H5Literate(g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_names, &names),
+               "H5Literate", group);
+  return names;
+}
+
+}  // namespace imgpack::h5

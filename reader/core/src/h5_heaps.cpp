@@ -1,0 +1,237 @@
+#include "h5_heaps.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "h5.hpp"
+#include "imgpack/error.hpp"
+
+namespace imgpack::h5::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kCollectionAlignment = 4096;
+constexpr uint64_t kHeaderBytes = 16;        // "GCOL", version, reserved, collection size
+constexpr uint64_t kObjectHeaderBytes = 16;  // index, references, reserved, object size
+constexpr uint64_t kReferenceBytes = 16;     // sequence length, collection address, object index
+
+uint64_t load_le(const uint8_t* p, int bytes) {
+  uint64_t value = 0;
+  for (int i = bytes - 1; i >= 0; --i) value = (value << 8) | p[i];
+  return value;
+}
+
+struct Range {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+struct VisitState {
+  std::vector<std::string> datasets;
+};
+
+herr_t collect_datasets(hid_t, const char* name, const H5O_info_t* info, void* client) {
+  if (info->type == H5O_TYPE_DATASET) {
+    static_cast<VisitState*>(client)->datasets.emplace_back(name);
+  }
+  return 0;
+}
+
+// The file ranges holding contiguous datasets' raw data: a 4096-byte
+// boundary there is pixel or column data, never a collection.
+std::vector<Range> raw_data_ranges(hid_t file_id) {
+  VisitState state;
+  if (H5Ovisit2(file_id, H5_INDEX_NAME, H5_ITER_NATIVE, collect_datasets, &state, H5O_INFO_BASIC) <
+      0) {
+    return {};  // the damage, if any, is reported by the read that follows
+  }
+  std::vector<Range> ranges;
+  for (const std::string& name : state.datasets) {
+    Handle dataset(H5Dopen2(file_id, name.c_str(), H5P_DEFAULT));
+    if (!dataset) continue;
+    Handle dcpl(H5Dget_create_plist(dataset.get()));
+    if (!dcpl || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS) continue;
+    const haddr_t offset = H5Dget_offset(dataset.get());
+    const hsize_t size = H5Dget_storage_size(dataset.get());
+    if (offset == HADDR_UNDEF || size == 0) continue;
+    ranges.push_back({offset, offset + size});
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  return ranges;
+}
+
+}  // namespace
+
+GlobalHeaps::GlobalHeaps(hid_t file_id, const fs::path& path)
+    : path_(path), fd_(open_for_reading(path)) {
+  file_size_ = fd_.size(path);
+  Handle fcpl(H5Fget_create_plist(file_id));
+  std::size_t offset_bytes = 0, length_bytes = 0;
+  if (!fcpl || H5Pget_sizes(fcpl.get(), &offset_bytes, &length_bytes) < 0 || offset_bytes != 8 ||
+      length_bytes != 8) {
+    supported_ = false;  // not written by imgpack; HDF5 alone checks it
+    return;
+  }
+  const std::vector<Range> skip = raw_data_ranges(file_id);
+  std::size_t next_skip = 0;
+  uint64_t address = 0;
+  while (address + kHeaderBytes <= file_size_) {
+    while (next_skip < skip.size() && skip[next_skip].end <= address) ++next_skip;
+    if (next_skip < skip.size() && skip[next_skip].begin <= address) {
+      address = (skip[next_skip].end + kCollectionAlignment - 1) / kCollectionAlignment *
+                kCollectionAlignment;
+      continue;
+    }
+    char signature[4];
+    read(address, signature, sizeof signature);
+    if (std::memcmp(signature, "GCOL", 4) == 0) {
+      const Collection& collection = collection_at(address);
+      address += std::max(kCollectionAlignment, collection.size);
+      address = (address + kCollectionAlignment - 1) / kCollectionAlignment * kCollectionAlignment;
+    } else {
+      address += kCollectionAlignment;
+    }
+  }
+}
+
+void GlobalHeaps::read(uint64_t offset, void* out, uint64_t length) const {
+  read_exact_at(fd_.get(), path_, out, length, offset);
+}
+
+GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address, const std::string& referrer) const {
+  const std::string where = (referrer.empty() ? "" : referrer + ": ") +
+                            "global heap collection at byte " + std::to_string(address);
+  auto damaged = [&](const std::string& problem) {
+    return file_error(path_, where + " is damaged: " + problem);
+  };
+  if (address > file_size_ || file_size_ - address < kHeaderBytes) {
+    throw damaged("it lies past the end of the file");
+  }
+  uint8_t header[kHeaderBytes];
+  read(address, header, sizeof header);
+  if (std::memcmp(header, "GCOL", 4) != 0) throw damaged("no GCOL signature");
+  if (header[4] != 1) throw damaged("version " + std::to_string(header[4]));
+  Collection collection;
+  collection.size = load_le(header + 8, 8);
+  if (collection.size < kHeaderBytes || collection.size > file_size_ - address) {
+    throw damaged("it declares " + std::to_string(collection.size) + " bytes, the file has " +
+                  std::to_string(file_size_ - address) + " from there");
+  }
+  std::vector<uint8_t> bytes(collection.size);
+  read(address, bytes.data(), bytes.size());
+  // The walk HDF5 makes when it loads the collection, with the bounds checks
+  // it leaves out, and what HDF5 guarantees when it writes one: objects
+  // packed from the start, each zero-padded to 8 bytes, and the free space
+  // (object 0), if any, last and reaching exactly to the end. A damaged
+  // object size that keeps all of that true, and the string NUL-free, is
+  // one that shrank to another 8-byte boundary: HDF5 then reads a shorter
+  // string, never past its buffer.
+  uint64_t p = kHeaderBytes;
+  bool free_space_seen = false;
+  while (p < collection.size) {
+    if (collection.size - p < kObjectHeaderBytes) break;  // too small for an object: free space
+    if (free_space_seen)
+      throw damaged("an object follows the free space at offset " + std::to_string(p));
+    const uint64_t index = load_le(&bytes[p], 2);
+    const uint64_t size = load_le(&bytes[p + 8], 8);
+    uint64_t need = 0;
+    if (index == 0) {  // the free space, its size counting its own header
+      need = size;
+      free_space_seen = true;
+      if (need != collection.size - p) {
+        throw damaged("its free space at offset " + std::to_string(p) + " declares " +
+                      std::to_string(size) + " bytes, " + std::to_string(collection.size - p) +
+                      " remain");
+      }
+    } else {
+      if (size > collection.size) {
+        throw damaged("object " + std::to_string(index) + " declares " + std::to_string(size) +
+                      " bytes");
+      }
+      need = kObjectHeaderBytes + (size + 7) / 8 * 8;
+    }
+    if (need < kObjectHeaderBytes || need > collection.size - p) {
+      throw damaged("object " + std::to_string(index) + " at offset " + std::to_string(p) +
+                    " ends outside the collection");
+    }
+    if (index != 0) {
+      // Every heap object imgpack writes is a string, stored without its
+      // terminator: a trailing NUL means the size grew into the padding,
+      // and HDF5 would copy that many bytes into a buffer sized by the
+      // string's (intact) length.
+      if (size > 0 && bytes[p + kObjectHeaderBytes + size - 1] == 0) {
+        throw damaged("object " + std::to_string(index) + " at offset " + std::to_string(p) +
+                      " ends in a NUL byte (its size is wrong)");
+      }
+      for (uint64_t i = p + kObjectHeaderBytes + size; i < p + need; ++i) {
+        if (bytes[i] != 0) {
+          throw damaged("object " + std::to_string(index) + " at offset " + std::to_string(p) +
+                        " is followed by non-zero padding (its size is wrong)");
+        }
+      }
+      if (collection.object_size.size() <= index) collection.object_size.resize(index + 1, -1);
+      if (collection.object_size[index] >= 0) {
+        throw damaged("object " + std::to_string(index) + " appears twice");
+      }
+      collection.object_size[index] = static_cast<int64_t>(size);
+    }
+    p += need;
+  }
+  return collection;
+}
+
+const GlobalHeaps::Collection& GlobalHeaps::collection_at(uint64_t address,
+                                                          const std::string& referrer) {
+  auto it = collections_.find(address);
+  if (it == collections_.end()) it = collections_.emplace(address, parse(address, referrer)).first;
+  return it->second;
+}
+
+void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
+  if (!supported_) return;
+  Handle dcpl(H5Dget_create_plist(dataset));
+  if (!dcpl || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS) return;
+  Handle space(H5Dget_space(dataset));
+  if (!space) return;
+  const hssize_t points = H5Sget_simple_extent_npoints(space.get());
+  const haddr_t offset = H5Dget_offset(dataset);
+  if (points <= 0 || offset == HADDR_UNDEF) return;  // nothing stored: HDF5 reads no heap
+  const auto n = static_cast<uint64_t>(points);
+  const uint64_t bytes = H5Dget_storage_size(dataset);
+  if (n > file_size_ / kReferenceBytes || bytes != n * kReferenceBytes || offset > file_size_ ||
+      bytes > file_size_ - offset) {
+    throw file_error(path_, name + " is damaged: " + std::to_string(n) +
+                                " strings cannot be stored in " + std::to_string(bytes) +
+                                " bytes at byte " + std::to_string(offset));
+  }
+  std::vector<uint8_t> raw(bytes);
+  read(offset, raw.data(), raw.size());
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint8_t* ref = raw.data() + i * kReferenceBytes;
+    const uint64_t length = load_le(ref, 4);
+    const uint64_t address = load_le(ref + 4, 8);
+    const uint64_t index = load_le(ref + 12, 4);
+    if (address == 0 || length == 0) continue;  // null or empty: HDF5 reads no heap object
+    const std::string element = name + "[" + std::to_string(i) + "]";
+    const Collection& collection = collection_at(address, element);
+    if (index == 0 || index >= collection.object_size.size() || collection.object_size[index] < 0) {
+      throw file_error(path_, element + " is damaged: it names object " + std::to_string(index) +
+                                  " of the global heap collection at byte " +
+                                  std::to_string(address) + ", which has no such object");
+    }
+    if (static_cast<uint64_t>(collection.object_size[index]) != length) {
+      throw file_error(path_, element + " is damaged: its length " + std::to_string(length) +
+                                  " differs from the " +
+                                  std::to_string(collection.object_size[index]) +
+                                  " bytes of its heap object");
+    }
+  }
+}
+
+}  // namespace imgpack::h5::detail

@@ -1,0 +1,60 @@
+// Validation of HDF5 global heap collections (internal to imgpack's HDF5 layer).
+//
+// Variable-length data (every string imgpack stores) lives in global heap
+// collections ("GCOL"), the one kind of HDF5 1.10 metadata without a
+// checksum. HDF5 trusts them: a damaged object size, or a damaged object
+// index in a string dataset's heap reference, makes H5Dread or H5Aread copy
+// out of bounds (SIGSEGV), and a zero free-space size loops forever. Before
+// h5::File reads a variable-length string it has GlobalHeaps check, with
+// plain reads of the file, that every collection HDF5 may load is well
+// formed and that every reference points at an object of the right size.
+// The checks assume what imgpack writes: 8-byte file offsets and lengths
+// (other files are left to HDF5) and strings as the only variable-length
+// data (a heap object ending in a NUL byte is taken for damage).
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "files.hpp"
+
+namespace imgpack::h5::detail {
+
+class GlobalHeaps {
+ public:
+  // Finds and checks every collection of the open file `file_id` at `path`:
+  // collections are at least 4096 bytes, so imgpack's 4096-byte alignment
+  // puts each one on a 4096-byte boundary; boundaries inside the raw data
+  // of contiguous datasets are skipped. Throws imgpack::Error naming the
+  // file and the damaged collection.
+  GlobalHeaps(hid_t file_id, const std::filesystem::path& path);
+
+  // Checks the heap references of variable-length dataset `name` (open as
+  // `dataset`), when it is contiguous: each non-empty one must name an
+  // object that exists and holds exactly the referenced length. Throws
+  // imgpack::Error naming the file, the dataset and the element.
+  void check_references(hid_t dataset, const std::string& name);
+
+ private:
+  struct Collection {
+    uint64_t size = 0;
+    std::vector<int64_t> object_size;  // by object index; -1 = no such object
+  };
+  // `referrer` names what points to the collection in errors ("" for none).
+  const Collection& collection_at(uint64_t address, const std::string& referrer = {});
+  Collection parse(uint64_t address, const std::string& referrer) const;
+  void read(uint64_t offset, void* out, uint64_t length) const;
+
+  std::filesystem::path path_;
+  FileDescriptor fd_;
+  uint64_t file_size_ = 0;
+  bool supported_ = true;  // 8-byte offsets and lengths, as imgpack writes
+  std::map<uint64_t, Collection> collections_;
+};
+
+}  // namespace imgpack::h5::detail

@@ -1,0 +1,200 @@
+// check_records(): reading and hashing the records of intact shards.
+#include "record_check.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "imgpack/checksum.hpp"
+#include "imgpack/error.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// More threads than this only add contention (and each holds a read buffer).
+constexpr std::size_t kMaxThreads = 256;
+
+// Rows [first_row, first_row + rows) of one shard: what one pread covers.
+struct ReadUnit {
+  std::size_t shard = 0;
+  uint64_t first_row = 0;
+  uint64_t rows = 0;
+};
+
+// Reads exactly `length` bytes at `offset`; a short read means the file shrank.
+void read_exactly(int fd, const fs::path& path, uint8_t* out, uint64_t length, uint64_t offset) {
+  const std::size_t done = read_at(fd, path, out, length, offset);
+  if (done < length) {
+    throw file_error(path, "truncated while being checked: no bytes at " +
+                               std::to_string(offset + done) + " (was the file changed?)");
+  }
+}
+
+// Threads take read units in file order, read them with pread into their own
+// buffer and hash every record.
+class ChecksumPass {
+ public:
+  ChecksumPass(std::span<const ShardRecords> shards, uint64_t record_bytes,
+               const VerifyOptions& options)
+      : shards_(shards), record_bytes_(record_bytes), failed_(shards.size()) {
+    const uint64_t rows_per_unit = std::max<uint64_t>(1, options.read_bytes / record_bytes);
+    for (std::size_t s = 0; s < shards.size(); ++s) {
+      const uint64_t rows = shards[s].checksums.size();
+      for (uint64_t first = 0; first < rows; first += rows_per_unit) {
+        units_.push_back({s, first, std::min(rows_per_unit, rows - first)});
+      }
+      total_bytes_ += rows * record_bytes;
+    }
+    buffer_bytes_ = rows_per_unit * record_bytes;
+  }
+
+  VerifyProgress progress() const {
+    const uint64_t bytes = done_bytes_.load(std::memory_order_relaxed);
+    return {bytes / record_bytes_, total_bytes_ / record_bytes_, bytes, total_bytes_};
+  }
+
+  // Runs the pass on `threads` threads, calling options.progress on this thread.
+  RecordCheck run(unsigned threads, const VerifyOptions& options) {
+    threads = static_cast<unsigned>(std::clamp<std::size_t>(
+        threads, 1, std::clamp<std::size_t>(units_.size(), 1, kMaxThreads)));
+    {
+      std::vector<std::jthread> workers;
+      workers.reserve(threads);
+      for (unsigned t = 0; t < threads; ++t) workers.emplace_back([this] { work(); });
+      try {
+        std::unique_lock lock(mutex_);
+        while (finished_ < threads) {
+          if (options.progress) {
+            lock.unlock();
+            options.progress(progress());
+            lock.lock();
+          }
+          finished_cv_.wait_for(lock, std::chrono::milliseconds(200),
+                                [&] { return finished_ >= threads; });
+        }
+      } catch (...) {
+        stop_.store(true);
+        throw;  // the jthreads join on the way out
+      }
+    }
+    if (worker_failure_) std::rethrow_exception(worker_failure_);
+    if (options.progress) options.progress(progress());
+
+    RecordCheck result;
+    result.mismatched = std::move(mismatched_);
+    std::sort(result.mismatched.begin(), result.mismatched.end(),
+              [](const MismatchedRow& a, const MismatchedRow& b) {
+                return std::pair(a.shard, a.row) < std::pair(b.shard, b.row);
+              });
+    result.unreadable = std::move(unreadable_);
+    std::sort(result.unreadable.begin(), result.unreadable.end(),
+              [](const UnreadableShard& a, const UnreadableShard& b) { return a.shard < b.shard; });
+    result.records_checked = records_checked_.load();
+    result.bytes_checked = done_bytes_.load();
+    result.threads = threads;
+    return result;
+  }
+
+ private:
+  void work() {
+    try {
+      std::vector<uint8_t> buffer(buffer_bytes_);
+      std::vector<MismatchedRow> mismatched;
+      std::optional<FileDescriptor> fd;
+      std::size_t fd_shard = ~std::size_t{0};
+      uint64_t records = 0;
+      for (;;) {
+        const std::size_t u = next_unit_.fetch_add(1, std::memory_order_relaxed);
+        if (u >= units_.size() || stop_.load(std::memory_order_relaxed)) break;
+        const ReadUnit& unit = units_[u];
+        const ShardRecords& shard = shards_[unit.shard];
+        if (failed_[unit.shard].load(std::memory_order_relaxed)) continue;
+        try {
+          if (fd_shard != unit.shard) {
+            fd.reset();
+            fd_shard = unit.shard;
+            fd.emplace(open_for_reading(shard.path));
+            if (fd->identity(shard.path) != shard.file) {
+              throw file_error(shard.path, "was replaced while being checked");
+            }
+            ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+          }
+          const uint64_t bytes = unit.rows * record_bytes_;
+          read_exactly(fd->get(), shard.path, buffer.data(), bytes,
+                       shard.images_offset + unit.first_row * record_bytes_);
+          for (uint64_t i = 0; i < unit.rows; ++i) {
+            const uint64_t row = unit.first_row + i;
+            if (checksum(buffer.data() + i * record_bytes_, record_bytes_) !=
+                shard.checksums[row]) {
+              mismatched.push_back({unit.shard, row});
+            }
+          }
+          records += unit.rows;
+          done_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+        } catch (const Error& e) {
+          // The first read problem of a shard is reported; its other units are skipped.
+          if (!failed_[unit.shard].exchange(true)) {
+            std::lock_guard lock(mutex_);
+            unreadable_.push_back({unit.shard, e.what()});
+          }
+        }
+      }
+      records_checked_.fetch_add(records);
+      std::lock_guard lock(mutex_);
+      mismatched_.insert(mismatched_.end(), mismatched.begin(), mismatched.end());
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!worker_failure_) worker_failure_ = std::current_exception();
+      stop_.store(true);
+    }
+    std::lock_guard lock(mutex_);
+    ++finished_;
+    finished_cv_.notify_all();
+  }
+
+  std::span<const ShardRecords> shards_;
+  const uint64_t record_bytes_;
+  std::vector<ReadUnit> units_;
+  std::size_t buffer_bytes_ = 0;
+  uint64_t total_bytes_ = 0;
+
+  std::vector<std::atomic<bool>> failed_;  // per shard: a read failed, skip the rest
+  std::atomic<std::size_t> next_unit_{0};
+  std::atomic<uint64_t> done_bytes_{0};
+  std::atomic<uint64_t> records_checked_{0};
+  std::atomic<bool> stop_{false};
+
+  std::mutex mutex_;  // guards what follows
+  std::condition_variable finished_cv_;
+  unsigned finished_ = 0;
+  std::vector<MismatchedRow> mismatched_;
+  std::vector<UnreadableShard> unreadable_;
+  std::exception_ptr worker_failure_;
+};
+
+}  // namespace
+
+RecordCheck check_records(std::span<const ShardRecords> shards, uint64_t record_bytes,
+                          const VerifyOptions& options) {
+  if (options.read_bytes == 0) throw UsageError("read size must be at least 1 byte");
+  if (record_bytes == 0) throw UsageError("records must be at least 1 byte");
+  ChecksumPass pass(shards, record_bytes, options);
+  const unsigned threads =
+      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  return pass.run(threads, options);
+}
+
+}  // namespace imgpack

@@ -1,0 +1,152 @@
+#include "shard_check.hpp"
+
+#include <limits>
+#include <string>
+
+#include "h5.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string layout_name(H5D_layout_t layout) {
+  switch (layout) {
+    case H5D_COMPACT:
+      return "compact";
+    case H5D_CONTIGUOUS:
+      return "contiguous";
+    case H5D_CHUNKED:
+      return "chunked";
+    case H5D_VIRTUAL:
+      return "virtual";
+    default:
+      return "of unknown layout";
+  }
+}
+
+std::string dims_text(const std::vector<uint64_t>& dims) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(dims[i]);
+  }
+  return text + "]";
+}
+
+// The root attributes that say whose shard this is.
+void check_identity(const h5::File& file, const ShardExpectation& expected) {
+  const fs::path& path = file.path();
+  h5::Handle fcpl(file.check(H5Fget_create_plist(file.id()), "H5Fget_create_plist", "/"));
+  hsize_t userblock = 0;
+  file.check_status(H5Pget_userblock(fcpl.get(), &userblock), "H5Pget_userblock", "/");
+  if (userblock != 0) throw file_error(path, "has a user block; not written by imgpack");
+  if (!file.has_attr("/", format::kAttrFormat)) {
+    throw file_error(path, "not an imgpack shard (no imgpack_format attribute)");
+  }
+  const int64_t version = file.read_int_attr("/", format::kAttrFormat);
+  if (version != format::kVersion) {
+    throw file_error(path, "format version " + std::to_string(version) +
+                               ", this imgpack reads version " + std::to_string(format::kVersion));
+  }
+  const std::string uuid = file.read_string_attr("/", format::kAttrUuid);
+  if (uuid != expected.uuid) {
+    throw file_error(path, "belongs to dataset " + uuid + ", but " + expected.expected_by +
+                               " is dataset " + expected.uuid + " (a shard from another dataset?)");
+  }
+  const int64_t shard_index = file.read_int_attr("/", format::kAttrShardIndex);
+  if (shard_index != static_cast<int64_t>(expected.shard)) {
+    throw file_error(path, "is shard " + std::to_string(shard_index) + ", " + expected.expected_by +
+                               " lists it as " + std::to_string(expected.shard));
+  }
+}
+
+// Everything about /images that must hold before its bytes can be mapped.
+// Returns its offset in the file.
+uint64_t check_images(const h5::File& file, const ShardExpectation& expected, uint64_t file_size) {
+  const fs::path& path = file.path();
+  const std::string name = format::kImages;
+  const uint64_t records = expected.records;
+  h5::Handle images = file.open_dataset(name);
+
+  h5::Handle type(file.check(H5Dget_type(images.get()), "H5Dget_type", name));
+  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_size(type.get()) != 1 ||
+      H5Tget_sign(type.get()) != H5T_SGN_NONE) {
+    throw file_error(path, name + " is not uint8");
+  }
+  const std::vector<uint64_t> wanted = {records, expected.height, expected.width,
+                                        expected.channels};
+  const std::vector<uint64_t> dims = file.shape(name);
+  if (dims != wanted) {
+    throw file_error(path, name + " has shape " + dims_text(dims) + ", " + expected.expected_by +
+                               " expects " + dims_text(wanted));
+  }
+
+  h5::Handle dcpl(file.check(H5Dget_create_plist(images.get()), "H5Dget_create_plist", name));
+  H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  if (layout != H5D_CONTIGUOUS) {
+    throw file_error(path, name + " is " + layout_name(layout) +
+                               ", expected contiguous (cannot be memory-mapped)");
+  }
+  int external = H5Pget_external_count(dcpl.get());
+  if (external != 0) throw file_error(path, name + " uses external storage");
+  int filters = H5Pget_nfilters(dcpl.get());
+  if (filters != 0) throw file_error(path, name + " is filtered");
+  if (records == 0) return 0;
+
+  H5D_space_status_t status{};
+  file.check_status(H5Dget_space_status(images.get(), &status), "H5Dget_space_status", name);
+  if (status != H5D_SPACE_STATUS_ALLOCATED) {
+    throw file_error(path, name + " has no (or partly) allocated storage");
+  }
+  const uint64_t record_bytes = expected.height * expected.width * expected.channels;
+  if (record_bytes == 0) throw file_error(path, name + " holds records of no bytes");
+  if (records > std::numeric_limits<uint64_t>::max() / record_bytes) {
+    throw file_error(path, name + " is larger than any file can be");
+  }
+  const uint64_t bytes = records * record_bytes;
+  if (H5Dget_storage_size(images.get()) != bytes) {
+    throw file_error(path, name + " stores " + std::to_string(H5Dget_storage_size(images.get())) +
+                               " bytes, expected " + std::to_string(bytes));
+  }
+  haddr_t offset = H5Dget_offset(images.get());
+  if (offset == HADDR_UNDEF) throw file_error(path, name + " has no file offset");
+  if (offset > file_size || bytes > file_size - offset) {
+    throw file_error(path, "truncated: " + name + " ends at byte " +
+                               std::to_string(offset + bytes) + " but the file has " +
+                               std::to_string(file_size) + " bytes");
+  }
+  return offset;
+}
+
+template <class T>
+std::vector<T> read_column(const h5::File& file, const char* name, uint64_t records) {
+  // Check the length before reading: a damaged file can declare any size.
+  const uint64_t length = file.length(name);
+  if (length != records) {
+    throw file_error(file.path(), std::string(name) + " has " + std::to_string(length) +
+                                      " entries, expected " + std::to_string(records));
+  }
+  return file.read<T>(name);
+}
+
+}  // namespace
+
+ShardContents read_shard(const fs::path& path, const ShardExpectation& expected,
+                         uint64_t file_size) {
+  h5::File file = h5::File::open_read(path);
+  check_identity(file, expected);
+  ShardContents contents;
+  contents.images_offset = check_images(file, expected, file_size);
+  contents.images_bytes = expected.records * expected.height * expected.width * expected.channels;
+  contents.labels = read_column<int32_t>(file, format::kLabels, expected.records);
+  contents.samples = read_column<int64_t>(file, format::kSample, expected.records);
+  contents.variants = read_column<uint16_t>(file, format::kVariant, expected.records);
+  contents.checksums = read_column<uint64_t>(file, format::kChecksum, expected.records);
+  return contents;
+}
+
+}  // namespace imgpack

@@ -1,0 +1,57 @@
+// Checking one shard file's structure.
+//
+// Dataset::open(), verify_dataset() and `imgpack convert --resume` all judge
+// shards with read_shard() (and their pixels with check_records(),
+// record_check.hpp), so a shard that one of them accepts is a shard that all
+// of them accept. read_shard() reads only HDF5 metadata and the per-row
+// columns, and only reads.
+//
+// Safe to call from several threads at once; the structs are plain values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace imgpack {
+
+// What a shard must be: shard `shard` of dataset `uuid`, holding `records`
+// records of height x width x channels bytes. `expected_by` names where the
+// expectation comes from, for error messages ("index.h5 expects [...]").
+struct ShardExpectation {
+  std::string uuid;
+  uint64_t shard = 0;
+  uint64_t records = 0;
+  uint64_t height = 0;
+  uint64_t width = 0;
+  uint64_t channels = 0;
+  std::string expected_by = "index.h5";
+};
+
+// What a structurally intact shard holds: where its pixels are, and its
+// per-row columns (each of length `records`).
+struct ShardContents {
+  uint64_t images_offset = 0;  // byte offset of /images in the file (0 if no records)
+  uint64_t images_bytes = 0;   // records * height * width * channels
+  std::vector<int32_t> labels;
+  std::vector<int64_t> samples;
+  std::vector<uint16_t> variants;
+  std::vector<uint64_t> checksums;  // stored XXH3-64 of each row's bytes
+};
+
+// Checks the shard at `path`, whose open descriptor reported `file_size`
+// bytes (pass the size of the descriptor that will be read or mapped, so the
+// check is about that very file): no user block; format version, dataset
+// uuid and shard index as expected; /images uint8 of shape [records, H, W, C],
+// contiguous, unfiltered, not external, allocated and inside the file;
+// /labels, /sample, /variant and /checksum of length `records`. Whether the
+// columns agree with an index is the caller's business.
+// Throws imgpack::Error naming `path` and the first problem found. Keeps no
+// HDF5 handle open after it returns.
+ShardContents read_shard(const std::filesystem::path& path, const ShardExpectation& expected,
+                         uint64_t file_size);
+
+}  // namespace imgpack

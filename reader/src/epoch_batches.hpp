@@ -1,0 +1,47 @@
+// How one rank's records of an epoch are cut into batches: pure arithmetic
+// beside EpochOrder (internal to the reader).
+//
+// A rank with m records and batch size b has, per LastBatch policy:
+//   drop     floor(m / b) batches, floor(m / b) * b images (the rest is not read)
+//   partial  ceil(m / b) batches, m images (the last batch short)
+//   pad      ceil(m / b) batches, ceil(m / b) * b images (the last batch filled
+//            by repeating the epoch's first records)
+// Every function here is pure and safe from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "imgpack/epoch_order.hpp"
+#include "imgpack/loader.hpp"
+
+namespace imgpack::detail {
+
+// Batches and images per epoch of a rank holding `rank_records` records.
+std::size_t batches_per_epoch(std::size_t rank_records, std::size_t batch_size, LastBatch last);
+std::size_t images_per_epoch(std::size_t rank_records, std::size_t batch_size, LastBatch last);
+
+// Everything one epoch delivers, fixed when the epoch starts.
+struct EpochBatches {
+  uint64_t epoch = 0;
+  std::size_t batch_size = 0;
+  // The record at every position of every batch, last-batch padding included:
+  // images_per_epoch() entries.
+  std::vector<uint64_t> entries;
+  std::size_t batches = 0;
+  // Entries at or after this index repeat records of the epoch (rank padding
+  // and last-batch padding).
+  std::size_t pad_from = 0;
+
+  // First entry of batch `b`, and the entries it holds.
+  std::size_t begin(std::size_t b) const { return b * batch_size; }
+  std::size_t size(std::size_t b) const;
+  // How many of batch `b`'s entries are padding.
+  std::size_t padding(std::size_t b) const;
+};
+
+// Cuts one rank's plan of an epoch into batches.
+EpochBatches make_epoch_batches(EpochPlan plan, std::size_t batch_size, LastBatch last);
+
+}  // namespace imgpack::detail

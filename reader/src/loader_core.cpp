@@ -1,0 +1,423 @@
+// The loader's pipeline: reader threads, the upload stage and delivery (see
+// loader_core.hpp).
+#include "loader_core.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "imgpack/checksum.hpp"
+#include "imgpack/error.hpp"
+
+namespace imgpack::detail {
+
+namespace {
+
+void validate(const Dataset& dataset, const LoaderOptions& o) {
+  if (!dataset) throw UsageError("Loader: the dataset is not open");
+  if (o.batch_size == 0) throw UsageError("batch size must be at least 1");
+  if (o.threads == 0 || o.threads > 1024) throw UsageError("threads must be between 1 and 1024");
+  if (o.prefetch == 0 || o.prefetch > 4096) {
+    throw UsageError("prefetch must be between 1 and 4096 slots");
+  }
+  if (o.output != OutputFormat::uint8_nhwc) {
+    for (uint32_t c = 0; c < dataset.channels(); ++c) {
+      if (!(o.stddev[c] > 0)) throw UsageError("stddev must be positive for every channel");
+    }
+  }
+}
+
+}  // namespace
+
+LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
+    : dataset_((validate(dataset, options), std::move(dataset))),
+      options_(std::move(options)),
+      order_(dataset_, select_samples(dataset_.index(), options_.selection),
+             resolve_variant_policy(options_.selection.variants, options_.selection.role),
+             options_.order),
+      record_bytes_(dataset_.record_bytes()),
+      output_record_bytes_(record_bytes_ * output_element_bytes(options_.output)),
+      shape_{dataset_.height(), dataset_.width(), dataset_.channels()},
+      norm_(Normalization::from_mean_std(options_.mean.data(), options_.stddev.data(),
+                                         dataset_.channels())) {
+  backend_ = make_upload_backend(options_.device, options_.pin_host_memory);
+  convert_on_host_ =
+      !backend_->separate_device_memory() && options_.output != OutputFormat::uint8_nhwc;
+  const std::size_t batch = options_.batch_size;
+  chunk_records_ = std::clamp<std::size_t>(kChunkBytes / record_bytes_, 1, batch);
+  chunks_per_batch_ = (batch + chunk_records_ - 1) / chunk_records_;
+  allocate_ring();
+}
+
+// Every slot: host staging (or host output when converting on the host),
+// device copy and device output when uploading, the per-entry columns and
+// the slot's two events.
+void LoaderCore::allocate_ring() {
+  const bool device_copy = backend_->separate_device_memory();
+  const bool converting = options_.output != OutputFormat::uint8_nhwc;
+  const std::size_t batch = options_.batch_size;
+  slots_.resize(options_.prefetch);
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    if (convert_on_host_) {
+      slot.output = backend_->allocate_host(batch * output_record_bytes_);
+      slot.images = slot.output.data();
+      ring_host_bytes_ += slot.output.size();
+    } else {
+      slot.staging = backend_->allocate_host(batch * record_bytes_);
+      slot.images = slot.staging.data();
+      ring_host_bytes_ += slot.staging.size();
+    }
+    if (device_copy) {
+      slot.device = backend_->allocate_device(batch * record_bytes_);
+      slot.images = slot.device.data();
+      ring_device_bytes_ += slot.device.size();
+      if (converting) {
+        slot.output = backend_->allocate_device(batch * output_record_bytes_);
+        slot.images = slot.output.data();
+        ring_device_bytes_ += slot.output.size();
+      }
+    }
+    slot.labels.resize(batch);
+    slot.samples.resize(batch);
+    slot.records.resize(batch);
+    slot.upload_done = backend_->create_event();
+    slot.consumer_done = backend_->create_event();
+    free_slots_.push_back(static_cast<int>(i));
+  }
+  table_.resize(options_.prefetch);
+}
+
+LoaderCore::~LoaderCore() {
+  // In-flight copies read the staging memory: let them finish before it is freed.
+  for (Slot& slot : slots_) {
+    try {
+      backend_->synchronize(*slot.upload_done);
+    } catch (...) {  // the device is gone; nothing left to wait for
+    }
+  }
+}
+
+void LoaderCore::start_threads() {
+  threads_.reserve(options_.threads + 1);
+  try {
+    for (unsigned i = 0; i < options_.threads; ++i)
+      threads_.emplace_back([this] { reader_main(); });
+    threads_.emplace_back([this] { upload_main(); });
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+void LoaderCore::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  upload_cv_.notify_all();
+  consumer_cv_.notify_all();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+std::size_t LoaderCore::batches_per_epoch() const {
+  return detail::batches_per_epoch(order_.rank_size(), options_.batch_size, options_.last_batch);
+}
+
+std::size_t LoaderCore::images_per_epoch() const {
+  return detail::images_per_epoch(order_.rank_size(), options_.batch_size, options_.last_batch);
+}
+
+void LoaderCore::set_epoch(uint64_t epoch) {
+  auto work = std::make_shared<const EpochBatches>(
+      make_epoch_batches(order_.plan(epoch), options_.batch_size, options_.last_batch));
+  std::unique_lock lock(mu_);
+  ++generation_;
+  running_ = false;
+  // Threads finish the chunk or upload they are in (bounded work), then idle.
+  consumer_cv_.wait(lock, [&] { return busy_readers_ == 0 && !upload_busy_; });
+  for (InFlight& f : table_) {
+    if (f.slot >= 0) free_slots_.push_back(f.slot);
+    f = InFlight{};
+  }
+  work_ = std::move(work);
+  epoch_ = epoch;
+  base_seq_ = end_seq_;
+  end_seq_ = base_seq_ + work_->batches;
+  next_unit_ = 0;
+  total_units_ = work_->batches * chunks_per_batch_;
+  next_upload_ = next_deliver_ = base_seq_;
+  error_ = nullptr;
+  running_ = true;
+  started_ = true;
+  lock.unlock();
+  work_cv_.notify_all();
+}
+
+void LoaderCore::fail(std::exception_ptr error) {
+  if (!error_) error_ = std::move(error);
+  running_ = false;
+  consumer_cv_.notify_all();
+}
+
+bool LoaderCore::claimable() const {
+  if (!running_ || next_unit_ >= total_units_) return false;
+  const uint64_t seq = base_seq_ + next_unit_ / chunks_per_batch_;
+  const InFlight& f = table_[seq % table_.size()];
+  if (next_unit_ % chunks_per_batch_ == 0) return f.stage == Stage::empty && !free_slots_.empty();
+  return f.seq == seq && f.stage == Stage::filling;
+}
+
+void LoaderCore::reader_main() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || claimable(); });
+    if (stop_) return;
+    const uint64_t generation = generation_;
+    const std::size_t unit = next_unit_++;
+    const std::size_t batch = unit / chunks_per_batch_;
+    const std::size_t chunk = unit % chunks_per_batch_;
+    const uint64_t seq = base_seq_ + batch;
+    InFlight& f = table_[seq % table_.size()];
+    const bool opening = chunk == 0;
+    if (opening) {
+      f = InFlight{seq, free_slots_.front(), Stage::opening, 0};
+      free_slots_.pop_front();
+    }
+    Slot& slot = slots_[static_cast<std::size_t>(f.slot)];
+    std::shared_ptr<const EpochBatches> work = work_;
+    ++busy_readers_;
+    lock.unlock();
+
+    const Clock::time_point start = Clock::now();
+    std::exception_ptr error;
+    if (opening) {
+      // The slot's previous upload may still be reading its staging memory.
+      try {
+        backend_->synchronize(*slot.upload_done);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      if (generation == generation_ && !error) f.stage = Stage::filling;
+      lock.unlock();
+      work_cv_.notify_all();
+    }
+    if (!error) {
+      try {
+        fill_chunk(*work, batch, chunk, slot);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    reader_ns_.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
+
+    lock.lock();
+    --busy_readers_;
+    if (generation == generation_) {
+      if (error) {
+        fail(error);
+      } else if (++f.chunks_done == chunks_per_batch_) {
+        f.stage = Stage::filled;
+        upload_cv_.notify_one();
+      }
+    }
+    if (busy_readers_ == 0) consumer_cv_.notify_all();
+  }
+}
+
+void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk,
+                            Slot& slot) {
+  const std::size_t batch_begin = batch * options_.batch_size;
+  const std::size_t in_batch = work.size(batch);
+  const std::size_t begin = chunk * chunk_records_;
+  const std::size_t end = std::min(begin + chunk_records_, in_batch);
+  auto* staging = static_cast<uint8_t*>(slot.staging.data());
+  auto* output = static_cast<uint8_t*>(slot.output.data());
+  for (std::size_t pos = begin; pos < end; ++pos) {
+    const uint64_t record = work.entries[batch_begin + pos];
+    const uint8_t* src = dataset_.record_data(record);
+    if (options_.verify_checksums &&
+        checksum(src, record_bytes_) != dataset_.record_checksum(record)) {
+      const DatasetIndex& index = dataset_.index();
+      throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
+                       "row " + std::to_string(index.records.row[record]) + " (sample " +
+                           std::to_string(dataset_.record_sample(record)) +
+                           ") does not match its stored checksum");
+    }
+    if (convert_on_host_) {
+      convert_record_host(src, output + pos * output_record_bytes_, options_.output, shape_, norm_);
+    } else {
+      std::memcpy(staging + pos * record_bytes_, src, record_bytes_);
+    }
+    slot.labels[pos] = dataset_.record_label(record);
+    slot.samples[pos] = dataset_.record_sample(record);
+    slot.records[pos] = record;
+  }
+}
+
+bool LoaderCore::uploadable() const {
+  if (!running_ || next_upload_ >= end_seq_) return false;
+  const InFlight& f = table_[next_upload_ % table_.size()];
+  return f.seq == next_upload_ && f.stage == Stage::filled;
+}
+
+void LoaderCore::upload_main() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    upload_cv_.wait(lock, [&] { return stop_ || uploadable(); });
+    if (stop_) return;
+    const uint64_t generation = generation_;
+    const uint64_t seq = next_upload_;
+    InFlight& f = table_[seq % table_.size()];
+    f.stage = Stage::uploading;
+    Slot& slot = slots_[static_cast<std::size_t>(f.slot)];
+    const bool wait_for_consumer = slot.consumer_pending;
+    slot.consumer_pending = false;
+    const std::size_t count = work_->size(seq - base_seq_);
+    upload_busy_ = true;
+    lock.unlock();
+
+    const Clock::time_point start = Clock::now();
+    std::exception_ptr error;
+    try {
+      if (backend_->separate_device_memory()) {
+        if (wait_for_consumer) backend_->stream_wait(*slot.consumer_done);
+        backend_->copy_to_device(slot.device.data(), slot.staging.data(), count * record_bytes_);
+        if (options_.output != OutputFormat::uint8_nhwc) {
+          ConvertJob job;
+          job.src = static_cast<const uint8_t*>(slot.device.data());
+          job.dst = slot.output.data();
+          job.count = count;
+          job.format = options_.output;
+          job.shape = shape_;
+          job.norm = norm_;
+          backend_->convert(job);
+        }
+      }
+      backend_->record(*slot.upload_done);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    upload_ns_.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
+
+    lock.lock();
+    upload_busy_ = false;
+    if (generation == generation_) {
+      if (error) {
+        fail(error);
+      } else {
+        f.stage = Stage::ready;
+        ++next_upload_;
+      }
+    }
+    consumer_cv_.notify_all();
+  }
+}
+
+std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
+  if (!started_) set_epoch(0);
+  std::unique_lock lock(mu_);
+  const Clock::time_point entered = Clock::now();
+  if (!consumer_started_) {
+    consumer_started_ = true;
+    consumer_first_ = entered;
+  }
+  if (error_) std::rethrow_exception(error_);
+  if (next_deliver_ >= end_seq_) {
+    consumer_last_ = entered;
+    return std::nullopt;
+  }
+  const uint64_t seq = next_deliver_;
+  InFlight& f = table_[seq % table_.size()];
+  auto ready = [&] { return error_ || (f.seq == seq && f.stage == Stage::ready); };
+  if (!ready()) {
+    while (!ready()) {
+      if (held_ == slots_.size()) {
+        throw Error("Loader::next: all " + std::to_string(slots_.size()) +
+                    " prefetch slots are held by live Batch objects; release one (or raise "
+                    "prefetch) before asking for the next batch");
+      }
+      consumer_cv_.wait(lock);
+    }
+    wait_ns_ += nanoseconds_since(entered);
+  }
+  if (error_) std::rethrow_exception(error_);
+
+  const Batch::View view = batch_view(seq - base_seq_, slots_[static_cast<std::size_t>(f.slot)]);
+  Batch batch(SlotLease(self, f.slot), view);
+  f = InFlight{};
+  ++next_deliver_;
+  ++held_;
+  ++batches_;
+  images_ += view.size;
+  padding_ += view.padding;
+  consumer_last_ = Clock::now();
+  lock.unlock();
+  work_cv_.notify_all();
+  return batch;
+}
+
+Batch::View LoaderCore::batch_view(std::size_t b, const Slot& slot) const {
+  Batch::View view;
+  view.epoch = work_->epoch;
+  view.index = b;
+  view.size = work_->size(b);
+  view.padding = work_->padding(b);
+  view.format = options_.output;
+  view.device = backend_->device();
+  view.data = slot.images;
+  view.bytes = view.size * output_record_bytes_;
+  view.shape = shape_;
+  view.labels = slot.labels.data();
+  view.samples = slot.samples.data();
+  view.records = slot.records.data();
+  return view;
+}
+
+void LoaderCore::record_consumer_event(int slot, void* stream) {
+  backend_->record_on_stream(*slots_[static_cast<std::size_t>(slot)].consumer_done, stream);
+}
+
+void LoaderCore::release(int slot, bool consumer_stream_event) {
+  {
+    std::lock_guard lock(mu_);
+    Slot& s = slots_[static_cast<std::size_t>(slot)];
+    s.consumer_pending = s.consumer_pending || consumer_stream_event;
+    free_slots_.push_back(slot);
+    --held_;
+  }
+  work_cv_.notify_all();
+  consumer_cv_.notify_all();
+}
+
+LoaderStats LoaderCore::stats() const {
+  std::lock_guard lock(mu_);
+  LoaderStats s;
+  s.batches = batches_;
+  s.images = images_;
+  s.padding = padding_;
+  s.bytes = images_ * record_bytes_;
+  if (consumer_started_) {
+    s.consumer_seconds = std::chrono::duration<double>(consumer_last_ - consumer_first_).count();
+  }
+  s.wait_seconds = seconds(wait_ns_);
+  s.reader_busy_seconds = seconds(reader_ns_.load(std::memory_order_relaxed));
+  s.upload_busy_seconds = seconds(upload_ns_.load(std::memory_order_relaxed));
+  return s;
+}
+
+void LoaderCore::reset_stats() {
+  std::lock_guard lock(mu_);
+  batches_ = images_ = padding_ = wait_ns_ = 0;
+  consumer_started_ = false;
+  reader_ns_.store(0, std::memory_order_relaxed);
+  upload_ns_.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace imgpack::detail

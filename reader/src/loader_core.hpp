@@ -1,0 +1,175 @@
+// The loader's pipeline behind Loader and Batch (internal to the reader).
+//
+// Reader threads claim work in chunks of a batch (about 1 MiB of records),
+// copy the records from the dataset's mappings into a slot of the ring and
+// mark the batch filled when its last chunk is done; the upload stage issues
+// the copy to the device, the conversion and the slot's ready event, in
+// batch order; next() hands batches out in order, as Batches leasing their
+// slot. One mutex guards the ring's state; the per-record work runs outside
+// it. set_epoch() bumps a generation so that work of an abandoned epoch is
+// discarded, never delivered.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "epoch_batches.hpp"
+#include "imgpack/loader.hpp"
+
+namespace imgpack::detail {
+
+using Clock = std::chrono::steady_clock;
+
+inline constexpr uint64_t kNoSeq = ~uint64_t{0};
+// Reader threads claim work in chunks of about this many bytes: one lock per
+// chunk, small enough to spread a batch over many threads.
+inline constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+
+inline uint64_t nanoseconds_since(Clock::time_point start) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+}
+
+inline double seconds(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
+
+// Where a batch is in the pipeline.
+enum class Stage { empty, opening, filling, filled, uploading, ready };
+
+// The memory and events of one slot of the ring; reused batch after batch.
+struct Slot {
+  Memory staging;  // uint8 records written by reader threads (unless converting on the host)
+  Memory device;   // device copy of `staging` (CUDA)
+  Memory output;   // converted images (float formats)
+  const void* images = nullptr;  // what Batch::data() shows
+  std::vector<int32_t> labels;
+  std::vector<int64_t> samples;
+  std::vector<uint64_t> records;
+  std::unique_ptr<UploadEvent> upload_done;    // fires when the slot's upload is complete
+  std::unique_ptr<UploadEvent> consumer_done;  // recorded on the consumer's stream
+  bool consumer_pending = false;               // the next upload must wait for consumer_done
+};
+
+// A batch between being opened by a reader thread and delivered by next().
+struct InFlight {
+  uint64_t seq = kNoSeq;
+  int slot = -1;
+  Stage stage = Stage::empty;
+  std::size_t chunks_done = 0;
+};
+
+class LoaderCore {
+ public:
+  LoaderCore(Dataset dataset, LoaderOptions options);
+  ~LoaderCore();
+  LoaderCore(const LoaderCore&) = delete;
+  LoaderCore& operator=(const LoaderCore&) = delete;
+
+  void start_threads();
+  void stop();
+  void set_epoch(uint64_t epoch);
+  std::optional<Batch> next(const std::shared_ptr<LoaderCore>& self);
+  // Returns a slot leased by a Batch (SlotLease::release()).
+  void release(int slot, bool consumer_stream_event);
+  void record_consumer_event(int slot, void* stream);
+  void* backend_event(int slot) const {
+    return slots_[static_cast<std::size_t>(slot)].upload_done->native_handle();
+  }
+  void wait_for_upload_on(int slot, void* stream) const {
+    backend_->wait_on_stream(*slots_[static_cast<std::size_t>(slot)].upload_done, stream);
+  }
+  // Blocks until the slot's upload is done; the time counts as consumer wait.
+  void synchronize_upload(int slot) {
+    const Clock::time_point start = Clock::now();
+    backend_->synchronize(*slots_[static_cast<std::size_t>(slot)].upload_done);
+    const uint64_t waited = nanoseconds_since(start);
+    std::lock_guard lock(mu_);
+    wait_ns_ += waited;
+  }
+
+  uint64_t epoch() const {
+    std::lock_guard lock(mu_);
+    return epoch_;
+  }
+  std::size_t batches_per_epoch() const;
+  std::size_t images_per_epoch() const;
+  LoaderStats stats() const;
+  void reset_stats();
+
+  const EpochOrder& order() const { return order_; }
+  const LoaderOptions& options() const { return options_; }
+  UploadBackend& backend() const { return *backend_; }
+  std::size_t ring_host_bytes() const { return ring_host_bytes_; }
+  std::size_t ring_device_bytes() const { return ring_device_bytes_; }
+
+ private:
+  void allocate_ring();
+  // What Batch shows of batch `b` of the current epoch, filled into `slot` (mu_ held).
+  Batch::View batch_view(std::size_t b, const Slot& slot) const;
+  bool claimable() const;
+  bool uploadable() const;
+  void reader_main();
+  void upload_main();
+  void fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk, Slot& slot);
+  void fail(std::exception_ptr error);  // with mu_ held
+
+  const Dataset dataset_;
+  const LoaderOptions options_;
+  const EpochOrder order_;
+  const std::size_t record_bytes_;
+  const std::size_t output_record_bytes_;
+  const RecordShape shape_;
+  const Normalization norm_;
+  bool convert_on_host_ = false;
+  std::size_t chunk_records_ = 1;
+  std::size_t chunks_per_batch_ = 1;
+  std::size_t ring_host_bytes_ = 0;
+  std::size_t ring_device_bytes_ = 0;
+
+  // Declared before the slots: their memory and events die first.
+  std::unique_ptr<UploadBackend> backend_;
+  std::vector<Slot> slots_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;      // reader threads: work to claim
+  std::condition_variable upload_cv_;    // upload stage: a batch is filled
+  std::condition_variable consumer_cv_;  // next() and set_epoch(): a batch is ready, or idle
+
+  // All below guarded by mu_.
+  bool stop_ = false;
+  bool running_ = false;  // an epoch is set and not aborted
+  bool started_ = false;
+  uint64_t generation_ = 0;  // bumped by set_epoch(); work of an older one is discarded
+  uint64_t epoch_ = 0;
+  std::shared_ptr<const EpochBatches> work_;
+  std::vector<InFlight> table_;  // batch seq lives at table_[seq % prefetch]
+  std::deque<int> free_slots_;
+  std::size_t held_ = 0;  // slots held by live Batches
+  uint64_t base_seq_ = 0, end_seq_ = 0;
+  std::size_t next_unit_ = 0, total_units_ = 0;
+  uint64_t next_upload_ = 0, next_deliver_ = 0;
+  unsigned busy_readers_ = 0;
+  bool upload_busy_ = false;
+  std::exception_ptr error_;
+
+  // Stats (guarded by mu_, except the two busy counters).
+  uint64_t batches_ = 0, images_ = 0, padding_ = 0;
+  uint64_t wait_ns_ = 0;
+  bool consumer_started_ = false;
+  Clock::time_point consumer_first_{}, consumer_last_{};
+  std::atomic<uint64_t> reader_ns_{0};
+  std::atomic<uint64_t> upload_ns_{0};
+
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace imgpack::detail

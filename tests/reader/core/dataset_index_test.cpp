@@ -1,0 +1,139 @@
+#include "imgpack/dataset_index.hpp"
+
+#include <gtest/gtest.h>
+
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+DatasetIndex small_index() {
+  DatasetIndex index;
+  index.format_version = format::kVersion;
+  index.uuid = "00000000-0000-8000-8000-000000000001";
+  index.height = 4;
+  index.width = 5;
+  index.channels = 3;
+  index.variants = 2;
+  index.color = "rgb";
+  index.convert_options = R"({"seed":1})";
+  index.created_by = "test";
+  index.sample_path = {"cat/a.jpg", "dog/b.png", "dog/c.jpg"};
+  index.sample_label = {0, 1, 1};
+  index.sample_group = {0, -1, 1};
+  index.class_names = {"cat", "dog"};
+  index.group_names = {"p1", "p2"};
+  // Two shards: 4 records and 2 records, every sample with variants 0 and 1.
+  index.records.shard = {0, 0, 0, 0, 1, 1};
+  index.records.row = {0, 1, 2, 3, 0, 1};
+  index.records.sample = {2, 2, 0, 0, 1, 1};
+  index.records.variant = {0, 1, 0, 1, 0, 1};
+  index.shards.file = {"shard-00000.h5", "shard-00001.h5"};
+  index.shards.records = {4, 2};
+  Split split;
+  split.name = "cv5";
+  split.kind = "stratified";
+  split.folds = 2;
+  split.seed = 9;
+  split.test_fraction = 0.1;
+  split.stratified = true;
+  split.created = "2026-01-01T00:00:00Z";
+  split.assign = {0, 1, -1};
+  index.splits.push_back(split);
+  return index;
+}
+
+TEST(DatasetIndex, RoundTripsEveryField) {
+  test::TempDir dir;
+  DatasetIndex written = small_index();
+  write_index(dir.path(), written);
+  EXPECT_FALSE(std::filesystem::exists(dir / "index.h5.tmp"));
+  DatasetIndex read = read_index(dir.path());
+  EXPECT_EQ(read.uuid, written.uuid);
+  EXPECT_EQ(read.height, 4u);
+  EXPECT_EQ(read.width, 5u);
+  EXPECT_EQ(read.channels, 3u);
+  EXPECT_EQ(read.variants, 2u);
+  EXPECT_EQ(read.color, "rgb");
+  EXPECT_EQ(read.convert_options, written.convert_options);
+  EXPECT_EQ(read.sample_path, written.sample_path);
+  EXPECT_EQ(read.sample_label, written.sample_label);
+  EXPECT_EQ(read.sample_group, written.sample_group);
+  EXPECT_EQ(read.class_names, written.class_names);
+  EXPECT_EQ(read.group_names, written.group_names);
+  EXPECT_EQ(read.records.shard, written.records.shard);
+  EXPECT_EQ(read.records.row, written.records.row);
+  EXPECT_EQ(read.records.sample, written.records.sample);
+  EXPECT_EQ(read.records.variant, written.records.variant);
+  EXPECT_EQ(read.shards.file, written.shards.file);
+  EXPECT_EQ(read.shards.records, written.shards.records);
+  ASSERT_EQ(read.splits.size(), 1u);
+  EXPECT_EQ(read.splits[0].name, "cv5");
+  EXPECT_EQ(read.splits[0].kind, "stratified");
+  EXPECT_EQ(read.splits[0].folds, 2);
+  EXPECT_EQ(read.splits[0].seed, 9u);
+  EXPECT_DOUBLE_EQ(read.splits[0].test_fraction, 0.1);
+  EXPECT_TRUE(read.splits[0].stratified);
+  EXPECT_FALSE(read.splits[0].grouped);
+  EXPECT_EQ(read.splits[0].assign, (std::vector<int16_t>{0, 1, -1}));
+  ASSERT_NE(read.find_split("cv5"), nullptr);
+  EXPECT_EQ(read.find_split("nope"), nullptr);
+}
+
+TEST(DatasetIndex, MissingIndexMeansIncompleteDataset) {
+  test::TempDir dir;
+  try {
+    read_index(dir.path());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index.h5"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("not a complete imgpack dataset"), std::string::npos);
+  }
+}
+
+TEST(DatasetIndex, ValidateRejectsInconsistentTables) {
+  auto expect_invalid = [](const DatasetIndex& index, const std::string& fragment) {
+    try {
+      index.validate("idx");
+      FAIL() << "expected an error mentioning " << fragment;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  DatasetIndex index = small_index();
+  EXPECT_NO_THROW(index.validate("idx"));
+
+  DatasetIndex bad = small_index();
+  bad.sample_label[1] = 2;
+  expect_invalid(bad, "outside the 2 classes");
+  bad = small_index();
+  bad.records.row[5] = 2;
+  expect_invalid(bad, "points past the end");
+  bad = small_index();
+  bad.records.sample[0] = 3;
+  expect_invalid(bad, "missing sample");
+  bad = small_index();
+  bad.shards.records[1] = 3;
+  expect_invalid(bad, "holds 3 records");
+  bad = small_index();
+  bad.splits[0].assign = {0, 2, -1};
+  expect_invalid(bad, "assigns fold 2");
+  bad = small_index();
+  bad.shards.file[0] = "../evil.h5";
+  expect_invalid(bad, "not a plain file name");
+  bad = small_index();
+  bad.channels = 2;
+  expect_invalid(bad, "invalid image shape");
+}
+
+TEST(DatasetIndex, RewriteIsByteIdentical) {
+  test::TempDir a, b;
+  write_index(a.path(), small_index());
+  write_index(b.path(), small_index());
+  EXPECT_EQ(test::read_bytes(a / "index.h5"), test::read_bytes(b / "index.h5"));
+}
+
+}  // namespace
+}  // namespace imgpack

@@ -1,0 +1,77 @@
+#include "files.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "imgpack/error.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+TEST(Files, WriteFileAtomicReplacesAndLeavesNoTemporary) {
+  test::TempDir dir;
+  write_file_atomic(dir / "a.json", "first");
+  write_file_atomic(dir / "a.json", "second");
+  EXPECT_EQ(test::read_bytes(dir / "a.json"), "second");
+  EXPECT_FALSE(std::filesystem::exists(dir / "a.json.tmp"));
+  EXPECT_EQ(file_length(dir / "a.json"), 6u);
+}
+
+TEST(Files, ErrorsNameThePath) {
+  test::TempDir dir;
+  try {
+    write_file_atomic(dir / "missing" / "a.json", "x");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing/a.json"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(file_length(dir / "nothing"), Error);
+}
+
+TEST(Files, OpenForReadingGivesSizeAndIdentityOfThatFile) {
+  test::TempDir dir;
+  write_file_atomic(dir / "a", "12345");
+  const FileDescriptor a = open_for_reading(dir / "a");
+  EXPECT_EQ(a.size(dir / "a"), 5u);
+  const FileIdentity before = a.identity(dir / "a");
+  EXPECT_EQ(open_for_reading(dir / "a").identity(dir / "a"), before);
+
+  // Replaced by rename: the open descriptor keeps the old file, the path names a new one.
+  write_file_atomic(dir / "a", "1234567");
+  EXPECT_EQ(a.size(dir / "a"), 5u);
+  const FileDescriptor replaced = open_for_reading(dir / "a");
+  EXPECT_EQ(replaced.size(dir / "a"), 7u);
+  EXPECT_NE(replaced.identity(dir / "a"), before);
+}
+
+TEST(Files, OpenForReadingRefusesWhatIsNotARegularFile) {
+  test::TempDir dir;
+  EXPECT_THROW(open_for_reading(dir / "nothing"), Error);
+  // A FIFO where a file should be: open() must not block, size() refuses it.
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  const FileDescriptor fifo = open_for_reading(dir / "fifo");
+  try {
+    (void)fifo.size(dir / "fifo");
+    FAIL() << "a FIFO was given a size";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "fifo").string() + ": not a regular file");
+  }
+}
+
+TEST(Files, DirectoryLockIsExclusiveUntilReleased) {
+  test::TempDir dir;
+  std::optional<DirectoryLock> first = DirectoryLock::try_acquire(dir.path());
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(DirectoryLock::try_acquire(dir.path()));
+  std::optional<DirectoryLock> moved = std::move(first);
+  first.reset();  // NOLINT(bugprone-use-after-move): a moved-from lock releases nothing
+  EXPECT_FALSE(DirectoryLock::try_acquire(dir.path()));
+  moved.reset();
+  EXPECT_TRUE(DirectoryLock::try_acquire(dir.path()));
+  { const DirectoryLock waited(dir.path()); }  // free: taken at once
+  EXPECT_THROW(DirectoryLock(dir / "missing"), Error);
+}
+
+}  // namespace
+}  // namespace imgpack

@@ -1,0 +1,145 @@
+// h5::File's checks of HDF5 global heap collections, the unchecksummed
+// metadata that holds variable-length strings (reader/src/h5_heaps.cpp).
+#include <gtest/gtest.h>
+
+#include "h5.hpp"
+#include "imgpack/error.hpp"
+#include "test_support.hpp"
+
+namespace imgpack::h5 {
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t collection_offset(const std::string& bytes, std::size_t nth = 0) {
+  for (std::size_t at = 0; at + 4 <= bytes.size(); at += 4096) {
+    if (bytes.compare(at, 4, "GCOL") == 0 && nth-- == 0) return at;
+  }
+  ADD_FAILURE() << "no global heap collection";
+  return 0;
+}
+
+uint64_t dataset_offset(const fs::path& file, const std::string& name) {
+  File f = File::open_read(file);
+  Handle dataset = f.open_dataset(name);
+  return H5Dget_offset(dataset.get());
+}
+
+std::string read_error(const fs::path& file, bool attribute) {
+  try {
+    File f = File::open_read(file);
+    if (attribute) {
+      f.read_string_attr("/", "note");
+    } else {
+      f.read_strings("/names");
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class GlobalHeapTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    File file = File::create(path_);
+    file.write_attr("/", "note", std::string("first object"));
+    file.write_strings("/names", {"alpha", "beta", "", "gamma"});
+    file.close();
+    bytes_ = test::read_bytes(path_);
+  }
+  void damage(uint64_t offset, uint8_t mask) {
+    std::string damaged = bytes_;
+    damaged[offset] = static_cast<char>(damaged[offset] ^ mask);
+    test::write_bytes(path_, damaged);
+  }
+  test::TempDir dir_;
+  fs::path path_ = dir_ / "t.h5";
+  std::string bytes_;
+};
+
+TEST_F(GlobalHeapTest, IntactFileReads) {
+  File f = File::open_read(path_);
+  EXPECT_EQ(f.read_string_attr("/", "note"), "first object");
+  EXPECT_EQ(f.read_strings("/names"), (std::vector<std::string>{"alpha", "beta", "", "gamma"}));
+}
+
+TEST_F(GlobalHeapTest, DamagedObjectSizeIsAnErrorNotACrash) {
+  // Object 1 ("first object", 12 bytes) becomes 12 + 256: HDF5 would copy
+  // 268 bytes into a 12-byte buffer.
+  const uint64_t gcol = collection_offset(bytes_);
+  ASSERT_EQ(bytes_[gcol + 16], 1);
+  damage(gcol + 16 + 8 + 1, 0x01);
+  for (bool attribute : {true, false}) {
+    const std::string error = read_error(path_, attribute);
+    EXPECT_NE(
+        error.find("t.h5: global heap collection at byte " + std::to_string(gcol) + " is damaged"),
+        std::string::npos)
+        << error;
+  }
+}
+
+TEST_F(GlobalHeapTest, DamagedSizeWithinItsPaddingIsCaught) {
+  // 12 -> 13 keeps the object's 16-byte slot: its last byte is now padding, a NUL.
+  const uint64_t gcol = collection_offset(bytes_);
+  damage(gcol + 16 + 8, 0x01);
+  EXPECT_NE(read_error(path_, true).find("ends in a NUL byte"), std::string::npos)
+      << read_error(path_, true);
+  // 12 -> 8 moves the next object header into the string's bytes.
+  damage(gcol + 16 + 8, 0x04);
+  EXPECT_NE(read_error(path_, true).find("is damaged"), std::string::npos)
+      << read_error(path_, true);
+}
+
+TEST_F(GlobalHeapTest, ZeroFreeSpaceSizeDoesNotHang) {
+  // HDF5 loops forever on a free-space object of size 0.
+  const uint64_t gcol = collection_offset(bytes_);
+  std::string damaged = bytes_;
+  uint64_t p = gcol + 16;
+  while (damaged[p] != 0 || damaged[p + 1] != 0) {  // walk to object 0
+    uint64_t size = 0;
+    for (int i = 7; i >= 0; --i) size = (size << 8) | static_cast<uint8_t>(damaged[p + 8 + i]);
+    p += 16 + (size + 7) / 8 * 8;
+  }
+  for (int i = 0; i < 8; ++i) damaged[p + 8 + i] = 0;
+  test::write_bytes(path_, damaged);
+  EXPECT_NE(read_error(path_, false).find("free space"), std::string::npos)
+      << read_error(path_, false);
+}
+
+TEST_F(GlobalHeapTest, DamagedReferenceNamesTheElement) {
+  const uint64_t names = dataset_offset(path_, "/names");
+  damage(names + 16 + 12, 0x40);  // element 1's object index
+  EXPECT_NE(read_error(path_, false).find("t.h5: /names[1] is damaged"), std::string::npos)
+      << read_error(path_, false);
+  damage(names + 16 + 0, 0x02);  // element 1's length: 4 -> 6
+  EXPECT_NE(read_error(path_, false).find("/names[1] is damaged: its length 6"), std::string::npos)
+      << read_error(path_, false);
+}
+
+TEST(GlobalHeap, ManyAndLongStringsAcrossCollections) {
+  // More than one collection, one object longer than 4096 bytes made of
+  // "GCOL" (so 4096-byte boundaries inside a collection read "GCOL"), and a
+  // reference table over 4096 bytes (so it is aligned and skipped).
+  test::TempDir dir;
+  std::vector<std::string> names;
+  names.reserve(2001);
+  for (int i = 0; i < 2000; ++i)
+    names.push_back("class" + std::to_string(i % 7) + "/image " + std::to_string(i) + ".png");
+  std::string decoy;
+  for (int i = 0; i < 3000; ++i) decoy += "GCOL";
+  names.push_back(decoy);
+  {
+    File file = File::create(dir / "many.h5");
+    file.write_attr("/", "note", decoy);
+    file.write_strings("/names", names);
+    file.close();
+  }
+  File f = File::open_read(dir / "many.h5");
+  EXPECT_EQ(f.read_strings("/names"), names);
+  EXPECT_EQ(f.read_string_attr("/", "note"), decoy);
+  EXPECT_GT(collection_offset(test::read_bytes(dir / "many.h5"), 1), 0u);  // a second collection
+}
+
+}  // namespace
+}  // namespace imgpack::h5

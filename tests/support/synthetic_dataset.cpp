@@ -1,0 +1,103 @@
+#include "synthetic_dataset.hpp"
+
+#include <stdexcept>
+
+#include "h5.hpp"
+#include "imgpack/checksum.hpp"
+#include "imgpack/format.hpp"
+#include "random.hpp"
+#include "shard_writer.hpp"
+
+namespace imgpack::test {
+
+namespace fs = std::filesystem;
+
+std::vector<uint8_t> synthetic_pixels(const SyntheticOptions& o, int64_t sample, uint16_t variant) {
+  std::vector<uint8_t> pixels(std::size_t{o.height} * o.width * o.channels);
+  CounterRng rng(o.seed, static_cast<uint64_t>(sample), variant);
+  for (uint8_t& p : pixels) p = static_cast<uint8_t>(rng.next() >> 56);
+  return pixels;
+}
+
+DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions& o) {
+  fs::create_directories(dir);
+  DatasetIndex index;
+  index.format_version = format::kVersion;
+  index.uuid = o.uuid;
+  index.height = o.height;
+  index.width = o.width;
+  index.channels = o.channels;
+  index.variants = o.variants;
+  index.color = o.channels == 1 ? "gray" : "rgb";
+  index.convert_options = "{}";
+  index.created_by = "imgpack tests";
+  for (uint32_t c = 0; c < o.classes; ++c) index.class_names.push_back("class" + std::to_string(c));
+  for (uint32_t g = 0; g < o.groups; ++g) index.group_names.push_back("group" + std::to_string(g));
+  for (uint32_t s = 0; s < o.samples; ++s) {
+    index.sample_path.push_back("class" + std::to_string(s % o.classes) + "/" + std::to_string(s) +
+                                ".png");
+    index.sample_label.push_back(static_cast<int32_t>(s % o.classes));
+    index.sample_group.push_back(static_cast<int32_t>(s % o.groups));
+  }
+  struct Item {
+    int64_t sample;
+    uint16_t variant;
+  };
+  std::vector<Item> items;
+  for (uint32_t s = 0; s < o.samples; ++s) {
+    for (uint32_t v = 0; v < o.variants; ++v) items.push_back({s, static_cast<uint16_t>(v)});
+  }
+  if (o.shuffle) CounterRng(o.seed, 99).shuffle(std::span<Item>(items));
+  RecordShape shape{o.height, o.width, o.channels};
+  DatasetWriter writer(dir, shape, uint64_t{o.records_per_shard} * shape.bytes(), o.uuid,
+                       items.size());
+  for (const Item& item : items) {
+    std::vector<uint8_t> pixels = synthetic_pixels(o, item.sample, item.variant);
+    writer.add(pixels.data(), checksum(pixels.data(), pixels.size()),
+               index.sample_label[static_cast<std::size_t>(item.sample)], item.sample,
+               item.variant);
+  }
+  writer.finish(index);
+  write_index(dir, index);
+  return index;
+}
+
+DatasetIndex write_foreign_twin(const fs::path& dir, SyntheticOptions options) {
+  options.uuid = "5e7a0000-0000-4000-8000-00000000beef";
+  return write_synthetic_dataset(dir, options);
+}
+
+std::string relabel_in_index_only(const fs::path& dir, DatasetIndex index, int64_t sample) {
+  const auto s = static_cast<std::size_t>(sample);
+  index.sample_label[s] =
+      (index.sample_label[s] + 1) % static_cast<int32_t>(index.class_names.size());
+  write_index(dir, index);
+  uint64_t record = 0;
+  while (index.records.sample[record] != sample) ++record;
+  return index.shards.file[index.records.shard[record]];
+}
+
+void add_split(const fs::path& dir, const std::string& name, int32_t folds,
+               const std::vector<int16_t>& assign, const std::string& kind) {
+  DatasetIndex index = read_index(dir);
+  std::erase_if(index.splits, [&](const Split& s) { return s.name == name; });
+  Split split;
+  split.name = name;
+  split.kind = kind;
+  split.folds = folds;
+  split.seed = 7;
+  split.created = "2026-01-01T00:00:00Z";
+  split.assign = assign;
+  index.splits.push_back(split);
+  write_index(dir, index);
+}
+
+uint64_t images_offset(const fs::path& shard) {
+  h5::File file = h5::File::open_read(shard);
+  h5::Handle images = file.open_dataset(format::kImages);
+  haddr_t offset = H5Dget_offset(images.get());
+  if (offset == HADDR_UNDEF) throw std::runtime_error("no offset for /images in " + shard.string());
+  return offset;
+}
+
+}  // namespace imgpack::test

@@ -1,0 +1,19 @@
+// Values typed on the imgpack command line: sizes, byte counts, colours.
+// Pure functions; each throws imgpack::UsageError naming the flag and the value.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace imgpack::cli {
+
+// "224" -> 224x224, "320x240" -> width 320, height 240 (each side 1..65535).
+std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text);
+// "1G", "512M", "64K", "4096", "2MB" -> bytes (powers of 1024).
+uint64_t parse_byte_size(const std::string& text);
+// "0", "128", "255,255,255" -> RGB.
+std::array<uint8_t, 3> parse_fill(const std::string& text);
+
+}  // namespace imgpack::cli
