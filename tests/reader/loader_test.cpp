@@ -510,5 +510,28 @@ TEST(LoaderNames, Parse) {
   EXPECT_THROW(parse_device("cuda:x"), UsageError);
 }
 
+TEST(LoaderNames, EveryValueRoundTrips) {
+  for (LastBatch last : {LastBatch::drop, LastBatch::pad, LastBatch::partial}) {
+    EXPECT_EQ(parse_last_batch(last_batch_name(last)), last);
+  }
+  for (OutputFormat format :
+       {OutputFormat::uint8_nhwc, OutputFormat::float32_nchw, OutputFormat::float16_nchw}) {
+    EXPECT_EQ(parse_output_format(output_format_name(format)), format);
+  }
+  for (RankPolicy policy : {RankPolicy::pad, RankPolicy::drop}) {
+    EXPECT_EQ(parse_rank_policy(rank_policy_name(policy)), policy);
+  }
+  for (VariantPolicy policy : {VariantPolicy::automatic, VariantPolicy::clean,
+                               VariantPolicy::rotate, VariantPolicy::all}) {
+    EXPECT_EQ(parse_variant_policy(variant_policy_name(policy)), policy);
+  }
+  for (Role role : {Role::all, Role::train, Role::val, Role::test}) {
+    EXPECT_EQ(parse_role(role_name(role)), role);
+  }
+  for (OrderMode mode : {OrderMode::sequential, OrderMode::random, OrderMode::shard_window}) {
+    EXPECT_EQ(parse_order_mode(order_mode_name(mode)), mode);
+  }
+}
+
 }  // namespace
 }  // namespace imgpack
