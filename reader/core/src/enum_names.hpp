@@ -22,6 +22,10 @@ struct EnumName {
   Enum value;
   std::string_view name;
 };
+// Spelled out for compilers without class template argument deduction for
+// aggregates (clang before 17).
+template <class Enum>
+EnumName(Enum, std::string_view) -> EnumName<Enum>;
 
 // "a, b or c"
 template <class Enum, std::size_t N>
