@@ -43,6 +43,7 @@ struct BenchArgs {
   double step_ms = 0;
   bool sweep = false;
   std::string device = "host";
+  bool direct_upload = false;
   std::string output = "uint8";
   unsigned memcpy_threads = 2;
   bool json = false;
@@ -150,6 +151,7 @@ LoaderOptions loader_options(const BenchArgs& a, unsigned threads) {
   o.threads = threads;
   o.prefetch = a.prefetch;
   o.device = parse_device(a.device);
+  o.direct_upload = a.direct_upload;
   o.output = parse_output_format(a.output);
   if (o.output != OutputFormat::uint8_nhwc) {
     o.mean = {0.485f, 0.456f, 0.406f, 0};
@@ -375,6 +377,9 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_flag("--sweep-threads", args->sweep,
                 "Try 1..N reader threads and recommend the fewest within 5% of the best");
   cmd->add_option("--device", args->device, "host or cuda:N")->capture_default_str();
+  cmd->add_flag("--direct-upload", args->direct_upload,
+                "With cuda:N: the GPU copies records straight from the page cache (pins the "
+                "whole dataset in memory) instead of reader threads staging them");
   cmd->add_option("--output", args->output, "uint8, float32 or float16 (normalized NCHW)")
       ->capture_default_str()
       ->check(CLI::IsMember({"uint8", "float32", "float16"}));

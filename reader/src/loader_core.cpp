@@ -9,6 +9,7 @@
 
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
+#include "record_copy.hpp"
 
 namespace imgpack::detail {
 
@@ -20,6 +21,9 @@ void validate(const Dataset& dataset, const LoaderOptions& o) {
   if (o.threads == 0 || o.threads > 1024) throw UsageError("threads must be between 1 and 1024");
   if (o.prefetch == 0 || o.prefetch > 4096) {
     throw UsageError("prefetch must be between 1 and 4096 slots");
+  }
+  if (o.direct_upload && !o.device.is_cuda()) {
+    throw UsageError("direct upload needs a CUDA device (it copies from the mapping to the GPU)");
   }
   if (o.output != OutputFormat::uint8_nhwc) {
     for (uint32_t c = 0; c < dataset.channels(); ++c) {
@@ -44,6 +48,20 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   backend_ = make_upload_backend(options_.device, options_.pin_host_memory);
   convert_on_host_ =
       !backend_->separate_device_memory() && options_.output != OutputFormat::uint8_nhwc;
+  staging_read_by_device_ = backend_->separate_device_memory();
+  direct_ = options_.direct_upload && backend_->separate_device_memory();
+  if (direct_) {
+    for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
+      const std::span<const uint8_t> images = dataset_.shard_images(k);
+      if (images.empty()) continue;
+      try {
+        registrations_.push_back(backend_->register_host(images.data(), images.size()));
+      } catch (const Error& e) {
+        throw file_error(dataset_.shard_path(k),
+                         std::string("cannot register for direct upload: ") + e.what());
+      }
+    }
+  }
   const std::size_t batch = options_.batch_size;
   chunk_records_ = std::clamp<std::size_t>(kChunkBytes / record_bytes_, 1, batch);
   chunks_per_batch_ = (batch + chunk_records_ - 1) / chunk_records_;
@@ -64,6 +82,8 @@ void LoaderCore::allocate_ring() {
       slot.output = backend_->allocate_host(batch * output_record_bytes_);
       slot.images = slot.output.data();
       ring_host_bytes_ += slot.output.size();
+    } else if (direct_) {
+      slot.sources.resize(batch);  // the copy engine reads the mapping: no staging
     } else {
       slot.staging = backend_->allocate_host(batch * record_bytes_);
       slot.images = slot.staging.data();
@@ -250,8 +270,12 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
                            std::to_string(dataset_.record_sample(record)) +
                            ") does not match its stored checksum");
     }
-    if (convert_on_host_) {
+    if (direct_) {
+      slot.sources[pos] = src;
+    } else if (convert_on_host_) {
       convert_record_host(src, output + pos * output_record_bytes_, options_.output, shape_, norm_);
+    } else if (staging_read_by_device_) {
+      copy_streaming(staging + pos * record_bytes_, src, record_bytes_);
     } else {
       std::memcpy(staging + pos * record_bytes_, src, record_bytes_);
     }
@@ -288,7 +312,11 @@ void LoaderCore::upload_main() {
     try {
       if (backend_->separate_device_memory()) {
         if (wait_for_consumer) backend_->stream_wait(*slot.consumer_done);
-        backend_->copy_to_device(slot.device.data(), slot.staging.data(), count * record_bytes_);
+        if (direct_) {
+          backend_->gather_to_device(slot.device.data(), slot.sources.data(), count, record_bytes_);
+        } else {
+          backend_->copy_to_device(slot.device.data(), slot.staging.data(), count * record_bytes_);
+        }
         if (options_.output != OutputFormat::uint8_nhwc) {
           ConvertJob job;
           job.src = static_cast<const uint8_t*>(slot.device.data());

@@ -54,6 +54,7 @@ struct Slot {
   std::vector<int32_t> labels;
   std::vector<int64_t> samples;
   std::vector<uint64_t> records;
+  std::vector<const void*> sources;            // direct upload: where each record is in the mapping
   std::unique_ptr<UploadEvent> upload_done;    // fires when the slot's upload is complete
   std::unique_ptr<UploadEvent> consumer_done;  // recorded on the consumer's stream
   bool consumer_pending = false;               // the next upload must wait for consumer_done
@@ -130,14 +131,20 @@ class LoaderCore {
   const RecordShape shape_;
   const Normalization norm_;
   bool convert_on_host_ = false;
+  // Staging is read only by the device's copy engine: filled with streaming stores.
+  bool staging_read_by_device_ = false;
   std::size_t chunk_records_ = 1;
   std::size_t chunks_per_batch_ = 1;
   std::size_t ring_host_bytes_ = 0;
   std::size_t ring_device_bytes_ = 0;
 
-  // Declared before the slots: their memory and events die first.
+  // Declared before the slots and registrations: their memory, events and
+  // registrations die first.
   std::unique_ptr<UploadBackend> backend_;
   std::vector<Slot> slots_;
+  // Direct upload: the shard mappings registered with the device.
+  bool direct_ = false;
+  std::vector<std::unique_ptr<HostRegistration>> registrations_;
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;      // reader threads: work to claim

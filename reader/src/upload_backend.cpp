@@ -95,10 +95,19 @@ class HostBackend final : public UploadBackend {
   }
   Memory allocate_device(std::size_t bytes) override { return allocate_pages(bytes); }
   std::unique_ptr<UploadEvent> create_event() override { return std::make_unique<HostEvent>(); }
+  std::unique_ptr<HostRegistration> register_host(const void*, std::size_t) override {
+    return std::make_unique<HostRegistration>();
+  }
 
   void stream_wait(UploadEvent&) override {}
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
     std::memcpy(dst, src, bytes);
+  }
+  void gather_to_device(void* dst, const void* const* srcs, std::size_t count,
+                        std::size_t bytes_each) override {
+    for (std::size_t i = 0; i < count; ++i) {
+      std::memcpy(static_cast<uint8_t*>(dst) + i * bytes_each, srcs[i], bytes_each);
+    }
   }
   void convert(const ConvertJob& job) override {
     convert_records_host(job.src, job.dst, job.count, job.format, job.shape, job.norm);

@@ -485,6 +485,9 @@ TEST_F(LoaderTest, RejectsBadOptions) {
   o = base_options();
   o.selection.role = Role::val;  // no split
   EXPECT_THROW(Loader(dataset_, o), UsageError);
+  o = base_options();
+  o.direct_upload = true;  // host delivery: nothing to upload to
+  EXPECT_THROW(Loader(dataset_, o), UsageError);
 }
 
 TEST_F(LoaderTest, EmptySelectionDeliversNothing) {

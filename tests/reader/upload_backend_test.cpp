@@ -137,38 +137,41 @@ class CudaLoaderTest : public ::testing::Test {
 };
 
 TEST_F(CudaLoaderTest, DeliversTheSameBatchesAsTheHost) {
-  for (OutputFormat f :
-       {OutputFormat::uint8_nhwc, OutputFormat::float32_nchw, OutputFormat::float16_nchw}) {
-    LoaderOptions o;
-    o.batch_size = 8;
-    o.prefetch = 3;
-    o.output = f;
-    o.mean = {0.5f, 0.4f, 0.3f, 0};
-    o.stddev = {0.2f, 0.25f, 0.3f, 1};
-    Loader host(dataset_, o);
-    o.device = Device::cuda(0);
-    Loader cuda(dataset_, o);
-    EXPECT_TRUE(cuda.device().is_cuda());
-    EXPECT_GT(cuda.ring_device_bytes(), 0u);
-    for (uint64_t epoch = 0; epoch < 2; ++epoch) {
-      host.set_epoch(epoch);
-      cuda.set_epoch(epoch);
-      while (std::optional<Batch> h = host.next()) {
-        std::optional<Batch> d = cuda.next();
-        ASSERT_TRUE(d);
-        EXPECT_TRUE(d->on_device());
-        EXPECT_NE(d->ready_event(), nullptr);
-        ASSERT_EQ(d->bytes(), h->bytes());
-        EXPECT_TRUE(std::equal(h->records().begin(), h->records().end(), d->records().begin()));
-        std::vector<uint8_t> from_device(d->bytes());
-        d->wait_on_stream(nullptr);
-        d->copy_to_host(from_device.data());
-        d->recycle_after(nullptr);
-        EXPECT_EQ(std::memcmp(from_device.data(), h->data(), h->bytes()), 0);
+  for (const bool direct : {false, true})
+    for (OutputFormat f :
+         {OutputFormat::uint8_nhwc, OutputFormat::float32_nchw, OutputFormat::float16_nchw}) {
+      SCOPED_TRACE(direct ? "direct upload" : "staged upload");
+      LoaderOptions o;
+      o.batch_size = 8;
+      o.prefetch = 3;
+      o.output = f;
+      o.mean = {0.5f, 0.4f, 0.3f, 0};
+      o.stddev = {0.2f, 0.25f, 0.3f, 1};
+      Loader host(dataset_, o);
+      o.device = Device::cuda(0);
+      o.direct_upload = direct;
+      Loader cuda(dataset_, o);
+      EXPECT_TRUE(cuda.device().is_cuda());
+      EXPECT_GT(cuda.ring_device_bytes(), 0u);
+      for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+        host.set_epoch(epoch);
+        cuda.set_epoch(epoch);
+        while (std::optional<Batch> h = host.next()) {
+          std::optional<Batch> d = cuda.next();
+          ASSERT_TRUE(d);
+          EXPECT_TRUE(d->on_device());
+          EXPECT_NE(d->ready_event(), nullptr);
+          ASSERT_EQ(d->bytes(), h->bytes());
+          EXPECT_TRUE(std::equal(h->records().begin(), h->records().end(), d->records().begin()));
+          std::vector<uint8_t> from_device(d->bytes());
+          d->wait_on_stream(nullptr);
+          d->copy_to_host(from_device.data());
+          d->recycle_after(nullptr);
+          EXPECT_EQ(std::memcmp(from_device.data(), h->data(), h->bytes()), 0);
+        }
+        EXPECT_FALSE(cuda.next().has_value());
       }
-      EXPECT_FALSE(cuda.next().has_value());
     }
-  }
 }
 
 TEST_F(CudaLoaderTest, DestroyingMidEpochIsPrompt) {

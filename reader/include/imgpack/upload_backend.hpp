@@ -79,6 +79,13 @@ class UploadEvent {
   virtual void* native_handle() const = 0;
 };
 
+// Host memory registered with a backend (pinned, and addressable by its copy
+// engine) until this object is destroyed. Opaque; destroy it before its backend.
+class HostRegistration {
+ public:
+  virtual ~HostRegistration() = default;
+};
+
 // A conversion of `count` uint8 HWC records at `src` into `dst` (layout by `format`).
 struct ConvertJob {
   const uint8_t* src = nullptr;
@@ -105,11 +112,24 @@ class UploadBackend {
   // Device memory (the host backend returns host memory). Throws imgpack::Error.
   virtual Memory allocate_device(std::size_t bytes) = 0;
   virtual std::unique_ptr<UploadEvent> create_event() = 0;
+  // Registers read-only host memory (a file mapping, say) so that copies
+  // read it directly, without staging: pins its pages (reading in any that
+  // are not resident) until the registration is destroyed. Throws
+  // imgpack::Error naming the reason if the backend cannot; the host backend
+  // needs no registration and returns an empty one.
+  virtual std::unique_ptr<HostRegistration> register_host(const void* data, std::size_t bytes) = 0;
 
   // Stream work, executed in the order issued, by one thread.
   // Later work on the stream waits until `event` has fired.
   virtual void stream_wait(UploadEvent& event) = 0;
   virtual void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) = 0;
+  // Copies `count` blocks of `bytes_each` bytes from `host_srcs[i]` to
+  // device_dst + i * bytes_each, as one operation on the stream. The sources
+  // must stay valid and unchanged until the work completes (host memory
+  // registered with register_host() for the CUDA backend, so that the copy
+  // engine reads it directly). `host_srcs` itself may be reused at once.
+  virtual void gather_to_device(void* device_dst, const void* const* host_srcs, std::size_t count,
+                                std::size_t bytes_each) = 0;
   virtual void convert(const ConvertJob& job) = 0;
   // `event` fires when all work issued before it has completed.
   virtual void record(UploadEvent& event) = 0;
