@@ -2,7 +2,8 @@
 """The CUDA path on a real GPU: tests, sanitizers and the upload benchmarks.
 
 usage: bench/gpu/run.py OUT [--imgpack PATH] [--tests PATH,...] [--sample PATH]
-                        [--records N] [--threads T] [--epochs E] [--repeat R]
+                        [--records N] [--threads T] [--direct-threads T] [--epochs E]
+                        [--repeat R]
                         [--batches 64,256,1024] [--outputs uint8,float32,float16]
                         [--sanitize memcheck,racecheck,synccheck] [--python-tests PATH]
                         [--quick]
@@ -15,12 +16,14 @@ On a machine with a CUDA device, in this order:
   sample     samples/nearest_class_mean on the generated dataset with
              --device cuda:0 (when --sample is given);
   upload     `imgpack bench --device cuda:0` for every batch size and output
-             format: the loader's delivered GB/s (H*W*C bytes per image)
-             against the same run's cudaMemcpyAsync of one batch from pinned
-             memory (the `upload_reference_gb_per_s` of the same bench run);
-  starve     for each output format at batch 256: a simulated training step
-             of 1.2x the pure read time per batch (measured in the same
-             repeat) and the fraction of time the consumer waited;
+             format, staged (reader threads copy into pinned slots, --threads)
+             and direct (--direct-upload: the copy engine reads the page cache,
+             --direct-threads): the loader's delivered GB/s (H*W*C bytes per
+             image) against the same run's cudaMemcpyAsync of one batch from
+             pinned memory (the `upload_reference_gb_per_s` of that bench run);
+  starve     for each upload mode and output format at batch 256: a simulated
+             training step of 1.2x the pure read time per batch (measured in
+             the same repeat) and the fraction of time the consumer waited;
   python     pytest over --python-tests (the torch CUDA tests), when given.
 
 The dataset is generated with `imgpack sample-data` and converted to 224x224
@@ -142,10 +145,15 @@ def warm(data):
                     pass
 
 
-def bench(imgpack, data, batch, output, threads, epochs, step_ms=0.0):
+# Upload modes: reader threads stage records in pinned memory (the default),
+# or the copy engine reads them straight from the page cache (--direct-upload).
+MODES = {"staged": [], "direct": ["--direct-upload"]}
+
+
+def bench(imgpack, data, batch, output, threads, epochs, step_ms=0.0, mode="staged"):
     command = [imgpack, "bench", data, "--device", "cuda:0", "--batch", str(batch), "--output",
                output, "--threads", str(threads), "--epochs", str(epochs), "--prefetch", "4",
-               "--json", "--quiet"]
+               "--json", "--quiet"] + MODES[mode]
     if step_ms > 0:
         command += ["--step-ms", "%.3f" % step_ms]
     status, out = run(command, timeout=1800)
@@ -161,13 +169,14 @@ def summary(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def upload_matrix(imgpack, data, batches, outputs, threads, epochs, repeat):
+def upload_matrix(imgpack, data, batches, outputs, threads, epochs, repeat, mode):
     rows = []
     for output in outputs:
         for batch in batches:
-            runs = [bench(imgpack, data, batch, output, threads, epochs) for _ in range(repeat)]
+            runs = [bench(imgpack, data, batch, output, threads, epochs, mode=mode)
+                    for _ in range(repeat)]
             rows.append({
-                "output": output, "batch": batch,
+                "mode": mode, "threads": threads, "output": output, "batch": batch,
                 "gb_per_s": summary([r["gb_per_s"] for r in runs]),
                 "images_per_s": summary([r["images_per_s"] for r in runs]),
                 "cudamemcpy_gb_per_s": summary([r.get("upload_reference_gb_per_s")
@@ -176,31 +185,31 @@ def upload_matrix(imgpack, data, batches, outputs, threads, epochs, repeat):
                                                  for r in runs]),
                 "upload_busy_seconds": summary([r.get("upload_busy_seconds") for r in runs]),
                 "raw": runs})
-            print("%-8s batch %5d: %.2f GB/s, cudaMemcpy %.2f GB/s, ratio %.3f" % (
-                output, batch, rows[-1]["gb_per_s"]["median"],
+            print("%-6s %-8s batch %5d: %.2f GB/s, cudaMemcpy %.2f GB/s, ratio %.3f" % (
+                mode, output, batch, rows[-1]["gb_per_s"]["median"],
                 rows[-1]["cudamemcpy_gb_per_s"]["median"],
                 rows[-1]["upload_vs_cudamemcpy"]["median"]), flush=True)
     return rows
 
 
-def starvation(imgpack, data, outputs, threads, epochs, repeat, batch=256):
+def starvation(imgpack, data, outputs, threads, epochs, repeat, mode, batch=256):
     rows = []
     for output in outputs:
         runs = []
         for _ in range(repeat):
-            pure = bench(imgpack, data, batch, output, threads, epochs)
+            pure = bench(imgpack, data, batch, output, threads, epochs, mode=mode)
             read_ms = 1000.0 * batch / pure["images_per_s"]
             step_ms = 1.2 * read_ms
-            stepped = bench(imgpack, data, batch, output, threads, epochs, step_ms)
+            stepped = bench(imgpack, data, batch, output, threads, epochs, step_ms, mode=mode)
             runs.append({"read_ms": read_ms, "step_ms": step_ms,
                          "starvation": stepped["starvation"],
                          "images_per_s": stepped["images_per_s"]})
-        rows.append({"output": output, "batch": batch,
+        rows.append({"mode": mode, "threads": threads, "output": output, "batch": batch,
                      "read_ms": summary([r["read_ms"] for r in runs]),
                      "step_ms": summary([r["step_ms"] for r in runs]),
                      "starvation": summary([r["starvation"] for r in runs]), "raw": runs})
-        print("%-8s batch %d: step %.2f ms (1.2x read), starvation %.3f%%" % (
-            output, batch, rows[-1]["step_ms"]["median"],
+        print("%-6s %-8s batch %d: step %.2f ms (1.2x read), starvation %.3f%%" % (
+            mode, output, batch, rows[-1]["step_ms"]["median"],
             100 * rows[-1]["starvation"]["median"]), flush=True)
     return rows
 
@@ -248,16 +257,17 @@ def markdown(res):
     if res.get("sample"):
         lines.append("sample (cuda:0): exit %s: %s" % (res["sample"]["status"],
                                                        " / ".join(res["sample"]["output"])))
-    lines += ["", "| output | batch | loader GB/s | cudaMemcpy GB/s | ratio |",
-              "|---|---:|---:|---:|---:|"]
+    lines += ["", "| upload | threads | output | batch | loader GB/s | cudaMemcpy GB/s | ratio |",
+              "|---|---:|---|---:|---:|---:|---:|"]
     for r in res.get("upload", []):
-        lines.append("| %s | %d | %.2f | %.2f | %.3f |" % (
-            r["output"], r["batch"], r["gb_per_s"]["median"], r["cudamemcpy_gb_per_s"]["median"],
+        lines.append("| %s | %d | %s | %d | %.2f | %.2f | %.3f |" % (
+            r["mode"], r["threads"], r["output"], r["batch"], r["gb_per_s"]["median"], r["cudamemcpy_gb_per_s"]["median"],
             r["upload_vs_cudamemcpy"]["median"]))
-    lines += ["", "| output | batch | step (1.2x read) ms | starvation |", "|---|---:|---:|---:|"]
+    lines += ["", "| upload | threads | output | batch | step (1.2x read) ms | starvation |",
+              "|---|---:|---|---:|---:|---:|"]
     for r in res.get("starvation", []):
-        lines.append("| %s | %d | %.2f | %.3f%% |" % (
-            r["output"], r["batch"], r["step_ms"]["median"], 100 * r["starvation"]["median"]))
+        lines.append("| %s | %d | %s | %d | %.2f | %.3f%% |" % (
+            r["mode"], r["threads"], r["output"], r["batch"], r["step_ms"]["median"], 100 * r["starvation"]["median"]))
     if res.get("python"):
         lines += ["", "pytest: exit %s %s" % (res["python"]["status"], res["python"]["summary"])]
     return "\n".join(lines) + "\n"
@@ -271,7 +281,8 @@ def main():
     ap.add_argument("--sample", default="")
     ap.add_argument("--work", default="")
     ap.add_argument("--records", type=int, default=8192)
-    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=12, help="reader threads, staged upload")
+    ap.add_argument("--direct-threads", type=int, default=2, help="reader threads, direct upload")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--batches", default="64,256,1024")
@@ -311,12 +322,17 @@ def main():
         res["sample"] = run_sample(args.sample, data, args.out)
     batches = [int(b) for b in args.batches.split(",")]
     outputs = args.outputs.split(",")
+    threads = {"staged": args.threads, "direct": args.direct_threads}
     if "upload" not in skip:
-        res["upload"] = upload_matrix(args.imgpack, data, batches, outputs, args.threads,
-                                      args.epochs, args.repeat)
+        res["upload"] = []
+        for mode in ("staged", "direct"):
+            res["upload"] += upload_matrix(args.imgpack, data, batches, outputs, threads[mode],
+                                           args.epochs, args.repeat, mode)
     if "starve" not in skip:
-        res["starvation"] = starvation(args.imgpack, data, outputs, args.threads, args.epochs,
-                                       args.repeat)
+        res["starvation"] = []
+        for mode in ("staged", "direct"):
+            res["starvation"] += starvation(args.imgpack, data, outputs, threads[mode],
+                                            args.epochs, args.repeat, mode)
     if args.python_tests and "python" not in skip:
         env = dict(os.environ, IMGPACK_TEST_DATASET=data)
         res["python"] = run_python(args.python_tests.split(","), args.out, env)
