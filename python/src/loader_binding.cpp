@@ -252,7 +252,9 @@ Distributed: rank of world_size takes every world_size-th position of the
   (padding repeats), "drop" floor(N / world_size).
 Pipeline: threads reader threads fill a ring of prefetch slots; a Batch
   holds its slot while it or anything taken from it lives, so prefetch
-  bounds how many batches you can keep at once.
+  bounds how many batches you can keep at once. A `for` loop still holds
+  the previous batch while it asks for the next: it needs prefetch >= 2
+  (the default 4 reads three batches ahead).
 Device: "cpu", "cuda", "cuda:N" or a torch.device; pin_memory allocates
   host slots with cudaHostAlloc (host delivery); direct_upload lets the GPU
   copy records straight from the page cache (CUDA only; pins the dataset).
