@@ -772,7 +772,9 @@ def python_section(page, record):
     page.add("## Python", "",
              "The reader from Python (`import imgpack`): a loop taking every batch as torch "
              "tensors (`torch.from_dlpack` of its images and labels, zero-copy views of the "
-             "loader's slot; bench/python/consume.py) against the C++ loop of `imgpack bench` on "
+             "loader's slot; bench/python/consume.py, timed after one untimed epoch that faults "
+             "the shard mappings in, as `imgpack bench` does with its memcpy reference before "
+             "timing) against the C++ loop of `imgpack bench` on "
              "the same dataset with the same options (random order, %d reader threads, prefetch "
              "%d, host delivery, uint8), run alternately in the same repeat; and against a torch "
              "DataLoader (2 workers) over the same shards read with h5py at batch %d "

@@ -11,7 +11,10 @@ delivery, uint8):
 
   imgpack bench     the C++ loop (`imgpack bench --json`)
   python            bench/python/consume.py: a Python loop taking every batch
-                    as torch tensors (torch.from_dlpack of images and labels)
+                    as torch tensors (torch.from_dlpack of images and labels),
+                    timed after one untimed epoch that faults the shard
+                    mappings in, as imgpack bench's memcpy reference does
+                    before it times its loop
 
 alternating which goes first, then, once per repeat, a torch DataLoader
 (2 workers) over the same shards read with h5py at batch 256
