@@ -110,7 +110,6 @@ def test_consumer_stream_waits_for_the_upload(dataset_dir, reference):
                             output="float32", mean=MEAN, std=STD, prefetch=3)
     host = imgpack.Loader(dataset_dir, batch_size=180, variants="all", output="float32",
                           mean=MEAN, std=STD)
-    expected = [torch.from_dlpack(b.images).clone() for b in host]
     side = torch.cuda.Stream()
     for epoch in range(3):
         host.set_epoch(epoch)
