@@ -8,10 +8,10 @@ from torch.nn import functional as F
 
 import imgpack
 
+lightning = pytest.importorskip("lightning")
+
 
 def test_lightning_trainer_fits_on_the_pairs(dataset_dir):
-    lightning = pytest.importorskip("lightning")
-
     class Model(lightning.LightningModule):
         def __init__(self):
             super().__init__()
