@@ -29,6 +29,17 @@ def imgpack_binary():
     return os.path.join(ROOT, build, "tools", "imgpack")
 
 
+def python_module_dir():
+    """Where the build leaves the imgpack Python module (build/python, or $IMGPACK_BUILD_DIR's)."""
+    return os.path.join(ROOT, os.environ.get("IMGPACK_BUILD_DIR", "build"), "python")
+
+
+def python_env():
+    """The environment for a script that imports the built module."""
+    path = [python_module_dir()] + [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
+    return dict(os.environ, PYTHONPATH=":".join(path))
+
+
 def summary(samples):
     """min / median / max of repeated measurements (None when there are none)."""
     values = [float(v) for v in samples if v is not None]

@@ -20,9 +20,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 COLOURS = {"imgpack": "tab:blue", "no-dct": "tab:cyan", "python": "tab:red",
-           "torch_jpeg": "tab:red", "torch_h5py": "tab:orange", "h5py": "tab:green",
-           "memcpy": "0.45", "sklearn": "tab:gray"}
-LABELS = {"imgpack": "imgpack reader", "torch_jpeg": "torch DataLoader, ImageFolder JPEGs",
+           "imgpack_python": "tab:purple", "torch_jpeg": "tab:red", "torch_h5py": "tab:orange",
+           "h5py": "tab:green", "memcpy": "0.45", "sklearn": "tab:gray"}
+LABELS = {"imgpack": "imgpack reader", "imgpack_python": "imgpack reader from Python",
+          "torch_jpeg": "torch DataLoader, ImageFolder JPEGs",
           "torch_h5py": "torch DataLoader over h5py", "h5py": "h5py per-sample reads"}
 STARVING = 0.05
 
@@ -168,6 +169,10 @@ def gpu_section(page, record):
     if record.get("python"):
         page.add("- pytest (the Python module's CUDA tests): %s." %
                  " ".join(record["python"]["summary"]))
+    train = record.get("train_torch")
+    if train:
+        page.add("- samples/train_torch.py on cuda:0 (device batches, float32 normalized on the "
+                 "GPU): %s." % " ".join(train.get("output") or ["exit %s" % train.get("status")]))
     page.add("", "Upload: the loader's delivered GB/s (H x W x C bytes per image, the bytes that "
              "cross PCIe) against cudaMemcpyAsync of one batch from pinned memory measured in the "
              "same `imgpack bench --device cuda:0` run. *staged*: reader threads copy each record "
@@ -203,8 +208,23 @@ def gpu_section(page, record):
             page.target("GPU starvation (%s) < 1%% at a step of 1.2x the read time" % mode, 21,
                         "%.2f%% (%s)" % (100 * worst["starvation"]["median"], worst["output"]),
                         worst["starvation"]["median"] < 0.01)
+    python_rows = (record.get("python_bench") or {}).get("gpu") or []
+    if python_rows:
+        page.add("", "From Python: a loop taking every batch of 256 as torch tensors "
+                 "(`torch.from_dlpack`, synchronizing the current stream per batch as `imgpack "
+                 "bench` synchronizes each batch; bench/python/run.py) against `imgpack bench` "
+                 "with the same options in the same repeat, and against that run's cudaMemcpy "
+                 "from pinned memory.", "",
+                 "| output | Python GB/s | imgpack bench GB/s | Python / imgpack bench | "
+                 "cudaMemcpy GB/s | Python / cudaMemcpy |", "|---|---:|---:|---:|---:|---:|")
+        for r in python_rows:
+            page.add("| %s | %s | %s | %s | %s | %s |" % (
+                r["output"], mmm(r["python_gb_per_s"], 1), mmm(r["cpp_gb_per_s"], 1),
+                ratio(r["python_vs_cpp"]), mmm(r["cudamemcpy_gb_per_s"], 1),
+                ratio(r["python_vs_cudamemcpy"])))
     page.add("", "Reproduce on a GPU machine: `bench/gpu/run.py OUT --tests "
-             "build/tests/reader/reader_test` (then copy OUT/gpu.json to docs/bench/gpu.json and "
+             "build/tests/reader/reader_test --python-tests tests/python/test_cuda.py "
+             "--python-bench --train-sample` (then copy OUT/gpu.json to docs/bench/gpu.json and "
              "rerun `bench/run-all --report-only`).", "")
 
 
@@ -255,13 +275,15 @@ def training_section(page, record):
              "step, simulated by sleeping) asks each pipeline for batches in shuffled order; "
              "starvation is the fraction of the loop's time spent waiting for the next batch, "
              "i.e. the time a GPU would sit idle. The pipelines: the imgpack reader (%d threads) "
-             "over the packed dataset, torchvision ImageFolder + torch DataLoader (%d workers) "
+             "over the packed dataset, from C++ and from Python (a loop taking every batch as "
+             "torch tensors, bench/python/consume.py; where the module was built), "
+             "torchvision ImageFolder + torch DataLoader (%d workers) "
              "decoding and resizing the source JPEGs, and a DataLoader (%d workers) over the same "
              "shards read with h5py. %d records of 224x224x3, page-cached." % (
                  d["batch"], d["threads"], d["workers"], d["workers"], d["records"]), "",
              run_note(record))
     fig, ax = plt.subplots(figsize=(8.5, 4.6))
-    for p in ("imgpack", "torch_jpeg", "torch_h5py"):
+    for p in [p for p in ("imgpack", "imgpack_python", "torch_jpeg", "torch_h5py") if p in pipes]:
         pts = pipes[p]["points"]
         xs = [x["step_ms"] for x in pts]
         med = [100 * x["starvation"]["median"] for x in pts]
@@ -318,6 +340,10 @@ def training_section(page, record):
              "sleeping consumer leaves both cores to the pipeline; a real training process also "
              "spends CPU time launching GPU work.")
     commands_block(page, record)
+    if "imgpack_python" in fed and fed["imgpack_python"] != fed["imgpack"]:
+        page.not_ahead.append("Training loop: the Python consumer kept the loop fed down to a "
+                              "%s ms step, the C++ consumer down to %s ms." % (
+                                  fed["imgpack_python"], fed["imgpack"]))
     if fed["imgpack"] is not None:
         for p in ("torch_jpeg", "torch_h5py"):
             if fed[p] is not None and fed[p] <= fed["imgpack"]:
@@ -740,6 +766,57 @@ def reader_section(page, record):
     commands_block(page, record)
 
 
+def python_section(page, record):
+    d = record["data"]
+    batches = sorted(d["by_batch"], key=int)
+    page.add("## Python", "",
+             "The reader from Python (`import imgpack`): a loop taking every batch as torch "
+             "tensors (`torch.from_dlpack` of its images and labels, zero-copy views of the "
+             "loader's slot; bench/python/consume.py, timed after one untimed epoch that faults "
+             "the shard mappings in, as `imgpack bench` does with its memcpy reference before "
+             "timing) against the C++ loop of `imgpack bench` on "
+             "the same dataset with the same options (random order, %d reader threads, prefetch "
+             "%d, host delivery, uint8), run alternately in the same repeat; and against a torch "
+             "DataLoader (2 workers) over the same shards read with h5py at batch %d "
+             "(bench/reader/torch_loaders.py, worker start-up left out). %d records of 224x224x3 "
+             "(%.2f GiB), page-cached, %d epochs per run." % (
+                 d["threads"], d["prefetch"], d["batch"], d["records"], d["dataset_gib"],
+                 d["epochs"]), "", run_note(record), "",
+             "| batch | Python loop images/s | imgpack bench images/s | Python / imgpack bench |",
+             "|---:|---:|---:|---:|")
+    for b in batches:
+        row = d["by_batch"][b]
+        for key in ("python", "cpp", "python_vs_cpp"):
+            page.need_summary("python batch %s %s" % (b, key), row[key])
+        page.add("| %s | %s | %s | %s |" % (b, mmm(row["python"], 0), mmm(row["cpp"], 0),
+                                             ratio(row["python_vs_cpp"])))
+    page.need_summary("python torch h5py images/s", d["torch_h5py_images_per_s"])
+    page.need_summary("python vs torch h5py", d["python_vs_torch_h5py"])
+    page.add("", "DataLoader (2 workers) over h5py, batch %d: %s images/s; the Python loop / it: "
+             "%s." % (d["batch"], mmm(d["torch_h5py_images_per_s"], 0),
+                      ratio(d["python_vs_torch_h5py"], 1)), "")
+    main = d["by_batch"][str(d["batch"])]["python_vs_cpp"]
+    page.target("Python loop (torch tensors) >= 0.9x `imgpack bench` at batch %d" % d["batch"],
+                15, ratio(main), main["median"] >= 0.9)
+    page.target("Python loop >= 10x a DataLoader (2 workers) over h5py", 15,
+                ratio(d["python_vs_torch_h5py"], 1), d["python_vs_torch_h5py"]["median"] >= 10)
+    for b in batches:
+        r = d["by_batch"][b]["python_vs_cpp"]
+        if r["median"] < 0.9:
+            page.not_ahead.append("Python loop at batch %s: %s of `imgpack bench`'s rate (the "
+                                  "per-batch cost of the Python loop and its tensor views)."
+                                  % (b, ratio(r)))
+    if d.get("gpu"):
+        page.add("| device | output | Python GB/s | imgpack bench GB/s | cudaMemcpy GB/s |",
+                 "|---|---|---:|---:|---:|")
+        for row in d["gpu"]:
+            page.add("| %s | %s | %s | %s | %s |" % (
+                row["device"], row["output"], mmm(row["python_gb_per_s"], 1),
+                mmm(row["cpp_gb_per_s"], 1), mmm(row["cudamemcpy_gb_per_s"], 1)))
+        page.add("")
+    commands_block(page, record)
+
+
 def verify_section(page, record):
     d = record["data"]
     threads = sorted(d["by_threads"], key=int)
@@ -803,7 +880,7 @@ def write(results, docs, quick=False, expect=()):
     os.makedirs(docs, exist_ok=True)
     page = Page(docs, quick)
     machine = load(results, "machine") or {}
-    order = ("training", "convert", "augment", "splits", "reader", "verify", "gpu")
+    order = ("training", "convert", "augment", "splits", "reader", "python", "verify", "gpu")
     records = {name: load(results, name) for name in order}
     # The GPU figures come from a GPU machine (bench/gpu/run.py) and are kept
     # with the page, so a run elsewhere renders them rather than losing them.
@@ -816,7 +893,8 @@ def write(results, docs, quick=False, expect=()):
     body = Page(docs, quick)
     renderers = {"training": training_section, "convert": convert_section,
                  "augment": augment_section, "splits": splits_section,
-                 "reader": reader_section, "verify": verify_section, "gpu": gpu_section}
+                 "reader": reader_section, "python": python_section, "verify": verify_section,
+                 "gpu": gpu_section}
     for name in order:
         if records[name]:
             try:
@@ -842,7 +920,8 @@ def write(results, docs, quick=False, expect=()):
              "[targets](#targets) · [where imgpack is not ahead](#where-imgpack-is-not-ahead) · "
              "[conversion](#conversion) · "
              "[augmentation](#augmentation-k4-variants-against-k1) · [splits](#splits) · "
-             "[reader](#reader) · [verify](#verify) · [GPU](#gpu) · [machine](#machine)", "")
+             "[reader](#reader) · [Python](#python) · [verify](#verify) · [GPU](#gpu) · "
+             "[machine](#machine)", "")
     # The headline first, then the verdicts, then the details.
     head, rest = split_headline(body.lines)
     page.add(*head)

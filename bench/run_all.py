@@ -4,7 +4,7 @@
 usage: bench/run-all [--quick] [--work DIR] [--repeat N] [--only SECTION,...]
                      [--report-only] [--docs DIR]
 
-Sections (in this order): convert, augment, splits, reader, verify, training. Each
+Sections (in this order): convert, augment, splits, reader, python, verify, training. Each
 runs a script under bench/ that measures imgpack and its peers side by side
 in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
 leaves WORK/results/SECTION.json. Inputs are generated deterministically and
@@ -38,7 +38,7 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import report  # noqa: E402
 
-SECTIONS = ("convert", "augment", "splits", "reader", "verify", "training")
+SECTIONS = ("convert", "augment", "splits", "reader", "python", "verify", "training")
 
 # Sizes: the full mode measures what the issues' targets are defined on.
 FULL = {
@@ -54,6 +54,7 @@ FULL = {
                     "--jpeg-configs", "16:2,64:2,256:1,256:2,256:4",
                     "--h5py-configs", "16:2,64:2,256:1,256:2,256:4,1024:2",
                     "--epochs", "3", "--h5py-max-images", "20000", "--torch-max-images", "3072"],
+    "python_args": ["--batches", "64,256", "--epochs", "3", "--torch-max-images", "3072"],
     "training_args": ["--batch", "256", "--steps-ms", "2000,1000,500,200,100,50,20,10,5,2,1",
                       "--budget-s", "6", "--min-batches", "10", "--rate-images", "2048"],
 }
@@ -69,6 +70,7 @@ QUICK = {
     "reader_args": ["--batches", "16,64", "--threads", "1,2", "--jpeg-configs", "16:2,256:1",
                     "--h5py-configs", "16:2,256:1", "--epochs", "2", "--h5py-max-images", "256",
                     "--torch-max-images", "96"],
+    "python_args": ["--batches", "64,256", "--epochs", "2", "--torch-max-images", "96"],
     "training_args": ["--batch", "16", "--steps-ms", "50,10,2", "--budget-s", "0.5",
                       "--min-batches", "3", "--rate-images", "96"],
 }
@@ -161,6 +163,13 @@ class Runner:
         command = [benchlib.PYTHON, script("reader", "run.py"), dataset, src, out, "--repeat",
                    self.repeat] + self.sizes["reader_args"]
         return [command], self.run_script("reader", command, os.path.join(out, "results.json"))
+
+    def python(self):
+        _, dataset = self.reader_inputs()
+        out = self.scratch("python")
+        command = [benchlib.PYTHON, script("python", "run.py"), dataset, out, "--repeat",
+                   self.repeat] + self.sizes["python_args"]
+        return [command], self.run_script("python", command, os.path.join(out, "results.json"))
 
     def verify(self):
         _, dataset = self.reader_inputs()

@@ -6,7 +6,7 @@ usage: bench/gpu/run.py OUT [--imgpack PATH] [--tests PATH,...] [--sample PATH]
                         [--repeat R]
                         [--batches 64,256,1024] [--outputs uint8,float32,float16]
                         [--sanitize memcheck,racecheck,synccheck] [--python-tests PATH]
-                        [--quick]
+                        [--python-bench] [--train-sample] [--quick]
 
 On a machine with a CUDA device, in this order:
 
@@ -24,7 +24,15 @@ On a machine with a CUDA device, in this order:
   starve     for each upload mode and output format at batch 256: a simulated
              training step of 1.2x the pure read time per batch (measured in
              the same repeat) and the fraction of time the consumer waited;
-  python     pytest over --python-tests (the torch CUDA tests), when given.
+  python     pytest over --python-tests (the torch CUDA tests), when given;
+  pybench    with --python-bench: bench/python/run.py --devices cpu,cuda:0 at
+             batch 256: a Python loop taking every batch as torch tensors
+             against `imgpack bench` (host, and cuda:0 for every output
+             format, with the same run's cudaMemcpy from pinned memory);
+  train      with --train-sample: samples/train_torch.py on the dataset's cv5
+             fold 0 with --device cuda:0: accuracy and loader starvation.
+
+The Python steps import the module from --python-path (default build/python).
 
 The dataset is generated with `imgpack sample-data` and converted to 224x224
 (--records images), then read once so the page cache holds it. Writes
@@ -243,6 +251,43 @@ def run_python(tests, out_dir, env):
     return {"status": status, "summary": tail}
 
 
+def python_env(path):
+    return dict(os.environ, PYTHONPATH=":".join(
+        [path] + [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]))
+
+
+def run_python_bench(data, out_dir, args):
+    out = os.path.join(out_dir, "python-bench")
+    status, log = run([sys.executable, os.path.join(ROOT, "bench", "python", "run.py"), data, out,
+                       "--imgpack", args.imgpack, "--devices", "cpu,cuda:0", "--batches", "256",
+                       "--repeat", str(args.repeat), "--epochs", str(args.epochs),
+                       "--outputs", args.outputs, "--torch-max-images", "1024"],
+                      timeout=3600, env=python_env(args.python_path))
+    with open(os.path.join(out_dir, "python-bench.log"), "w") as f:
+        f.write(log)
+    if status != 0:
+        return {"status": status, "error": log.strip().splitlines()[-1:]}
+    with open(os.path.join(out, "results.json")) as f:
+        results = json.load(f)
+    results.pop("raw", None)
+    results["status"] = 0
+    return results
+
+
+def run_train_sample(data, out_dir, args):
+    status, out = run([sys.executable, os.path.join(ROOT, "samples", "train_torch.py"), data,
+                       "--split", "cv5", "--fold", "0", "--device", "cuda:0", "--epochs", "3",
+                       "--batch-size", "128", "--threads", "4", "--min-accuracy", "0.5"],
+                      timeout=3600, env=python_env(args.python_path))
+    with open(os.path.join(out_dir, "train_torch.log"), "w") as f:
+        f.write(out)
+    found = re.search(r"validation accuracy ([0-9.]+) on (\d+) images \(chance ([0-9.]+)\); "
+                      r"training loader starvation ([0-9.]+)%", out)
+    return {"status": status, "output": out.strip().splitlines()[-1:],
+            "accuracy": float(found.group(1)) if found else None,
+            "starvation": float(found.group(4)) / 100 if found else None}
+
+
 def markdown(res):
     lines = ["GPU: %s" % res["gpu"], ""]
     for entry in res.get("tests", []):
@@ -270,6 +315,13 @@ def markdown(res):
             r["mode"], r["threads"], r["output"], r["batch"], r["step_ms"]["median"], 100 * r["starvation"]["median"]))
     if res.get("python"):
         lines += ["", "pytest: exit %s %s" % (res["python"]["status"], res["python"]["summary"])]
+    for row in (res.get("python_bench") or {}).get("gpu", []):
+        lines.append("python loop %s %s: %.2f GB/s, imgpack bench %.2f GB/s, cudaMemcpy %.2f GB/s" % (
+            row["device"], row["output"], row["python_gb_per_s"]["median"],
+            row["cpp_gb_per_s"]["median"], row["cudamemcpy_gb_per_s"]["median"]))
+    if res.get("train_torch"):
+        lines.append("samples/train_torch.py on cuda:0: exit %s %s" % (
+            res["train_torch"]["status"], res["train_torch"]["output"]))
     return "\n".join(lines) + "\n"
 
 
@@ -289,6 +341,9 @@ def main():
     ap.add_argument("--outputs", default="uint8,float32,float16")
     ap.add_argument("--sanitize", default="memcheck,racecheck,synccheck")
     ap.add_argument("--python-tests", default="")
+    ap.add_argument("--python-bench", action="store_true")
+    ap.add_argument("--train-sample", action="store_true")
+    ap.add_argument("--python-path", default=os.path.join(ROOT, "build", "python"))
     ap.add_argument("--skip", default="", help="steps to leave out: tests,sanitize,sample,...")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
@@ -334,8 +389,13 @@ def main():
             res["starvation"] += starvation(args.imgpack, data, outputs, threads[mode],
                                             args.epochs, args.repeat, mode)
     if args.python_tests and "python" not in skip:
-        env = dict(os.environ, IMGPACK_TEST_DATASET=data)
+        env = dict(python_env(args.python_path), IMGPACK_TEST_DATASET=data)
+        env.setdefault("IMGPACK", args.imgpack)  # tests/python make their datasets with it
         res["python"] = run_python(args.python_tests.split(","), args.out, env)
+    if args.python_bench and "pybench" not in skip:
+        res["python_bench"] = run_python_bench(data, args.out, args)
+    if args.train_sample and "train" not in skip:
+        res["train_torch"] = run_train_sample(data, args.out, args)
     res["seconds"] = time.time() - started
     with open(os.path.join(args.out, "gpu.json"), "w") as f:
         json.dump(res, f, indent=1)
@@ -347,6 +407,9 @@ def main():
                  for k in ("cuda", "all"))
     failed = failed or any(s.get("errors") != 0 for s in res.get("sanitize", []))
     failed = failed or (res.get("sample") or {}).get("status", 0) != 0
+    failed = failed or (res.get("python") or {}).get("status", 0) != 0
+    failed = failed or (res.get("python_bench") or {}).get("status", 0) != 0
+    failed = failed or (res.get("train_torch") or {}).get("status", 0) != 0
     return 1 if failed else 0
 
 

@@ -12,6 +12,9 @@ fraction of time the GPU would sit idle. Pipelines, all delivering batches of
 224x224x3 uint8 images in shuffled order:
 
   imgpack      the reader over DATASET (`imgpack bench --step-ms S`), THREADS threads
+  imgpack python  the same reader from Python, the loop taking every batch as
+               torch tensors (bench/python/consume.py --step-ms S); left out
+               when the module is not built
   torch jpeg   torchvision ImageFolder + DataLoader(WORKERS) over SRC's JPEGs
   torch h5py   DataLoader(WORKERS) over DATASET's shards read with h5py
 
@@ -30,6 +33,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,16 +41,28 @@ sys.path.insert(0, os.path.dirname(HERE))
 import benchlib  # noqa: E402
 
 TORCH_LOADERS = os.path.join(os.path.dirname(HERE), "reader", "torch_loaders.py")
+CONSUME = os.path.join(os.path.dirname(HERE), "python", "consume.py")
 SPLIT = "bench_headline"
-PIPELINES = ("imgpack", "torch_jpeg", "torch_h5py")
+PIPELINES = ("imgpack", "imgpack_python", "torch_jpeg", "torch_h5py")
 STARVING = 0.05  # "keeps up" = starvation under 5%
 
 
-def imgpack_bench(args, extra):
+def imgpack_bench(args, extra, python=False):
+    """`imgpack bench`, or with python=True the same loop from Python (consume.py)."""
+    if python:
+        command = [benchlib.PYTHON, CONSUME, args.dataset, "--batch", args.batch, "--threads",
+                   args.threads, "--order", "random", "--device", "cpu"] + list(extra)
+        return benchlib.run_json(command, env=benchlib.python_env()), " ".join(map(str, command))
     command = [args.imgpack, "bench", args.dataset, "--batch", args.batch, "--threads",
                args.threads, "--order", "random", "--device", "host", "--json",
                "--quiet"] + list(extra)
     return benchlib.run_json(command), " ".join(map(str, command))
+
+
+def python_module_available():
+    done = subprocess.run([benchlib.PYTHON, "-c", "import imgpack"], capture_output=True,
+                          env=benchlib.python_env())
+    return done.returncode == 0
 
 
 def make_subset(args, records):
@@ -58,7 +74,7 @@ def make_subset(args, records):
     return next(s["size"] for s in report["fold_stats"] if s["fold"] == 0)
 
 
-def imgpack_point(args, step_ms, rate, records, subset):
+def imgpack_point(args, step_ms, rate, records, subset, python=False):
     per_batch = max(step_ms / 1000, args.batch / rate)
     wanted = max(args.min_batches, math.ceil(args.budget_s / per_batch))
     all_batches = math.ceil(records / args.batch)
@@ -68,7 +84,7 @@ def imgpack_point(args, step_ms, rate, records, subset):
         per_epoch = max(1, math.ceil(subset / args.batch))
         extra = ["--split", SPLIT, "--fold", "0", "--role", "val",
                  "--epochs", max(1, math.ceil(wanted / per_epoch))]
-    result, command = imgpack_bench(args, extra + ["--step-ms", step_ms])
+    result, command = imgpack_bench(args, extra + ["--step-ms", step_ms], python)
     return {"step_ms": step_ms, "batches": result["images"] // args.batch,
             "wait_seconds": result["wait_seconds"], "seconds": result["seconds"],
             "starvation": result["starvation"]}, command
@@ -104,17 +120,24 @@ def main():
     records = probe["records"]
     subset = make_subset(args, records)
     sources = {"torch_jpeg": ("jpeg", args.src), "torch_h5py": ("h5py", args.dataset)}
+    pipelines = [p for p in PIPELINES if p != "imgpack_python" or python_module_available()]
+    if "imgpack_python" not in pipelines:
+        benchlib.say("training", "the imgpack Python module is not built: no Python consumer")
 
-    rates = {p: [] for p in PIPELINES}
-    points = {p: {step: [] for step in steps} for p in PIPELINES}
+    rates = {p: [] for p in pipelines}
+    points = {p: {step: [] for step in steps} for p in pipelines}
     commands = {}
     for r in range(args.repeat):
-        result, commands["imgpack rate"] = imgpack_bench(args, ["--epochs", 2])
-        rates["imgpack"].append(result["images_per_s"])
-        for step in steps:
-            point, commands["imgpack"] = imgpack_point(args, step, rates["imgpack"][-1], records,
-                                                       subset)
-            points["imgpack"][step].append(point)
+        for pipeline in ("imgpack", "imgpack_python"):
+            if pipeline not in pipelines:
+                continue
+            python = pipeline == "imgpack_python"
+            result, commands[pipeline + " rate"] = imgpack_bench(args, ["--epochs", 2], python)
+            rates[pipeline].append(result["images_per_s"])
+            for step in steps:
+                point, commands[pipeline] = imgpack_point(args, step, rates[pipeline][-1],
+                                                          records, subset, python)
+                points[pipeline][step].append(point)
         for pipeline, (kind, path) in sources.items():
             command = torch_command(args, kind, path, "throughput", [
                 "--configs", "%d:%d" % (args.batch, args.workers),
@@ -129,12 +152,12 @@ def main():
             for point in benchlib.run_json(command)["points"]:
                 points[pipeline][point["step_ms"]].append(point)
         benchlib.say("training", "repeat %d/%d: read rates %s" % (r + 1, args.repeat, ", ".join(
-            "%s %.0f images/s" % (p, rates[p][-1]) for p in PIPELINES)))
+            "%s %.0f images/s" % (p, rates[p][-1]) for p in pipelines)))
 
     results = {"batch": args.batch, "threads": args.threads, "workers": args.workers,
                "records": records, "repeat": args.repeat, "steps_ms": steps,
                "starving_above": STARVING, "commands": commands, "pipelines": {}}
-    for p in PIPELINES:
+    for p in pipelines:
         rate = benchlib.summary(rates[p])
         per_step = []
         for step in steps:
@@ -154,12 +177,12 @@ def main():
 
     print("simulated training loop, batch %d; starvation %% (median of %d) by step time" % (
         args.batch, args.repeat))
-    print("%-10s" % "step ms" + "".join("%14s" % p for p in PIPELINES))
+    print("%-10s" % "step ms" + "".join("%16s" % p for p in pipelines))
     for i, step in enumerate(steps):
         print("%-10g" % step + "".join(
-            "%13.1f%%" % (100 * results["pipelines"][p]["points"][i]["starvation"]["median"])
-            for p in PIPELINES))
-    for p in PIPELINES:
+            "%15.1f%%" % (100 * results["pipelines"][p]["points"][i]["starvation"]["median"])
+            for p in pipelines))
+    for p in pipelines:
         pr = results["pipelines"][p]
         print("%s: %.0f images/s (%.1f ms per batch), fed down to a %s ms step" % (
             p, pr["images_per_s"]["median"], pr["read_ms_per_batch"], pr["shortest_fed_step_ms"]))

@@ -84,6 +84,9 @@ Loader::~Loader() {
 
 void Loader::set_epoch(uint64_t epoch) { core_->set_epoch(epoch); }
 std::optional<Batch> Loader::next() { return core_->next(core_); }
+bool Loader::wait_for_next(std::chrono::nanoseconds timeout) {
+  return core_->wait_for_next(timeout);
+}
 uint64_t Loader::epoch() const { return core_->epoch(); }
 std::size_t Loader::batches_per_epoch() const { return core_->batches_per_epoch(); }
 std::size_t Loader::images_per_epoch() const { return core_->images_per_epoch(); }

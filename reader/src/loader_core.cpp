@@ -391,6 +391,26 @@ std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
   return batch;
 }
 
+bool LoaderCore::deliverable() const {
+  if (error_ || next_deliver_ >= end_seq_ || held_ == slots_.size()) return true;
+  const InFlight& f = table_[next_deliver_ % table_.size()];
+  return f.seq == next_deliver_ && f.stage == Stage::ready;
+}
+
+bool LoaderCore::wait_for_next(Clock::duration timeout) {
+  if (!started_) set_epoch(0);
+  std::unique_lock lock(mu_);
+  const Clock::time_point entered = Clock::now();
+  if (!consumer_started_) {
+    consumer_started_ = true;
+    consumer_first_ = entered;
+  }
+  if (deliverable()) return true;
+  const bool ready = consumer_cv_.wait_for(lock, timeout, [&] { return deliverable(); });
+  wait_ns_ += nanoseconds_since(entered);
+  return ready;
+}
+
 Batch::View LoaderCore::batch_view(std::size_t b, const Slot& slot) const {
   Batch::View view;
   view.epoch = work_->epoch;

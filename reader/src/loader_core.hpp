@@ -79,6 +79,7 @@ class LoaderCore {
   void stop();
   void set_epoch(uint64_t epoch);
   std::optional<Batch> next(const std::shared_ptr<LoaderCore>& self);
+  bool wait_for_next(Clock::duration timeout);
   // Returns a slot leased by a Batch (SlotLease::release()).
   void release(int slot, bool consumer_stream_event);
   void record_consumer_event(int slot, void* stream);
@@ -116,6 +117,8 @@ class LoaderCore {
   void allocate_ring();
   // What Batch shows of batch `b` of the current epoch, filled into `slot` (mu_ held).
   Batch::View batch_view(std::size_t b, const Slot& slot) const;
+  // next() would return without waiting (mu_ held).
+  bool deliverable() const;
   bool claimable() const;
   bool uploadable() const;
   void reader_main();

@@ -38,6 +38,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -249,6 +250,15 @@ class Loader {
   // the upload stage. Throws imgpack::Error if every slot of the ring is
   // held by live Batches (no progress is possible: release one first).
   std::optional<Batch> next();
+
+  // Waits at most `timeout` until next() would return at once: a batch is
+  // ready, the epoch is exhausted, an error is pending, or every slot is held
+  // (which next() reports). Returns whether it would; false means the time
+  // ran out. Starts epoch 0 if no epoch was started, like next(); the time
+  // waited counts as consumer wait in LoaderStats, as if spent in next(). For
+  // a caller that waits in slices to react to something else meanwhile (a
+  // signal, a shutdown request): `while (!loader.wait_for_next(50ms)) poll();`
+  bool wait_for_next(std::chrono::nanoseconds timeout);
 
   uint64_t epoch() const;
   // Per rank and epoch, after the last-batch policy.

@@ -1,0 +1,166 @@
+// imgpack.Dataset and imgpack.Split: a validated dataset and its index, with
+// the sample table as read-only numpy arrays viewing the index in memory.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "imgpack/dataset.hpp"
+
+namespace imgpack::python {
+
+namespace {
+
+using namespace pybind11::literals;
+
+// A read-only numpy view of `values`, which live as long as `dataset` does.
+template <class T>
+py::array read_only_view(const Dataset& dataset, const std::vector<T>& values) {
+  // The capsule keeps a handle on the dataset (and so its index) alive.
+  py::capsule owner(new Dataset(dataset), [](void* p) { delete static_cast<Dataset*>(p); });
+  py::array_t<T> array({values.size()}, {sizeof(T)}, values.data(), owner);
+  array.attr("setflags")("write"_a = false);
+  return array;
+}
+
+py::array string_array(const std::vector<std::string>& values) {
+  return py::module_::import("numpy").attr("array")(py::cast(values), "dtype"_a = "O");
+}
+
+// One named split of a dataset, by position in the index (which the handle keeps alive).
+struct SplitView {
+  Dataset dataset;
+  std::size_t position = 0;
+  const Split& split() const { return dataset.index().splits[position]; }
+};
+
+std::string split_repr(const SplitView& v) {
+  const Split& s = v.split();
+  return "<imgpack.Split '" + s.name + "' kind=" + s.kind + " folds=" + std::to_string(s.folds) +
+         " seed=" + std::to_string(s.seed) + (s.stratified ? " stratified" : "") +
+         (s.grouped ? " grouped" : "") + ">";
+}
+
+constexpr const char* kDatasetDoc = R"(A packed imgpack dataset, opened and validated.
+
+Dataset(path, *, verify_checksums=False)
+
+Opening reads index.h5 and checks every shard (format, uuid, shapes,
+layout, sizes) once; afterwards the pixels are memory-mapped and no file is
+read until a Loader copies records. A missing, truncated, foreign or damaged
+file raises imgpack.Error naming the file and the problem. With
+verify_checksums=True every record is also read and compared with its stored
+checksum (slow: reads the whole dataset).
+
+A Dataset is a cheap handle: Loaders made from it share its mappings.
+
+    ds = imgpack.Dataset("dataset/")
+    len(ds)              # source samples (images before augmentation)
+    ds.shape             # (height, width, channels) of every record
+    ds.classes[ds.sample_labels[0]]
+    ds.splits["cv5"].folds
+)";
+
+}  // namespace
+
+void register_dataset(py::module_& m) {
+  py::class_<SplitView>(m, "Split",
+                        "A named cross-validation split stored in the dataset (imgpack split).\n\n"
+                        "Fold f's validation samples are assign == f, its training samples the "
+                        "other non-negative folds, the test set assign == -1. A holdout split "
+                        "has folds == 2 and is used through fold 0 (0 = validation).")
+      .def_property_readonly(
+          "name", [](const SplitView& v) { return v.split().name; }, "The split's name.")
+      .def_property_readonly(
+          "kind", [](const SplitView& v) { return v.split().kind; },
+          "random, stratified, group, stratified-group or holdout.")
+      .def_property_readonly(
+          "folds", [](const SplitView& v) { return v.split().folds; }, "Number of folds.")
+      .def_property_readonly(
+          "seed", [](const SplitView& v) { return v.split().seed; }, "The seed it was made with.")
+      .def_property_readonly(
+          "stratified", [](const SplitView& v) { return v.split().stratified; },
+          "Whether class proportions were balanced across the parts.")
+      .def_property_readonly(
+          "grouped", [](const SplitView& v) { return v.split().grouped; },
+          "Whether groups were kept whole (never on two sides).")
+      .def_property_readonly(
+          "test_fraction", [](const SplitView& v) { return v.split().test_fraction; },
+          "Fraction of samples set aside as the test set (fold -1).")
+      .def_property_readonly(
+          "val_fraction", [](const SplitView& v) { return v.split().val_fraction; },
+          "Validation fraction of a holdout split (0 for k-fold kinds).")
+      .def_property_readonly(
+          "created", [](const SplitView& v) { return v.split().created; },
+          "When it was made (ISO 8601 UTC).")
+      .def_property_readonly(
+          "assign", [](const SplitView& v) { return read_only_view(v.dataset, v.split().assign); },
+          "Per source sample: its fold (0..folds-1) or -1 for the test set; int16, read-only.")
+      .def("__repr__", &split_repr);
+
+  py::class_<Dataset>(m, "Dataset", kDatasetDoc)
+      .def(py::init([](const py::object& path, bool verify_checksums) {
+             const std::string dir = py::str(py::module_::import("os").attr("fspath")(path));
+             py::gil_scoped_release unlocked;
+             return Dataset::open(dir, DatasetOpenOptions{.verify_checksums = verify_checksums});
+           }),
+           "path"_a, py::kw_only(), "verify_checksums"_a = false,
+           "Opens and validates the dataset in directory `path` (str or os.PathLike).")
+      .def("__len__", &Dataset::num_samples, "Number of source samples.")
+      .def_property_readonly(
+          "path", [](const Dataset& d) { return d.path().string(); }, "The dataset directory.")
+      .def_property_readonly(
+          "shape",
+          [](const Dataset& d) { return py::make_tuple(d.height(), d.width(), d.channels()); },
+          "(height, width, channels) of every record (stored uint8, HWC).")
+      .def_property_readonly("num_samples", &Dataset::num_samples, "Number of source samples.")
+      .def_property_readonly("num_records", &Dataset::num_records,
+                             "Number of records (samples x stored variants).")
+      .def_property_readonly("num_shards", &Dataset::num_shards, "Number of shard files.")
+      .def_property_readonly(
+          "variants", [](const Dataset& d) { return d.index().variants; },
+          "Records stored per sample: the clean one and variants - 1 augmented.")
+      .def_property_readonly(
+          "color", [](const Dataset& d) { return d.index().color; }, "'rgb' or 'gray'.")
+      .def_property_readonly(
+          "uuid", [](const Dataset& d) { return d.index().uuid; }, "The dataset's uuid.")
+      .def_property_readonly(
+          "classes", [](const Dataset& d) { return d.index().class_names; },
+          "Class names by label (list of str).")
+      .def_property_readonly(
+          "groups", [](const Dataset& d) { return d.index().group_names; },
+          "Group names by group id (list of str).")
+      .def_property_readonly(
+          "splits",
+          [](const Dataset& d) {
+            py::dict splits;
+            for (std::size_t i = 0; i < d.index().splits.size(); ++i) {
+              splits[py::str(d.index().splits[i].name)] = SplitView{d, i};
+            }
+            return splits;
+          },
+          "The stored splits by name (dict of str -> Split).")
+      .def_property_readonly(
+          "sample_paths", [](const Dataset& d) { return string_array(d.index().sample_path); },
+          "Per sample: its source path relative to the converted directory (object array of str).")
+      .def_property_readonly(
+          "sample_labels",
+          [](const Dataset& d) { return read_only_view(d, d.index().sample_label); },
+          "Per sample: its label (int32, -1 = unlabeled), read-only.")
+      .def_property_readonly(
+          "sample_groups",
+          [](const Dataset& d) { return read_only_view(d, d.index().sample_group); },
+          "Per sample: its group id (int32, -1 = none), read-only.")
+      .def("__repr__", [](const Dataset& d) {
+        return "<imgpack.Dataset '" + d.path().string() + "' " + std::to_string(d.num_samples()) +
+               " samples, " + std::to_string(d.num_records()) + " records of " +
+               std::to_string(d.height()) + "x" + std::to_string(d.width()) + "x" +
+               std::to_string(d.channels()) + ">";
+      });
+}
+
+}  // namespace imgpack::python

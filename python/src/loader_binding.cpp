@@ -1,0 +1,399 @@
+// imgpack.Loader: the reader's Loader with PyTorch's vocabulary, waiting with
+// the interpreter lock released and Ctrl-C honoured; its epoch iterator; and
+// imgpack.Pairs, the (images, labels) view frameworks iterate.
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "bindings.hpp"
+#include "cuda_device.hpp"
+#include "imgpack/error.hpp"
+#include "loader_options.hpp"
+
+namespace imgpack::python {
+
+namespace {
+
+using namespace pybind11::literals;
+
+// How long next() waits between checks for a signal (Ctrl-C).
+constexpr std::chrono::milliseconds kSignalCheckInterval{20};
+
+class PyLoader {
+ public:
+  PyLoader(Dataset dataset, const LoaderOptions& options) : dataset_(std::move(dataset)) {
+    py::gil_scoped_release unlocked;
+    const CurrentDeviceGuard keep(options.device);
+    loader_ = std::make_unique<Loader>(dataset_, options);
+  }
+
+  // Joins the reader threads with the interpreter lock held: they never need
+  // it, and a destructor may run while the interpreter shuts down.
+  ~PyLoader() = default;
+  PyLoader(const PyLoader&) = delete;
+  PyLoader& operator=(const PyLoader&) = delete;
+
+  // Stops the reader threads (each finishes at most one chunk). Batches and
+  // tensors already taken stay valid.
+  void close() {
+    if (!loader_) return;
+    if (busy_) throw std::runtime_error("Loader.close() while another thread waits in it");
+    std::unique_ptr<Loader> loader = std::move(loader_);
+    py::gil_scoped_release unlocked;
+    loader.reset();
+  }
+
+  void set_epoch(uint64_t epoch) {
+    Loader& loader = open_loader();
+    {
+      const Busy busy(busy_);
+      py::gil_scoped_release unlocked;
+      loader.set_epoch(epoch);
+    }
+    epoch_ = epoch;
+    next_epoch_ = epoch;
+    started_ = true;
+    ++generation_;
+  }
+
+  // Starts the epoch an iteration reads: the one set_epoch() named, else the
+  // one after the last iterated. Returns the iteration's generation.
+  uint64_t begin_iteration() {
+    Loader& loader = open_loader();
+    if (!started_) {
+      const Busy busy(busy_);
+      py::gil_scoped_release unlocked;
+      loader.set_epoch(next_epoch_);
+    }
+    epoch_ = next_epoch_;
+    next_epoch_ = epoch_ + 1;
+    started_ = false;
+    return ++generation_;
+  }
+
+  // The next batch of the iteration `generation`, or nullptr at the end of the epoch.
+  std::shared_ptr<BatchState> next(uint64_t generation) {
+    Loader& loader = open_loader();
+    if (generation != generation_) {
+      throw std::runtime_error(
+          "this iterator is stale: the loader started another epoch since (iter() or "
+          "set_epoch()); iterate the loader again");
+    }
+    const Busy busy(busy_);
+    for (;;) {
+      bool ready = false;
+      {
+        py::gil_scoped_release unlocked;
+        ready = loader.wait_for_next(kSignalCheckInterval);
+      }
+      if (ready) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+    std::optional<Batch> batch;
+    try {
+      py::gil_scoped_release unlocked;
+      const CurrentDeviceGuard keep(loader.options().device);
+      batch = loader.next();  // ready: returns at once
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      if (live_->load() >= loader.options().prefetch) {
+        throw Error(std::string(e.what()) +
+                    " [in Python a Batch holds its slot while it, or any Array or tensor taken "
+                    "from it, is alive: keep copies (tensor.clone()) of what you keep, or raise "
+                    "prefetch]");
+      }
+      throw;
+    }
+    if (!batch) return nullptr;
+    return std::make_shared<BatchState>(std::move(*batch), live_);
+  }
+
+  Loader& open_loader() const {
+    if (!loader_) throw std::runtime_error("the Loader is closed");
+    return *loader_;
+  }
+  const Dataset& dataset() const { return dataset_; }
+  uint64_t epoch() const { return epoch_; }
+  bool closed() const { return loader_ == nullptr; }
+
+ private:
+  // Marks the loader in use by one thread: a second thread gets an error
+  // instead of racing the first inside the (single-consumer) Loader.
+  class Busy {
+   public:
+    explicit Busy(std::atomic<bool>& flag) : flag_(flag) {
+      if (flag_.exchange(true)) {
+        throw std::runtime_error("the Loader is in use by another thread (use one per thread)");
+      }
+    }
+    ~Busy() { flag_ = false; }
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
+
+   private:
+    std::atomic<bool>& flag_;
+  };
+
+  Dataset dataset_;
+  std::unique_ptr<Loader> loader_;
+  std::shared_ptr<std::atomic<std::size_t>> live_ = std::make_shared<std::atomic<std::size_t>>(0);
+  std::atomic<bool> busy_{false};
+  uint64_t epoch_ = 0;       // of the current (or last) iteration, or as set
+  uint64_t next_epoch_ = 0;  // what the next iteration reads
+  bool started_ = false;     // set_epoch(next_epoch_) already issued to the Loader
+  uint64_t generation_ = 0;  // bumped by every iteration start and set_epoch()
+};
+
+// One epoch's iteration over a loader.
+struct EpochIterator {
+  std::shared_ptr<PyLoader> loader;
+  uint64_t generation = 0;
+  bool done = false;
+};
+
+// (convert(batch.images), convert(batch.labels)) for every batch of every iteration.
+struct Pairs {
+  std::shared_ptr<PyLoader> loader;
+  py::object convert;
+};
+
+struct PairsIterator {
+  EpochIterator batches;
+  py::object convert;
+};
+
+py::object next_batch(EpochIterator& it) {
+  if (it.done) throw py::stop_iteration();
+  std::shared_ptr<BatchState> state = it.loader->next(it.generation);
+  if (!state) {
+    it.done = true;
+    throw py::stop_iteration();
+  }
+  return wrap_batch(state);
+}
+
+Dataset dataset_of(const py::object& dataset_or_path) {
+  if (py::isinstance<Dataset>(dataset_or_path)) return dataset_or_path.cast<Dataset>();
+  const std::string dir = py::str(py::module_::import("os").attr("fspath")(dataset_or_path));
+  py::gil_scoped_release unlocked;
+  return Dataset::open(dir);
+}
+
+py::dict stats_dict(const LoaderStats& s) {
+  py::dict d;
+  d["batches"] = s.batches;
+  d["images"] = s.images;
+  d["padding"] = s.padding;
+  d["bytes"] = s.bytes;
+  d["consumer_seconds"] = s.consumer_seconds;
+  d["wait_seconds"] = s.wait_seconds;
+  d["starvation"] = s.starvation();
+  d["reader_busy_seconds"] = s.reader_busy_seconds;
+  d["upload_busy_seconds"] = s.upload_busy_seconds;
+  return d;
+}
+
+std::string loader_repr(const PyLoader& l) {
+  if (l.closed()) return "<imgpack.Loader (closed)>";
+  const Loader& loader = l.open_loader();
+  const LoaderOptions& o = loader.options();
+  return "<imgpack.Loader '" + l.dataset().path().string() + "'" +
+         (o.selection.split.empty()
+              ? std::string()
+              : " split=" + o.selection.split + " fold=" + std::to_string(o.selection.fold)) +
+         " role=" + std::string(role_name(o.selection.role)) +
+         " batch_size=" + std::to_string(o.batch_size) + " " +
+         std::to_string(loader.batches_per_epoch()) + " batches/epoch on " + device_name(o.device) +
+         " epoch=" + std::to_string(l.epoch()) + ">";
+}
+
+constexpr const char* kLoaderDoc =
+    R"(Batches of a dataset in a seeded order, prefetched by C++ reader threads.
+
+Loader(dataset, *, split=None, fold=0, role="all", variants="auto",
+       batch_size=256, last_batch="partial", drop_last=False,
+       order="random", seed=0, window_shards=4,
+       rank=0, world_size=1, rank_policy="pad",
+       threads=2, prefetch=4, device="cpu", pin_memory=False,
+       direct_upload=False, output="uint8", mean=None, std=None,
+       verify_checksums=False)
+
+    loader = imgpack.Loader("dataset/", split="cv5", fold=0, role="train",
+                            batch_size=256, device="cuda:0", output="float32",
+                            mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)              # as with DistributedSampler
+        for batch in loader:                 # one epoch
+            x = torch.from_dlpack(batch.images)          # zero-copy
+            y = torch.from_dlpack(batch.labels).long()   # labels are int32
+            ...
+
+dataset: an imgpack.Dataset, or a path to open.
+Selection: split (name of a stored split; None: every sample, role must be
+  "all"), fold, role ("train", "val", "test", "all"), variants ("auto":
+  training reads one augmented variant per sample per epoch, rotating,
+  everything else the clean one; "clean", "rotate", "all").
+Batches: batch_size; last_batch: what happens to a short last batch:
+  "partial" (deliver it short), "drop", or "pad" (repeat records of the
+  epoch, counted by Batch.padding); drop_last=True is last_batch="drop".
+Order: order ("random", "sequential", "shard-window" with window_shards
+  shards per window), seed. The order of an epoch is a pure function of
+  (seed, epoch, selection, rank, world_size): the C++ reader, imgpack bench
+  and every run deliver the same batches, whatever threads and prefetch.
+Distributed: rank of world_size takes every world_size-th position of the
+  epoch; rank_policy "pad" gives every rank ceil(N / world_size) records
+  (padding repeats), "drop" floor(N / world_size).
+Pipeline: threads reader threads fill a ring of prefetch slots; a Batch
+  holds its slot while it or anything taken from it lives, so prefetch
+  bounds how many batches you can keep at once. A `for` loop still holds
+  the previous batch while it asks for the next: it needs prefetch >= 2
+  (the default 4 reads three batches ahead).
+Device: "cpu", "cuda", "cuda:N" or a torch.device; pin_memory allocates
+  host slots with cudaHostAlloc (host delivery); direct_upload lets the GPU
+  copy records straight from the page cache (CUDA only; pins the dataset).
+Output: "uint8" (N, H, W, C as stored), "float32" or "float16" (N, C, H, W,
+  (x / 255 - mean[c]) / std[c], converted on the GPU for device delivery);
+  mean and std one value per channel, torchvision's convention.
+verify_checksums: compare every record read with its stored checksum; a
+  mismatch raises imgpack.Error naming the shard and row.
+
+Epochs: `for batch in loader` reads one epoch: the one set_epoch() named
+last, else the one after the previous iteration (0 first), so plain
+re-iteration sees a new order each epoch. len(loader) is batches per epoch.
+
+Waiting: next() releases the interpreter lock while it waits and checks
+for signals every 20 ms, so Ctrl-C raises KeyboardInterrupt at once.
+Errors: imgpack.Error (a RuntimeError) naming the file and record for
+damaged data; ValueError for invalid arguments or an unknown split.
+Threads: use a Loader from one thread at a time; Batches, Arrays and
+tensors may be used and dropped anywhere. close() (or leaving a `with`
+block, or dropping the loader) stops the reader threads promptly; batches
+already taken stay valid.
+)";
+
+}  // namespace
+
+void register_loader(py::module_& m) {
+  py::class_<EpochIterator>(m, "_EpochIterator", "One epoch of a Loader (iter(loader)).")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &next_batch);
+
+  py::class_<PairsIterator>(m, "_PairsIterator", "One epoch of a Pairs (iter(pairs)).")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", [](PairsIterator& it) {
+        py::object batch = next_batch(it.batches);
+        return py::make_tuple(it.convert(batch.attr("images")), it.convert(batch.attr("labels")));
+      });
+
+  py::class_<Pairs>(m, "Pairs",
+                    "The loader as an iterable of (convert(batch.images), convert(batch.labels)), "
+                    "with len() = batches per epoch: what Lightning or a plain loop over "
+                    "(inputs, targets) expects.\n\n"
+                    "    train_data = loader.pairs(torch.from_dlpack)\n\n"
+                    "Each iteration reads the loader's next epoch, as iterating the loader does.")
+      .def("__iter__",
+           [](const Pairs& p) {
+             return PairsIterator{EpochIterator{p.loader, p.loader->begin_iteration()}, p.convert};
+           })
+      .def("__len__", [](const Pairs& p) { return p.loader->open_loader().batches_per_epoch(); });
+
+  py::class_<PyLoader, std::shared_ptr<PyLoader>>(m, "Loader", kLoaderDoc)
+      .def(
+          py::init(
+              [](const py::object& dataset_or_path, const py::object& split, const py::object& fold,
+                 const py::object& role, const py::object& variants, const py::object& batch_size,
+                 const py::object& last_batch, const py::object& drop_last, const py::object& order,
+                 const py::object& seed, const py::object& window_shards, const py::object& rank,
+                 const py::object& world_size, const py::object& rank_policy,
+                 const py::object& threads, const py::object& prefetch, const py::object& device,
+                 const py::object& pin_memory, const py::object& direct_upload,
+                 const py::object& output, const py::object& mean, const py::object& std,
+                 const py::object& verify_checksums) {
+                Dataset dataset = dataset_of(dataset_or_path);
+                const LoaderArguments args{
+                    split,       fold,    role,     variants,        batch_size, last_batch,
+                    drop_last,   order,   seed,     window_shards,   rank,       world_size,
+                    rank_policy, threads, prefetch, device,          pin_memory, direct_upload,
+                    output,      mean,    std,      verify_checksums};
+                const LoaderOptions options = loader_options(args, dataset.channels());
+                return std::make_shared<PyLoader>(std::move(dataset), options);
+              }),
+          "dataset"_a, py::kw_only(), "split"_a = py::none(), "fold"_a = 0, "role"_a = "all",
+          "variants"_a = "auto", "batch_size"_a = 256, "last_batch"_a = "partial",
+          "drop_last"_a = false, "order"_a = "random", "seed"_a = 0, "window_shards"_a = 4,
+          "rank"_a = 0, "world_size"_a = 1, "rank_policy"_a = "pad", "threads"_a = 2,
+          "prefetch"_a = 4, "device"_a = "cpu", "pin_memory"_a = false, "direct_upload"_a = false,
+          "output"_a = "uint8", "mean"_a = py::none(), "std"_a = py::none(),
+          "verify_checksums"_a = false)
+      .def(
+          "__iter__",
+          [](const std::shared_ptr<PyLoader>& l) {
+            return EpochIterator{l, l->begin_iteration()};
+          },
+          "Reads one epoch: the one set_epoch() named, else the one after the last iterated.")
+      .def(
+          "__len__", [](const PyLoader& l) { return l.open_loader().batches_per_epoch(); },
+          "Batches per epoch (for this rank, after the last-batch policy).")
+      .def("set_epoch", &PyLoader::set_epoch, "epoch"_a,
+           "Sets the epoch the next iteration reads, and starts reading it now. Batches of an "
+           "earlier epoch not yet taken are dropped; those taken stay valid.")
+      .def(
+          "pairs",
+          [](const std::shared_ptr<PyLoader>& l, py::object convert) {
+            return Pairs{l, std::move(convert)};
+          },
+          "convert"_a,
+          "An iterable of (convert(images), convert(labels)) per batch with len(), e.g. "
+          "loader.pairs(torch.from_dlpack) for frameworks that iterate (inputs, targets).")
+      .def(
+          "stats", [](const PyLoader& l) { return stats_dict(l.open_loader().stats()); },
+          "Counters since construction or reset_stats(): batches, images (padding included), "
+          "padding, bytes, consumer_seconds (first next() to the latest), wait_seconds (time "
+          "spent waiting for batches), starvation (wait / consumer time: 0 = never waited), "
+          "reader_busy_seconds, upload_busy_seconds.")
+      .def(
+          "reset_stats", [](PyLoader& l) { l.open_loader().reset_stats(); },
+          "Zeroes the counters of stats().")
+      .def("close", &PyLoader::close,
+           "Stops the reader threads (promptly: each finishes at most one chunk). Batches and "
+           "tensors already taken stay valid; using the loader afterwards raises RuntimeError.")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](PyLoader& l, const py::args&) { l.close(); })
+      .def_property_readonly(
+          "dataset", [](const PyLoader& l) { return l.dataset(); }, "The dataset it reads.")
+      .def_property_readonly("epoch", &PyLoader::epoch,
+                             "The epoch being (or last) iterated, or the one set_epoch() named.")
+      .def_property_readonly(
+          "batch_size", [](const PyLoader& l) { return l.open_loader().options().batch_size; },
+          "Entries per batch (the last one may be shorter with last_batch='partial').")
+      .def_property_readonly(
+          "images_per_epoch", [](const PyLoader& l) { return l.open_loader().images_per_epoch(); },
+          "Entries per epoch for this rank, padding included.")
+      .def_property_readonly(
+          "device", [](const PyLoader& l) { return device_name(l.open_loader().device()); },
+          "Where batches are delivered: 'cpu' or 'cuda:N'.")
+      .def_property_readonly(
+          "output",
+          [](const PyLoader& l) {
+            return std::string(output_format_name(l.open_loader().options().output));
+          },
+          "'uint8', 'float32' or 'float16'.")
+      .def_property_readonly(
+          "ring_bytes",
+          [](const PyLoader& l) {
+            return py::make_tuple(l.open_loader().ring_host_bytes(),
+                                  l.open_loader().ring_device_bytes());
+          },
+          "(host bytes, device bytes) of slot memory the ring holds.")
+      .def_property_readonly("closed", &PyLoader::closed, "Whether close() was called.")
+      .def("__repr__", &loader_repr);
+}
+
+}  // namespace imgpack::python

@@ -1,0 +1,109 @@
+#include "loader_options.hpp"
+
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "imgpack/error.hpp"
+
+namespace imgpack::python {
+
+namespace {
+
+// An integer argument within [low, high]; bool is not an integer here.
+template <class T>
+T integer(const py::object& value, const char* name, T low = std::numeric_limits<T>::min(),
+          T high = std::numeric_limits<T>::max()) {
+  if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
+    throw py::type_error(std::string(name) + " must be an int, not " +
+                         std::string(py::str(py::type::of(value).attr("__name__"))));
+  }
+  const py::int_ number(value);
+  const bool too_low = number < py::int_(low);
+  const bool too_high = number > py::int_(high);
+  if (too_low || too_high) {
+    throw UsageError(std::string(name) + " must be between " + std::to_string(low) + " and " +
+                     std::to_string(high) + ", not " + std::string(py::str(value)));
+  }
+  return value.cast<T>();
+}
+
+std::string text(const py::object& value, const char* name) {
+  if (!py::isinstance<py::str>(value)) {
+    throw py::type_error(std::string(name) + " must be a str, not " +
+                         std::string(py::str(py::type::of(value).attr("__name__"))));
+  }
+  return value.cast<std::string>();
+}
+
+bool flag(const py::object& value, const char* name) {
+  if (!py::isinstance<py::bool_>(value)) {
+    throw py::type_error(std::string(name) + " must be True or False");
+  }
+  return value.cast<bool>();
+}
+
+// mean or std: None, or one number per channel.
+std::vector<float> per_channel(const py::object& value, const char* name, uint32_t channels) {
+  if (value.is_none()) return {};
+  std::vector<float> values;
+  try {
+    values = value.cast<std::vector<float>>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(std::string(name) + " must be a sequence of numbers, one per channel");
+  }
+  if (values.size() != channels) {
+    throw UsageError(std::string(name) + " needs " + std::to_string(channels) +
+                     " values (one per channel), got " + std::to_string(values.size()));
+  }
+  return values;
+}
+
+}  // namespace
+
+LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
+  LoaderOptions o;
+  o.selection.split = a.split.is_none() ? std::string() : text(a.split, "split");
+  o.selection.fold = integer<int32_t>(a.fold, "fold");
+  o.selection.role = parse_role(text(a.role, "role"));
+  o.selection.variants = parse_variant_policy(text(a.variants, "variants"));
+  o.batch_size = integer<std::size_t>(a.batch_size, "batch_size", 1);
+  o.last_batch = parse_last_batch(text(a.last_batch, "last_batch"));
+  if (flag(a.drop_last, "drop_last")) {
+    if (o.last_batch == LastBatch::pad) {
+      throw UsageError("drop_last=True contradicts last_batch='pad'");
+    }
+    o.last_batch = LastBatch::drop;
+  }
+  o.order.mode = parse_order_mode(text(a.order, "order"));
+  o.order.seed = integer<uint64_t>(a.seed, "seed");
+  o.order.window_shards = integer<uint32_t>(a.window_shards, "window_shards", 1);
+  o.order.world_size = integer<uint32_t>(a.world_size, "world_size", 1);
+  o.order.rank = integer<uint32_t>(a.rank, "rank");
+  if (o.order.rank >= o.order.world_size) {
+    throw UsageError("rank " + std::to_string(o.order.rank) + " is not below world_size " +
+                     std::to_string(o.order.world_size));
+  }
+  o.order.rank_policy = parse_rank_policy(text(a.rank_policy, "rank_policy"));
+  o.threads = integer<unsigned>(a.threads, "threads", 1, 1024);
+  o.prefetch = integer<std::size_t>(a.prefetch, "prefetch", 1, 4096);
+  // "cpu", "cuda", "cuda:N", or a torch.device (whose str() is one of those).
+  o.device = parse_device(py::str(a.device).cast<std::string>());
+  o.pin_host_memory = flag(a.pin_memory, "pin_memory");
+  o.direct_upload = flag(a.direct_upload, "direct_upload");
+  o.output = parse_output_format(text(a.output, "output"));
+  const std::vector<float> mean = per_channel(a.mean, "mean", channels);
+  const std::vector<float> stddev = per_channel(a.std, "std", channels);
+  if (o.output == OutputFormat::uint8_nhwc && (!mean.empty() || !stddev.empty())) {
+    throw UsageError("mean and std normalize float output: pass output='float32' or 'float16'");
+  }
+  for (std::size_t c = 0; c < mean.size(); ++c) o.mean[c] = mean[c];
+  for (std::size_t c = 0; c < stddev.size(); ++c) o.stddev[c] = stddev[c];
+  o.verify_checksums = flag(a.verify_checksums, "verify_checksums");
+  return o;
+}
+
+}  // namespace imgpack::python

@@ -1,0 +1,67 @@
+// The `imgpack` Python module: datasets, loaders and zero-copy batches over
+// imgpack::reader. See python/imgpack.pyi for the API in one place.
+#include <pybind11/pybind11.h>
+
+#include <exception>
+
+#include "bindings.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/upload_backend.hpp"
+#include "imgpack/version.hpp"
+
+namespace imgpack::python {
+
+void register_errors(py::module_& m) {
+  // Static: the translator below outlives this call.
+  static py::exception<Error> error_type(m, "Error", PyExc_RuntimeError);
+  error_type.doc() =
+      "A failure imgpack reports: a damaged or foreign dataset file, a failed read or device "
+      "call.\n\nThe message names what failed and where (the file, the record), e.g. "
+      "'data/shard-00003.h5: row 17 (sample 212) does not match its stored checksum'. A "
+      "subclass of RuntimeError. Invalid arguments raise ValueError instead.";
+  // pybind11 takes a void(*)(std::exception_ptr): the parameter stays by value.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const UsageError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(error_type.ptr(), e.what());
+    }
+  });
+}
+
+}  // namespace imgpack::python
+
+PYBIND11_MODULE(imgpack, m) {
+  namespace py = pybind11;
+  using namespace imgpack::python;
+  m.doc() =
+      "imgpack: read packed image datasets into PyTorch (or any DLPack consumer) at memory "
+      "speed.\n\n"
+      "    import imgpack, torch\n"
+      "    loader = imgpack.Loader(\"dataset/\", split=\"cv5\", fold=0, role=\"train\",\n"
+      "                            batch_size=256, output=\"float32\",\n"
+      "                            mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))\n"
+      "    for epoch in range(10):\n"
+      "        loader.set_epoch(epoch)\n"
+      "        for batch in loader:\n"
+      "            images = torch.from_dlpack(batch.images)   # zero-copy view of the slot\n"
+      "            labels = torch.from_dlpack(batch.labels).long()\n"
+      "\n"
+      "Dataset opens and validates a dataset; Loader delivers its batches in a seeded order "
+      "computed by the same C++ reader as imgpack's tools; Batch.images and Batch.labels are "
+      "Arrays exported with DLPack. Errors are imgpack.Error (a RuntimeError naming the file) "
+      "and ValueError for invalid arguments.";
+  m.attr("__version__") = imgpack::kVersionString;
+  register_errors(m);
+  register_dataset(m);
+  register_batch(m);
+  register_loader(m);
+  m.def("cuda_device_count", &imgpack::cuda_device_count,
+        "Number of CUDA devices a Loader can deliver to: 0 when imgpack was built without CUDA "
+        "or no device or driver is present.");
+  m.def("built_with_cuda", &imgpack::built_with_cuda,
+        "True when this build of imgpack contains the CUDA upload path.");
+}

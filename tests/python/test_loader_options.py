@@ -1,0 +1,71 @@
+"""Loader keyword arguments (python/src/loader_options.cpp): every one maps
+to its LoaderOptions field; wrong values are ValueError, wrong types TypeError."""
+import pytest
+import torch
+
+import imgpack
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(batch_size=0), "batch_size"),
+    (dict(batch_size=-3), "batch_size"),
+    (dict(threads=0), "threads"),
+    (dict(threads=5000), "threads"),
+    (dict(prefetch=0), "prefetch"),
+    (dict(seed=-1), "seed"),
+    (dict(seed=2**64), "seed"),
+    (dict(world_size=0), "world_size"),
+    (dict(rank=2, world_size=2), "rank 2"),
+    (dict(window_shards=0), "window_shards"),
+    (dict(role="training"), "training"),
+    (dict(variants="some"), "some"),
+    (dict(order="shuffled"), "shuffled"),
+    (dict(last_batch="keep"), "keep"),
+    (dict(rank_policy="wrap"), "wrap"),
+    (dict(drop_last=True, last_batch="pad"), "drop_last"),
+    (dict(device="tpu"), "tpu"),
+    (dict(device="cuda:x"), "cuda:x"),
+    (dict(output="int8"), "int8"),
+    (dict(output="float32", mean=(0.5, 0.5)), "mean needs 3"),
+    (dict(output="float32", std=(0.5, 0.5, 0.5, 0.5)), "std needs 3"),
+    (dict(output="float32", std=(0.5, 0.0, 0.5)), "stddev must be positive"),
+    (dict(mean=(0.5, 0.5, 0.5)), "float output"),
+    (dict(direct_upload=True), "direct upload needs a CUDA device"),
+])
+def test_invalid_values_are_value_errors(dataset_dir, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        imgpack.Loader(dataset_dir, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(batch_size="8"), dict(batch_size=8.0), dict(batch_size=True), dict(fold="0"),
+    dict(role=1), dict(split=3), dict(drop_last=1), dict(pin_memory="yes"),
+    dict(verify_checksums=None), dict(output="float32", mean="abc"),
+])
+def test_wrong_types_are_type_errors(dataset_dir, kwargs):
+    with pytest.raises(TypeError):
+        imgpack.Loader(dataset_dir, **kwargs)
+
+
+def test_positional_options_are_refused(dataset_dir):
+    with pytest.raises(TypeError):
+        imgpack.Loader(dataset_dir, None)
+
+
+def test_devices_by_name_and_torch_device(dataset_dir):
+    for device in ("cpu", "host", torch.device("cpu")):
+        assert imgpack.Loader(dataset_dir, device=device).device == "cpu"
+    if imgpack.cuda_device_count() == 0:
+        with pytest.raises(imgpack.Error, match="cuda"):
+            imgpack.Loader(dataset_dir, device="cuda:0")
+
+
+def test_every_option_is_accepted(dataset_dir):
+    loader = imgpack.Loader(
+        dataset_dir, split="cv3", fold=1, role="train", variants="rotate", batch_size=5,
+        last_batch="pad", drop_last=False, order="shard-window", seed=2**64 - 1, window_shards=3,
+        rank=1, world_size=2, rank_policy="drop", threads=3, prefetch=6, device="cpu",
+        pin_memory=True, direct_upload=False, output="float16", mean=[0.1, 0.2, 0.3],
+        std=(0.9, 0.8, 0.7), verify_checksums=True)
+    batches = list(b.images.shape for b in loader)
+    assert batches and all(shape == (5, 3, 20, 24) for shape in batches)
