@@ -500,6 +500,31 @@ TEST_F(LoaderTest, EmptySelectionDeliversNothing) {
   EXPECT_FALSE(loader.next().has_value());
 }
 
+TEST_F(LoaderTest, ClassBalancedEpochsDoNotDependOnThreads) {
+  std::vector<std::vector<Entry>> runs;
+  for (auto [threads, prefetch] : {std::pair{1u, 1u}, {3u, 2u}, {8u, 5u}, {1u, 1u}}) {
+    LoaderOptions o = base_options();
+    o.threads = threads;
+    o.prefetch = prefetch;
+    o.order.sampling = Sampling::class_balanced;
+    o.order.epoch_length = 100;
+    Loader loader(dataset_, o);
+    EXPECT_EQ(loader.images_per_epoch(), 100u);
+    std::vector<Entry> all;
+    for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+      Epoch e = read_epoch(loader, epoch);
+      EXPECT_EQ(e.entries.size(), 100u);
+      all.insert(all.end(), e.entries.begin(), e.entries.end());
+    }
+    runs.push_back(all);
+  }
+  for (std::size_t i = 1; i < runs.size(); ++i) EXPECT_EQ(runs[i], runs[0]) << "run " << i;
+  // With replacement: some record comes twice in an epoch of 100 draws from 61.
+  std::set<uint64_t> distinct;
+  for (std::size_t i = 0; i < 100; ++i) distinct.insert(runs[0][i].record);
+  EXPECT_LT(distinct.size(), 100u);
+}
+
 TEST(LoaderNames, Parse) {
   EXPECT_EQ(parse_last_batch("pad"), LastBatch::pad);
   EXPECT_THROW(parse_last_batch("keep"), UsageError);
@@ -533,6 +558,9 @@ TEST(LoaderNames, EveryValueRoundTrips) {
   }
   for (OrderMode mode : {OrderMode::sequential, OrderMode::random, OrderMode::shard_window}) {
     EXPECT_EQ(parse_order_mode(order_mode_name(mode)), mode);
+  }
+  for (Sampling sampling : {Sampling::uniform, Sampling::class_balanced, Sampling::weighted}) {
+    EXPECT_EQ(parse_sampling(sampling_name(sampling)), sampling);
   }
 }
 
