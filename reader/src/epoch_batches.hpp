@@ -44,4 +44,10 @@ struct EpochBatches {
 // Cuts one rank's plan of an epoch into batches.
 EpochBatches make_epoch_batches(EpochPlan plan, std::size_t batch_size, LastBatch last);
 
+// Throws imgpack::UsageError saying why when `order` cut into batches as
+// `options` says gives no batch per epoch (every rank has as many batches):
+// an empty selection, more ranks than records with RankPolicy::drop, or a
+// batch larger than a rank's records with LastBatch::drop.
+void require_batches(const EpochOrder& order, const LoaderOptions& options);
+
 }  // namespace imgpack::detail

@@ -45,6 +45,7 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       shape_{dataset_.height(), dataset_.width(), dataset_.channels()},
       norm_(Normalization::from_mean_std(options_.mean.data(), options_.stddev.data(),
                                          dataset_.channels())) {
+  require_batches(order_, options_);
   backend_ = make_upload_backend(options_.device, options_.pin_host_memory);
   convert_on_host_ =
       !backend_->separate_device_memory() && options_.output != OutputFormat::uint8_nhwc;

@@ -230,9 +230,12 @@ struct LoaderStats {
 class Loader {
  public:
   // Validates the options against the dataset and allocates the ring.
-  // Throws imgpack::UsageError for invalid options or a selection the
-  // dataset cannot satisfy (unknown split, fold out of range), and
-  // imgpack::Error if the device cannot be used or memory not allocated.
+  // Throws imgpack::UsageError for invalid options, a selection the dataset
+  // cannot satisfy (unknown split, fold out of range) and a configuration
+  // whose epochs hold no batch (an empty selection, more ranks than records
+  // with RankPolicy::drop, a batch larger than each rank's records with
+  // LastBatch::drop), saying which; imgpack::Error if the device cannot be
+  // used or memory not allocated.
   Loader(Dataset dataset, LoaderOptions options);
   ~Loader();
   Loader(const Loader&) = delete;
