@@ -54,6 +54,23 @@ EpochBatches make_epoch_batches(EpochPlan plan, std::size_t batch_size, LastBatc
   return work;
 }
 
+uint64_t consumed_positions(std::size_t delivered, std::size_t batches, uint64_t global_batch,
+                            uint64_t epoch_positions) {
+  return delivered >= batches ? epoch_positions : delivered * global_batch;
+}
+
+std::size_t resume_batch(uint64_t consumed, std::size_t batches, uint64_t global_batch,
+                         uint64_t epoch_positions) {
+  if (consumed == epoch_positions) return batches;
+  if (consumed > epoch_positions || consumed % global_batch != 0 ||
+      consumed / global_batch > batches) {
+    throw Error("loader state: " + std::to_string(consumed) + " consumed positions of " +
+                std::to_string(epoch_positions) + " is no step of a global batch of " +
+                std::to_string(global_batch) + " (damaged state?)");
+  }
+  return static_cast<std::size_t>(consumed / global_batch);
+}
+
 void require_batches(const EpochOrder& order, const LoaderOptions& options) {
   const std::size_t positions = order.epoch_size();
   const std::size_t rank_records = order.rank_size();

@@ -85,6 +85,8 @@ Loader::~Loader() {
 void Loader::set_epoch(uint64_t epoch) { core_->set_epoch(epoch); }
 std::optional<Batch> Loader::next() { return core_->next(core_); }
 uint64_t Loader::epoch() const { return core_->epoch(); }
+LoaderState Loader::state() const { return core_->state(); }
+void Loader::restore(const LoaderState& state) { core_->restore(state); }
 std::size_t Loader::batches_per_epoch() const { return core_->batches_per_epoch(); }
 std::size_t Loader::images_per_epoch() const { return core_->images_per_epoch(); }
 const EpochOrder& Loader::order() const { return core_->order(); }
