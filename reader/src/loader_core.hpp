@@ -136,7 +136,7 @@ class LoaderCore {
   const std::size_t output_record_bytes_;
   const RecordShape shape_;
   const Normalization norm_;
-  LoaderState initial_state_;  // the fingerprint; epoch 0, nothing consumed
+  const LoaderState initial_state_;  // the fingerprint; epoch 0, nothing consumed
   bool convert_on_host_ = false;
   // Staging is read only by the device's copy engine: filled with streaming stores.
   bool staging_read_by_device_ = false;
