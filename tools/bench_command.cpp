@@ -16,6 +16,7 @@
 
 #include "cli_common.hpp"
 #include "imgpack/dataset.hpp"
+#include "imgpack/epoch_order.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/loader.hpp"
 #include "imgpack/selection.hpp"
@@ -34,6 +35,7 @@ struct BenchArgs {
   std::size_t prefetch = 4;
   unsigned epochs = 3;
   std::string order = "random";
+  std::string sampling = "uniform";
   uint32_t window = 4;
   uint64_t seed = 0;
   std::string split;
@@ -146,6 +148,7 @@ LoaderOptions loader_options(const BenchArgs& a, unsigned threads) {
   o.order.mode = parse_order_mode(a.order);
   o.order.seed = a.seed;
   o.order.window_shards = a.window;
+  o.order.sampling = parse_sampling(a.sampling);
   o.batch_size = a.batch;
   o.last_batch = LastBatch::partial;
   o.threads = threads;
@@ -167,7 +170,6 @@ ReaderRun run_reader(const Dataset& dataset, const BenchArgs& a, unsigned thread
   Loader loader(dataset, loader_options(a, threads));
   run.ring_host_bytes = loader.ring_host_bytes();
   run.ring_device_bytes = loader.ring_device_bytes();
-  if (loader.images_per_epoch() == 0) throw UsageError("the selection holds no records");
   const auto step = std::chrono::duration<double, std::milli>(a.step_ms);
   uint64_t peak = anon_rss_bytes();
   const Clock::time_point start = Clock::now();
@@ -219,10 +221,11 @@ int run_bench(const BenchArgs& a) {
   Dataset dataset = Dataset::open(a.dataset);
   const double open_seconds = since(open_start);
   {
+    // What the loader checks of the selection and the sampling, before the measurements.
     LoaderOptions o = loader_options(a, a.threads);
-    if (select_samples(dataset.index(), o.selection).empty()) {
-      throw UsageError("the selection holds no samples");
-    }
+    const EpochOrder order(dataset, select_samples(dataset.index(), o.selection),
+                           resolve_variant_policy(o.selection.variants, o.selection.role), o.order);
+    if (order.epoch_size() == 0) throw UsageError("the selection holds no samples");
   }
   const std::size_t batch_bytes = a.batch * dataset.record_bytes();
   if (say) {
@@ -272,6 +275,7 @@ int run_bench(const BenchArgs& a) {
     j["device"] = device.name();
     j["output"] = a.output;
     j["order"] = a.order;
+    j["sampling"] = a.sampling;
     j["prefetch"] = a.prefetch;
     j["epochs"] = a.epochs;
     j["step_ms"] = a.step_ms;
@@ -307,9 +311,10 @@ int run_bench(const BenchArgs& a) {
   std::cout << "  reading   "
             << (a.split.empty() ? "all samples"
                                 : a.split + " fold " + std::to_string(a.fold) + " " + a.role)
-            << ", " << a.order << " order, batch " << a.batch << ", prefetch " << a.prefetch << ", "
-            << device.name() << ", " << a.output << " output"
-            << (a.step_ms > 0 ? ", step " + fixed(a.step_ms, 1) + " ms" : "") << "\n";
+            << ", " << a.order << " order"
+            << (a.sampling == "uniform" ? "" : ", " + a.sampling + " sampling") << ", batch "
+            << a.batch << ", prefetch " << a.prefetch << ", " << device.name() << ", " << a.output
+            << " output" << (a.step_ms > 0 ? ", step " + fixed(a.step_ms, 1) + " ms" : "") << "\n";
   std::cout << "  memcpy    " << fixed(memcpy_bps / 1e9, 2) << " GB/s (" << a.memcpy_threads
             << " threads, same bytes, same run)\n";
   if (upload_bps)
@@ -360,6 +365,11 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--order", args->order, "sequential, random or shard-window")
       ->capture_default_str()
       ->check(CLI::IsMember({"sequential", "random", "shard-window"}));
+  cmd->add_option("--sampling", args->sampling,
+                  "uniform (every record once per epoch) or class-balanced (every class equally "
+                  "likely per draw, with replacement; random order)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"uniform", "class-balanced"}));
   cmd->add_option("--window", args->window, "Shards per window (shard-window order)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

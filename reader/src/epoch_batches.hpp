@@ -6,6 +6,14 @@
 //   partial  ceil(m / b) batches, m images (the last batch short)
 //   pad      ceil(m / b) batches, ceil(m / b) * b images (the last batch filled
 //            by repeating the epoch's first records)
+//
+// Over W ranks with batch size b each, step k (batch k on every rank) covers
+// positions [k*G, (k+1)*G) of the epoch's global order, G = b*W the global
+// batch: rank r's entries are positions r, r + W, r + 2W, ... (EpochOrder).
+// That is what makes resumption exact and elastic: after k steps the ranks
+// have consumed positions [0, k*G) whatever W was, so W' ranks with batch
+// G / W' continue the epoch from their own batch k (see LoaderState).
+//
 // Every function here is pure and safe from any thread.
 #pragma once
 
@@ -43,5 +51,25 @@ struct EpochBatches {
 
 // Cuts one rank's plan of an epoch into batches.
 EpochBatches make_epoch_batches(EpochPlan plan, std::size_t batch_size, LastBatch last);
+
+// Positions of an epoch of `epoch_positions` consumed once every rank has
+// been delivered `delivered` of its `batches` batches: delivered * global_batch,
+// or the whole epoch once the last batch is out (the policies' dropped tail
+// included).
+uint64_t consumed_positions(std::size_t delivered, std::size_t batches, uint64_t global_batch,
+                            uint64_t epoch_positions);
+
+// The batch to continue from after `consumed` positions (consumed_positions()
+// of any world size with the same global batch): `batches` when the epoch is
+// done. Throws imgpack::Error for a count no step ends at (not a multiple of
+// the global batch, past the epoch).
+std::size_t resume_batch(uint64_t consumed, std::size_t batches, uint64_t global_batch,
+                         uint64_t epoch_positions);
+
+// Throws imgpack::UsageError saying why when `order` cut into batches as
+// `options` says gives no batch per epoch (every rank has as many batches):
+// an empty selection, more ranks than records with RankPolicy::drop, or a
+// batch larger than a rank's records with LastBatch::drop.
+void require_batches(const EpochOrder& order, const LoaderOptions& options);
 
 }  // namespace imgpack::detail

@@ -1,6 +1,9 @@
 #include "imgpack/epoch_order.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
+#include <utility>
 
 #include "enum_names.hpp"
 #include "imgpack/error.hpp"
@@ -10,9 +13,56 @@ namespace imgpack {
 
 namespace {
 
-constexpr uint64_t kOrderStream = 0x6f72646572ULL;   // "order"
-constexpr uint64_t kShardStream = 0x7368617264ULL;   // "shard"
-constexpr uint64_t kWindowStream = 0x77696e646fULL;  // "windo"
+constexpr uint64_t kOrderStream = 0x6f72646572ULL;         // "order"
+constexpr uint64_t kShardStream = 0x7368617264ULL;         // "shard"
+constexpr uint64_t kWindowStream = 0x77696e646fULL;        // "windo"
+constexpr uint64_t kBalancedStream = 0x62616c616e6365ULL;  // "balance"
+constexpr uint64_t kWeightedStream = 0x776569676874ULL;    // "weight"
+
+// `count` draws from the epoch's records (storage order): a class uniformly,
+// then one of its records uniformly. Labels are checked to be >= 0.
+std::vector<uint64_t> draw_class_balanced(const Dataset& dataset, std::span<const uint64_t> records,
+                                          uint64_t count, CounterRng& rng) {
+  std::vector<std::vector<uint64_t>> by_label(dataset.index().class_names.size());
+  for (uint64_t r : records) {
+    const auto label = static_cast<std::size_t>(dataset.record_label(r));
+    if (label >= by_label.size()) by_label.resize(label + 1);
+    by_label[label].push_back(r);
+  }
+  std::erase_if(by_label, [](const std::vector<uint64_t>& members) { return members.empty(); });
+  std::vector<uint64_t> out(count);
+  for (uint64_t& drawn : out) {
+    const std::vector<uint64_t>& members = by_label[rng.below(by_label.size())];
+    drawn = members[rng.below(members.size())];
+  }
+  return out;
+}
+
+// `count` draws from the epoch's records, each with probability proportional
+// to its sample's weight (at least one is positive).
+std::vector<uint64_t> draw_weighted(const Dataset& dataset, std::span<const uint64_t> records,
+                                    std::span<const double> weights, uint64_t count,
+                                    CounterRng& rng) {
+  std::vector<double> cumulative(records.size());
+  double total = 0;
+  std::size_t last_positive = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const double w = weights[static_cast<std::size_t>(dataset.record_sample(records[i]))];
+    if (w > 0) last_positive = i;
+    total += w;
+    cumulative[i] = total;
+  }
+  std::vector<uint64_t> out(count);
+  for (uint64_t& drawn : out) {
+    // The first record whose cumulative weight exceeds u has a positive
+    // weight; rounding can put u at the total, which is the last such record.
+    const double u = rng.uniform() * total;
+    const auto at = static_cast<std::size_t>(
+        std::upper_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin());
+    drawn = records[std::min(at, last_positive)];
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -21,7 +71,7 @@ EpochOrder::EpochOrder(Dataset dataset, std::vector<int64_t> samples, VariantPol
     : dataset_(std::move(dataset)),
       samples_(std::move(samples)),
       policy_(policy == VariantPolicy::automatic ? VariantPolicy::clean : policy),
-      options_(options) {
+      options_(std::move(options)) {
   if (options_.world_size == 0) throw UsageError("world size must be at least 1");
   if (options_.rank >= options_.world_size) {
     throw UsageError("rank " + std::to_string(options_.rank) + " is out of range for world size " +
@@ -35,6 +85,62 @@ EpochOrder::EpochOrder(Dataset dataset, std::vector<int64_t> samples, VariantPol
     const std::size_t n = dataset_.sample_records(static_cast<uint64_t>(s)).size();
     epoch_size_ += policy_ == VariantPolicy::all ? n : (n > 0 ? 1 : 0);
   }
+  check_sampling();
+  if (options_.sampling != Sampling::uniform && options_.epoch_length > 0) {
+    epoch_size_ = options_.epoch_length;
+  }
+}
+
+void EpochOrder::check_sampling() const {
+  const OrderOptions& o = options_;
+  const std::string sampling(sampling_name(o.sampling));
+  if (o.sampling == Sampling::uniform) {
+    if (!o.weights.empty()) {
+      throw UsageError("weights are given but sampling is uniform (use weighted sampling)");
+    }
+    if (o.epoch_length > 0) {
+      throw UsageError("epoch_length applies to class-balanced and weighted sampling only");
+    }
+    return;
+  }
+  if (o.mode != OrderMode::random) {
+    throw UsageError(sampling +
+                     " sampling draws records at random: it needs the random order, not " +
+                     std::string(order_mode_name(o.mode)));
+  }
+  if (o.sampling == Sampling::weighted && o.weights.size() != dataset_.num_samples()) {
+    throw UsageError("weighted sampling needs one weight per sample of the dataset (" +
+                     std::to_string(dataset_.num_samples()) + "), got " +
+                     std::to_string(o.weights.size()));
+  }
+  if (o.sampling == Sampling::class_balanced && !o.weights.empty()) {
+    throw UsageError("weights are given but sampling is class-balanced (use weighted sampling)");
+  }
+  bool drawable = false;
+  for (int64_t s : samples_) {
+    const auto sample = static_cast<std::size_t>(s);
+    if (dataset_.sample_records(sample).empty()) continue;
+    if (o.sampling == Sampling::weighted) {
+      const double w = o.weights[sample];
+      if (!std::isfinite(w) || w < 0) {
+        throw UsageError("weight " + std::to_string(w) + " of sample " + std::to_string(s) + " (" +
+                         dataset_.index().sample_path[sample] +
+                         "): weights must be finite and not negative");
+      }
+      drawable = drawable || w > 0;
+    } else {
+      if (dataset_.index().sample_label[sample] < 0) {
+        throw UsageError("class-balanced sampling needs labels: sample " + std::to_string(s) +
+                         " (" + dataset_.index().sample_path[sample] + ") has none");
+      }
+      drawable = true;
+    }
+  }
+  if (!drawable && (o.epoch_length > 0 || epoch_size_ > 0)) {
+    throw UsageError(sampling + " sampling has nothing to draw from: " +
+                     (epoch_size_ == 0 ? std::string("the selection holds no records")
+                                       : std::string("no selected sample has a positive weight")));
+  }
 }
 
 std::size_t EpochOrder::rank_size() const {
@@ -44,6 +150,14 @@ std::size_t EpochOrder::rank_size() const {
 
 std::vector<uint64_t> EpochOrder::global_order(uint64_t epoch) const {
   std::vector<uint64_t> records = epoch_records(dataset_, samples_, policy_, options_.seed, epoch);
+  if (options_.sampling == Sampling::class_balanced) {
+    CounterRng rng(options_.seed, kBalancedStream, epoch);
+    return draw_class_balanced(dataset_, records, epoch_size_, rng);
+  }
+  if (options_.sampling == Sampling::weighted) {
+    CounterRng rng(options_.seed, kWeightedStream, epoch);
+    return draw_weighted(dataset_, records, options_.weights, epoch_size_, rng);
+  }
   switch (options_.mode) {
     case OrderMode::sequential:
       break;
@@ -110,6 +224,9 @@ constexpr std::array kOrderModeNames{EnumName{OrderMode::sequential, "sequential
                                      EnumName{OrderMode::shard_window, "shard-window"}};
 constexpr std::array kRankPolicyNames{EnumName{RankPolicy::pad, "pad"},
                                       EnumName{RankPolicy::drop, "drop"}};
+constexpr std::array kSamplingNames{EnumName{Sampling::uniform, "uniform"},
+                                    EnumName{Sampling::class_balanced, "class-balanced"},
+                                    EnumName{Sampling::weighted, "weighted"}};
 
 }  // namespace
 
@@ -124,5 +241,11 @@ RankPolicy parse_rank_policy(std::string_view text) {
 }
 
 std::string_view rank_policy_name(RankPolicy policy) { return name_of(kRankPolicyNames, policy); }
+
+Sampling parse_sampling(std::string_view text) {
+  return parse_name(kSamplingNames, text, "sampling");
+}
+
+std::string_view sampling_name(Sampling sampling) { return name_of(kSamplingNames, sampling); }
 
 }  // namespace imgpack

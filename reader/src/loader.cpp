@@ -88,6 +88,8 @@ bool Loader::wait_for_next(std::chrono::nanoseconds timeout) {
   return core_->wait_for_next(timeout);
 }
 uint64_t Loader::epoch() const { return core_->epoch(); }
+LoaderState Loader::state() const { return core_->state(); }
+void Loader::restore(const LoaderState& state) { core_->restore(state); }
 std::size_t Loader::batches_per_epoch() const { return core_->batches_per_epoch(); }
 std::size_t Loader::images_per_epoch() const { return core_->images_per_epoch(); }
 const EpochOrder& Loader::order() const { return core_->order(); }

@@ -9,6 +9,7 @@
 
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
+#include "loader_state.hpp"
 #include "record_copy.hpp"
 
 namespace imgpack::detail {
@@ -44,7 +45,9 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       output_record_bytes_(record_bytes_ * output_element_bytes(options_.output)),
       shape_{dataset_.height(), dataset_.width(), dataset_.channels()},
       norm_(Normalization::from_mean_std(options_.mean.data(), options_.stddev.data(),
-                                         dataset_.channels())) {
+                                         dataset_.channels())),
+      initial_state_(initial_loader_state(order_, options_)) {
+  require_batches(order_, options_);
   backend_ = make_upload_backend(options_.device, options_.pin_host_memory);
   convert_on_host_ =
       !backend_->separate_device_memory() && options_.output != OutputFormat::uint8_nhwc;
@@ -154,6 +157,42 @@ std::size_t LoaderCore::images_per_epoch() const {
 }
 
 void LoaderCore::set_epoch(uint64_t epoch) {
+  std::size_t first = 0;
+  bool resumed = false;
+  {
+    std::lock_guard lock(mu_);
+    if (resume_pending_ && epoch == epoch_) {
+      first = resume_batch_;
+      resumed = true;
+    }
+  }
+  start_epoch(epoch, first, resumed);
+}
+
+LoaderState LoaderCore::state() const {
+  LoaderState state = initial_state_;
+  std::size_t delivered = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (started_) {
+      state.epoch = epoch_;
+      delivered = static_cast<std::size_t>(next_deliver_ - base_seq_);
+    }
+  }
+  state.consumed =
+      consumed_positions(delivered, batches_per_epoch(), state.global_batch, state.epoch_positions);
+  return state;
+}
+
+void LoaderCore::restore(const LoaderState& saved) {
+  require_same_fingerprint(saved, initial_state_);
+  const std::size_t first =
+      resume_batch(saved.consumed, batches_per_epoch(), initial_state_.global_batch,
+                   initial_state_.epoch_positions);
+  start_epoch(saved.epoch, first, true);
+}
+
+void LoaderCore::start_epoch(uint64_t epoch, std::size_t first, bool resumed) {
   auto work = std::make_shared<const EpochBatches>(
       make_epoch_batches(order_.plan(epoch), options_.batch_size, options_.last_batch));
   std::unique_lock lock(mu_);
@@ -167,11 +206,15 @@ void LoaderCore::set_epoch(uint64_t epoch) {
   }
   work_ = std::move(work);
   epoch_ = epoch;
+  resume_pending_ = resumed;
+  resume_batch_ = first;
+  // Sequence numbers stay those of batch 0.. of the epoch; a resumed epoch
+  // simply begins at batch `first`.
   base_seq_ = end_seq_;
   end_seq_ = base_seq_ + work_->batches;
-  next_unit_ = 0;
+  next_unit_ = first * chunks_per_batch_;
   total_units_ = work_->batches * chunks_per_batch_;
-  next_upload_ = next_deliver_ = base_seq_;
+  next_upload_ = next_deliver_ = base_seq_ + first;
   error_ = nullptr;
   running_ = true;
   started_ = true;
@@ -381,6 +424,7 @@ std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
   Batch batch(SlotLease(self, f.slot), view);
   f = InFlight{};
   ++next_deliver_;
+  resume_pending_ = false;
   ++held_;
   ++batches_;
   images_ += view.size;

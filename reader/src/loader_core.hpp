@@ -7,7 +7,8 @@
 // batch order; next() hands batches out in order, as Batches leasing their
 // slot. One mutex guards the ring's state; the per-record work runs outside
 // it. set_epoch() bumps a generation so that work of an abandoned epoch is
-// discarded, never delivered.
+// discarded, never delivered; an epoch may start at a later batch (restore()),
+// whose position epoch_batches.hpp computes.
 #pragma once
 
 #include <atomic>
@@ -78,6 +79,8 @@ class LoaderCore {
   void start_threads();
   void stop();
   void set_epoch(uint64_t epoch);
+  LoaderState state() const;
+  void restore(const LoaderState& saved);
   std::optional<Batch> next(const std::shared_ptr<LoaderCore>& self);
   bool wait_for_next(Clock::duration timeout);
   // Returns a slot leased by a Batch (SlotLease::release()).
@@ -115,6 +118,9 @@ class LoaderCore {
 
  private:
   void allocate_ring();
+  // Starts `epoch` at batch `first` (0 unless resuming); `resumed` marks a
+  // restore() that set_epoch(epoch) keeps until the next delivery.
+  void start_epoch(uint64_t epoch, std::size_t first, bool resumed);
   // What Batch shows of batch `b` of the current epoch, filled into `slot` (mu_ held).
   Batch::View batch_view(std::size_t b, const Slot& slot) const;
   // next() would return without waiting (mu_ held).
@@ -133,6 +139,7 @@ class LoaderCore {
   const std::size_t output_record_bytes_;
   const RecordShape shape_;
   const Normalization norm_;
+  const LoaderState initial_state_;  // the fingerprint; epoch 0, nothing consumed
   bool convert_on_host_ = false;
   // Staging is read only by the device's copy engine: filled with streaming stores.
   bool staging_read_by_device_ = false;
@@ -167,6 +174,8 @@ class LoaderCore {
   uint64_t base_seq_ = 0, end_seq_ = 0;
   std::size_t next_unit_ = 0, total_units_ = 0;
   uint64_t next_upload_ = 0, next_deliver_ = 0;
+  bool resume_pending_ = false;  // restore() started epoch_ at batch resume_batch_
+  std::size_t resume_batch_ = 0;
   unsigned busy_readers_ = 0;
   bool upload_busy_ = false;
   std::exception_ptr error_;

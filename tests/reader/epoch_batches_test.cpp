@@ -5,6 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include "imgpack/error.hpp"
+
 namespace imgpack::detail {
 namespace {
 
@@ -70,6 +72,34 @@ TEST(EpochBatches, RankPaddingCountsAsPadding) {
   EXPECT_EQ(work.padding(2), 2u);
   const EpochBatches padded = make_epoch_batches(plan_of(10, 2), 4, LastBatch::pad);
   EXPECT_EQ(padded.padding(2), 4u);  // rank padding and last-batch padding
+}
+
+TEST(EpochBatches, ConsumedPositionsCountWholeSteps) {
+  // 61 positions, global batch 12: steps end at 0, 12, 24, ..., and the last
+  // batch (6 batches: partial or pad) ends the epoch at 61.
+  EXPECT_EQ(consumed_positions(0, 6, 12, 61), 0u);
+  EXPECT_EQ(consumed_positions(2, 6, 12, 61), 24u);
+  EXPECT_EQ(consumed_positions(5, 6, 12, 61), 60u);
+  EXPECT_EQ(consumed_positions(6, 6, 12, 61), 61u);
+  // With LastBatch::drop (5 batches) the dropped tail counts as consumed.
+  EXPECT_EQ(consumed_positions(5, 5, 12, 61), 61u);
+}
+
+TEST(EpochBatches, ResumeBatchInvertsConsumedPositions) {
+  for (std::size_t batches : {5u, 6u}) {
+    for (std::size_t k = 0; k <= batches; ++k) {
+      EXPECT_EQ(resume_batch(consumed_positions(k, batches, 12, 61), batches, 12, 61), k);
+    }
+  }
+  // A state saved where the epoch had one more batch (another world size):
+  // 60 positions consumed is the end for a topology with 5 batches.
+  EXPECT_EQ(resume_batch(60, 5, 12, 61), 5u);
+}
+
+TEST(EpochBatches, ResumeBatchRejectsPositionsNoStepEndsAt) {
+  EXPECT_THROW(resume_batch(13, 6, 12, 61), Error);  // not a multiple of the global batch
+  EXPECT_THROW(resume_batch(62, 6, 12, 61), Error);  // past the epoch
+  EXPECT_THROW(resume_batch(48, 3, 12, 61), Error);  // past the last batch
 }
 
 }  // namespace

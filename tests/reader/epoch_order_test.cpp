@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "imgpack/error.hpp"
 #include "imgpack/selection.hpp"
@@ -42,7 +46,7 @@ class EpochOrderTest : public ::testing::Test {
     dataset_ = Dataset::open(dir_.path());
   }
   EpochOrder make(OrderOptions options, VariantPolicy policy = VariantPolicy::clean) {
-    return EpochOrder(dataset_, all_samples(dataset_), policy, options);
+    return EpochOrder(dataset_, all_samples(dataset_), policy, std::move(options));
   }
   TempDir dir_;
   Dataset dataset_;
@@ -248,6 +252,223 @@ TEST(VariantPolicy, RotateFallsBackToTheCleanRecordWithoutAugmentedOnes) {
   std::vector<uint64_t> records =
       epoch_records(dataset, all_samples(dataset), VariantPolicy::rotate, 1, 4);
   EXPECT_EQ(records.size(), dataset.num_records());
+}
+
+// --- Sampling ------------------------------------------------------------------
+
+// A count of `n` draws of probability `p` lies within `sigmas` standard
+// deviations of its mean: the binomial bound, not a tuned constant.
+void expect_binomial(uint64_t count, uint64_t n, double p, const std::string& what,
+                     double sigmas = 5) {
+  const double mean = static_cast<double>(n) * p;
+  const double sd = std::sqrt(static_cast<double>(n) * p * (1 - p));
+  EXPECT_GE(static_cast<double>(count), mean - sigmas * sd) << what << ": " << count << " of " << n;
+  EXPECT_LE(static_cast<double>(count), mean + sigmas * sd) << what << ": " << count << " of " << n;
+}
+
+// 200 samples in three classes of 89%, 10% and 1% (178, 20 and 2 samples),
+// interleaved in sample order, with 2 variants each.
+class SamplingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SyntheticOptions options;
+    options.samples = 200;
+    options.variants = 2;
+    options.classes = 3;
+    options.records_per_shard = 64;
+    for (uint32_t s = 0; s < options.samples; ++s) {
+      options.labels.push_back(s % 100 == 7 ? 2 : s % 10 == 3 ? 1 : 0);
+    }
+    test::write_synthetic_dataset(dir_.path(), options);
+    dataset_ = Dataset::open(dir_.path());
+  }
+  EpochOrder make(OrderOptions options, VariantPolicy policy = VariantPolicy::clean) {
+    return EpochOrder(dataset_, all_samples(dataset_), policy, std::move(options));
+  }
+  TempDir dir_;
+  Dataset dataset_;
+};
+
+TEST_F(SamplingTest, TheDatasetIsImbalanced) {
+  std::map<int32_t, int> counts;
+  for (int32_t label : dataset_.index().sample_label) ++counts[label];
+  EXPECT_EQ(counts, (std::map<int32_t, int>{{0, 178}, {1, 20}, {2, 2}}));
+}
+
+TEST_F(SamplingTest, ClassBalancedDrawsEveryClassEquallyOften) {
+  for (uint64_t seed : {0u, 1u, 77u}) {
+    EpochOrder order = make({.seed = seed, .sampling = Sampling::class_balanced});
+    EXPECT_EQ(order.epoch_size(), 200u);  // default: the selection's size
+    std::map<int32_t, uint64_t> total;
+    std::map<int64_t, uint64_t> rare_samples;
+    const uint64_t epochs = 10;
+    for (uint64_t epoch = 0; epoch < epochs; ++epoch) {
+      std::vector<uint64_t> drawn = order.global_order(epoch);
+      ASSERT_EQ(drawn.size(), 200u);
+      std::map<int32_t, uint64_t> counts;
+      for (uint64_t r : drawn) {
+        EXPECT_EQ(dataset_.record_variant(r), 0);  // the variant policy still applies
+        ++counts[dataset_.record_label(r)];
+        if (dataset_.record_label(r) == 2) ++rare_samples[dataset_.record_sample(r)];
+      }
+      for (int32_t c = 0; c < 3; ++c) {
+        expect_binomial(counts[c], 200, 1.0 / 3,
+                        "seed " + std::to_string(seed) + " epoch " + std::to_string(epoch) +
+                            " class " + std::to_string(c));
+        total[c] += counts[c];
+      }
+    }
+    for (int32_t c = 0; c < 3; ++c) {
+      expect_binomial(total[c], 200 * epochs, 1.0 / 3, "all epochs, class " + std::to_string(c));
+    }
+    // Within a class, records are equally likely: the two rare samples share
+    // their class's third.
+    ASSERT_EQ(rare_samples.size(), 2u);
+    for (const auto& [sample, count] : rare_samples) {
+      expect_binomial(count, 200 * epochs, 1.0 / 6, "rare sample " + std::to_string(sample));
+    }
+  }
+}
+
+TEST_F(SamplingTest, UniformReadsTheRareClassOncePerSample) {
+  // The contrast the balanced sampler exists for.
+  std::vector<uint64_t> drawn = make({.seed = 1}).global_order(0);
+  EXPECT_EQ(std::count_if(drawn.begin(), drawn.end(),
+                          [&](uint64_t r) { return dataset_.record_label(r) == 2; }),
+            2);
+}
+
+TEST_F(SamplingTest, ClassBalancedWithEveryVariantAndARotation) {
+  // Classes stay equally likely whatever records the variant policy offers.
+  for (VariantPolicy policy : {VariantPolicy::all, VariantPolicy::rotate}) {
+    EpochOrder order = make({.seed = 3, .sampling = Sampling::class_balanced}, policy);
+    std::map<int32_t, uint64_t> counts;
+    for (uint64_t epoch = 0; epoch < 4; ++epoch) {
+      for (uint64_t r : order.global_order(epoch)) ++counts[dataset_.record_label(r)];
+    }
+    const uint64_t n = order.epoch_size() * 4;
+    EXPECT_EQ(order.epoch_size(), policy == VariantPolicy::all ? 400u : 200u);
+    for (int32_t c = 0; c < 3; ++c) {
+      expect_binomial(counts[c], n, 1.0 / 3,
+                      std::string(variant_policy_name(policy)) + " class " + std::to_string(c));
+    }
+  }
+}
+
+TEST_F(SamplingTest, WeightedDrawsInProportionToTheWeights) {
+  // Weight 3 for samples s % 4 == 0 (50 of them), 1 for s % 4 == 1 (50), 0 for the rest.
+  std::vector<double> weights(200);
+  for (std::size_t s = 0; s < weights.size(); ++s) weights[s] = s % 4 == 0 ? 3 : s % 4 == 1 ? 1 : 0;
+  EpochOrder order = make({.seed = 8, .sampling = Sampling::weighted, .weights = weights});
+  uint64_t heavy = 0, n = 0;
+  for (uint64_t epoch = 0; epoch < 10; ++epoch) {
+    for (uint64_t r : order.global_order(epoch)) {
+      const int64_t s = dataset_.record_sample(r);
+      ASSERT_NE(weights[static_cast<std::size_t>(s)], 0) << "drew sample " << s << " of weight 0";
+      heavy += s % 4 == 0 ? 1 : 0;
+      ++n;
+    }
+  }
+  EXPECT_EQ(n, 2000u);
+  expect_binomial(heavy, n, 0.75, "weight-3 samples");
+}
+
+TEST_F(SamplingTest, EpochLengthSetsTheDrawsPerEpoch) {
+  EpochOrder order =
+      make({.seed = 2, .world_size = 3, .sampling = Sampling::class_balanced, .epoch_length = 50});
+  EXPECT_EQ(order.epoch_size(), 50u);
+  EXPECT_EQ(order.global_order(0).size(), 50u);
+  EXPECT_EQ(order.rank_size(), 17u);  // ceil(50 / 3), padded
+}
+
+TEST_F(SamplingTest, WeightedEpochsArePureFunctionsOfSeedEpochRankAndWorld) {
+  const OrderOptions base{.seed = 21, .sampling = Sampling::class_balanced};
+  std::vector<uint64_t> e0 = make(base).global_order(0);
+  EXPECT_EQ(make(base).global_order(0), e0);  // rerun
+  EXPECT_NE(make(base).global_order(1), e0);  // another epoch
+  OrderOptions other = base;
+  other.seed = 22;
+  EXPECT_NE(make(other).global_order(0), e0);  // another seed
+  // Ranks take every W-th draw of the one global order.
+  const uint32_t world = 3;
+  for (uint32_t rank = 0; rank < world; ++rank) {
+    OrderOptions o = base;
+    o.rank = rank;
+    o.world_size = world;
+    EpochOrder order = make(o);
+    EXPECT_EQ(order.global_order(0), e0);
+    EpochPlan plan = order.plan(0);
+    ASSERT_EQ(plan.records.size(), 67u);
+    for (std::size_t i = 0; i < plan.records.size(); ++i) {
+      EXPECT_EQ(plan.records[i], e0[(rank + i * world) % e0.size()]);
+    }
+    EXPECT_EQ(plan.padding, rank < 2 ? 0u : 1u);  // 200 = 66 * 3 + 2
+  }
+}
+
+TEST_F(SamplingTest, RejectsSamplingThatCannotWork) {
+  auto message = [&](OrderOptions o) -> std::string {
+    try {
+      make(std::move(o));
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_NE(message({.mode = OrderMode::sequential, .sampling = Sampling::class_balanced})
+                .find("needs the random order"),
+            std::string::npos);
+  EXPECT_NE(
+      message({.sampling = Sampling::weighted, .weights = {1, 2}}).find("one weight per sample"),
+      std::string::npos);
+  std::vector<double> weights(200, 1);
+  weights[17] = -1;
+  EXPECT_NE(message({.sampling = Sampling::weighted, .weights = weights}).find("sample 17"),
+            std::string::npos);
+  weights[17] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(message({.sampling = Sampling::weighted, .weights = weights}).find("finite"),
+            std::string::npos);
+  EXPECT_NE(message({.sampling = Sampling::weighted, .weights = std::vector<double>(200, 0)})
+                .find("positive weight"),
+            std::string::npos);
+  EXPECT_NE(message({.weights = std::vector<double>(200, 1)}).find("sampling is uniform"),
+            std::string::npos);
+  EXPECT_NE(message({.epoch_length = 5}).find("epoch_length"), std::string::npos);
+  // Weights outside the selection do not matter: only the selected samples need a positive one.
+  std::vector<double> only_first(200, 0);
+  only_first[0] = 1;
+  EXPECT_EQ(message({.sampling = Sampling::weighted, .weights = only_first}), "(accepted)");
+  EXPECT_THROW(EpochOrder(dataset_, {1, 2, 3}, VariantPolicy::clean,
+                          {.sampling = Sampling::weighted, .weights = only_first}),
+               UsageError);
+}
+
+TEST(Sampling, ClassBalancedNeedsLabels) {
+  SyntheticOptions options;
+  options.samples = 10;
+  options.labels = {0, 1, 0, 1, -1, 0, 1, 0, 1, 0};
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), options);
+  Dataset dataset = Dataset::open(dir.path());
+  std::string message = "(accepted)";
+  try {
+    const EpochOrder order(dataset, all_samples(dataset), VariantPolicy::clean,
+                           {.sampling = Sampling::class_balanced});
+  } catch (const UsageError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("sample 4"), std::string::npos) << message;
+  // Without the unlabeled sample it works.
+  EXPECT_NO_THROW(EpochOrder(dataset, {0, 1, 2, 3, 5}, VariantPolicy::clean,
+                             {.sampling = Sampling::class_balanced}));
+}
+
+TEST(Sampling, Names) {
+  for (Sampling sampling : {Sampling::uniform, Sampling::class_balanced, Sampling::weighted}) {
+    EXPECT_EQ(parse_sampling(sampling_name(sampling)), sampling);
+  }
+  EXPECT_EQ(sampling_name(Sampling::class_balanced), "class-balanced");
+  EXPECT_THROW(parse_sampling("balanced"), UsageError);
 }
 
 }  // namespace

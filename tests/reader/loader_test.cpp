@@ -537,14 +537,78 @@ TEST_F(LoaderTest, RejectsBadOptions) {
   EXPECT_THROW(Loader(dataset_, o), UsageError);
 }
 
-TEST_F(LoaderTest, EmptySelectionDeliversNothing) {
+TEST_F(LoaderTest, EpochsWithoutABatchAreUsageErrorsSayingWhy) {
+  auto message = [&](const Dataset& dataset, const LoaderOptions& o) -> std::string {
+    try {
+      Loader loader(dataset, o);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  // An empty selection: no test set in this split.
   test::add_split(dir_.path(), "notest", 2, std::vector<int16_t>(61, 0));
   Dataset dataset = Dataset::open(dir_.path());
   LoaderOptions o = base_options();
   o.selection = {.split = "notest", .fold = 0, .role = Role::test};
-  Loader loader(dataset, o);
-  EXPECT_EQ(loader.batches_per_epoch(), 0u);
-  EXPECT_FALSE(loader.next().has_value());
+  EXPECT_EQ(message(dataset, o),
+            "the selection (split notest, fold 0, role test) holds no records: every epoch would "
+            "be empty");
+  // A batch larger than the epoch with LastBatch::drop (61 records).
+  o = base_options();
+  o.batch_size = 62;
+  o.last_batch = LastBatch::drop;
+  EXPECT_EQ(message(dataset_, o),
+            "batch_size 62 is larger than the 61 records each rank reads per epoch (61 over 1 "
+            "rank) and last_batch is drop: every epoch would be empty (use a smaller batch_size, "
+            "or last_batch partial or pad)");
+  o.order.world_size = 2;  // 31 per rank (padded)
+  o.batch_size = 32;
+  EXPECT_NE(message(dataset_, o)
+                .find("larger than the 31 records each rank reads per epoch (61 "
+                      "over 2 ranks)"),
+            std::string::npos)
+      << message(dataset_, o);
+  o.batch_size = 31;
+  EXPECT_EQ(message(dataset_, o), "(accepted)");
+  o.last_batch = LastBatch::partial;
+  o.batch_size = 1000;
+  EXPECT_EQ(message(dataset_, o), "(accepted)");  // one short batch
+  // More ranks than records with RankPolicy::drop.
+  o = base_options();
+  o.selection = {.split = "cv3", .fold = 0, .role = Role::test};  // 6 samples
+  o.order.world_size = 7;
+  o.order.rank_policy = RankPolicy::drop;
+  EXPECT_EQ(message(dataset_, o),
+            "world_size 7 is larger than the 6 records of an epoch and rank_policy is drop: no "
+            "rank reads a record: every epoch would be empty (use rank_policy pad or fewer ranks)");
+  o.order.rank_policy = RankPolicy::pad;
+  EXPECT_EQ(message(dataset_, o), "(accepted)");
+}
+
+TEST_F(LoaderTest, ClassBalancedEpochsDoNotDependOnThreads) {
+  std::vector<std::vector<Entry>> runs;
+  for (auto [threads, prefetch] : {std::pair{1u, 1u}, {3u, 2u}, {8u, 5u}, {1u, 1u}}) {
+    LoaderOptions o = base_options();
+    o.threads = threads;
+    o.prefetch = prefetch;
+    o.order.sampling = Sampling::class_balanced;
+    o.order.epoch_length = 100;
+    Loader loader(dataset_, o);
+    EXPECT_EQ(loader.images_per_epoch(), 100u);
+    std::vector<Entry> all;
+    for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+      Epoch e = read_epoch(loader, epoch);
+      EXPECT_EQ(e.entries.size(), 100u);
+      all.insert(all.end(), e.entries.begin(), e.entries.end());
+    }
+    runs.push_back(all);
+  }
+  for (std::size_t i = 1; i < runs.size(); ++i) EXPECT_EQ(runs[i], runs[0]) << "run " << i;
+  // With replacement: some record comes twice in an epoch of 100 draws from 61.
+  std::set<uint64_t> distinct;
+  for (std::size_t i = 0; i < 100; ++i) distinct.insert(runs[0][i].record);
+  EXPECT_LT(distinct.size(), 100u);
 }
 
 TEST(LoaderNames, Parse) {
@@ -580,6 +644,9 @@ TEST(LoaderNames, EveryValueRoundTrips) {
   }
   for (OrderMode mode : {OrderMode::sequential, OrderMode::random, OrderMode::shard_window}) {
     EXPECT_EQ(parse_order_mode(order_mode_name(mode)), mode);
+  }
+  for (Sampling sampling : {Sampling::uniform, Sampling::class_balanced, Sampling::weighted}) {
+    EXPECT_EQ(parse_sampling(sampling_name(sampling)), sampling);
   }
 }
 

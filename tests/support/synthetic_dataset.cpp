@@ -34,9 +34,9 @@ DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions
   for (uint32_t c = 0; c < o.classes; ++c) index.class_names.push_back("class" + std::to_string(c));
   for (uint32_t g = 0; g < o.groups; ++g) index.group_names.push_back("group" + std::to_string(g));
   for (uint32_t s = 0; s < o.samples; ++s) {
-    index.sample_path.push_back("class" + std::to_string(s % o.classes) + "/" + std::to_string(s) +
-                                ".png");
-    index.sample_label.push_back(static_cast<int32_t>(s % o.classes));
+    const int32_t label = o.labels.empty() ? static_cast<int32_t>(s % o.classes) : o.labels.at(s);
+    index.sample_path.push_back("class" + std::to_string(label) + "/" + std::to_string(s) + ".png");
+    index.sample_label.push_back(label);
     index.sample_group.push_back(static_cast<int32_t>(s % o.groups));
   }
   struct Item {

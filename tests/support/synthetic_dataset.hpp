@@ -20,8 +20,9 @@ struct SyntheticOptions {
   uint32_t width = 5;
   uint32_t channels = 3;
   uint32_t records_per_shard = 16;
-  uint32_t classes = 4;  // label = sample % classes
-  uint32_t groups = 5;   // group = sample % groups
+  uint32_t classes = 4;         // label = sample % classes, unless `labels` says otherwise
+  std::vector<int32_t> labels;  // when not empty: the label of every sample (-1..classes-1)
+  uint32_t groups = 5;          // group = sample % groups
   uint64_t seed = 1;
   bool shuffle = true;  // write records in a seeded order, as convert does
   std::string uuid = "5e7a0000-0000-4000-8000-000000000001";

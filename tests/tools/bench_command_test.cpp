@@ -91,6 +91,24 @@ TEST_F(BenchCommandTest, SelectionStepAndSweep) {
   EXPECT_GE(j["sweep"][recommended - 1]["images_per_s"].get<double>(), 0.95 * best);
 }
 
+TEST_F(BenchCommandTest, ClassBalancedSampling) {
+  test::CommandResult r = run_imgpack("bench " + shell_quote(dataset_) +
+                                      " --sampling class-balanced --batch 4 --epochs 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["sampling"].get<std::string>(), "class-balanced");
+  EXPECT_EQ(j["images"].get<int>(), 60);  // epochs as long as the selection: 30 draws each
+  r = run_imgpack("bench " + shell_quote(dataset_) + " --sampling class-balanced --batch 4 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("class-balanced sampling"), std::string::npos) << r.out;
+  // Draws are random: a sequential order makes no sense, and says so before measuring.
+  r = run_imgpack("bench " + shell_quote(dataset_) +
+                  " --sampling class-balanced --order sequential");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs the random order"), std::string::npos) << r.err;
+  EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --sampling balanced").exit_code, 2);
+}
+
 TEST_F(BenchCommandTest, HumanOutput) {
   test::CommandResult r =
       run_imgpack("bench " + shell_quote(dataset_) + " --batch 8 --epochs 1 --output float32 -q");

@@ -29,6 +29,10 @@
 // the selection and the order options (see epoch_order.hpp): the thread count
 // and prefetch depth never change it.
 //
+// Checkpoints: state() says where the loader is as a LoaderState (bytes or
+// JSON for the checkpoint); restore() continues from one, on the same or on
+// another number of ranks (see LoaderState below).
+//
 // Thread-safety: a Loader is used from one thread (construction, set_epoch,
 // next, stats). Batches may be moved to and destroyed on any thread. Errors
 // in the reader threads or the upload stage are rethrown from next().
@@ -44,8 +48,10 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "imgpack/dataset.hpp"
 #include "imgpack/epoch_order.hpp"
@@ -93,6 +99,86 @@ struct LoaderOptions {
   // Compare every record read with its stored checksum; a mismatch is an
   // imgpack::Error from next() naming the shard and row. Costs a hash per record.
   bool verify_checksums = false;
+};
+
+// Where a loader is in its epochs: what a training checkpoint stores so that
+// a restarted job continues an epoch where it stopped, on the same or on
+// another number of ranks. A plain value: copy it, compare it, use it from
+// any thread.
+//
+// Delivered: a batch counts once next() has returned it (whether or not the
+// training step that used it finished). The state a rank takes after its
+// k-th batch of an epoch says "every rank has been delivered its batches
+// 0..k-1": data-parallel ranks step together, and since the state names no
+// rank it is the same on every rank at the same step (one rank's copy, rank
+// 0's, serves all).
+//
+// Positions: with batch_size b on each of W ranks, the global batch is
+// G = b * W and step k (batch k of every rank) covers positions [kG, kG + G)
+// of the epoch's global order of N positions (epoch_order.hpp; rank r gets
+// kG + r, kG + r + W, ...). `consumed` is kG after k steps, and N once the
+// epoch's last batch has been delivered (a tail that drop policies leave out
+// counts as consumed).
+//
+// Restoring (Loader::restore):
+// - Same world size and batch size: the next batch is batch k, byte for byte
+//   what an uninterrupted run delivers (records, labels, pixels, index() and
+//   padding()), and so is everything after it.
+// - Another world size W': the global batch is kept, so batch_size must be
+//   G / W' (a UsageError says so otherwise). The W' ranks deliver batches k,
+//   k+1, ... of an uninterrupted epoch of W' ranks with batch G / W', and
+//   Batch::index() continues at k. Those batches hold the positions from kG
+//   on, so over the epoch every position is delivered exactly once: the
+//   first kG by the old ranks, the rest by the new. Padding and the last
+//   batch follow the new topology's rules, as in its uninterrupted epoch:
+//   with RankPolicy::pad, positions past N wrap to the start of the epoch
+//   (padding entries); LastBatch::pad fills the last batch with the first
+//   records the rank would read in an uninterrupted epoch of W' ranks;
+//   RankPolicy::drop leaves the last (N - kG) mod W' positions unread, and
+//   LastBatch::drop fewer than G (unread, not padding). A state saved after
+//   the epoch's last batch resumes into nothing: next() returns nullopt.
+//
+// The fingerprint says what the positions refer to; restore() requires every
+// field to match the loader's and names each one that does not. The
+// topology it was saved in (world_size, batch_size) is informative.
+struct LoaderState {
+  uint64_t epoch = 0;
+  uint64_t consumed = 0;  // global positions of `epoch` consumed (above)
+
+  uint32_t world_size = 1;     // the ranks that saved it
+  std::size_t batch_size = 0;  // per rank, when saved
+
+  // Fingerprint.
+  std::string dataset_uuid;
+  std::string split;  // selection
+  int32_t fold = 0;
+  Role role = Role::all;
+  VariantPolicy variants = VariantPolicy::clean;  // resolved (never automatic)
+  uint64_t selected_samples = 0;
+  uint64_t selection_hash = 0;  // of the selected sample ids: a split re-made under one name
+  OrderMode order = OrderMode::random;
+  uint64_t seed = 0;
+  uint32_t window_shards = 0;  // shard-window only (0 otherwise)
+  RankPolicy rank_policy = RankPolicy::pad;
+  Sampling sampling = Sampling::uniform;
+  uint64_t weights_hash = 0;     // weighted only (0 otherwise)
+  uint64_t epoch_positions = 0;  // N
+  uint64_t global_batch = 0;     // batch_size * world_size
+  LastBatch last_batch = LastBatch::partial;
+
+  // Bytes for a checkpoint: the JSON below behind a header line and its
+  // XXH3-64 checksum. from_bytes() throws imgpack::Error for bytes that are
+  // not a loader state or are damaged.
+  std::vector<uint8_t> to_bytes() const;
+  static LoaderState from_bytes(std::span<const uint8_t> bytes);
+  // One JSON object, every field above by name, enums by their names
+  // ("train", "random", ...), hashes as 16 hex digits. from_json() accepts
+  // what to_json() writes (members in any order, unknown ones ignored) and
+  // throws imgpack::Error naming the first member that is missing or wrong.
+  std::string to_json() const;
+  static LoaderState from_json(std::string_view json);
+
+  bool operator==(const LoaderState&) const = default;
 };
 
 namespace detail {
@@ -231,9 +317,12 @@ struct LoaderStats {
 class Loader {
  public:
   // Validates the options against the dataset and allocates the ring.
-  // Throws imgpack::UsageError for invalid options or a selection the
-  // dataset cannot satisfy (unknown split, fold out of range), and
-  // imgpack::Error if the device cannot be used or memory not allocated.
+  // Throws imgpack::UsageError for invalid options, a selection the dataset
+  // cannot satisfy (unknown split, fold out of range) and a configuration
+  // whose epochs hold no batch (an empty selection, more ranks than records
+  // with RankPolicy::drop, a batch larger than each rank's records with
+  // LastBatch::drop), saying which; imgpack::Error if the device cannot be
+  // used or memory not allocated.
   Loader(Dataset dataset, LoaderOptions options);
   ~Loader();
   Loader(const Loader&) = delete;
@@ -241,7 +330,10 @@ class Loader {
 
   // Starts epoch `epoch`: batches of an earlier epoch not yet delivered are
   // discarded, and reading of `epoch` begins at once. Batches already
-  // delivered stay valid. Clears a pending error.
+  // delivered stay valid. Clears a pending error. Right after restore(),
+  // before its first next(), set_epoch(state.epoch) keeps the restored
+  // position (so a loop that calls set_epoch at the top of every epoch
+  // resumes); any other call starts the epoch from its first batch.
   void set_epoch(uint64_t epoch);
 
   // The next batch of the current epoch, in order; std::nullopt once the
@@ -261,7 +353,24 @@ class Loader {
   bool wait_for_next(std::chrono::nanoseconds timeout);
 
   uint64_t epoch() const;
-  // Per rank and epoch, after the last-batch policy.
+
+  // Where the loader is: the epoch and the positions consumed by the batches
+  // next() has returned on every rank so far (see LoaderState). Before any
+  // epoch: epoch 0, nothing consumed. Cheap; call it at every checkpoint.
+  LoaderState state() const;
+  // Continues from `state`: switches to state.epoch at the saved step and
+  // starts reading there at once (as set_epoch() does; batches already
+  // delivered stay valid). Throws imgpack::UsageError naming every field of
+  // the fingerprint that differs from this loader's (dataset uuid, split,
+  // fold, role, variants, selected samples, order, seed, window, rank
+  // policy, sampling, weights, epoch length, last batch) and a global batch
+  // batch_size * world_size other than the state's, and imgpack::Error for
+  // a position no step ends at (a damaged state). The loader is unchanged
+  // when it throws.
+  void restore(const LoaderState& state);
+
+  // Per rank and epoch, after the last-batch policy (a resumed epoch
+  // delivers the batches from its resume step to this count).
   std::size_t batches_per_epoch() const;
   std::size_t images_per_epoch() const;
 
