@@ -19,8 +19,8 @@ TEST(CopyStreaming, CopiesEveryByteAtAnyAlignmentAndSize) {
         for (std::size_t i = 0; i < target.size(); ++i) {
           const std::size_t at = dst_offset % 32;
           const uint8_t want = i >= at && i < at + size ? source[src_offset + i - at] : 0xEE;
-          ASSERT_EQ(target[i], want) << "size " << size << " dst +" << at << " src +"
-                                     << src_offset << " byte " << i;
+          ASSERT_EQ(target[i], want)
+              << "size " << size << " dst +" << at << " src +" << src_offset << " byte " << i;
         }
       }
     }
