@@ -40,7 +40,7 @@ const ModuleFunctions* try_load(const std::string& candidate, std::string& path,
     const std::string why = error != nullptr ? error : "cannot be loaded";
     // dlerror() names the module itself only when the module is what failed,
     // not a library it needs (libcudart.so.13, say).
-    problem = !is_path ? candidate + ": not found by the dynamic linker"
+    problem = !is_path                     ? candidate + ": not found by the dynamic linker"
               : why.starts_with(candidate) ? why
                                            : candidate + ": " + why;
     return nullptr;
@@ -123,7 +123,8 @@ const LoadResult& process_module() {
     if (result.functions != nullptr || candidates.empty()) return result;
     const char* override_path = std::getenv(kPathVariable);
     if (override_path != nullptr && override_path[0] != '\0') {
-      result.problem = std::string(kPathVariable) + " names no usable CUDA module: " + result.problem;
+      result.problem =
+          std::string(kPathVariable) + " names no usable CUDA module: " + result.problem;
     } else {
       result.problem = std::string("the CUDA module ") + kFileName +
                        " was not found or cannot be loaded (" + result.problem +

@@ -17,7 +17,8 @@ std::unique_ptr<imgpack::UploadBackend> make_backend(int device) {
 }
 
 imgpack::Memory try_allocate_pinned(std::size_t bytes) {
-  return imgpack::Memory(std::malloc(bytes), bytes, [](void* data, std::size_t) { std::free(data); });
+  return imgpack::Memory(std::malloc(bytes), bytes,
+                         [](void* data, std::size_t) { std::free(data); });
 }
 
 constexpr imgpack::cuda_module::ModuleFunctions kFunctions = {FAKE_MODULE_ABI, device_count,
