@@ -1,6 +1,8 @@
 // imgpack bench DATASET: reader throughput and starvation, with the machine's
 // memcpy bandwidth over the same mapped bytes measured in the same run as the
 // reference (and, for --device cuda:N, the pinned host-to-device copy rate).
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -71,6 +73,18 @@ double since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);
+  return text;
+}
+
+std::string fixed(double value, int digits) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
 // Anonymous resident memory of this process (heap, thread stacks, batch
 // slots), excluding mapped file pages, which belong to the page cache.
 uint64_t anon_rss_bytes() {
@@ -85,7 +99,7 @@ uint64_t anon_rss_bytes() {
 // Copies every shard's mapped pixels in batch-sized pieces with `threads`
 // threads, each into its own buffer; returns bytes per second. The first
 // pass (untimed) faults the mapping in and warms the page cache, so the
-// timed pass and the reader see the same memory state.
+// timed passes and the reader see the same memory state.
 double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned threads) {
   struct Piece {
     const uint8_t* data;
@@ -102,8 +116,11 @@ double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned thre
   }
   if (total == 0) return 0;
   std::vector<std::vector<uint8_t>> buffers(threads, std::vector<uint8_t>(piece, 1));
-  double best = 0;
-  for (int pass = 0; pass < 3; ++pass) {
+  // Passes until half a second was timed (a small dataset copies in
+  // milliseconds, too short to time alone); the median of them.
+  std::vector<double> rates;
+  double timed = 0;
+  for (int pass = 0; pass < 3 || timed < 0.5; ++pass) {
     std::atomic<std::size_t> next{0};
     std::vector<std::thread> workers;
     const Clock::time_point start = Clock::now();
@@ -116,9 +133,13 @@ double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned thre
     }
     for (std::thread& w : workers) w.join();
     const double seconds = since(start);
-    if (pass > 0) best = std::max(best, static_cast<double>(total) / seconds);
+    if (pass > 0) {
+      rates.push_back(static_cast<double>(total) / seconds);
+      timed += seconds;
+    }
   }
-  return best;
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
 }
 
 // Pinned host -> device copy rate of one batch-sized buffer through the
@@ -189,24 +210,128 @@ ReaderRun run_reader(const Dataset& dataset, const BenchArgs& a, unsigned thread
   return run;
 }
 
-std::string percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);
-  return text;
+// The cores this process may run on (its CPU affinity), which is what reader
+// threads can use; more threads than that only take turns.
+unsigned cores_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
+    return static_cast<unsigned>(CPU_COUNT(&set));
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
-std::string fixed(double value, int digits) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
+// What a reader alone delivers with some thread count, the consumer taking
+// each batch as it comes: the median rate of repeated timed runs.
+struct Capacity {
+  unsigned threads = 0;
+  double images_per_s = 0;
+  double gb_per_s = 0;
+  double spread = 0;  // (max - min) / median over the runs the median is taken from
+  int runs = 0;       // timed runs, the warm-up excluded
+  double seconds = 0;
+  bool stable = false;
+};
+
+// A rate is measured in runs of kRunSeconds, after one warm-up run (threads
+// started, ring filled, pages touched), until the last kStableRuns agree
+// within kStableSpread and at least kMinSeconds were timed; a noisy machine
+// stops at kMaxSeconds with the spread it got. Runs of a few milliseconds
+// scatter by tens of percent and made recommendations differ run to run.
+constexpr double kRunSeconds = 0.2;
+constexpr double kMinSeconds = 1.0;
+constexpr double kMaxSeconds = 6.0;
+constexpr int kStableRuns = 5;
+constexpr double kStableSpread = 0.05;
+// A reader that only just keeps up with the step starves it at every hiccup:
+// the recommendation asks for this much more than the step consumes.
+constexpr double kHeadroom = 1.25;
+
+Capacity measure_capacity(const Dataset& dataset, const BenchArgs& a, unsigned threads) {
+  Loader loader(dataset, loader_options(a, threads));
+  if (loader.batches_per_epoch() == 0) throw UsageError("the selection holds no records");
+  uint64_t epoch = 0;
+  loader.set_epoch(epoch);
+  // Images read in about `seconds`, and the time it took; epochs follow one another.
+  auto read_for = [&](double seconds) {
+    uint64_t images = 0;
+    const Clock::time_point start = Clock::now();
+    while (since(start) < seconds) {
+      std::optional<Batch> batch = loader.next();
+      if (!batch) {
+        loader.set_epoch(++epoch);
+        continue;
+      }
+      if (batch->on_device()) batch->synchronize();
+      images += batch->size();
+    }
+    return std::pair<uint64_t, double>(images, since(start));
+  };
+  read_for(kRunSeconds);
+  Capacity c;
+  c.threads = threads;
+  std::vector<double> rates;
+  while (true) {
+    const auto [images, seconds] = read_for(kRunSeconds);
+    rates.push_back(static_cast<double>(images) / seconds);
+    c.seconds += seconds;
+    std::vector<double> last(rates.end() - std::min<std::ptrdiff_t>(rates.size(), kStableRuns),
+                             rates.end());
+    std::sort(last.begin(), last.end());
+    c.images_per_s = last[last.size() / 2];
+    c.spread = c.images_per_s > 0 ? (last.back() - last.front()) / c.images_per_s : 0;
+    c.runs = static_cast<int>(rates.size());
+    c.stable = last.size() >= kStableRuns && c.spread <= kStableSpread;
+    if ((c.stable && c.seconds >= kMinSeconds) || c.seconds >= kMaxSeconds) break;
+  }
+  c.gb_per_s = c.images_per_s * static_cast<double>(dataset.record_bytes()) / 1e9;
+  return c;
 }
 
-nlohmann::ordered_json run_json(const ReaderRun& run) {
-  return {{"threads", run.threads},
-          {"images_per_s", run.images_per_s()},
-          {"gb_per_s", run.gb_per_s()},
-          {"starvation", run.stats.starvation()},
-          {"seconds", run.seconds}};
+// The thread count to use, and why.
+struct Recommendation {
+  const Capacity* chosen = nullptr;
+  std::string why;
+  bool keeps_up = true;  // false: no thread count reads as fast as the step consumes
+};
+
+// With a training step: the fewest threads whose reader alone delivers
+// kHeadroom times what the step consumes. Without one: the fewest within 5%
+// of the best rate.
+Recommendation recommend(const std::vector<Capacity>& sweep, double step_images_per_s) {
+  Recommendation r;
+  const Capacity* best = &sweep.front();
+  for (const Capacity& c : sweep) {
+    if (c.images_per_s > best->images_per_s) best = &c;
+  }
+  if (step_images_per_s > 0) {
+    for (const Capacity& c : sweep) {
+      if (c.images_per_s >= kHeadroom * step_images_per_s) {
+        r.chosen = &c;
+        r.why = "the fewest that read at least " + fixed(kHeadroom, 2) + "x what the step consumes";
+        return r;
+      }
+    }
+    r.chosen = best;
+    r.keeps_up = false;
+    r.why = "the fastest; none reads " + fixed(kHeadroom, 2) + "x what the step consumes";
+    return r;
+  }
+  for (const Capacity& c : sweep) {
+    if (c.images_per_s >= 0.95 * best->images_per_s) {
+      r.chosen = &c;
+      break;
+    }
+  }
+  r.why = "the fewest within 5% of the best";
+  return r;
+}
+
+nlohmann::ordered_json capacity_json(const Capacity& c) {
+  return {{"threads", c.threads},   {"images_per_s", c.images_per_s},
+          {"gb_per_s", c.gb_per_s}, {"spread", c.spread},
+          {"runs", c.runs},         {"seconds", c.seconds},
+          {"stable", c.stable}};
 }
 
 int run_bench(const BenchArgs& a) {
@@ -237,28 +362,39 @@ int run_bench(const BenchArgs& a) {
   std::optional<double> upload_bps;
   if (device.is_cuda()) upload_bps = upload_bandwidth(device, batch_bytes);
 
-  std::vector<ReaderRun> runs;
-  unsigned max_threads = a.threads;
-  if (a.sweep && !a.threads_given) max_threads = std::max(1u, std::thread::hardware_concurrency());
-  if (a.sweep) {
-    for (unsigned t = 1; t <= max_threads; ++t) {
-      if (say) std::fprintf(stderr, "bench: %u thread%s...\n", t, t == 1 ? "" : "s");
-      runs.push_back(run_reader(dataset, a, t));
-    }
-  } else {
-    if (say) std::fprintf(stderr, "bench: reading %u epoch(s)...\n", a.epochs);
-    runs.push_back(run_reader(dataset, a, a.threads));
-  }
-  double best = 0;
-  for (const ReaderRun& r : runs) best = std::max(best, r.images_per_s());
-  // The smallest thread count within 5% of the best: more threads buy nothing.
-  const ReaderRun* chosen = &runs.front();
-  for (const ReaderRun& r : runs) {
-    if (r.images_per_s() >= 0.95 * best) {
-      chosen = &r;
-      break;
+  // The rate the step consumes, and what the reader alone delivers: at each
+  // thread count of the sweep (1 up to the cores available, or to --threads
+  // when given), or at --threads when there is a step to compare with.
+  const double step_images_per_s =
+      a.step_ms > 0 ? static_cast<double>(a.batch) * 1000.0 / a.step_ms : 0;
+  const unsigned cores = cores_available();
+  std::vector<Capacity> capacities;
+  if (a.sweep || a.step_ms > 0) {
+    const unsigned first = a.sweep ? 1 : a.threads;
+    const unsigned last = a.sweep && !a.threads_given ? cores : a.threads;
+    for (unsigned t = first; t <= last; ++t) {
+      if (say) std::fprintf(stderr, "bench: reader alone, %u thread%s...", t, t == 1 ? "" : "s");
+      capacities.push_back(measure_capacity(dataset, a, t));
+      const Capacity& c = capacities.back();
+      if (say) {
+        std::fprintf(stderr, " %.0f images/s (spread %s over %d runs)\n", c.images_per_s,
+                     percent(c.spread).c_str(), c.runs);
+      }
     }
   }
+  Recommendation recommendation;
+  if (a.sweep) recommendation = recommend(capacities, step_images_per_s);
+  const unsigned threads = a.sweep ? recommendation.chosen->threads : a.threads;
+  const Capacity* capacity = a.sweep              ? recommendation.chosen
+                             : capacities.empty() ? nullptr
+                                                  : &capacities.front();
+
+  if (say) {
+    std::fprintf(stderr, "bench: reading %u epoch(s) with %u thread%s%s...\n", a.epochs, threads,
+                 threads == 1 ? "" : "s", a.step_ms > 0 ? " and the step" : "");
+  }
+  const ReaderRun main_run = run_reader(dataset, a, threads);
+  const ReaderRun* chosen = &main_run;
   const uint64_t memory_bound = (a.prefetch + 2) * batch_bytes + (uint64_t{64} << 20);
 
   if (a.json) {
@@ -293,11 +429,18 @@ int run_bench(const BenchArgs& a) {
     j["ring_device_bytes"] = chosen->ring_device_bytes;
     j["reader_memory_bytes"] = chosen->anon_growth_bytes;
     j["memory_bound_bytes"] = memory_bound;
+    j["cores_available"] = cores;
+    if (a.step_ms > 0) j["step_images_per_s"] = step_images_per_s;
+    if (capacity != nullptr) {
+      j["reader_alone_images_per_s"] = capacity->images_per_s;
+      if (a.step_ms > 0) j["headroom"] = capacity->images_per_s / step_images_per_s;
+    }
     if (a.sweep) {
       nlohmann::ordered_json sweep = nlohmann::ordered_json::array();
-      for (const ReaderRun& r : runs) sweep.push_back(run_json(r));
+      for (const Capacity& c : capacities) sweep.push_back(capacity_json(c));
       j["sweep"] = std::move(sweep);
-      j["recommended_threads"] = chosen->threads;
+      j["recommended_threads"] = recommendation.chosen->threads;
+      j["recommendation"] = recommendation.why;
     }
     print_json(j);
     return kExitOk;
@@ -320,19 +463,50 @@ int run_bench(const BenchArgs& a) {
   if (upload_bps)
     std::cout << "  upload    " << fixed(*upload_bps / 1e9, 2) << " GB/s pinned H2D\n";
   if (a.sweep) {
-    for (const ReaderRun& r : runs) {
-      std::cout << "  threads " << r.threads << (r.threads < 10 ? " " : "") << " "
-                << fixed(r.images_per_s(), 0) << " images/s, " << fixed(r.gb_per_s(), 2)
-                << " GB/s, starvation " << percent(r.stats.starvation()) << "\n";
+    std::cout << "  reader alone, no training step (each rate the median of timed runs until "
+                 "they agree; "
+              << cores << " core" << (cores == 1 ? "" : "s") << " available):\n";
+    for (const Capacity& c : capacities) {
+      std::cout << "    " << c.threads << " thread" << (c.threads == 1 ? " " : "s")
+                << (c.threads < 10 ? " " : "") << " " << fixed(c.images_per_s, 0) << " images/s, "
+                << fixed(c.gb_per_s, 2) << " GB/s, "
+                << percent(memcpy_bps > 0 ? c.gb_per_s * 1e9 / memcpy_bps : 0)
+                << " of memcpy (spread " << percent(c.spread) << " over " << c.runs << " runs"
+                << (c.stable ? "" : ", unsteady: the machine is busy") << ")"
+                << (c.threads > cores ? ", more threads than cores" : "") << "\n";
     }
-    std::cout << "  recommended threads: " << chosen->threads
-              << " (the fewest within 5% of the best)\n";
+  }
+  if (a.step_ms > 0) {
+    std::cout << "  step      " << fixed(a.step_ms, 1) << " ms per batch of " << a.batch
+              << " consumes " << fixed(step_images_per_s, 0) << " images/s\n";
+  }
+  if (a.sweep) {
+    std::cout << "  recommended threads: " << threads << " (" << recommendation.why << ")\n";
+  }
+  if (capacity != nullptr && a.step_ms > 0) {
+    const double headroom = capacity->images_per_s / step_images_per_s;
+    std::cout << "  headroom  " << capacity->threads << " thread"
+              << (capacity->threads == 1 ? "" : "s") << " read " << fixed(capacity->images_per_s, 0)
+              << " images/s alone, " << fixed(headroom, 1) << "x what the step consumes"
+              << (headroom < 1           ? ": the reader cannot keep up, expect the step to wait"
+                  : headroom < kHeadroom ? ": little to spare, expect some waiting"
+                                         : "")
+              << "\n";
   }
   std::cout << "  reader    " << fixed(chosen->images_per_s(), 0) << " images/s, "
             << fixed(chosen->gb_per_s(), 2) << " GB/s with " << chosen->threads << " thread"
-            << (chosen->threads == 1 ? "" : "s") << " ("
-            << percent(memcpy_bps > 0 ? chosen->gb_per_s() * 1e9 / memcpy_bps : 0)
-            << " of memcpy), starvation " << percent(chosen->stats.starvation()) << "\n";
+            << (chosen->threads == 1 ? "" : "s");
+  if (a.step_ms > 0) {
+    std::cout << " and the step, starvation " << percent(chosen->stats.starvation())
+              << " (time the step waited for a batch)\n";
+  } else {
+    std::cout << " (" << percent(memcpy_bps > 0 ? chosen->gb_per_s() * 1e9 / memcpy_bps : 0)
+              << " of memcpy)\n";
+    std::cout << "  no step   the consumer does no work, so it waits for every batch (starvation "
+              << percent(chosen->stats.starvation())
+              << " says nothing); pass --step-ms with your training step's time to see whether "
+                 "the reader keeps up\n";
+  }
   std::cout << "  memory    ring " << human_bytes(chosen->ring_host_bytes) << " host"
             << (chosen->ring_device_bytes > 0
                     ? " + " + human_bytes(chosen->ring_device_bytes) + " device"
@@ -382,10 +556,14 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--variants", args->variants, "Variant policy: auto, clean, rotate or all")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "clean", "rotate", "all"}));
-  cmd->add_option("--step-ms", args->step_ms, "Simulated training step per batch (ms)")
+  cmd->add_option("--step-ms", args->step_ms,
+                  "Simulated training step per batch (ms): your training step's time, for "
+                  "starvation and headroom figures that mean something")
       ->capture_default_str();
   cmd->add_flag("--sweep-threads", args->sweep,
-                "Try 1..N reader threads and recommend the fewest within 5% of the best");
+                "Time the reader alone at 1..N threads (N: the cores available, or --threads) "
+                "and recommend the fewest that read 1.25x what --step-ms consumes (without a "
+                "step: the fewest within 5% of the best)");
   cmd->add_option("--device", args->device, "host or cuda:N")->capture_default_str();
   cmd->add_flag("--direct-upload", args->direct_upload,
                 "With cuda:N: the GPU copies records straight from the page cache (pins the "

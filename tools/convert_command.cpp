@@ -3,6 +3,7 @@
 
 #include "cli_common.hpp"
 #include "cli_values.hpp"
+#include "cli_wording.hpp"
 #include "imgpack/convert.hpp"
 #include "imgpack/error.hpp"
 #include "progress.hpp"
@@ -93,7 +94,7 @@ int run_convert(const ConvertArgs& args) {
     std::fprintf(stderr, "imgpack: resume: %s\n", note.c_str());
   }
   for (const std::string& warning : result.split_warnings) {
-    std::fprintf(stderr, "imgpack: warning: %s\n", warning.c_str());
+    std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
   }
   if (args.json) {
     nlohmann::ordered_json j;
@@ -122,7 +123,7 @@ int run_convert(const ConvertArgs& args) {
     if (!result.skipped.empty()) {
       std::fprintf(stderr, "; %zu skipped (reasons in %s/report.json), first: %s: %s",
                    result.skipped.size(), args.out.c_str(), result.skipped[0].path.c_str(),
-                   result.skipped[0].reason.c_str());
+                   cli_wording(result.skipped[0].reason).c_str());
     }
     std::fputc('\n', stderr);
   }
@@ -215,7 +216,7 @@ void add_convert_command(CLI::App& app, Action& action) {
       "\n--augment SPEC: comma-separated keys, e.g. hflip,rotate=15,zoom=0.8:1.2,brightness=0.2\n"
       "(U(a, b) = uniform; README.md, section Augmentation, has the details)\n"
       "  KEY               ALLOWED  MEANING\n" +
-      augment_spec_help());
+      cli_wording(augment_spec_help()));
   cmd->callback([args, &action] { action = [args] { return run_convert(*args); }; });
 }
 

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli_common.hpp"
+#include "cli_wording.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/version.hpp"
 
@@ -47,16 +48,16 @@ int run(int argc, char** argv) {
     app.exit(e);
     return kExitUsage;
   } catch (const imgpack::UsageError& e) {
-    std::cerr << "imgpack: " << e.what() << "\n";
+    std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
     return kExitUsage;
   }
   try {
     return action ? action() : kExitUsage;
   } catch (const imgpack::UsageError& e) {
-    std::cerr << "imgpack: " << e.what() << "\n";
+    std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "imgpack: " << e.what() << "\n";
+    std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
     return kExitFailure;
   }
 }
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {  // e.g. out of memory while setting up the commands
-    std::cerr << "imgpack: " << e.what() << "\n";
+    std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
     return imgpack::cli::kExitFailure;
   }
 }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli_common.hpp"
+#include "cli_wording.hpp"
 #include "files.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
@@ -120,7 +121,10 @@ int run_create(const SplitArgs& args) {
   std::vector<std::string> warnings;
   Split split = make_split(index, args.name, spec, utc_timestamp(), &warnings);
   const double compute_s = seconds_since(compute_start);
-  for (const std::string& warning : warnings) std::cerr << "imgpack: warning: " << warning << "\n";
+  for (std::string& warning : warnings) {
+    warning = cli_wording(warning);
+    std::cerr << "imgpack: warning: " << warning << "\n";
+  }
   store_split(index, std::move(split), args.force);
   Clock::time_point write_start = Clock::now();
   write_index(args.dataset, index);

@@ -50,7 +50,7 @@ constexpr KeyRule kRules[] = {
     {"hue", KeyKind::number, 0, 0.5, "F", "rotate the hue by U(-F, F) turns"},
     {"gray", KeyKind::number, 0, 1, "P", "grayscale with probability P"},
     {"fill", KeyKind::fill, 0, 0, "MODE",
-     "outside the source: reflect (default), constant (--fill), edge"},
+     "outside the source: reflect (default), constant (ConvertOptions::fill), edge"},
 };
 
 std::string format_number(double value) {
@@ -83,8 +83,8 @@ std::string allowed(const KeyRule& rule) {
 }
 
 [[noreturn]] void fail(const KeyRule& rule, std::string_view item, const std::string& problem) {
-  throw UsageError("--augment: '" + std::string(item) + "': " + problem + "; " + rule.name +
-                   " takes " + allowed(rule));
+  throw UsageError("ConvertOptions::augment: '" + std::string(item) + "': " + problem + "; " +
+                   rule.name + " takes " + allowed(rule));
 }
 
 std::string_view trim(std::string_view text) {
@@ -123,8 +123,8 @@ void parse_item(std::string_view item, AugmentSpec& spec, std::set<std::string>&
   if (rule == nullptr) {
     std::string known;
     for (const KeyRule& r : kRules) known += (known.empty() ? "" : ", ") + std::string(r.name);
-    throw UsageError("--augment: unknown key '" + key + "' in '" + std::string(item) +
-                     "'; known keys: " + known + " (see imgpack convert --help)");
+    throw UsageError("ConvertOptions::augment: unknown key '" + key + "' in '" + std::string(item) +
+                     "'; known keys: " + known + " (augment_spec_help())");
   }
   if (!seen.insert(key).second) fail(*rule, item, "given twice");
 
@@ -323,7 +323,7 @@ AugmentSpec parse_augment_spec(std::string_view text) {
     const std::string_view item =
         trim(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
     if (item.empty()) {
-      throw UsageError("--augment: empty item in '" + std::string(text) +
+      throw UsageError("ConvertOptions::augment: empty item in '" + std::string(text) +
                        "' (keys are separated by single commas)");
     }
     parse_item(item, spec, seen);

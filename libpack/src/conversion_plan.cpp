@@ -103,7 +103,7 @@ std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
                      std::to_string(a->first.first) + "x" + std::to_string(a->first.second) + ", " +
                      b->second + " is " + std::to_string(b->first.first) + "x" +
                      std::to_string(b->first.second) + ", " + std::to_string(sizes.size()) +
-                     " sizes in all); pass --size to resize them");
+                     " sizes in all); ConvertOptions::size resizes them");
   }
   return sizes.begin()->first;
 }
@@ -126,7 +126,7 @@ std::vector<SplitResult> plan_splits(const ConvertOptions& options, const Conver
     try {
       results.push_back(compute_split(labels, groups, split.spec, plan.list.class_names));
     } catch (const UsageError& e) {
-      throw UsageError("--split " + split.name + ": " + e.what());
+      throw UsageError("ConvertOptions::splits " + split.name + ": " + e.what());
     }
   }
   return results;
@@ -144,7 +144,7 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
                      ": no images found (extensions: jpg, jpeg, png, bmp, "
                      "tif, tiff, webp, pnm, pam" +
                      std::string(options.scan.labels == LabelSource::dirs
-                                     ? "; with --labels dirs they must be inside class folders"
+                                     ? "; with LabelSource::dirs they must be inside class folders"
                                      : "") +
                      ")");
   }

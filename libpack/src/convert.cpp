@@ -125,8 +125,7 @@ class ConversionPipeline {
     const uint32_t variants = options_.variants;
     if (!slot.error.empty()) {
       if (options_.on_error == OnError::fail) {
-        throw Error((options_.src / sample.path).string() + ": " + slot.error +
-                    " (--on-error fail)");
+        throw Error((options_.src / sample.path).string() + ": " + slot.error + " (OnError::fail)");
       }
       result_.skipped.push_back({sample.path, slot.error});
       journal_.skipped(slot.position, slot.error);

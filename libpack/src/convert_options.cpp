@@ -67,27 +67,30 @@ std::string_view on_error_name(OnError policy) { return name_of(kOnErrorNames, p
 void ConvertOptions::validate() const {
   if (size &&
       (size->first == 0 || size->second == 0 || size->first > 65535 || size->second > 65535)) {
-    throw UsageError("--size must be between 1 and 65535 pixels per side");
+    throw UsageError("ConvertOptions::size must be between 1 and 65535 pixels per side");
   }
-  if (variants < 1 || variants > 1024) throw UsageError("--variants must be between 1 and 1024");
+  if (variants < 1 || variants > 1024)
+    throw UsageError("ConvertOptions::variants must be between 1 and 1024");
   parse_augment_spec(augment);  // throws UsageError naming the key
   if (variants > 1 && augment.empty()) {
-    throw UsageError("--variants " + std::to_string(variants) +
-                     " needs --augment SPEC to say how the augmented variants differ from the "
-                     "clean image (variant 0)");
+    throw UsageError("ConvertOptions::variants " + std::to_string(variants) +
+                     " needs an augmentation spec in ConvertOptions::augment to say how the "
+                     "augmented variants differ from the clean image (variant 0)");
   }
   if (variants == 1 && !augment.empty()) {
-    throw UsageError("--augment needs --variants K with K >= 2 (variant 0 is the clean image)");
+    throw UsageError(
+        "ConvertOptions::augment needs ConvertOptions::variants of 2 or more (variant 0 is the "
+        "clean image)");
   }
-  if (shard_size < 4096) throw UsageError("--shard-size must be at least 4K");
-  if (max_pixels == 0) throw UsageError("--max-pixels must be positive");
-  if (threads > 4096) throw UsageError("--threads must be at most 4096");
+  if (shard_size < 4096) throw UsageError("ConvertOptions::shard_size must be at least 4K");
+  if (max_pixels == 0) throw UsageError("ConvertOptions::max_pixels must be positive");
+  if (threads > 4096) throw UsageError("ConvertOptions::threads must be at most 4096");
   for (std::size_t i = 0; i < splits.size(); ++i) {
     check_split_name(splits[i].name);
     splits[i].spec.validate();
     for (std::size_t j = 0; j < i; ++j) {
       if (splits[j].name == splits[i].name) {
-        throw UsageError("--split names '" + splits[i].name + "' twice");
+        throw UsageError("ConvertOptions::splits names '" + splits[i].name + "' twice");
       }
     }
   }

@@ -24,7 +24,8 @@ void check_pixel_limit(const ImageInfo& info, uint64_t max_pixels) {
   if (max_pixels != 0 && info.pixels() > max_pixels) {
     throw DecodeError("image declares " + std::to_string(info.width) + "x" +
                       std::to_string(info.height) + " (" + megapixels(info.pixels()) +
-                      "), above the limit of " + megapixels(max_pixels) + " (--max-pixels)");
+                      "), above the limit of " + megapixels(max_pixels) +
+                      " (ConvertOptions::max_pixels)");
   }
 }
 

@@ -185,13 +185,15 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
 
   if (!options.overwrite && !options.resume) {
     if (complete) {
-      throw UsageError(out.string() + ": already holds a dataset; pass --overwrite to replace it");
+      throw UsageError(out.string() +
+                       ": already holds a dataset; ConvertOptions::overwrite replaces it");
     }
     throw UsageError(out.string() + ": holds an unfinished conversion" +
                      (journal ? " (" + std::to_string(journal->shards.size()) + " shards written)"
                               : std::string()) +
-                     "; rerun the same command with --resume to keep its complete shards and "
-                     "continue, or with --overwrite to start over");
+                     "; rerun the same conversion with ConvertOptions::resume to keep its "
+                     "complete shards and continue, or with ConvertOptions::overwrite to start "
+                     "over");
   }
 
   ResumePoint point;
@@ -199,17 +201,19 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
     if (complete) {
       throw UsageError(out.string() +
                        ": holds a complete dataset of another conversion (other "
-                       "inputs or options); --resume continues only the same conversion, "
-                       "--overwrite replaces it");
+                       "inputs or options); ConvertOptions::resume continues only the same "
+                       "conversion, ConvertOptions::overwrite replaces it");
     }
     if (!journal_problem.empty()) {
-      throw UsageError("cannot resume: " + journal_problem + "; pass --overwrite to start over");
+      throw UsageError("cannot resume: " + journal_problem +
+                       "; ConvertOptions::overwrite starts over");
     }
     if (journal && journal->dataset_uuid != plan.uuid) {
       throw UsageError(out.string() +
                        ": the unfinished conversion there had other inputs or "
                        "options, so its shards cannot be reused; rerun it with its original "
-                       "command and --resume, or pass --overwrite to start over");
+                       "options and ConvertOptions::resume, or with ConvertOptions::overwrite "
+                       "to start over");
     }
     if (journal) point = keep_verified_shards(options, plan, *journal);
   } else {

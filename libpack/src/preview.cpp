@@ -150,7 +150,7 @@ cv::Size preview_tile_size(int width, int height) {
 }
 
 PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& options) {
-  if (options.samples == 0) throw UsageError("--samples must be at least 1");
+  if (options.samples == 0) throw UsageError("PreviewOptions::samples must be at least 1");
   if (options.max_variants == 0) throw UsageError("at least one variant column is needed");
   const DatasetIndex index = read_index(dataset_dir);
 

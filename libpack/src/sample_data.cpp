@@ -115,11 +115,13 @@ std::string sample_class_name(uint32_t class_id) {
 }
 
 SampleDataResult write_sample_data(const fs::path& out, const SampleDataOptions& options) {
-  if (options.classes < 1 || options.classes > 1000) throw UsageError("--classes must be 1..1000");
-  if (options.groups < 1 || options.groups > 100000) throw UsageError("--groups must be 1..100000");
-  if (options.per_class < 1) throw UsageError("--per-class must be at least 1");
+  if (options.classes < 1 || options.classes > 1000)
+    throw UsageError("SampleDataOptions::classes must be 1..1000");
+  if (options.groups < 1 || options.groups > 100000)
+    throw UsageError("SampleDataOptions::groups must be 1..100000");
+  if (options.per_class < 1) throw UsageError("SampleDataOptions::per_class must be at least 1");
   if (options.width < 16 || options.height < 16 || options.width > 8192 || options.height > 8192) {
-    throw UsageError("--size must be between 16 and 8192 pixels per side");
+    throw UsageError("SampleDataOptions::width and height must be between 16 and 8192 pixels");
   }
   std::error_code ec;
   fs::create_directories(out, ec);

@@ -127,7 +127,7 @@ class PathTemplate {
  public:
   PathTemplate(const std::string& spec, const CsvTable& table, const std::string& csv_name) {
     if (spec.find_first_of("{}") == std::string::npos) {
-      parts_.push_back({"", require_column(table, csv_name, spec, "--csv-path")});
+      parts_.push_back({"", require_column(table, csv_name, spec, "CsvInput::path")});
       return;
     }
     std::size_t pos = 0;
@@ -135,7 +135,7 @@ class PathTemplate {
       std::size_t open = spec.find('{', pos);
       std::size_t stray = spec.find('}', pos);
       if (stray < open) {
-        throw UsageError("--csv-path '" + spec + "': '}' without a matching '{'");
+        throw UsageError("CsvInput::path '" + spec + "': '}' without a matching '{'");
       }
       if (open == std::string::npos) {
         parts_.push_back({spec.substr(pos), std::nullopt});
@@ -143,11 +143,11 @@ class PathTemplate {
       }
       std::size_t close = spec.find('}', open);
       if (close == std::string::npos) {
-        throw UsageError("--csv-path '" + spec + "': '{' without a matching '}'");
+        throw UsageError("CsvInput::path '" + spec + "': '{' without a matching '}'");
       }
       if (open > pos) parts_.push_back({spec.substr(pos, open - pos), std::nullopt});
       parts_.push_back({"", require_column(table, csv_name, spec.substr(open + 1, close - open - 1),
-                                           "--csv-path")});
+                                           "CsvInput::path")});
       pos = close + 1;
     }
   }
@@ -218,11 +218,11 @@ void assign_groups_by_regex(SourceList& list, const std::string& pattern, bool m
   try {
     regex = std::regex(pattern, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
-    throw UsageError("--group-regex '" + pattern +
+    throw UsageError("ScanOptions::group_regex '" + pattern +
                      "' is not a valid regular expression: " + e.what());
   }
   if (regex.mark_count() < 1) {
-    throw UsageError("--group-regex '" + pattern +
+    throw UsageError("ScanOptions::group_regex '" + pattern +
                      "' has no capture group; put the group name "
                      "in parentheses, e.g. '^([^_]+)_'");
   }
@@ -240,11 +240,11 @@ void assign_groups_by_regex(SourceList& list, const std::string& pattern, bool m
     }
   }
   if (unmatched_count > 0 && !missing_ok) {
-    std::string message = "--group-regex '" + pattern + "' does not match " +
+    std::string message = "ScanOptions::group_regex '" + pattern + "' does not match " +
                           std::to_string(unmatched_count) + " of " +
                           std::to_string(list.samples.size()) + " paths, e.g.";
     for (const std::string& path : unmatched) message += " " + path;
-    message += " (use --group-missing ok to give them no group)";
+    message += " (use ScanOptions::group_missing_ok to give them no group)";
     throw UsageError(message);
   }
   std::map<std::string, int32_t> ids;
@@ -289,7 +289,7 @@ SourceList scan_directory(const fs::path& src, const ScanOptions& options) {
     if (options.labels == LabelSource::dirs) {
       auto slash = file.find('/');
       if (slash == std::string::npos) {
-        list.skipped.push_back({file, "not inside a class folder (--labels dirs)"});
+        list.skipped.push_back({file, "not inside a class folder (LabelSource::dirs)"});
         continue;
       }
       sample.label = class_ids.at(file.substr(0, slash));
@@ -313,22 +313,23 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
   std::error_code ec;
   if (!fs::is_directory(src, ec)) throw UsageError(src.string() + ": no such directory");
   if (options.labels == LabelSource::csv && csv.label.empty()) {
-    throw UsageError("--labels csv needs --csv-label naming the label column");
+    throw UsageError("LabelSource::csv needs CsvInput::label naming the label column");
   }
   if (options.labels != LabelSource::csv && !csv.label.empty()) {
-    throw UsageError(std::string("--csv-label conflicts with --labels ") +
+    throw UsageError(std::string("CsvInput::label conflicts with ScanOptions::labels ") +
                      (options.labels == LabelSource::dirs ? "dirs" : "none"));
   }
   if (!csv.group.empty() && !options.group_regex.empty()) {
-    throw UsageError("--csv-group and --group-regex both name groups; pass only one");
+    throw UsageError(
+        "CsvInput::group and ScanOptions::group_regex both name groups; give only one");
   }
   const std::string name = csv.file.string();
   const CsvTable table = read_csv(csv.file);
   if (table.rows.empty()) throw UsageError(name + ": has a header but no rows");
   const PathTemplate path_template(csv.path, table, name);
   std::optional<std::size_t> label_column, group_column;
-  if (!csv.label.empty()) label_column = require_column(table, name, csv.label, "--csv-label");
-  if (!csv.group.empty()) group_column = require_column(table, name, csv.group, "--csv-group");
+  if (!csv.label.empty()) label_column = require_column(table, name, csv.label, "CsvInput::label");
+  if (!csv.group.empty()) group_column = require_column(table, name, csv.group, "CsvInput::group");
 
   struct Row {
     std::string path;
@@ -375,7 +376,7 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
                      "' cell (" + std::to_string(groupless_lines.size()) +
                      " rows without a group, on lines " + lines +
                      (groupless_lines.size() > 5 ? ", ..." : "") +
-                     "); pass --group-missing ok to give them no group");
+                     "); use ScanOptions::group_missing_ok to give them no group");
   }
 
   SourceList list;
@@ -413,7 +414,7 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
         src.string() + " (first: " + list.skipped.front().path +
         "); CSV paths are relative to SRC" +
         (csv.path.find('{') == std::string::npos
-             ? ", and a --csv-path template can add folders, e.g. 'train/{" + csv.path + "}'"
+             ? ", and a CsvInput::path template can add folders, e.g. 'train/{" + csv.path + "}'"
              : ""));
   }
   if (options.labels == LabelSource::dirs) {
@@ -428,7 +429,7 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
     for (SourceSample& sample : list.samples) {
       auto slash = sample.path.find('/');
       if (slash == std::string::npos) {
-        list.skipped.push_back({sample.path, "not inside a class folder (--labels dirs)"});
+        list.skipped.push_back({sample.path, "not inside a class folder (LabelSource::dirs)"});
         continue;
       }
       sample.label = ids.at(sample.path.substr(0, slash));

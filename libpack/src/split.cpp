@@ -161,8 +161,8 @@ std::vector<int16_t> split_samples(const Problem& problem, const std::vector<int
   if (spec.test_fraction > 0) {
     carve(rest, classes, spec.test_fraction, selected, remaining);
     if (selected.empty()) {
-      throw UsageError("--test " + fraction_text(spec.test_fraction) + " selects none of the " +
-                       std::to_string(problem.samples) + " samples");
+      throw UsageError("SplitSpec::test_fraction " + fraction_text(spec.test_fraction) +
+                       " selects none of the " + std::to_string(problem.samples) + " samples");
     }
     for (uint32_t i : selected) assign[i] = format::kTestFold;
     rest.swap(remaining);
@@ -170,19 +170,20 @@ std::vector<int16_t> split_samples(const Problem& problem, const std::vector<int
   if (spec.kind == SplitKind::holdout) {
     carve(rest, classes, spec.val_fraction / (1 - spec.test_fraction), selected, remaining);
     if (selected.empty()) {
-      throw UsageError("--val " + fraction_text(spec.val_fraction) + " selects none of the " +
-                       std::to_string(rest.size()) + " samples");
+      throw UsageError("SplitSpec::val_fraction " + fraction_text(spec.val_fraction) +
+                       " selects none of the " + std::to_string(rest.size()) + " samples");
     }
     if (remaining.empty()) {
-      throw UsageError("--val " + fraction_text(spec.val_fraction) + " leaves no training samples");
+      throw UsageError("SplitSpec::val_fraction " + fraction_text(spec.val_fraction) +
+                       " leaves no training samples");
     }
     for (uint32_t i : remaining) assign[i] = 1;
     return assign;
   }
   if (rest.size() < static_cast<std::size_t>(spec.folds)) {
-    throw UsageError("--folds " + std::to_string(spec.folds) + " is more than the " +
+    throw UsageError("SplitSpec::folds " + std::to_string(spec.folds) + " is more than the " +
                      std::to_string(rest.size()) + " samples" +
-                     (spec.test_fraction > 0 ? " left after --test" : ""));
+                     (spec.test_fraction > 0 ? " left after SplitSpec::test_fraction" : ""));
   }
   const auto k = static_cast<uint64_t>(spec.folds);
   const uint64_t start = CounterRng(spec.seed, kFoldStartStream).below(k);
@@ -254,7 +255,7 @@ std::vector<int16_t> split_groups(const Problem& problem, const std::vector<int3
 
   if (spec.test_fraction > 0) {
     if (num_groups < 2) {
-      throw UsageError("--test needs at least two groups; the samples have " +
+      throw UsageError("SplitSpec::test_fraction needs at least two groups; the samples have " +
                        std::to_string(num_groups));
     }
     options.weights = {spec.test_fraction, 1 - spec.test_fraction};
@@ -272,7 +273,7 @@ std::vector<int16_t> split_groups(const Problem& problem, const std::vector<int3
   }
 
   const auto left = static_cast<int32_t>(rest.size());
-  const char* after_test = spec.test_fraction > 0 ? " left after --test" : "";
+  const char* after_test = spec.test_fraction > 0 ? " left after SplitSpec::test_fraction" : "";
   if (spec.kind == SplitKind::holdout) {
     if (left < 2) {
       throw UsageError("a grouped holdout needs at least two groups; there are " +
@@ -282,7 +283,7 @@ std::vector<int16_t> split_groups(const Problem& problem, const std::vector<int3
     options.weights = {val, 1 - val};
   } else {
     if (left < spec.folds) {
-      throw UsageError("--folds " + std::to_string(spec.folds) + " is more than the " +
+      throw UsageError("SplitSpec::folds " + std::to_string(spec.folds) + " is more than the " +
                        std::to_string(left) + " groups" + after_test);
     }
     options.weights.assign(static_cast<std::size_t>(spec.folds), 1.0 / spec.folds);
@@ -318,7 +319,7 @@ void check_class_sizes(std::span<const int32_t> labels, const SplitSpec& spec,
     }
   }
   if (largest_size < spec.folds) {
-    throw UsageError("--folds " + std::to_string(spec.folds) +
+    throw UsageError("SplitSpec::folds " + std::to_string(spec.folds) +
                      " is more than the members of every class (the largest has " +
                      std::to_string(largest_size) + ")");
   }
@@ -363,26 +364,31 @@ SplitKind parse_split_kind(std::string_view name) {
 
 void SplitSpec::validate() const {
   if (!std::isfinite(test_fraction) || test_fraction < 0 || test_fraction >= 1) {
-    throw UsageError("--test " + fraction_text(test_fraction) + " is outside [0, 1)");
+    throw UsageError("SplitSpec::test_fraction " + fraction_text(test_fraction) +
+                     " is outside [0, 1)");
   }
   if (kind == SplitKind::holdout) {
     if (!std::isfinite(val_fraction) || val_fraction <= 0 || val_fraction >= 1) {
-      throw UsageError("--val " + fraction_text(val_fraction) + " is outside (0, 1)");
+      throw UsageError("SplitSpec::val_fraction " + fraction_text(val_fraction) +
+                       " is outside (0, 1)");
     }
     if (val_fraction + test_fraction >= 1) {
-      throw UsageError("--val " + fraction_text(val_fraction) + " and --test " +
-                       fraction_text(test_fraction) + " leave nothing to train on");
+      throw UsageError("SplitSpec::val_fraction " + fraction_text(val_fraction) +
+                       " and SplitSpec::test_fraction " + fraction_text(test_fraction) +
+                       " leave nothing to train on");
     }
     return;
   }
-  if (val_fraction != 0) throw UsageError("--val applies only to --kind holdout");
+  if (val_fraction != 0) {
+    throw UsageError("SplitSpec::val_fraction applies only to SplitSpec::kind holdout");
+  }
   if (!use_labels || !use_groups) {
-    throw UsageError(std::string("--kind ") + split_kind_name(kind) +
-                     " decides itself whether labels and groups are used; --no-stratify and "
-                     "--no-groups apply only to holdout");
+    throw UsageError(std::string("SplitSpec::kind ") + split_kind_name(kind) +
+                     " decides itself whether labels and groups are used; "
+                     "SplitSpec::use_labels and SplitSpec::use_groups apply only to holdout");
   }
   if (folds < 2 || folds > kMaxFolds) {
-    throw UsageError("--folds " + std::to_string(folds) + " is outside 2.." +
+    throw UsageError("SplitSpec::folds " + std::to_string(folds) + " is outside 2.." +
                      std::to_string(kMaxFolds));
   }
 }
@@ -425,13 +431,13 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
   result.grouped = problem.grouped;
   if (spec.kind != SplitKind::holdout) {
     if (problem.grouped && !has_groups) {
-      throw UsageError(std::string("--kind ") + kind +
-                       " needs groups and these samples have none (convert with --group-regex "
-                       "or a CSV group column)");
+      throw UsageError(std::string("SplitSpec::kind ") + kind +
+                       " needs groups and these samples have none (convert with "
+                       "ScanOptions::group_regex or a CSV group column)");
     }
     if (problem.stratify) {
       if (!has_labels) {
-        throw UsageError(std::string("--kind ") + kind +
+        throw UsageError(std::string("SplitSpec::kind ") + kind +
                          " needs labels and these samples have none");
       }
       check_class_sizes(labels, spec, class_names, result);
@@ -452,9 +458,10 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
   std::vector<int32_t> group_ids = canonical_ids(groups, true, num_groups);
   const int32_t needed = spec.stored_folds() + (spec.test_fraction > 0 ? 1 : 0);
   if (num_groups < needed && spec.kind != SplitKind::holdout) {
-    throw UsageError("--folds " + std::to_string(spec.folds) + " is more than the " +
-                     std::to_string(num_groups) + " groups" +
-                     (spec.test_fraction > 0 ? " (one more is needed for --test)" : ""));
+    throw UsageError(
+        "SplitSpec::folds " + std::to_string(spec.folds) + " is more than the " +
+        std::to_string(num_groups) + " groups" +
+        (spec.test_fraction > 0 ? " (one more is needed for SplitSpec::test_fraction)" : ""));
   }
   result.assign = split_groups(problem, classes, num_classes, group_ids, num_groups);
   return result;
@@ -502,7 +509,8 @@ void store_split(DatasetIndex& index, Split split, bool replace) {
                              [](const Split& s, const std::string& name) { return s.name < name; });
   if (at != index.splits.end() && at->name == split.name) {
     if (!replace) {
-      throw UsageError("a split named '" + split.name + "' exists; pass --force to replace it");
+      throw UsageError("a split named '" + split.name +
+                       "' exists; store_split replaces it only when asked to");
     }
     *at = std::move(split);
     return;
@@ -514,7 +522,8 @@ NamedSplitSpec parse_split_option(const std::string& text, uint64_t seed) {
   const auto first = text.find(':');
   const auto second = first == std::string::npos ? first : text.find(':', first + 1);
   if (second == std::string::npos || text.find(':', second + 1) != std::string::npos) {
-    throw UsageError("--split '" + text + "' must be NAME:KIND:K (or NAME:holdout:FRACTION)");
+    throw UsageError("parse_split_option: '" + text +
+                     "' must be NAME:KIND:K (or NAME:holdout:FRACTION)");
   }
   NamedSplitSpec out;
   out.name = text.substr(0, first);
@@ -534,7 +543,7 @@ NamedSplitSpec parse_split_option(const std::string& text, uint64_t seed) {
     used = 0;
   }
   if (used == 0 || used != value.size()) {
-    throw UsageError("--split '" + text + "': '" + value + "' is not " +
+    throw UsageError("parse_split_option: '" + text + "': '" + value + "' is not " +
                      (out.spec.kind == SplitKind::holdout ? "a fraction" : "a number of folds"));
   }
   out.spec.validate();

@@ -1,5 +1,8 @@
-// The CUDA upload backend: pinned host slots, device slots, one non-blocking
-// stream, cudaMemcpyAsync, the output conversion kernel and CUDA events.
+// The CUDA upload backend: pinned host slots, device slots, a copy stream and
+// a conversion stream, cudaMemcpyAsync, the output conversion kernel and CUDA
+// events. Built as the module libimgpack_cuda.so, which the reader loads when
+// a CUDA device is first asked for (cuda_module.hpp); the only symbol it
+// exports is the entry point at the end of this file.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -7,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_backend.hpp"
+#include "cuda_module.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/output_format.hpp"
 
@@ -244,10 +247,6 @@ class CudaBackend final : public UploadBackend {
   cudaEvent_t copied_ = nullptr;   // re-recorded: a wait captures its latest record
 };
 
-}  // namespace
-
-namespace cuda_detail {
-
 int device_count() {
   int count = 0;
   // cudaErrorInsufficientDriver (no driver) and cudaErrorNoDevice both mean "none".
@@ -271,6 +270,14 @@ Memory try_allocate_pinned(std::size_t bytes) {
   return Memory(data, bytes, free_pinned);
 }
 
-}  // namespace cuda_detail
+constexpr cuda_module::ModuleFunctions kFunctions = {cuda_module::kCudaModuleAbi, device_count,
+                                                     make_backend, try_allocate_pinned};
+
+}  // namespace
 
 }  // namespace imgpack
+
+extern "C" __attribute__((visibility("default"))) const imgpack::cuda_module::ModuleFunctions*
+imgpack_cuda_module_functions() {
+  return &imgpack::kFunctions;
+}

@@ -23,7 +23,7 @@ std::vector<int64_t> select_samples(const DatasetIndex& index, const SelectionOp
   if (options.split.empty()) {
     if (options.role != Role::all) {
       throw UsageError("role " + std::string(role_name(options.role)) +
-                       " needs a split (--split NAME)");
+                       " needs a split (SelectionOptions::split)");
     }
     samples.resize(static_cast<std::size_t>(n));
     for (int64_t s = 0; s < n; ++s) samples[static_cast<std::size_t>(s)] = s;

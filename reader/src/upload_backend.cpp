@@ -5,9 +5,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <utility>
 
-#include "cuda_backend.hpp"
+#include "cuda_module.hpp"
 #include "imgpack/error.hpp"
 
 namespace imgpack {
@@ -27,28 +26,6 @@ Device parse_device(const std::string& text) {
     }
   }
   throw UsageError("unknown device '" + text + "' (use host or cuda:N)");
-}
-
-Memory::Memory(Memory&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)),
-      release_(std::exchange(other.release_, nullptr)) {}
-
-Memory& Memory::operator=(Memory&& other) noexcept {
-  if (this != &other) {
-    reset();
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    release_ = std::exchange(other.release_, nullptr);
-  }
-  return *this;
-}
-
-void Memory::reset() {
-  if (data_ != nullptr && release_ != nullptr) release_(data_, size_);
-  data_ = nullptr;
-  size_ = 0;
-  release_ = nullptr;
 }
 
 namespace {
@@ -88,7 +65,7 @@ class HostBackend final : public UploadBackend {
 
   Memory allocate_host(std::size_t bytes) override {
     if (pin_) {
-      Memory pinned = cuda_detail::try_allocate_pinned(bytes);
+      Memory pinned = cuda_module::process_module().functions->try_allocate_pinned(bytes);
       if (pinned) return pinned;
     }
     return allocate_pages(bytes);
@@ -135,32 +112,32 @@ std::unique_ptr<UploadBackend> make_host_backend(bool pin_memory) {
 
 std::unique_ptr<UploadBackend> make_upload_backend(const Device& device, bool pin_host_memory) {
   if (!device.is_cuda()) return make_host_backend(pin_host_memory);
-  if (!built_with_cuda()) {
-    throw Error(device.name() + " requested, but this imgpack was built without CUDA");
+  const cuda_module::LoadResult& module = cuda_module::process_module();
+  if (module.functions == nullptr) {
+    throw Error(device.name() + " requested, but " + module.problem);
   }
-  const int count = cuda_device_count();
+  const int count = module.functions->device_count();
   if (device.index < 0 || device.index >= count) {
     throw Error(device.name() + " requested, but " +
                 (count == 0 ? std::string("no CUDA device is available (no GPU or no driver)")
                             : "only " + std::to_string(count) + " CUDA device(s) exist"));
   }
-  return cuda_detail::make_backend(device.index);
+  return module.functions->make_backend(device.index);
 }
 
-int cuda_device_count() { return cuda_detail::device_count(); }
-
-#if !defined(IMGPACK_HAVE_CUDA)
-bool built_with_cuda() { return false; }
-
-namespace cuda_detail {
-int device_count() { return 0; }
-std::unique_ptr<UploadBackend> make_backend(int) {
-  throw Error("this imgpack was built without CUDA");
+int cuda_device_count() {
+  const cuda_module::LoadResult& module = cuda_module::process_module();
+  return module.functions != nullptr ? module.functions->device_count() : 0;
 }
-Memory try_allocate_pinned(std::size_t) { return {}; }
-}  // namespace cuda_detail
+
+std::string cuda_module_path() { return cuda_module::process_module().path; }
+
+bool built_with_cuda() {
+#if defined(IMGPACK_HAVE_CUDA)
+  return true;
 #else
-bool built_with_cuda() { return true; }
+  return false;
 #endif
+}
 
 }  // namespace imgpack

@@ -128,8 +128,8 @@ TEST_F(Resume, PartialOutputIsRefusedWithoutResumeOrOverwrite) {
     FAIL() << "expected a usage error";
   } catch (const UsageError& e) {
     std::string message = e.what();
-    EXPECT_NE(message.find("--resume"), std::string::npos) << message;
-    EXPECT_NE(message.find("--overwrite"), std::string::npos) << message;
+    EXPECT_NE(message.find("ConvertOptions::resume"), std::string::npos) << message;
+    EXPECT_NE(message.find("ConvertOptions::overwrite"), std::string::npos) << message;
   }
   ConvertOptions overwrite = options("out");
   overwrite.overwrite = true;

@@ -276,7 +276,7 @@ TEST(Convert, WithoutSizeInputsMustShareOne) {
     convert(options);
     FAIL() << "expected a usage error";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("--size"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ConvertOptions::size"), std::string::npos) << e.what();
   }
 }
 

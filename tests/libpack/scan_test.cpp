@@ -100,7 +100,7 @@ TEST_F(StateFarmLayout, MissingFilesAreSkippedWithTheirLine) {
 TEST_F(StateFarmLayout, NoFileFoundSuggestsThePathRule) {
   std::string error = usage_error([&] { scan_csv(src(), options("img")); });
   EXPECT_NE(error.find("none of the 4 files it lists exists"), std::string::npos) << error;
-  EXPECT_NE(error.find("relative to SRC, and a --csv-path template can add folders, e.g. "
+  EXPECT_NE(error.find("relative to SRC, and a CsvInput::path template can add folders, e.g. "
                        "'train/{img}'"),
             std::string::npos)
       << error;
@@ -122,7 +122,7 @@ TEST_F(StateFarmLayout, UnknownColumnsAreUsageErrorsNamingTheCsv) {
     EXPECT_NE(error.find("subject, classname, img"), std::string::npos) << error;
   }
   ScanOptions bad = options("train/{classname/{img}");
-  EXPECT_NE(usage_error([&] { scan_csv(src(), bad); }).find("--csv-path"), std::string::npos);
+  EXPECT_NE(usage_error([&] { scan_csv(src(), bad); }).find("CsvInput::path"), std::string::npos);
 }
 
 TEST_F(StateFarmLayout, DuplicatePathsAreUsageErrorsNamingBothLines) {
@@ -164,7 +164,7 @@ TEST_F(StateFarmLayout, EmptyLabelIsUnlabeledAndEmptyGroupNeedsGroupMissingOk) {
   write_bytes(dir_ / "src/img_2.jpg", "c");
   std::string error = usage_error([&] { scan_csv(src(), o); });
   EXPECT_NE(error.find("list.csv:3: empty 'subject' cell"), std::string::npos) << error;
-  EXPECT_NE(error.find("--group-missing ok"), std::string::npos) << error;
+  EXPECT_NE(error.find("ScanOptions::group_missing_ok"), std::string::npos) << error;
   o.group_missing_ok = true;
   SourceList list = scan_csv(src(), o);
   EXPECT_EQ(sample(list, "img_4.jpg").label, -1);
@@ -184,10 +184,11 @@ TEST_F(StateFarmLayout, LabelSourcesAndGroupRegexWithCsv) {
 
   ScanOptions conflict = options();
   conflict.labels = LabelSource::none;
-  EXPECT_NE(usage_error([&] { scan_csv(src(), conflict); }).find("--csv-label"), std::string::npos);
+  EXPECT_NE(usage_error([&] { scan_csv(src(), conflict); }).find("CsvInput::label"),
+            std::string::npos);
   ScanOptions needs_column = options();
   needs_column.csv->label.clear();
-  EXPECT_NE(usage_error([&] { scan_csv(src(), needs_column); }).find("--csv-label"),
+  EXPECT_NE(usage_error([&] { scan_csv(src(), needs_column); }).find("CsvInput::label"),
             std::string::npos);
 
   // Class folders of the listed paths.
@@ -203,7 +204,8 @@ TEST_F(StateFarmLayout, LabelSourcesAndGroupRegexWithCsv) {
   SourceList grouped = scan_csv(src(), regex);
   EXPECT_EQ(grouped.group_names, (std::vector<std::string>{"c0", "c1"}));
   regex.csv->group = "subject";
-  EXPECT_NE(usage_error([&] { scan_csv(src(), regex); }).find("--group-regex"), std::string::npos);
+  EXPECT_NE(usage_error([&] { scan_csv(src(), regex); }).find("ScanOptions::group_regex"),
+            std::string::npos);
 }
 
 TEST(ScanDirectoryTest, ClassFoldersRegexGroupsAndIgnoredFiles) {

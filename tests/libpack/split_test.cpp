@@ -392,19 +392,21 @@ TEST(Split, RequestsThatCannotBeMetAreUsageErrors) {
   Samples s = skewed_samples({30, 20, 4}, 6, 11);
   expect_usage_error(s, kfold(SplitKind::group, 7), "more than the 6 groups");
   expect_usage_error(s, kfold(SplitKind::stratified_group, 7), "more than the 6 groups");
-  expect_usage_error(s, kfold(SplitKind::group, 6, 0.2), "one more is needed for --test");
+  expect_usage_error(s, kfold(SplitKind::group, 6, 0.2),
+                     "one more is needed for SplitSpec::test_fraction");
   expect_usage_error(s, kfold(SplitKind::stratified, 31), "more than the members of every class");
-  expect_usage_error(s, kfold(SplitKind::stratified, 1), "--folds 1");
+  expect_usage_error(s, kfold(SplitKind::stratified, 1), "SplitSpec::folds 1");
   expect_usage_error(s, kfold(SplitKind::random, 55), "more than the 54 samples");
-  expect_usage_error(s, kfold(SplitKind::random, 5, 1.5), "--test 1.5");
-  expect_usage_error(s, kfold(SplitKind::random, 5, -0.1), "--test -0.1");
-  expect_usage_error(s, holdout(0), "--val 0");
-  expect_usage_error(s, holdout(1.2), "--val 1.2");
+  expect_usage_error(s, kfold(SplitKind::random, 5, 1.5), "SplitSpec::test_fraction 1.5");
+  expect_usage_error(s, kfold(SplitKind::random, 5, -0.1), "SplitSpec::test_fraction -0.1");
+  expect_usage_error(s, holdout(0), "SplitSpec::val_fraction 0");
+  expect_usage_error(s, holdout(1.2), "SplitSpec::val_fraction 1.2");
   expect_usage_error(s, holdout(0.6, 0.4), "leave nothing to train on");
   expect_usage_error(s, kfold(SplitKind::random, 5, 0.001), "selects none");
   SplitSpec val_on_kfold = kfold(SplitKind::stratified, 5);
   val_on_kfold.val_fraction = 0.2;
-  expect_usage_error(s, val_on_kfold, "--val applies only to --kind holdout");
+  expect_usage_error(s, val_on_kfold,
+                     "SplitSpec::val_fraction applies only to SplitSpec::kind holdout");
 
   Samples no_groups = s;
   std::fill(no_groups.groups.begin(), no_groups.groups.end(), -1);

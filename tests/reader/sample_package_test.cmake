@@ -1,13 +1,20 @@
 # Installs imgpack into a fresh prefix, builds samples/ against it with
 # find_package(imgpack) like a user would, converts a generated dataset and
 # runs the nearest-class-mean sample on one fold. Also checks that the
-# installed imgpack::reader pulls in no converter dependency, and that the
-# package installs exactly the documented API headers, each of which compiles
-# on its own with nothing but the installed include directory (OpenCV's for
-# the converter's preview.hpp): no <hdf5.h>, no internal header, no test hook.
+# installed imgpack::reader pulls in no converter dependency and no CUDA, and
+# that the package installs exactly the documented API headers, each of which
+# compiles on its own with nothing but the installed include directory
+# (OpenCV's for the converter's preview.hpp): no <hdf5.h>, no internal header,
+# no test hook.
+#
+# Two kinds of consumer: a host-only one, configured with CUDAToolkit hidden
+# from CMake, which must build and link no libcudart; and, when imgpack was
+# built with CUDA (-DCUDA=ON), one that uses CUDA itself, which must get
+# device batches equal to host ones through the installed CUDA module (on a
+# machine without a GPU it checks that the installed module is the one found).
 #
 # cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DIMGPACK=... -DADD_SPLIT=...
-#       -DGENERATOR=... -DCXX=... -DOPENCV_INCLUDE=... [-DSANITIZE=thread]
+#       -DGENERATOR=... -DCXX=... -DOPENCV_INCLUDE=... [-DCUDA=ON] [-DSANITIZE=thread]
 #       -P sample_package_test.cmake
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR IMGPACK ADD_SPLIT GENERATOR CXX OPENCV_INCLUDE)
   if(NOT DEFINED ${var})
@@ -36,12 +43,24 @@ endif()
 foreach(file IN LISTS reader_targets)
   file(READ "${file}" text)
   string(TOLOWER "${text}" text)
-  foreach(forbidden opencv turbojpeg cli11 tbb)
+  foreach(forbidden opencv turbojpeg cli11 tbb cudart cudatoolkit cuda::)
     if(text MATCHES "${forbidden}")
       message(FATAL_ERROR "${file} mentions ${forbidden}: imgpack::reader must not depend on it")
     endif()
   endforeach()
 endforeach()
+file(GLOB_RECURSE config "${prefix}/*/imgpackConfig.cmake")
+file(READ "${config}" text)
+string(TOLOWER "${text}" text)
+if(text MATCHES "cudatoolkit|cudart")
+  message(FATAL_ERROR "${config} asks for CUDA: find_package(imgpack) must not need it")
+endif()
+file(GLOB_RECURSE cuda_module "${prefix}/*/libimgpack_cuda.so")
+if(CUDA AND NOT cuda_module)
+  message(FATAL_ERROR "no libimgpack_cuda.so under ${prefix} in a build with CUDA")
+elseif(NOT CUDA AND cuda_module)
+  message(FATAL_ERROR "${cuda_module} installed by a build without CUDA")
+endif()
 
 # The API, and nothing else: the reader's and the core's headers (a training
 # program's view), then the converter's.
@@ -70,16 +89,52 @@ if(SANITIZE)
   set(sanitize_flags "-DCMAKE_CXX_FLAGS=-fsanitize=${SANITIZE}"
                      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=${SANITIZE}")
 endif()
-run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/samples" -B "${WORK_DIR}/build" -G "${GENERATOR}"
-    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${sanitize_flags})
-run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
+# The host-only consumer: CUDAToolkit hidden, as on a machine without CUDA.
+run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/samples" -B "${WORK_DIR}/build-host" -G "${GENERATOR}"
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}"
+    -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON ${sanitize_flags})
+run(${CMAKE_COMMAND} --build "${WORK_DIR}/build-host")
+set(host_program "${WORK_DIR}/build-host/nearest_class_mean")
+if(EXISTS "${WORK_DIR}/build-host/cuda_batches")
+  message(FATAL_ERROR "the CUDA sample was built with CUDAToolkit hidden")
+endif()
+run(ldd "${host_program}")
+if(last_output MATCHES "libcudart|libcuda\\.")
+  message(FATAL_ERROR "the host-only consumer links CUDA:\n${last_output}")
+endif()
 
 run("${IMGPACK}" sample-data "${WORK_DIR}/src" --classes 4 --groups 3 --per-class 60
     --size 64x48 --seed 3 --quiet)
 run("${IMGPACK}" convert "${WORK_DIR}/src" "${WORK_DIR}/data" --size 32 --shard-size 256K --quiet)
 run("${ADD_SPLIT}" "${WORK_DIR}/data" cv5 5)
 
-run("${WORK_DIR}/build/nearest_class_mean" "${WORK_DIR}/data" --split cv5 --fold 2
-    --threads 3 --min-accuracy 0.5)
+run("${host_program}" "${WORK_DIR}/data" --split cv5 --fold 2 --threads 3 --min-accuracy 0.5)
 message(STATUS "${last_output}")
+
+if(CUDA)
+  # The consumer that uses CUDA itself, through the installed CUDA module.
+  run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/samples" -B "${WORK_DIR}/build-cuda" -G "${GENERATOR}"
+      -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${sanitize_flags})
+  run(${CMAKE_COMMAND} --build "${WORK_DIR}/build-cuda")
+  run("${WORK_DIR}/build-cuda/cuda_batches" "${WORK_DIR}/data" --split cv5 --fold 2)
+  message(STATUS "${last_output}")
+  string(FIND "${last_output}" "CUDA module: ${cuda_module}\n" found)
+  if(found EQUAL -1)
+    message(FATAL_ERROR "the CUDA consumer did not load the installed ${cuda_module}:\n"
+                        "${last_output}")
+  endif()
+  if(last_output MATCHES "no CUDA device")
+    # No GPU here: the host-only program asking for one gets a clear error.
+    execute_process(COMMAND "${host_program}" "${WORK_DIR}/data" --split cv5 --device cuda:0
+                    RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(status EQUAL 0 OR NOT err MATCHES "cuda:0 requested, but no CUDA device")
+      message(FATAL_ERROR "cuda:0 without a device: status ${status}\n${out}\n${err}")
+    endif()
+  else()
+    # A GPU: the program that links no CUDA delivers to it through the module.
+    run("${host_program}" "${WORK_DIR}/data" --split cv5 --fold 2 --device cuda:0
+        --min-accuracy 0.5)
+    message(STATUS "${last_output}")
+  endif()
+endif()
 file(REMOVE_RECURSE "${WORK_DIR}")

@@ -80,15 +80,62 @@ TEST_F(BenchCommandTest, SelectionStepAndSweep) {
   const int recommended = j["recommended_threads"].get<int>();
   EXPECT_GE(recommended, 1);
   EXPECT_LE(recommended, 3);
-  // The recommendation is the fewest threads within 5% of the best.
-  double best = 0;
-  for (const auto& run : j["sweep"]) best = std::max(best, run["images_per_s"].get<double>());
+  // With a step: the fewest threads whose reader alone reads 1.25x what the
+  // step consumes (3 images per 1 ms).
+  const double step = j["step_images_per_s"].get<double>();
+  EXPECT_DOUBLE_EQ(step, 3000);
   for (const auto& run : j["sweep"]) {
+    EXPECT_GT(run["runs"].get<int>(), 0);
+    EXPECT_GE(run["seconds"].get<double>(), 0.9) << run;  // at least about a second timed
     if (run["threads"].get<int>() < recommended) {
-      EXPECT_LT(run["images_per_s"].get<double>(), 0.95 * best);
+      EXPECT_LT(run["images_per_s"].get<double>(), 1.25 * step);
     }
   }
-  EXPECT_GE(j["sweep"][recommended - 1]["images_per_s"].get<double>(), 0.95 * best);
+  EXPECT_GE(j["sweep"][recommended - 1]["images_per_s"].get<double>(), 1.25 * step);
+  EXPECT_DOUBLE_EQ(j["headroom"].get<double>(),
+                   j["sweep"][recommended - 1]["images_per_s"].get<double>() / step);
+}
+
+// A step the reader outpaces many times over must get the same answer, one
+// thread, every time: the sweep times each thread count for about a second
+// instead of guessing from a few milliseconds.
+TEST_F(BenchCommandTest, AGenerousStepGetsOneThreadEveryTime) {
+  for (int run = 0; run < 10; ++run) {
+    test::CommandResult r =
+        run_imgpack("bench " + shell_quote(dataset_) +
+                    " --batch 4 --epochs 1 --step-ms 50 --sweep-threads --threads 2 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["recommended_threads"].get<int>(), 1) << "run " << run << ": " << r.out;
+    EXPECT_GT(j["headroom"].get<double>(), 1.25) << r.out;
+    EXPECT_LT(j["starvation"].get<double>(), 0.5) << r.out;  // 50 ms per batch is plenty
+  }
+}
+
+TEST_F(BenchCommandTest, TheSweepStopsAtTheCoresAvailable) {
+  test::CommandResult r = run_imgpack("bench " + shell_quote(dataset_) +
+                                      " --batch 8 --epochs 1 --sweep-threads --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  const int cores = j["cores_available"].get<int>();
+  EXPECT_GE(cores, 1);
+  EXPECT_EQ(j["sweep"].size(), static_cast<std::size_t>(cores));
+  EXPECT_EQ(j["recommendation"], "the fewest within 5% of the best");
+}
+
+TEST_F(BenchCommandTest, SaysWhatAMissingStepMeans) {
+  test::CommandResult r =
+      run_imgpack("bench " + shell_quote(dataset_) + " --batch 8 --epochs 1 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("pass --step-ms with your training step's time"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("headroom"), std::string::npos) << r.out;
+  r = run_imgpack("bench " + shell_quote(dataset_) + " --batch 8 --epochs 1 --step-ms 20 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("consumes 400 images/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("headroom"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("x what the step consumes"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("--step-ms"), std::string::npos) << r.out;
 }
 
 TEST_F(BenchCommandTest, ClassBalancedSampling) {

@@ -40,12 +40,27 @@ struct Device {
 // "host", "cuda", "cuda:N". Throws imgpack::UsageError.
 Device parse_device(const std::string& text);
 
+// The CUDA backend is a module of its own, libimgpack_cuda.so, the only part
+// of imgpack that links the CUDA runtime: a program that never asks for a
+// CUDA device needs no CUDA installed. It is loaded on the first call below
+// that needs it, from $IMGPACK_CUDA_MODULE when that is set, otherwise from
+// the directory of the program, the dynamic linker's search path (programs
+// that link the installed imgpack::reader have its library directory on
+// their run path), the build tree or the install prefix; only a module built
+// from the same sources as the reader is accepted.
+
 // Number of usable CUDA devices: 0 when imgpack was built without CUDA, when
-// there is no driver (cudaErrorInsufficientDriver) or no device. Never throws.
+// its CUDA module cannot be loaded, when there is no driver
+// (cudaErrorInsufficientDriver) or no device. Never throws. Thread-safe.
 int cuda_device_count();
 
-// True when this build of imgpack contains the CUDA backend.
+// True when this build of imgpack has the CUDA backend (its module may still
+// be missing at run time: cuda_module_path() then returns "").
 bool built_with_cuda();
+
+// The file the CUDA module was loaded from, or "" when it cannot be loaded
+// (make_upload_backend(Device::cuda()) then says why). Never throws. Thread-safe.
+std::string cuda_module_path();
 
 // A block of memory handed out by a backend; frees itself. Move-only.
 class Memory {
@@ -154,8 +169,9 @@ class UploadBackend {
 std::unique_ptr<UploadBackend> make_host_backend(bool pin_memory = false);
 
 // The backend for `device`. Throws imgpack::Error when a CUDA device is asked
-// for and this build has no CUDA or the device does not exist (the message
-// says which).
+// for and this build has no CUDA, its CUDA module cannot be loaded (the
+// message lists where it looked and why each failed) or the device does not
+// exist.
 std::unique_ptr<UploadBackend> make_upload_backend(const Device& device,
                                                    bool pin_host_memory = false);
 

@@ -1,0 +1,75 @@
+#include "cli_wording.hpp"
+
+#include <array>
+#include <utility>
+
+namespace imgpack::cli {
+
+namespace {
+
+// Library name -> what the CLI user types. A name that is a prefix of
+// another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
+// the longest match at a position wins.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 34> kWording = {{
+    {"SelectionOptions::split", "--split"},
+    {"ConvertOptions::size", "--size"},
+    {"ConvertOptions::variants", "--variants"},
+    {"ConvertOptions::augment", "--augment"},
+    {"ConvertOptions::shard_size", "--shard-size"},
+    {"ConvertOptions::max_pixels", "--max-pixels"},
+    {"ConvertOptions::threads", "--threads"},
+    {"ConvertOptions::splits", "--split"},
+    {"ConvertOptions::overwrite", "--overwrite"},
+    {"ConvertOptions::resume", "--resume"},
+    {"ConvertOptions::fill", "--fill"},
+    {"CsvInput::path", "--csv-path"},
+    {"CsvInput::label", "--csv-label"},
+    {"CsvInput::group", "--csv-group"},
+    {"ScanOptions::group_regex", "--group-regex"},
+    {"ScanOptions::group_missing_ok", "--group-missing ok"},
+    {"ScanOptions::labels", "--labels"},
+    {"LabelSource::dirs", "--labels dirs"},
+    {"LabelSource::csv", "--labels csv"},
+    {"OnError::fail", "--on-error fail"},
+    {"SplitSpec::test_fraction", "--test"},
+    {"SplitSpec::val_fraction", "--val"},
+    {"SplitSpec::folds", "--folds"},
+    {"SplitSpec::kind", "--kind"},
+    {"SplitSpec::use_labels", "--no-stratify"},
+    {"SplitSpec::use_groups", "--no-groups"},
+    {"parse_split_option:", "--split"},
+    {"store_split replaces it only when asked to", "pass --force to replace it"},
+    {"augment_spec_help()", "see imgpack convert --help"},
+    {"PreviewOptions::samples", "--samples"},
+    {"SampleDataOptions::classes", "--classes"},
+    {"SampleDataOptions::groups", "--groups"},
+    {"SampleDataOptions::per_class", "--per-class"},
+    {"SampleDataOptions::width and height", "--size"},
+}};
+
+}  // namespace
+
+std::string cli_wording(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  std::size_t at = 0;
+  while (at < message.size()) {
+    std::size_t best = 0;
+    std::string_view replacement;
+    for (const auto& [name, flag] : kWording) {
+      if (name.size() > best && message.substr(at).starts_with(name)) {
+        best = name.size();
+        replacement = flag;
+      }
+    }
+    if (best > 0) {
+      out += replacement;
+      at += best;
+    } else {
+      out += message[at++];
+    }
+  }
+  return out;
+}
+
+}  // namespace imgpack::cli

@@ -1,0 +1,15 @@
+// The libraries' messages name their own options (ConvertOptions::size,
+// SplitSpec::folds); the CLI shows the flags that set them (--size, --folds).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace imgpack::cli {
+
+// `message` with every library option it names replaced by the CLI flag that
+// sets it: "SplitSpec::folds 9 is more than the 4 groups" becomes
+// "--folds 9 is more than the 4 groups". Text naming nothing is returned as is.
+std::string cli_wording(std::string_view message);
+
+}  // namespace imgpack::cli
