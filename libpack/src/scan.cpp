@@ -34,6 +34,16 @@ constexpr const char* kImageExtensions[] = {".jpg", ".jpeg", ".jpe",  ".jfif", "
                                             ".dib", ".tif",  ".tiff", ".webp", ".pbm", ".pgm",
                                             ".ppm", ".pnm",  ".pxm",  ".pam"};
 
+// Why a file with an image extension that is not a regular file is skipped.
+std::string not_a_regular_file(mode_t mode) {
+  const char* kind = S_ISFIFO(mode)   ? "a FIFO"
+                     : S_ISSOCK(mode) ? "a socket"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                                      : "of an unknown kind";
+  return std::string("not a regular file (") + kind + ")";
+}
+
 struct DirId {
   dev_t dev;
   ino_t ino;
@@ -82,12 +92,12 @@ class Walker {
       }
       if (S_ISDIR(target.st_mode)) {
         walk(path, child);
+      } else if (!has_image_extension(path)) {
+        ++out_.ignored_files;
       } else if (S_ISREG(target.st_mode)) {
-        if (has_image_extension(path)) {
-          files_.push_back({child, static_cast<uint64_t>(target.st_size)});
-        } else {
-          ++out_.ignored_files;
-        }
+        files_.push_back({child, static_cast<uint64_t>(target.st_size)});
+      } else {
+        skip(child, not_a_regular_file(target.st_mode));
       }
     }
   }
