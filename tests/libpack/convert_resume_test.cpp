@@ -43,6 +43,7 @@ class Resume : public ::testing::Test {
     o.augment = "hflip,rotate=10";
     o.shard_size = uint64_t{6} * 32 * 24 * 3;  // three images (six records) per shard
     o.threads = 2;
+    o.max_skipped.count = 2;  // the two broken inputs above
     return o;
   }
 

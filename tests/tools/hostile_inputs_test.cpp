@@ -9,8 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <set>
 
@@ -162,8 +165,8 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   skipped_.insert("bad/dangling.png");
   ASSERT_EQ(::mkfifo((src_ / "bad" / "fifo.jpg").c_str(), 0600), 0);
 
-  CommandResult r =
-      run_limited("convert " + q(src_) + " " + q(out_) + " --size 32 --threads 2 --quiet --json");
+  CommandResult r = run_limited("convert " + q(src_) + " " + q(out_) +
+                                " --size 32 --threads 2 --quiet --json --max-skipped 100%");
   ASSERT_EQ(r.exit_code, 0) << "exit " << r.exit_code << " (>= 128: signal)\n" << r.err;
 
   // report.json is valid JSON (nlohmann's parser rejects invalid UTF-8).
@@ -249,6 +252,43 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   EXPECT_NE(r.out.find("class " + hex("\xFF\xFE class") + "\n"), std::string::npos) << r.out;
 }
 
+// More skipped inputs than --max-skipped allows (default 1%) fail the run
+// loudly: exit 1, the count and the first reasons on stderr, every reason in
+// report.json, no index.h5. --resume with a larger limit then finishes it.
+TEST_F(HostileInputsTest, MoreSkippedThanMaxSkippedFailsLoudly) {
+  const std::string png = encode_image(".png", test::make_rgb_image(8, 8, 3));
+  for (int i = 0; i < 100; ++i) add("c/good-" + std::to_string(100 + i) + ".png", png);
+  add("c/bad-1.jpg", "not a JPEG");
+  const std::string convert = "convert " + q(src_) + " " + q(out_) + " --size 8 --quiet";
+  // One of 101 is within 1%.
+  CommandResult r = run_limited(convert);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  add("c/bad-2.png", "");
+  r = run_limited(convert + " --overwrite");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("2 of the 102 inputs were skipped, more than --max-skipped 1% allows (1)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("c/bad-1.jpg: not an image"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("c/bad-2.png: empty file"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out_ / "index.h5"));
+  const nlohmann::json report = nlohmann::json::parse(test::read_bytes(out_ / "report.json"));
+  EXPECT_EQ(report["skipped"].size(), 2u);
+  EXPECT_NE(report["failed"].get<std::string>().find("--max-skipped"), std::string::npos);
+  // Read by every reader as the unfinished dataset it is.
+  EXPECT_EQ(run_limited("inspect " + q(out_)).exit_code, 1);
+
+  // A count or a larger fraction accepts them; --resume keeps what was written.
+  r = run_limited(convert + " --resume --max-skipped 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["samples"], 100);
+  r = run_limited(convert + " --overwrite --max-skipped 2%");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_limited(convert + " --overwrite --max-skipped 1.5");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--max-skipped"), std::string::npos) << r.err;
+}
+
 TEST_F(HostileInputsTest, OnErrorFailNamesTheFirstBadFileAndLeavesNoIndex) {
   add("c/fine.png", encode_image(".png", test::make_rgb_image(20, 20, 1)));
   add("c/zz-random.png", random_bytes(9, 3000));
@@ -277,8 +317,9 @@ TEST_F(HostileInputsTest, UnreadableFilesAndFoldersAreSkipped) {
     prefix = "setpriv --reuid=nobody --regid=nogroup --clear-groups ";
     fs::permissions(dir_.path(), fs::perms::all);  // nobody writes OUT there
   }
-  CommandResult r = test::run_command("timeout -s KILL 300 " + prefix + shell_quote(IMGPACK_CLI) +
-                                      " convert " + q(src_) + " " + q(out_) + " --size 16 --quiet");
+  CommandResult r =
+      test::run_command("timeout -s KILL 300 " + prefix + shell_quote(IMGPACK_CLI) + " convert " +
+                        q(src_) + " " + q(out_) + " --size 16 --quiet --max-skipped 2");
   ::chmod((src_ / "locked").c_str(), 0755);
   ASSERT_EQ(r.exit_code, 0) << prefix << "\n" << r.err;
   const nlohmann::json report = nlohmann::json::parse(test::read_bytes(out_ / "report.json"));
