@@ -119,6 +119,16 @@ std::vector<Damage> damages() {
        [](const fs::path& d, const fs::path&) {
          flip_byte(d / "index.h5", dataset_offset(d / "index.h5", "/samples/path") + 12, 0x01);
        }},
+      // A class name changed in the heap, its structure intact: HDF5 reads
+      // "Circle" happily; only the table's checksum tells.
+      {"index_class_name", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) {
+         const std::string bytes = test::read_bytes(d / "index.h5");
+         const std::size_t at = bytes.find(std::string("circle\0", 7));
+         ASSERT_NE(at, std::string::npos);
+         ASSERT_EQ(bytes.find(std::string("circle\0", 7), at + 1), std::string::npos);
+         flip_byte(d / "index.h5", at, 0x20);
+       }},
       {"shard_string_heap_object_size", "shard-00001.h5", Reach::shard,
        [](const fs::path& d, const fs::path&) {
          const fs::path shard = d / "shard-00001.h5";
