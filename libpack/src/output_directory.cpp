@@ -64,6 +64,11 @@ std::string journal_problem(const JournalShard& entry, std::size_t kept, std::si
   }
   const uint64_t converted = entry.next_position - position - entry.skipped.size();
   if (entry.records != converted * variants) return "disagrees with the journal";
+  if (!entry.inputs) return "has no fingerprint of its inputs in the journal";
+  if (*entry.inputs != inputs_fingerprint(plan, position, entry.next_position)) {
+    return "was made from inputs that changed since (an input's size, modification or "
+           "status-change time differs)";
+  }
   return "";
 }
 

@@ -82,6 +82,21 @@ TEST(ConvertJournal, RewriteKeepsAPrefixAndAppendsAfterIt) {
   EXPECT_FALSE(ConvertJournal::read(dir.path()));
 }
 
+TEST(ConvertJournal, RecordsTheFingerprintOfEachShardsInputs) {
+  test::TempDir dir;
+  {
+    ConvertJournal journal = ConvertJournal::create(dir.path(), "u", 30);
+    JournalShard with = shard(0, 11);
+    with.inputs = 0xfedcba9876543210ULL;
+    journal.append(with);
+    journal.append(shard(1, 21));
+  }
+  const JournalState state = *ConvertJournal::read(dir.path());
+  ASSERT_EQ(state.shards.size(), 2u);
+  EXPECT_EQ(state.shards[0].inputs, std::optional<uint64_t>(0xfedcba9876543210ULL));
+  EXPECT_FALSE(state.shards[1].inputs);  // as in journals written before the fingerprints
+}
+
 TEST(ConvertJournal, MissingJournalIsNotAnError) {
   test::TempDir dir;
   EXPECT_FALSE(ConvertJournal::read(dir.path()));
