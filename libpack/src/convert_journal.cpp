@@ -89,6 +89,13 @@ std::optional<JournalState> ConvertJournal::read(const fs::path& out_dir) {
     return all.str();
   }();
   JournalState state;
+  if (text.find('\n') == std::string::npos) {
+    // Created, then cut before its header line was complete (empty, or the
+    // line without its newline). The header is written and fsynced before
+    // any shard is committed, so none was.
+    state.torn_header = true;
+    return state;
+  }
   std::istringstream in(text);
   std::string line;
   std::size_t number = 0;

@@ -42,6 +42,10 @@ struct JournalState {
   std::string dataset_uuid;
   uint64_t inputs = 0;
   std::vector<JournalShard> shards;  // in commit order
+  // The journal is what a crash while creating it leaves (empty, or its
+  // header line torn): nothing was committed after it, so a resumed run
+  // starts over. dataset_uuid and inputs are then unknown.
+  bool torn_header = false;
 };
 
 class ConvertJournal {
@@ -54,7 +58,8 @@ class ConvertJournal {
   static ConvertJournal rewrite(const std::filesystem::path& out_dir, const JournalState& state);
 
   // Reads OUT/convert.journal. Returns nullopt if there is none; a torn last
-  // line (a crash mid-append) is ignored; any other damage is an Error.
+  // line (a crash mid-append) is ignored, a torn header gives a state with
+  // torn_header set; any other damage is an Error.
   static std::optional<JournalState> read(const std::filesystem::path& out_dir);
 
   ConvertJournal(ConvertJournal&&) noexcept = default;

@@ -200,6 +200,14 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
   }
 
   ResumePoint point;
+  if (journal && journal->torn_header) {
+    // A run stopped while creating its journal committed nothing.
+    if (options.resume && !options.overwrite) {
+      point.notes.push_back((out / kJournalFile).string() +
+                            " is empty (a run stopped while creating it): starting over");
+    }
+    journal.reset();
+  }
   if (options.resume && !options.overwrite) {
     if (complete) {
       throw UsageError(out.string() +

@@ -153,6 +153,26 @@ TEST_F(Resume, OtherOptionsCannotResume) {
   }
 }
 
+// What a crash while creating the journal leaves (an empty file, or its
+// header line without the newline) holds no committed shard: --resume starts
+// over instead of refusing.
+TEST_F(Resume, AnEmptyJournalStartsOver) {
+  for (const std::string& torn : {std::string(), std::string(R"({"imgpack_journal":1,"data)")}) {
+    SCOPED_TRACE(torn);
+    fs::remove_all(dir_ / "out");
+    run_interrupted("out", 4);  // leaves shards that the journal no longer names
+    test::write_bytes(dir_ / "out" / kJournalFile, torn);
+    ConvertOptions resumed = options("out");
+    resumed.resume = true;
+    ConvertResult result = convert(resumed);
+    EXPECT_EQ(result.resumed_shards, 0u);
+    ASSERT_EQ(result.resume_notes.size(), 1u);
+    EXPECT_NE(result.resume_notes[0].find("starting over"), std::string::npos)
+        << result.resume_notes[0];
+    expect_same_as_reference("out");
+  }
+}
+
 TEST_F(Resume, ResumingACompleteDatasetChangesNothing) {
   ConvertOptions again = options("reference");
   again.resume = true;
