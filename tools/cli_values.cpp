@@ -77,4 +77,30 @@ std::array<uint8_t, 3> parse_fill(const std::string& text) {
           static_cast<uint8_t>(values[2])};
 }
 
+SkipLimit parse_skip_limit(const std::string& text) {
+  const std::string usage = "--max-skipped '" + text +
+                            "': give a count (25), a percentage (1%) or a fraction (0.01) of "
+                            "the inputs";
+  SkipLimit limit;
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string number = percent ? text.substr(0, text.size() - 1) : text;
+  if (!percent && number.find('.') == std::string::npos) {
+    if (number.empty() || !std::all_of(number.begin(), number.end(), ::isdigit)) {
+      throw UsageError(usage);
+    }
+    limit.count = parse_unsigned(number, "--max-skipped");
+    return limit;
+  }
+  const bool plain =
+      !number.empty() && number != "." &&
+      std::all_of(number.begin(), number.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; }) &&
+      std::count(number.begin(), number.end(), '.') <= 1;
+  if (!plain) throw UsageError(usage);
+  const double value = std::stod(number) / (percent ? 100.0 : 1.0);
+  if (value > 1) throw UsageError("--max-skipped '" + text + "': at most 100% of the inputs");
+  limit.fraction = value;
+  return limit;
+}
+
 }  // namespace imgpack::cli

@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "imgpack/convert_options.hpp"
+
 namespace imgpack::cli {
 
 // "224" -> 224x224, "320x240" -> width 320, height 240 (each side 1..65535).
@@ -15,5 +17,8 @@ std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text);
 uint64_t parse_byte_size(const std::string& text);
 // "0", "128", "255,255,255" -> RGB.
 std::array<uint8_t, 3> parse_fill(const std::string& text);
+// --max-skipped: "25" -> at most 25 inputs; "1%", "0.5%" -> a percentage of
+// the inputs; "0.01" (with a decimal point) -> a fraction of them.
+SkipLimit parse_skip_limit(const std::string& text);
 
 }  // namespace imgpack::cli

@@ -10,13 +10,14 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 34> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 35> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"ConvertOptions::variants", "--variants"},
     {"ConvertOptions::augment", "--augment"},
     {"ConvertOptions::shard_size", "--shard-size"},
     {"ConvertOptions::max_pixels", "--max-pixels"},
+    {"ConvertOptions::max_skipped", "--max-skipped"},
     {"ConvertOptions::threads", "--threads"},
     {"ConvertOptions::splits", "--split"},
     {"ConvertOptions::overwrite", "--overwrite"},

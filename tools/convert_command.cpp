@@ -23,7 +23,7 @@ struct ConvertArgs {
   std::string shard_size = "1G";
   unsigned threads = 0;
   uint64_t seed = 0;
-  std::string order = "shuffle", on_error = "skip";
+  std::string order = "shuffle", on_error = "skip", max_skipped = "1%";
   bool overwrite = false;
   bool resume = false;
   uint64_t max_pixels = uint64_t{1} << 28;
@@ -63,6 +63,7 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.seed = a.seed;
   o.order = parse_write_order(a.order);
   o.on_error = parse_on_error(a.on_error);
+  o.max_skipped = parse_skip_limit(a.max_skipped);
   o.overwrite = a.overwrite;
   o.resume = a.resume;
   o.max_pixels = a.max_pixels;
@@ -195,6 +196,10 @@ void add_convert_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--on-error", args->on_error, "Unreadable input: skip and report, or fail")
       ->check(CLI::IsMember({"skip", "fail"}))
+      ->capture_default_str();
+  cmd->add_option("--max-skipped", args->max_skipped,
+                  "Fail (exit 1, no index.h5) once more inputs are skipped than this: a count "
+                  "(25), a percentage (1%) or a fraction (0.01) of the inputs found")
       ->capture_default_str();
   cmd->add_flag("--overwrite", args->overwrite, "Replace the dataset already in OUT");
   cmd->add_flag("--resume", args->resume,

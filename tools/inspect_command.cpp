@@ -1,11 +1,18 @@
 // imgpack inspect DATASET: what a dataset holds.
+//
+// The dataset is opened through the reader's checks (Dataset::open: the
+// index, its checksums, every shard's structure), so a damaged dataset is an
+// error naming the file, as in every other subcommand. --force shows what
+// index.h5 says even when a shard is damaged or missing, naming the damage.
 #include <algorithm>
 #include <iostream>
 #include <memory>
 
 #include "cli_common.hpp"
 #include "files.hpp"
+#include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
+#include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 
 namespace imgpack::cli {
@@ -15,7 +22,25 @@ namespace {
 struct InspectArgs {
   std::string dataset;
   bool json = false;
+  bool force = false;
 };
+
+// The index of a dataset that passes the reader's checks. With --force, the
+// index alone when the shards do not, and the problem (an index.h5 that
+// cannot be read is an error either way).
+DatasetIndex open_index(const InspectArgs& args, std::string& problem) {
+  try {
+    return Dataset::open(args.dataset).index();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    if (!args.force) throw;
+    problem = e.what();
+  }
+  DatasetIndex index = read_index(args.dataset);
+  std::cerr << "imgpack: warning: " << problem << "; showing what index.h5 says (--force)\n";
+  return index;
+}
 
 // "none", or "hflip,rotate=15 (variants 1..3 augmented, seed 7)" from convert_options.
 std::string augment_summary(const DatasetIndex& index) {
@@ -30,7 +55,8 @@ std::string augment_summary(const DatasetIndex& index) {
 }
 
 int run_inspect(const InspectArgs& args) {
-  DatasetIndex index = read_index(args.dataset);
+  std::string problem;
+  const DatasetIndex index = open_index(args, problem);
   std::filesystem::path dir(args.dataset);
 
   std::vector<uint64_t> class_counts(index.class_names.size(), 0);
@@ -78,6 +104,8 @@ int run_inspect(const InspectArgs& args) {
     j["groups"] = index.group_names.size();
     j["shards"] = index.num_shards();
     j["missing_shards"] = missing_shards;
+    if (args.force)
+      j["damage"] = problem.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(problem);
     nlohmann::ordered_json splits = nlohmann::ordered_json::array();
     for (const Split& split : index.splits) splits.push_back(split_json(index, split));
     j["splits"] = std::move(splits);
@@ -99,6 +127,7 @@ int run_inspect(const InspectArgs& args) {
             << "  size        " << human_bytes(pixel_bytes) << " of pixels, "
             << human_bytes(disk_bytes) << " on disk in " << index.num_shards() << " shard"
             << (index.num_shards() == 1 ? "" : "s") << "\n";
+  if (!problem.empty()) std::cout << "  DAMAGED     " << problem << "\n";
   if (!missing_shards.empty()) {
     std::cout << "  MISSING     " << missing_shards.size() << " shard files, e.g. "
               << missing_shards[0] << "\n";
@@ -134,6 +163,9 @@ void add_inspect_command(CLI::App& app, Action& action) {
                                      "shards, splits");
   cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
+  cmd->add_flag("--force", args->force,
+                "Show what index.h5 says even when shards are damaged or missing (named on "
+                "stderr; exit 0); a damaged index.h5 still fails");
   cmd->callback([args, &action] { action = [args] { return run_inspect(*args); }; });
 }
 

@@ -166,6 +166,18 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
   return plan;
 }
 
+uint64_t inputs_fingerprint(const ConversionPlan& plan, uint64_t first, uint64_t end) {
+  std::string key;
+  for (uint64_t position = first; position < end && position < plan.order.size(); ++position) {
+    const SourceSample& sample = plan.list.samples[plan.order[position]];
+    key += sample.path;
+    key += '\0';
+    key += std::to_string(sample.stamp.size) + ' ' + std::to_string(sample.stamp.mtime_ns) + ' ' +
+           std::to_string(sample.stamp.ctime_ns) + '\n';
+  }
+  return checksum(key.data(), key.size());
+}
+
 DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& plan) {
   DatasetIndex index;
   index.format_version = format::kVersion;

@@ -33,6 +33,12 @@ struct ConversionPlan {
 // is written.
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena);
 
+// A fingerprint of the inputs at write positions [first, end): each one's
+// path, size, and modification and status-change times (FileStamp) as the
+// scan saw them. A resumed conversion keeps a shard only if the fingerprint
+// of its inputs is what the interrupted run journaled.
+uint64_t inputs_fingerprint(const ConversionPlan& plan, uint64_t first, uint64_t end);
+
 // The index of the planned dataset before any sample is added: root
 // attributes and the class and group tables.
 DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& plan);

@@ -11,8 +11,9 @@ using json = nlohmann::ordered_json;
 
 void write_report(const ConvertOptions& options, const ConversionPlan& plan,
                   const std::string& created_by, const ConvertResult& result,
-                  const ConversionTimings& timings) {
+                  const ConversionTimings& timings, const std::string& failure) {
   json report;
+  if (!failure.empty()) report["failed"] = failure;
   report["imgpack_format"] = format::kVersion;
   report["created_by"] = created_by;
   report["dataset_uuid"] = plan.uuid;
@@ -26,6 +27,7 @@ void write_report(const ConvertOptions& options, const ConversionPlan& plan,
     skipped.push_back({{"path", s.path}, {"reason", s.reason}});
   }
   report["skipped"] = std::move(skipped);
+  report["max_skipped"] = options.max_skipped.text();
   if (options.resume) {
     report["resumed"] = {{"shards_kept", result.resumed_shards},
                          {"inputs_kept", result.resumed_inputs},

@@ -18,10 +18,11 @@ struct ConversionTimings {
 
 // Writes OUT/report.json crash-safely: counts, every skipped input with its
 // reason (paths relative to SRC), what a resume kept, timings and the
-// options. Paths that are not valid UTF-8 are written with replacement
-// characters. Throws imgpack::Error naming the file if it cannot be written.
+// options, and for a run that failed (`failure` not empty) why. Paths that
+// are not valid UTF-8 are written with replacement characters. Throws
+// imgpack::Error naming the file if it cannot be written.
 void write_report(const ConvertOptions& options, const ConversionPlan& plan,
                   const std::string& created_by, const ConvertResult& result,
-                  const ConversionTimings& timings);
+                  const ConversionTimings& timings, const std::string& failure = "");
 
 }  // namespace imgpack

@@ -13,6 +13,7 @@
 #include "conversion_report.hpp"
 #include "files.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
 #include "output_directory.hpp"
 #include "record_renderer.hpp"
 #include "resume.hpp"
@@ -28,6 +29,39 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Thrown once a run has skipped more inputs than ConvertOptions::max_skipped allows.
+class TooManySkipped : public Error {
+ public:
+  using Error::Error;
+};
+
+// Inputs the run found: those planned for conversion and those skipped by the scan.
+uint64_t inputs_found(const ConversionPlan& plan) {
+  return plan.order.size() + plan.list.skipped.size();
+}
+
+// Throws TooManySkipped, naming the count and the first reasons, when
+// `skipped` is more than ConvertOptions::max_skipped allows.
+void check_skip_limit(const ConvertOptions& options, const ConversionPlan& plan,
+                      const std::vector<SkippedInput>& skipped) {
+  if (options.on_error != OnError::skip) return;
+  const uint64_t inputs = inputs_found(plan);
+  const uint64_t allowed = options.max_skipped.allowed(inputs);
+  if (skipped.size() <= allowed) return;
+  std::string message = options.src.string() + ": " + std::to_string(skipped.size()) + " of the " +
+                        std::to_string(inputs) +
+                        " inputs were skipped, more than ConvertOptions::max_skipped " +
+                        options.max_skipped.text() + " allows (" + std::to_string(allowed) +
+                        "); stopped without writing " + format::kIndexFile + ". The first: ";
+  for (std::size_t i = 0; i < std::min<std::size_t>(skipped.size(), 3); ++i) {
+    message += (i > 0 ? "; " : "") + skipped[i].path + ": " + skipped[i].reason;
+  }
+  message += " (every reason in " + (options.out / format::kReportFile).string() +
+             "). Fix the inputs, or rerun with ConvertOptions::resume and a larger "
+             "ConvertOptions::max_skipped to accept them";
+  throw TooManySkipped(message);
 }
 
 // The oneTBB pipeline over the inputs still to convert: a serial source hands
@@ -131,6 +165,7 @@ class ConversionPipeline {
       journal_.skipped(slot.position, slot.error);
       writer_.forgo(variants);
       ++status_.skipped;
+      check_skip_limit(options_, plan_, result_.skipped);
     } else {
       const auto id = static_cast<int64_t>(index_.num_samples());
       add_sample(index_, sample);
@@ -239,7 +274,16 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
 
   const Clock::time_point convert_start = Clock::now();
   ConversionPipeline pipeline(options, plan, timings.threads, index, writer, begin.journal, result);
-  pipeline.run(arena, begin.next_position, begin.skipped.size(), progress);
+  try {
+    check_skip_limit(options, plan, result.skipped);
+    pipeline.run(arena, begin.next_position, begin.skipped.size(), progress);
+  } catch (const TooManySkipped& e) {
+    // The reasons are what the user needs next: report.json lists them all.
+    timings.convert_s = seconds_since(convert_start);
+    timings.total_s = seconds_since(start);
+    write_report(options, plan, index.created_by, result, timings, e.what());
+    throw;
+  }
   timings.convert_s = seconds_since(convert_start);
   timings.converted_inputs = plan.order.size() - begin.next_position;
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -21,6 +22,19 @@ namespace {
 
 constexpr int kJournalVersion = 1;
 
+std::string hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+std::optional<uint64_t> parse_hex64(const std::string& text) {
+  if (text.size() != 16 || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoull(text, nullptr, 16);
+}
+
 std::string header_line(const std::string& uuid, uint64_t inputs) {
   json j = {{"imgpack_journal", kJournalVersion}, {"dataset_uuid", uuid}, {"inputs", inputs}};
   return j.dump() + "\n";
@@ -34,6 +48,7 @@ std::string shard_line(const JournalShard& shard) {
             {"records", shard.records},
             {"next_position", shard.next_position},
             {"skipped", std::move(skipped)}};
+  if (shard.inputs) j["inputs_xxh3"] = hex64(*shard.inputs);
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -66,14 +81,22 @@ std::optional<JournalState> ConvertJournal::read(const fs::path& out_dir) {
   fs::path path = out_dir / kJournalFile;
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
-  std::istringstream in([&] {
+  const std::string text = [&] {
     std::ifstream file(path, std::ios::binary);
     std::ostringstream all;
     all << file.rdbuf();
     if (!file && !file.eof()) throw file_error(path, "cannot read");
     return all.str();
-  }());
+  }();
   JournalState state;
+  if (text.find('\n') == std::string::npos) {
+    // Created, then cut before its header line was complete (empty, or the
+    // line without its newline). The header is written and fsynced before
+    // any shard is committed, so none was.
+    state.torn_header = true;
+    return state;
+  }
+  std::istringstream in(text);
   std::string line;
   std::size_t number = 0;
   bool header = false;
@@ -103,6 +126,12 @@ std::optional<JournalState> ConvertJournal::read(const fs::path& out_dir) {
       for (const json& s : j.at("skipped")) {
         shard.skipped.emplace_back(s.at(0).get<uint64_t>(), s.at(1).get<std::string>());
       }
+      if (j.contains("inputs_xxh3")) {
+        shard.inputs = parse_hex64(j.at("inputs_xxh3").get<std::string>());
+        if (!shard.inputs && complete) {
+          throw file_error(path, "line " + std::to_string(number) + ": bad inputs_xxh3");
+        }
+      }
       if (!complete) break;
       state.shards.push_back(std::move(shard));
     } catch (const json::exception& e) {
@@ -130,8 +159,10 @@ void ConvertJournal::remove() {
 }
 
 void ShardCommitJournal::committed(uint32_t shard, const std::string& file, uint64_t records) {
-  journal_.append({shard, file, records, next_position_, std::move(skipped_since_)});
+  journal_.append({shard, file, records, next_position_, std::move(skipped_since_),
+                   fingerprint_(shard_first_, next_position_)});
   skipped_since_.clear();
+  shard_first_ = next_position_;
 }
 
 }  // namespace imgpack

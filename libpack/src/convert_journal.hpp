@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,12 +32,20 @@ struct JournalShard {
   // Inputs skipped after the previous shard's inputs, up to next_position:
   // (plan position, reason).
   std::vector<std::pair<uint64_t, std::string>> skipped;
+  // inputs_fingerprint() of the inputs from the previous shard's
+  // next_position up to this one's, when the shard was committed; absent in
+  // journals written before it was recorded.
+  std::optional<uint64_t> inputs;
 };
 
 struct JournalState {
   std::string dataset_uuid;
   uint64_t inputs = 0;
   std::vector<JournalShard> shards;  // in commit order
+  // The journal is what a crash while creating it leaves (empty, or its
+  // header line torn): nothing was committed after it, so a resumed run
+  // starts over. dataset_uuid and inputs are then unknown.
+  bool torn_header = false;
 };
 
 class ConvertJournal {
@@ -49,7 +58,8 @@ class ConvertJournal {
   static ConvertJournal rewrite(const std::filesystem::path& out_dir, const JournalState& state);
 
   // Reads OUT/convert.journal. Returns nullopt if there is none; a torn last
-  // line (a crash mid-append) is ignored; any other damage is an Error.
+  // line (a crash mid-append) is ignored, a torn header gives a state with
+  // torn_header set; any other damage is an Error.
   static std::optional<JournalState> read(const std::filesystem::path& out_dir);
 
   ConvertJournal(ConvertJournal&&) noexcept = default;
@@ -69,13 +79,23 @@ class ConvertJournal {
   FileDescriptor fd_;
 };
 
+// The fingerprint of the inputs at write positions [first, end)
+// (inputs_fingerprint() in conversion_plan.hpp).
+using InputsFingerprint = std::function<uint64_t(uint64_t first, uint64_t end)>;
+
 // Journals each shard as the dataset writer commits it
 // (DatasetWriter::on_commit): the inputs the shard's records came from end
 // at the position the pipeline last reported done, and the inputs skipped
-// since the previous shard go with it. Not thread-safe: the writer thread's.
+// since the previous shard and their fingerprint go with it. Not
+// thread-safe: the writer thread's.
 class ShardCommitJournal {
  public:
-  explicit ShardCommitJournal(ConvertJournal journal) : journal_(std::move(journal)) {}
+  // Continues after the inputs before `first_position`, which kept shards hold.
+  ShardCommitJournal(ConvertJournal journal, InputsFingerprint fingerprint, uint64_t first_position)
+      : journal_(std::move(journal)),
+        fingerprint_(std::move(fingerprint)),
+        shard_first_(first_position),
+        next_position_(first_position) {}
 
   // Every input before `next_position` of the write order is done.
   void inputs_done(uint64_t next_position) { next_position_ = next_position; }
@@ -90,6 +110,8 @@ class ShardCommitJournal {
 
  private:
   ConvertJournal journal_;
+  InputsFingerprint fingerprint_;
+  uint64_t shard_first_ = 0;  // the first input of the shard being filled
   uint64_t next_position_ = 0;
   std::vector<std::pair<uint64_t, std::string>> skipped_since_;
 };

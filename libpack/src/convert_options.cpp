@@ -1,7 +1,9 @@
 // ConvertOptions: validation, the JSON stored in index.h5, and the names of
 // the option enums.
 #include <array>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "augment.hpp"
@@ -64,6 +66,19 @@ OnError parse_on_error(std::string_view text) {
 }
 std::string_view on_error_name(OnError policy) { return name_of(kOnErrorNames, policy); }
 
+uint64_t SkipLimit::allowed(uint64_t inputs) const {
+  if (count) return *count;
+  // The epsilon keeps 0.29 * 100 at 29 despite binary fractions.
+  return static_cast<uint64_t>(std::floor(fraction * static_cast<double>(inputs) + 1e-9));
+}
+
+std::string SkipLimit::text() const {
+  if (count) return std::to_string(*count);
+  std::ostringstream out;
+  out << fraction * 100 << "%";
+  return out.str();
+}
+
 void ConvertOptions::validate() const {
   if (size &&
       (size->first == 0 || size->second == 0 || size->first > 65535 || size->second > 65535)) {
@@ -85,6 +100,10 @@ void ConvertOptions::validate() const {
   if (shard_size < 4096) throw UsageError("ConvertOptions::shard_size must be at least 4K");
   if (max_pixels == 0) throw UsageError("ConvertOptions::max_pixels must be positive");
   if (threads > 4096) throw UsageError("ConvertOptions::threads must be at most 4096");
+  if (!max_skipped.count && !(max_skipped.fraction >= 0 && max_skipped.fraction <= 1)) {
+    throw UsageError(
+        "ConvertOptions::max_skipped must be a count, or a fraction between 0% and 100%");
+  }
   for (std::size_t i = 0; i < splits.size(); ++i) {
     check_split_name(splits[i].name);
     splits[i].spec.validate();

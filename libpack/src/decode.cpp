@@ -34,11 +34,34 @@ struct TjDeleter {
 };
 using TjHandle = std::unique_ptr<void, TjDeleter>;
 
-tjhandle thread_decompressor() {
-  thread_local TjHandle handle(tjInitDecompress());
-  if (!handle) throw Error("TurboJPEG: cannot create a decompressor");
-  return handle.get();
-}
+// One TurboJPEG decompressor per thread, replaced after any call on it fails.
+//
+// TurboJPEG 2.1 does not reset a decompressor whose call failed:
+// tjDecompressHeader3() returns from inside a header it could not finish
+// (a file cut at a few hundred bytes) with the handle still in that header,
+// and the next file's markers are then read as its continuation ("Bogus
+// Huffman table definition", "Invalid argument"). Every good JPEG after a bad
+// one on that thread would fail. So a handle whose call returned an error or
+// a warning is destroyed, and the thread's next decode gets a fresh one.
+class ThreadDecompressor {
+ public:
+  static tjhandle get() {
+    TjHandle& handle = slot();
+    if (!handle) {
+      handle.reset(tjInitDecompress());
+      if (!handle) throw Error("TurboJPEG: cannot create a decompressor");
+    }
+    return handle.get();
+  }
+  // The handle's last call failed: never use it again.
+  static void discard() { slot().reset(); }
+
+ private:
+  static TjHandle& slot() {
+    thread_local TjHandle handle;
+    return handle;
+  }
+};
 
 // Smallest TurboJPEG scaling factor <= 1 whose output is at least min_w x min_h.
 // 7/8 and 3/4 are left out: their scaled IDCTs have no SIMD code, and decoding
@@ -87,15 +110,26 @@ bool is_harmless_warning(tjhandle tj) {
          std::string_view::npos;
 }
 
+// After a TurboJPEG call on `tj` returned `status`: a failure discards the
+// thread's decompressor (see ThreadDecompressor) and, unless it was a harmless
+// warning, throws DecodeError with `what` and TurboJPEG's reason.
+void check_turbo_call(int status, tjhandle tj, const char* what) {
+  if (status == 0) return;
+  const bool harmless = is_harmless_warning(tj);
+  const std::string reason = tjGetErrorStr2(tj);
+  ThreadDecompressor::discard();
+  if (!harmless) throw DecodeError(what + reason);
+}
+
 cv::Mat decode_jpeg_turbo(std::span<const uint8_t> bytes, const ImageInfo& info,
                           const DecodeOptions& options) {
-  tjhandle tj = thread_decompressor();
+  tjhandle tj = ThreadDecompressor::get();
   const auto size = static_cast<unsigned long>(bytes.size());
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(tj, bytes.data(), size, &width, &height, &subsamp, &colorspace) != 0 &&
-      !is_harmless_warning(tj)) {
-    throw DecodeError(std::string("corrupt JPEG header: ") + tjGetErrorStr2(tj));
-  }
+  check_turbo_call(
+      tjDecompressHeader3(tj, bytes.data(), size, &width, &height, &subsamp, &colorspace), tj,
+      "corrupt JPEG header: ");
+  tj = ThreadDecompressor::get();  // a fresh one if the header left a warning
   // The caller's minimum is upright; the JPEG is stored before orientation.
   uint32_t min_w = info.transposed() ? options.min_height : options.min_width;
   uint32_t min_h = info.transposed() ? options.min_width : options.min_height;
@@ -110,11 +144,9 @@ cv::Mat decode_jpeg_turbo(std::span<const uint8_t> bytes, const ImageInfo& info,
   const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   cv::Mat decoded(out_h, out_w, cmyk ? CV_8UC4 : gray ? CV_8UC1 : CV_8UC3);
   const int format = cmyk ? TJPF_CMYK : gray ? TJPF_GRAY : TJPF_RGB;
-  if (tjDecompress2(tj, bytes.data(), size, decoded.data, out_w, static_cast<int>(decoded.step),
-                    out_h, format, flags) != 0 &&
-      !is_harmless_warning(tj)) {
-    throw DecodeError(std::string("corrupt or truncated JPEG: ") + tjGetErrorStr2(tj));
-  }
+  check_turbo_call(tjDecompress2(tj, bytes.data(), size, decoded.data, out_w,
+                                 static_cast<int>(decoded.step), out_h, format, flags),
+                   tj, "corrupt or truncated JPEG: ");
   if (!cmyk) return decoded;
   cv::Mat rgb;
   cmyk_to_rgb(decoded, rgb);

@@ -64,6 +64,11 @@ std::string journal_problem(const JournalShard& entry, std::size_t kept, std::si
   }
   const uint64_t converted = entry.next_position - position - entry.skipped.size();
   if (entry.records != converted * variants) return "disagrees with the journal";
+  if (!entry.inputs) return "has no fingerprint of its inputs in the journal";
+  if (*entry.inputs != inputs_fingerprint(plan, position, entry.next_position)) {
+    return "was made from inputs that changed since (an input's size, modification or "
+           "status-change time differs)";
+  }
   return "";
 }
 
@@ -197,6 +202,14 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
   }
 
   ResumePoint point;
+  if (journal && journal->torn_header) {
+    // A run stopped while creating its journal committed nothing.
+    if (options.resume && !options.overwrite) {
+      point.notes.push_back((out / kJournalFile).string() +
+                            " is empty (a run stopped while creating it): starting over");
+    }
+    journal.reset();
+  }
   if (options.resume && !options.overwrite) {
     if (complete) {
       throw UsageError(out.string() +

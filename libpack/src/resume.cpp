@@ -37,7 +37,11 @@ ConversionStart restore_kept_shards(const ConvertOptions& options, const Convers
   ConvertJournal journal = resume.shards.empty()
                                ? ConvertJournal::create(options.out, plan.uuid, plan.order.size())
                                : ConvertJournal::rewrite(options.out, kept);
-  return {resume.next_position, std::move(skipped), ShardCommitJournal(std::move(journal))};
+  InputsFingerprint fingerprint = [&plan](uint64_t first, uint64_t end) {
+    return inputs_fingerprint(plan, first, end);
+  };
+  return {resume.next_position, std::move(skipped),
+          ShardCommitJournal(std::move(journal), std::move(fingerprint), resume.next_position)};
 }
 
 }  // namespace imgpack

@@ -34,6 +34,16 @@ constexpr const char* kImageExtensions[] = {".jpg", ".jpeg", ".jpe",  ".jfif", "
                                             ".dib", ".tif",  ".tiff", ".webp", ".pbm", ".pgm",
                                             ".ppm", ".pnm",  ".pxm",  ".pam"};
 
+// Why a file with an image extension that is not a regular file is skipped.
+std::string not_a_regular_file(mode_t mode) {
+  const char* kind = S_ISFIFO(mode)   ? "a FIFO"
+                     : S_ISSOCK(mode) ? "a socket"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                                      : "of an unknown kind";
+  return std::string("not a regular file (") + kind + ")";
+}
+
 struct DirId {
   dev_t dev;
   ino_t ino;
@@ -82,17 +92,17 @@ class Walker {
       }
       if (S_ISDIR(target.st_mode)) {
         walk(path, child);
+      } else if (!has_image_extension(path)) {
+        ++out_.ignored_files;
       } else if (S_ISREG(target.st_mode)) {
-        if (has_image_extension(path)) {
-          files_.push_back({child, static_cast<uint64_t>(target.st_size)});
-        } else {
-          ++out_.ignored_files;
-        }
+        files_.push_back({child, file_stamp(target)});
+      } else {
+        skip(child, not_a_regular_file(target.st_mode));
       }
     }
   }
 
-  std::vector<std::pair<std::string, uint64_t>>& files() { return files_; }
+  std::vector<std::pair<std::string, FileStamp>>& files() { return files_; }
 
  private:
   void skip(const std::string& rel, std::string reason) {
@@ -102,7 +112,7 @@ class Walker {
   fs::path root_;
   SourceList& out_;
   std::set<DirId> visited_;
-  std::vector<std::pair<std::string, uint64_t>> files_;  // path, size
+  std::vector<std::pair<std::string, FileStamp>> files_;  // path, stat
 };
 
 std::string join_columns(const CsvTable& table) {
@@ -205,6 +215,13 @@ std::map<std::string, int32_t> number_names(const std::set<std::string>& names,
 
 }  // namespace
 
+FileStamp file_stamp(const struct stat& st) {
+  auto nanoseconds = [](const struct timespec& t) {
+    return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  };
+  return {static_cast<uint64_t>(st.st_size), nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};
+}
+
 bool has_image_extension(const fs::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),
@@ -269,12 +286,13 @@ SourceList scan_directory(const fs::path& src, const ScanOptions& options) {
   SourceList list;
   Walker walker(src, list);
   walker.walk(src, "");
-  std::vector<std::pair<std::string, uint64_t>>& files = walker.files();
-  std::sort(files.begin(), files.end());
+  std::vector<std::pair<std::string, FileStamp>>& files = walker.files();
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
 
   std::map<std::string, int32_t> class_ids;
   if (options.labels == LabelSource::dirs) {
-    for (const auto& [file, size] : files) {
+    for (const auto& [file, stamp] : files) {
       auto slash = file.find('/');
       if (slash != std::string::npos) class_ids.emplace(file.substr(0, slash), 0);
     }
@@ -283,9 +301,10 @@ SourceList scan_directory(const fs::path& src, const ScanOptions& options) {
       list.class_names.push_back(name);
     }
   }
-  for (auto& [file, size] : files) {
+  for (auto& [file, stamp] : files) {
     SourceSample sample;
-    sample.file_size = size;
+    sample.file_size = stamp.size;
+    sample.stamp = stamp;
     if (options.labels == LabelSource::dirs) {
       auto slash = file.find('/');
       if (slash == std::string::npos) {
@@ -397,6 +416,7 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
     }
     SourceSample sample;
     sample.file_size = static_cast<uint64_t>(st.st_size);
+    sample.stamp = file_stamp(st);
     if (label_column) {
       const std::string& label = row.record->fields[*label_column];
       sample.label = label.empty() ? -1 : class_ids.at(label);

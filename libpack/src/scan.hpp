@@ -9,6 +9,8 @@
 // opened or modified except directories being listed and the CSV file read.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -19,12 +21,26 @@
 
 namespace imgpack {
 
+// What stat() said of an input when it was scanned: a resumed conversion
+// compares it with what the interrupted one saw (size, and modification and
+// status-change times in nanoseconds), to tell an input edited in place.
+struct FileStamp {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
 struct SourceSample {
   std::string path;  // relative to the input root, '/'-separated
   int32_t label = -1;
   int32_t group = -1;
   uint64_t file_size = 0;  // bytes, when scanned
+  FileStamp stamp;         // when scanned
 };
+
+// The stamp of a file from its stat().
+FileStamp file_stamp(const struct stat& st);
 
 struct SourceList {
   std::vector<SourceSample> samples;     // sorted by path

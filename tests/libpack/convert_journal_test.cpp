@@ -82,6 +82,36 @@ TEST(ConvertJournal, RewriteKeepsAPrefixAndAppendsAfterIt) {
   EXPECT_FALSE(ConvertJournal::read(dir.path()));
 }
 
+TEST(ConvertJournal, RecordsTheFingerprintOfEachShardsInputs) {
+  test::TempDir dir;
+  {
+    ConvertJournal journal = ConvertJournal::create(dir.path(), "u", 30);
+    JournalShard with = shard(0, 11);
+    with.inputs = 0xfedcba9876543210ULL;
+    journal.append(with);
+    journal.append(shard(1, 21));
+  }
+  const JournalState state = *ConvertJournal::read(dir.path());
+  ASSERT_EQ(state.shards.size(), 2u);
+  EXPECT_EQ(state.shards[0].inputs, std::optional<uint64_t>(0xfedcba9876543210ULL));
+  EXPECT_FALSE(state.shards[1].inputs);  // as in journals written before the fingerprints
+}
+
+// What a crash while creating the journal leaves: nothing committed.
+TEST(ConvertJournal, ATornHeaderReadsAsNothingCommitted) {
+  test::TempDir dir;
+  for (const char* torn : {"", "{\"imgpack_journal\":1,\"dataset_uu"}) {
+    test::write_bytes(dir / kJournalFile, torn);
+    const std::optional<JournalState> state = ConvertJournal::read(dir.path());
+    ASSERT_TRUE(state) << torn;
+    EXPECT_TRUE(state->torn_header) << torn;
+    EXPECT_TRUE(state->shards.empty());
+  }
+  test::write_bytes(dir / kJournalFile,
+                    "{\"imgpack_journal\":1,\"dataset_uuid\":\"u\",\"inputs\":3}\n");
+  EXPECT_FALSE(ConvertJournal::read(dir.path())->torn_header);
+}
+
 TEST(ConvertJournal, MissingJournalIsNotAnError) {
   test::TempDir dir;
   EXPECT_FALSE(ConvertJournal::read(dir.path()));

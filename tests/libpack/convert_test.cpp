@@ -170,7 +170,9 @@ TEST(Convert, BadInputsAreSkippedAndReportedWhileTheRestConverts) {
   test::write_bytes(dir / "src" / "dog" / "text.jpg", "hello, I am not a JPEG\n");
   auto before = snapshot(dir / "src");
 
-  ConvertResult result = convert(options_for(dir / "src", dir / "out"));
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  options.max_skipped.count = 3;  // the three above, a third of the inputs
+  ConvertResult result = convert(options);
   EXPECT_EQ(result.samples, 6u);
   std::map<std::string, std::string> reasons;
   for (const SkippedInput& s : result.skipped) reasons[s.path] = s.reason;
@@ -213,6 +215,46 @@ TEST(Convert, OnErrorFailStopsWithoutAnIndex) {
     EXPECT_FALSE(entry.path().string().ends_with(".tmp")) << entry.path();
   }
   EXPECT_THROW(read_index(dir / "out"), Error);
+}
+
+// A run stops as soon as it has skipped more inputs than max_skipped allows,
+// not after converting everything else, and leaves report.json saying why.
+TEST(Convert, MaxSkippedStopsTheRunOnceItIsPassed) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  for (int i = 0; i < 3; ++i) {
+    test::write_bytes(dir / "src" / "cat" / ("0-broken-" + std::to_string(i) + ".png"), "");
+  }
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  options.order = WriteOrder::sorted;
+  options.threads = 1;
+  options.max_skipped.count = 1;
+  uint64_t last_done = 0;
+  try {
+    convert(options, [&](const ConvertProgress& p) { last_done = p.done; });
+    FAIL() << "expected an error";
+  } catch (const UsageError&) {
+    FAIL() << "too many skipped inputs is a runtime failure, not a usage error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2 of the 9 inputs were skipped"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(last_done, 1u);  // the second skip stopped it
+  EXPECT_FALSE(fs::exists(dir / "out" / "index.h5"));
+  const auto report = nlohmann::json::parse(test::read_bytes(dir / "out" / "report.json"));
+  EXPECT_EQ(report["skipped"].size(), 2u);
+  EXPECT_TRUE(report.contains("failed"));
+
+  // Scan-time skips count too; a fraction applies to every input found.
+  options.overwrite = true;
+  options.max_skipped = SkipLimit{};
+  options.max_skipped.fraction = 0.3;  // 2 of 9 allowed: the third fails
+  EXPECT_THROW(convert(options), Error);
+  options.max_skipped.fraction = 0.34;  // 3 of 9
+  EXPECT_EQ(convert(options).skipped.size(), 3u);
+  // --on-error fail has no budget: it stops at the first.
+  options.on_error = OnError::fail;
+  EXPECT_THROW(convert(options), Error);
 }
 
 TEST(Convert, OutputIsIdenticalForOneAndTwoThreads) {
@@ -300,7 +342,9 @@ TEST(Convert, FilesOutsideClassFoldersAreSkippedWithDirLabels) {
   test::TempDir dir;
   make_tree(dir / "src");
   test::write_image(dir / "src" / "top.png", test::make_rgb_image(40, 40, 9));
-  ConvertResult result = convert(options_for(dir / "src", dir / "out"));
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  options.max_skipped.count = 1;
+  ConvertResult result = convert(options);
   ASSERT_EQ(result.skipped.size(), 1u);
   EXPECT_EQ(result.skipped[0].path, "top.png");
 }

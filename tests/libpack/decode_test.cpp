@@ -9,6 +9,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <random>
+#include <thread>
 
 #include "image_fixtures.hpp"
 #include "resize.hpp"
@@ -497,6 +498,67 @@ TEST(DecodeTest, StrayBytesBetweenSegmentsAreHarmlessButLostDataIsNot) {
   // Entropy-coded data cut short (the end-of-image marker kept) is real loss.
   const std::string cut = jpeg.substr(0, jpeg.size() * 2 / 3) + "\xFF\xD9";
   EXPECT_THROW(decode(cut), DecodeError);
+}
+
+// A JPEG cut short inside its header (a download that stopped at 400-900
+// bytes), or with a damaged marker, must not leave the thread's decoder in a
+// state that breaks the next file: every good JPEG decoded after one, on the
+// same thread, equals its decode on a fresh thread, byte for byte.
+TEST(DecodeTest, ACorruptJpegNeverCostsTheNextOne) {
+  std::vector<std::string> good;
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    good.push_back(encode_image(".jpg", make_photo(160, 120, 20 + seed)));
+  }
+  good.push_back(encode_image(".jpg", make_photo(96, 64, 30), {cv::IMWRITE_JPEG_PROGRESSIVE, 1}));
+  std::vector<cv::Mat> expected(good.size());
+  DecodeOptions scaled;
+  scaled.min_width = 40;
+  scaled.min_height = 30;
+  std::vector<cv::Mat> expected_scaled(good.size());
+  std::thread([&] {
+    for (std::size_t i = 0; i < good.size(); ++i) {
+      expected[i] = decode(good[i]).pixels;
+      expected_scaled[i] = decode(good[i], scaled).pixels;
+    }
+  }).join();
+
+  std::vector<std::pair<std::string, std::string>> broken;  // name, bytes
+  for (std::size_t cut = 400; cut <= 900; cut += 50) {
+    broken.emplace_back("cut at " + std::to_string(cut), good[0].substr(0, cut));
+  }
+  for (std::size_t cut : {4u, 20u, 100u, 200u}) {
+    broken.emplace_back("cut at " + std::to_string(cut), good[1].substr(0, cut));
+  }
+  broken.emplace_back("cut in the scan", good[2].substr(0, good[2].size() / 2));
+  broken.emplace_back("progressive cut", good[3].substr(0, good[3].size() / 3));
+  // Every marker of the header's first kilobyte replaced by an invalid one, in turn.
+  for (std::size_t at = 2; at + 1 < 1024; ++at) {
+    if (static_cast<uint8_t>(good[0][at]) != 0xFF) continue;
+    std::string bad = good[0];
+    bad[at + 1] = '\x01';
+    broken.emplace_back("bad marker at " + std::to_string(at), bad);
+  }
+  ASSERT_GT(broken.size(), 20u);
+
+  std::size_t refused = 0;
+  for (const auto& [name, bytes] : broken) {
+    SCOPED_TRACE(name);
+    try {
+      decode(bytes);
+    } catch (const DecodeError&) {
+      ++refused;
+    }
+    for (std::size_t i = 0; i < good.size(); ++i) {
+      SCOPED_TRACE(i);
+      try {
+        EXPECT_EQ(max_abs_diff(decode(good[i]).pixels, expected[i]), 0);
+        EXPECT_EQ(max_abs_diff(decode(good[i], scaled).pixels, expected_scaled[i]), 0);
+      } catch (const DecodeError& e) {
+        ADD_FAILURE() << "a good JPEG was refused: " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(refused, broken.size() / 2);
 }
 
 }  // namespace

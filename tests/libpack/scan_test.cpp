@@ -1,6 +1,7 @@
 #include "scan.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <functional>
 #include <tuple>
@@ -228,6 +229,22 @@ TEST(ScanDirectoryTest, ClassFoldersRegexGroupsAndIgnoredFiles) {
   EXPECT_EQ(list.ignored_files, 1u);
   ASSERT_EQ(list.skipped.size(), 1u);
   EXPECT_EQ(list.skipped[0].path, "loose.jpg");
+}
+
+// A FIFO (or socket, or device) named like an image is listed as skipped,
+// as a CSV list reports it, instead of vanishing from the report; one without
+// an image name is ignored like any other file.
+TEST(ScanDirectoryTest, AFifoNamedLikeAnImageIsSkippedWithTheReason) {
+  TempDir dir;
+  write_bytes(dir / "c0/a.jpg", "a");
+  ASSERT_EQ(::mkfifo((dir / "c0/x.jpg").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((dir / "c0/pipe").c_str(), 0600), 0);
+  SourceList list = scan_directory(dir.path(), ScanOptions{});
+  EXPECT_EQ(paths_of(list), (std::vector<std::string>{"c0/a.jpg"}));
+  ASSERT_EQ(list.skipped.size(), 1u);
+  EXPECT_EQ(list.skipped[0].path, "c0/x.jpg");
+  EXPECT_EQ(list.skipped[0].reason, "not a regular file (a FIFO)");
+  EXPECT_EQ(list.ignored_files, 1u);
 }
 
 // The example: `^([^_]+)_` names the driver of p021_img_1.jpg. The

@@ -13,11 +13,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <span>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
+#include "h5.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/preview.hpp"
 #include "imgpack/verify.hpp"
+#include "random.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
@@ -202,6 +208,159 @@ TEST(DamagedMetadata, EveryByteOfAShardOutsideItsPixels) {
   const uint64_t offset = test::images_offset(dir / "shard-00001.h5");
   const uint64_t bytes = uint64_t{10} * options.height * options.width * options.channels;
   sweep(dir.path(), "shard-00001.h5", offset, offset + bytes);
+}
+
+// What a child found for one flipped bit of index.h5.
+enum FlipOutcome : uint8_t {
+  kFlipHarmless = 0,  // opened, verified clean, and decoded to the very same index
+  kFlipRefused = 1,   // the reader refused it and verify reported it, both naming index.h5
+  kFlipChanged = 2,   // opened with other contents: damage nothing noticed
+  kFlipUnnamed = 3,   // refused without naming index.h5
+  kFlipDisagree = 4,  // the reader and verify disagree
+  kFlipForeign = 5,   // something other than imgpack::Error escaped
+  kFlipLeak = 6,      // an HDF5 object was left open
+  kFlipCrash = 7,     // the child died (a signal, or a hang: SIGALRM)
+  kFlipOutcomes = 8,
+};
+
+FlipOutcome check_flipped_index(const fs::path& dir, const DatasetIndex& original) {
+  try {
+    bool refused = false;
+    try {
+      const Dataset dataset = Dataset::open(dir);
+      const std::vector<std::string> changed = test::index_differences(dataset.index(), original);
+      if (!changed.empty()) {
+        std::fprintf(stderr, "opened with %zu changed fields, the first: %s\n", changed.size(),
+                     changed[0].c_str());
+        return kFlipChanged;
+      }
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("index.h5") == std::string::npos) {
+        std::fprintf(stderr, "refused without naming index.h5: %s\n", e.what());
+        return kFlipUnnamed;
+      }
+      refused = true;
+    }
+    VerifyOptions verify_options;
+    verify_options.threads = 1;
+    const VerifyReport report = verify_dataset(dir, verify_options);
+    const bool reported = !report.errors.empty() || !report.bad_records.empty();
+    if (refused != reported) return kFlipDisagree;
+    for (const std::string& error : report.errors) {
+      if (error.find("index.h5") == std::string::npos) {
+        std::fprintf(stderr, "verify without naming index.h5: %s\n", error.c_str());
+        return kFlipUnnamed;
+      }
+    }
+    if (H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL) != 0) return kFlipLeak;
+    return refused ? kFlipRefused : kFlipHarmless;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "not an imgpack::Error: %s\n", e.what());
+    return kFlipForeign;
+  } catch (...) {
+    return kFlipForeign;
+  }
+}
+
+struct Flip {
+  uint64_t byte = 0;
+  int bit = 0;
+};
+
+// Checks flips[first..] in one child process, which writes each damaged
+// index.h5 (a new file renamed into place, so no HDF5 state can be keyed to
+// the old one) and reports one outcome byte per flip on a pipe. The child
+// stops after a leak; a crash or a hang ends it. Returns the outcomes
+// received, then kFlipCrash for the flip that killed the child, if one did.
+std::vector<FlipOutcome> check_flips_in_child(const fs::path& dir, const std::string& pristine,
+                                              const DatasetIndex& original,
+                                              const std::vector<Flip>& flips, std::size_t first) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    for (std::size_t i = first; i < flips.size(); ++i) {
+      std::string damaged = pristine;
+      damaged[flips[i].byte] = static_cast<char>(damaged[flips[i].byte] ^ (1 << flips[i].bit));
+      test::write_bytes(dir / "index.h5.new", damaged);
+      fs::rename(dir / "index.h5.new", dir / "index.h5");
+      ::alarm(30);  // a hang becomes SIGALRM
+      const FlipOutcome outcome = check_flipped_index(dir, original);
+      if (::write(fds[1], &outcome, 1) != 1 || outcome == kFlipLeak) ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::vector<FlipOutcome> outcomes;
+  FlipOutcome outcome{};
+  while (::read(fds[0], &outcome, 1) == 1) outcomes.push_back(outcome);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const std::size_t done = first + outcomes.size();
+  if (done < flips.size() && (outcomes.empty() || outcomes.back() != kFlipLeak)) {
+    outcomes.push_back(kFlipCrash);
+    if (WIFSIGNALED(status)) {
+      std::fprintf(stderr, "byte %llu bit %d: killed by signal %d (%s)\n",
+                   static_cast<unsigned long long>(flips[done].byte), flips[done].bit,
+                   WTERMSIG(status), strsignal(WTERMSIG(status)));
+    }
+  }
+  return outcomes;
+}
+
+// Index contents are checksummed: one bit of index.h5 flipped at a time, at
+// a seeded sample of 2,000 offsets (IMGPACK_FLIP_ALL=1: every bit of every
+// byte). Every flip is either refused by the reader and reported by verify,
+// both naming index.h5, or provably harmless: the reader decodes exactly the
+// original index, field by field. HDF5 checksums its own metadata, not
+// dataset elements or the strings in its global heap, which is where flips
+// used to pass unnoticed (a sample path, a class name, a fold,
+// convert_options). Children check the flips in batches (a fork per flip
+// costs more than the check); a crash costs only its own flip.
+TEST(DamagedIndex, EveryFlipIsRefusedOrHarmless) {
+  TempDir dir;
+  SyntheticOptions options = small_dataset();
+  options.classes = 3;
+  options.groups = 4;
+  test::write_synthetic_dataset(dir.path(), options);
+  std::vector<int16_t> assign(options.samples);
+  for (std::size_t s = 0; s < assign.size(); ++s) assign[s] = static_cast<int16_t>(s % 3) - 1;
+  test::add_split(dir.path(), "cv", 2, assign);
+  const DatasetIndex original = read_index(dir.path());
+  const std::string pristine = test::read_bytes(dir / "index.h5");
+
+  std::vector<Flip> flips;
+  if (std::getenv("IMGPACK_FLIP_ALL") != nullptr) {
+    for (uint64_t at = 0; at < pristine.size(); ++at) {
+      for (int bit = 0; bit < 8; ++bit) flips.push_back({at, bit});
+    }
+  } else {
+    std::vector<uint64_t> offsets(pristine.size());
+    for (uint64_t at = 0; at < offsets.size(); ++at) offsets[at] = at;
+    CounterRng rng(14, 0x666c6970);
+    rng.shuffle(std::span(offsets));
+    offsets.resize(std::min<std::size_t>(offsets.size(), 2000));
+    for (uint64_t at : offsets) flips.push_back({at, static_cast<int>(rng.below(8))});
+  }
+
+  int counts[kFlipOutcomes] = {};
+  std::size_t next = 0;
+  while (next < flips.size()) {
+    for (FlipOutcome outcome : check_flips_in_child(dir.path(), pristine, original, flips, next)) {
+      ASSERT_LT(outcome, kFlipOutcomes);
+      ++counts[outcome];
+      EXPECT_LE(outcome, kFlipRefused) << "byte " << flips[next].byte << " bit " << flips[next].bit
+                                       << ": outcome " << int{outcome};
+      ++next;
+    }
+  }
+  test::write_bytes(dir / "index.h5", pristine);
+  std::printf("index.h5 (%zu bytes): %zu flips: %d harmless, %d refused, %d changed unnoticed\n",
+              pristine.size(), flips.size(), counts[kFlipHarmless], counts[kFlipRefused],
+              counts[kFlipChanged]);
+  EXPECT_GT(counts[kFlipRefused], 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "synthetic_dataset.hpp"
 
+#include <bit>
 #include <stdexcept>
 
 #include "h5.hpp"
@@ -90,6 +91,74 @@ void add_split(const fs::path& dir, const std::string& name, int32_t folds,
   split.assign = assign;
   index.splits.push_back(split);
   write_index(dir, index);
+}
+
+namespace {
+
+template <class T>
+void compare_field(std::vector<std::string>& out, const std::string& name, const T& a, const T& b) {
+  if (a != b) out.push_back(name);
+}
+
+template <class T>
+void compare_column(std::vector<std::string>& out, const std::string& name, const std::vector<T>& a,
+                    const std::vector<T>& b) {
+  if (a.size() != b.size()) {
+    out.push_back(name + ".size()");
+    return;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) out.push_back(name + "[" + std::to_string(i) + "]");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetIndex& b) {
+  std::vector<std::string> out;
+  compare_field(out, "format_version", a.format_version, b.format_version);
+  compare_field(out, "uuid", a.uuid, b.uuid);
+  compare_field(out, "height", a.height, b.height);
+  compare_field(out, "width", a.width, b.width);
+  compare_field(out, "channels", a.channels, b.channels);
+  compare_field(out, "variants", a.variants, b.variants);
+  compare_field(out, "color", a.color, b.color);
+  compare_field(out, "convert_options", a.convert_options, b.convert_options);
+  compare_field(out, "created_by", a.created_by, b.created_by);
+  compare_column(out, "sample_path", a.sample_path, b.sample_path);
+  compare_column(out, "sample_label", a.sample_label, b.sample_label);
+  compare_column(out, "sample_group", a.sample_group, b.sample_group);
+  compare_column(out, "class_names", a.class_names, b.class_names);
+  compare_column(out, "group_names", a.group_names, b.group_names);
+  compare_column(out, "records.shard", a.records.shard, b.records.shard);
+  compare_column(out, "records.row", a.records.row, b.records.row);
+  compare_column(out, "records.sample", a.records.sample, b.records.sample);
+  compare_column(out, "records.variant", a.records.variant, b.records.variant);
+  compare_column(out, "shards.file", a.shards.file, b.shards.file);
+  compare_column(out, "shards.records", a.shards.records, b.shards.records);
+  if (a.splits.size() != b.splits.size()) {
+    out.push_back("splits.size()");
+    return out;
+  }
+  for (std::size_t i = 0; i < a.splits.size(); ++i) {
+    const Split& x = a.splits[i];
+    const Split& y = b.splits[i];
+    const std::string name = "splits[" + std::to_string(i) + "].";
+    compare_field(out, name + "name", x.name, y.name);
+    compare_field(out, name + "kind", x.kind, y.kind);
+    compare_field(out, name + "folds", x.folds, y.folds);
+    compare_field(out, name + "seed", x.seed, y.seed);
+    // Bit patterns: a flip must not pass as a NaN that compares unequal to itself.
+    compare_field(out, name + "test_fraction", std::bit_cast<uint64_t>(x.test_fraction),
+                  std::bit_cast<uint64_t>(y.test_fraction));
+    compare_field(out, name + "val_fraction", std::bit_cast<uint64_t>(x.val_fraction),
+                  std::bit_cast<uint64_t>(y.val_fraction));
+    compare_field(out, name + "stratified", x.stratified, y.stratified);
+    compare_field(out, name + "grouped", x.grouped, y.grouped);
+    compare_field(out, name + "created", x.created, y.created);
+    compare_column(out, name + "assign", x.assign, y.assign);
+  }
+  return out;
 }
 
 uint64_t images_offset(const fs::path& shard) {

@@ -49,6 +49,10 @@ std::string relabel_in_index_only(const std::filesystem::path& dir, DatasetIndex
 void add_split(const std::filesystem::path& dir, const std::string& name, int32_t folds,
                const std::vector<int16_t>& assign, const std::string& kind = "random");
 
+// The fields of two indexes that differ ("sample_path[3]", "splits[0].assign"),
+// comparing every field of DatasetIndex; empty when they are equal.
+std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetIndex& b);
+
 // Offset of /images in a shard file (via HDF5), for tests that damage pixels.
 uint64_t images_offset(const std::filesystem::path& shard);
 

@@ -107,8 +107,8 @@ TEST_F(Cli, OnErrorFailExitsOneAndLeavesNoIndex) {
   EXPECT_NE(r.err.find("broken.jpg"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out" / "index.h5"));
 
-  auto skip =
-      run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out2") + " --size 16 --json");
+  auto skip = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out2") +
+                          " --size 16 --json --max-skipped 1");
   EXPECT_EQ(skip.exit_code, 0) << skip.err;
   EXPECT_EQ(nlohmann::json::parse(skip.out)["skipped"], 1);
 }

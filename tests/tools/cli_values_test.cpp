@@ -25,5 +25,25 @@ TEST(ParseHelpers, SizesBytesAndFills) {
   EXPECT_THROW(parse_fill("1,2"), UsageError);
 }
 
+TEST(ParseHelpers, MaxSkippedIsACountAPercentageOrAFraction) {
+  EXPECT_EQ(parse_skip_limit("25").count, std::optional<uint64_t>(25));
+  EXPECT_EQ(parse_skip_limit("0").count, std::optional<uint64_t>(0));
+  EXPECT_FALSE(parse_skip_limit("1%").count);
+  EXPECT_DOUBLE_EQ(parse_skip_limit("1%").fraction, 0.01);
+  EXPECT_DOUBLE_EQ(parse_skip_limit("0.5%").fraction, 0.005);
+  EXPECT_DOUBLE_EQ(parse_skip_limit("100%").fraction, 1.0);
+  EXPECT_DOUBLE_EQ(parse_skip_limit("0.25").fraction, 0.25);
+  EXPECT_DOUBLE_EQ(parse_skip_limit("1.0").fraction, 1.0);
+  for (const char* bad : {"", "%", ".", "-1", "1e3", "101%", "1.5", "a%", "1..2", "2 "}) {
+    EXPECT_THROW(parse_skip_limit(bad), UsageError) << bad;
+  }
+  EXPECT_EQ(parse_skip_limit("1%").allowed(99), 0u);
+  EXPECT_EQ(parse_skip_limit("1%").allowed(100), 1u);
+  EXPECT_EQ(parse_skip_limit("29%").allowed(100), 29u);
+  EXPECT_EQ(parse_skip_limit("7").allowed(3), 7u);
+  EXPECT_EQ(parse_skip_limit("1%").text(), "1%");
+  EXPECT_EQ(parse_skip_limit("7").text(), "7");
+}
+
 }  // namespace
 }  // namespace imgpack::cli

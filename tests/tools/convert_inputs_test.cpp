@@ -79,7 +79,7 @@ class StateFarmCsv : public ::testing::Test {
   }
   CommandResult convert(const std::string& extra) {
     return run_imgpack("convert " + q(src_) + " " + q(out_) + " --csv " + q(csv_) +
-                       " --size 32 --order sorted --quiet " + extra);
+                       " --size 32 --order sorted --quiet --max-skipped 1 " + extra);
   }
   TempDir dir_;
   fs::path src_ = dir_ / "statefarm";
@@ -277,8 +277,8 @@ TEST(ConvertBombsTest, BombsAreSkippedWithoutAllocatingTheirSize) {
     write_bytes(dir / "src/c" / name, test::bomb_header(kind, 60000, 60000));
   }
   test::write_image(dir / "src/c/real.jpg", test::make_rgb_image(64, 48, 1));
-  const std::string args =
-      "convert " + q(dir / "src") + " " + q(dir / "out") + " --size 32 --quiet --threads 2";
+  const std::string args = "convert " + q(dir / "src") + " " + q(dir / "out") +
+                           " --size 32 --quiet --threads 2 --max-skipped 100%";
   CommandResult r =
       test::run_command("ulimit -v 3145728; " + shell_quote(IMGPACK_CLI) + " " + args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -303,7 +303,7 @@ TEST(ConvertBombsTest, MaxPixelsIsConfigurable) {
   test::write_image(dir / "src/c/large.png", test::make_rgb_image(64, 48, 1));
   test::write_image(dir / "src/c/small.png", test::make_rgb_image(16, 16, 2));
   CommandResult r = run_imgpack("convert " + q(dir / "src") + " " + q(dir / "out") +
-                                " --size 16 --quiet --max-pixels 3000");
+                                " --size 16 --quiet --max-pixels 3000 --max-skipped 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json report = read_report(dir / "out");
   EXPECT_EQ(report["samples"], 1);

@@ -119,6 +119,16 @@ std::vector<Damage> damages() {
        [](const fs::path& d, const fs::path&) {
          flip_byte(d / "index.h5", dataset_offset(d / "index.h5", "/samples/path") + 12, 0x01);
        }},
+      // A class name changed in the heap, its structure intact: HDF5 reads
+      // "Circle" happily; only the table's checksum tells.
+      {"index_class_name", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) {
+         const std::string bytes = test::read_bytes(d / "index.h5");
+         const std::size_t at = bytes.find(std::string("circle\0", 7));
+         ASSERT_NE(at, std::string::npos);
+         ASSERT_EQ(bytes.find(std::string("circle\0", 7), at + 1), std::string::npos);
+         flip_byte(d / "index.h5", at, 0x20);
+       }},
       {"shard_string_heap_object_size", "shard-00001.h5", Reach::shard,
        [](const fs::path& d, const fs::path&) {
          const fs::path shard = d / "shard-00001.h5";
@@ -153,9 +163,15 @@ std::vector<Command> commands() {
   auto index_only = [](Reach r) { return r == Reach::index; };
   auto reads_shards = [](Reach r) { return r != Reach::pixels; };
   return {
-      {"inspect", [](const fs::path& d, const fs::path&) { return "inspect " + q(d); }, index_only},
+      // inspect opens through the reader's checks; --force shows what the
+      // index says even when a shard is damaged, but not a damaged index.
+      {"inspect", [](const fs::path& d, const fs::path&) { return "inspect " + q(d); },
+       reads_shards},
       {"inspect --json",
        [](const fs::path& d, const fs::path&) { return "inspect " + q(d) + " --json"; },
+       reads_shards},
+      {"inspect --force",
+       [](const fs::path& d, const fs::path&) { return "inspect " + q(d) + " --force"; },
        index_only},
       {"verify", [](const fs::path& d, const fs::path&) { return "verify " + q(d); },
        [](Reach) { return true; }},
@@ -239,6 +255,11 @@ TEST_P(DamagedDatasetTest, EveryCommandFailsCleanlyNamingTheFile) {
         << r.err;
     if (command.must_fail(damage.reach)) {
       EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    } else if (command.name == "inspect --force" && damage.reach != Reach::pixels) {
+      // Best effort: the summary, and the damage named on stderr.
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_NE(r.out.find("records"), std::string::npos) << r.out;
+      EXPECT_NE(r.err.find(damage.file), std::string::npos) << r.err;
     }
     if (r.exit_code != 0) {
       EXPECT_NE(r.err.find(damage.file), std::string::npos)
@@ -252,6 +273,64 @@ INSTANTIATE_TEST_SUITE_P(Damages, DamagedDatasetTest, ::testing::ValuesIn(damage
                          [](const ::testing::TestParamInfo<Damage>& param_info) {
                            return param_info.param.name;
                          });
+
+// inspect refuses a damaged dataset as every other subcommand does (exit 1,
+// the file named): the damages it used to summarise with exit 0. --force
+// shows the summary anyway, with the damage named.
+TEST_F(DamagedDatasetTest, InspectRefusesDamagedDatasetsUnlessForced) {
+  struct Case {
+    std::string name, file;
+    std::function<void(const fs::path&)> apply;
+  };
+  const std::vector<Case> cases = {
+      {"truncated shard", "shard-00001.h5",
+       [](const fs::path& d) {
+         fs::resize_file(d / "shard-00001.h5", images_offset(d / "shard-00001.h5") + 100);
+       }},
+      {"flipped shard metadata", "shard-00002.h5",
+       [](const fs::path& d) {
+         flip_byte(d / "shard-00002.h5",
+                   object_header_address(d / "shard-00002.h5", "/images") + 12);
+       }},
+      {"swapped shards", "shard-00001.h5",
+       [](const fs::path& d) {
+         fs::rename(d / "shard-00001.h5", d / "tmp");
+         fs::rename(d / "shard-00002.h5", d / "shard-00001.h5");
+         fs::rename(d / "tmp", d / "shard-00002.h5");
+       }},
+      {"foreign shard", "shard-00003.h5",
+       [](const fs::path& d) {
+         fs::copy_file(other() / "shard-00003.h5", d / "shard-00003.h5",
+                       fs::copy_options::overwrite_existing);
+       }},
+      {"index of another dataset", "shard-00000.h5",
+       [](const fs::path& d) {
+         fs::copy_file(other() / "index.h5", d / "index.h5", fs::copy_options::overwrite_existing);
+       }},
+      {"deleted shard", "shard-00002.h5",
+       [](const fs::path& d) { fs::remove(d / "shard-00002.h5"); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    test::TempDir scratch;
+    const fs::path data = scratch / "data";
+    fs::copy(pristine(), data, fs::copy_options::recursive);
+    c.apply(data);
+    CommandResult r = run_limited("inspect " + q(data));
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.err.find(c.file), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+    r = run_limited("inspect " + q(data) + " --force");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("DAMAGED"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find(c.file), std::string::npos) << r.err;
+    r = run_limited("inspect " + q(data) + " --force --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_NE(j["damage"].get<std::string>().find(c.file), std::string::npos) << j.dump();
+    EXPECT_EQ(j["records"], 18);
+  }
+}
 
 // verify names the shard, row and sample of flipped pixels, and only those.
 TEST_F(DamagedDatasetTest, VerifyNamesTheDamagedRecord) {

@@ -9,8 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <set>
 
@@ -162,8 +165,8 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   skipped_.insert("bad/dangling.png");
   ASSERT_EQ(::mkfifo((src_ / "bad" / "fifo.jpg").c_str(), 0600), 0);
 
-  CommandResult r =
-      run_limited("convert " + q(src_) + " " + q(out_) + " --size 32 --threads 2 --quiet --json");
+  CommandResult r = run_limited("convert " + q(src_) + " " + q(out_) +
+                                " --size 32 --threads 2 --quiet --json --max-skipped 100%");
   ASSERT_EQ(r.exit_code, 0) << "exit " << r.exit_code << " (>= 128: signal)\n" << r.err;
 
   // report.json is valid JSON (nlohmann's parser rejects invalid UTF-8).
@@ -249,6 +252,170 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   EXPECT_NE(r.out.find("class " + hex("\xFF\xFE class") + "\n"), std::string::npos) << r.out;
 }
 
+// The hostile mix: good JPEGs and PNGs interleaved (in path order, so in
+// --order sorted write order) with every kind of broken input: JPEGs and PNGs
+// cut at several offsets, damaged markers and chunks, zero-byte files, text,
+// decompression bombs and FIFOs. Seeded, so the same files every run
+// (IMGPACK_HOSTILE_SEED picks another mix). Every good input converts, to the
+// same pixels as a conversion of the good inputs alone; every broken one is
+// listed in report.json; and the dataset is byte-identical for --threads 1
+// and 2 and across two runs.
+TEST_F(HostileInputsTest, HostileMixLosesNoGoodInputAndIsDeterministic) {
+  const char* seed_text = std::getenv("IMGPACK_HOSTILE_SEED");
+  const uint64_t seed = seed_text != nullptr ? std::strtoull(seed_text, nullptr, 10) : 14;
+  SCOPED_TRACE("IMGPACK_HOSTILE_SEED=" + std::to_string(seed));
+  CounterRng rng(seed, 0x6d6978);
+  const fs::path good_only = dir_ / "good-only";
+
+  // A JPEG or PNG of a random size, and a broken file made from one.
+  auto good_image = [&](bool jpeg) {
+    const int width = 40 + static_cast<int>(rng.below(200));
+    const int height = 40 + static_cast<int>(rng.below(200));
+    const cv::Mat picture = test::make_rgb_image(width, height, rng.next());
+    std::vector<int> params;
+    if (jpeg && rng.below(4) == 0) params = {cv::IMWRITE_JPEG_PROGRESSIVE, 1};
+    return encode_image(jpeg ? ".jpg" : ".png", picture, params);
+  };
+  const std::vector<std::string> broken_kinds = {
+      "cut-jpeg-2",    "cut-jpeg-20",   "cut-jpeg-160", "cut-jpeg-400-900", "cut-jpeg-half",
+      "cut-png-8",     "cut-png-30",    "cut-png-half", "bad-jpeg-marker",  "bad-png-chunk",
+      "zero-byte.jpg", "zero-byte.png", "text.jpg",     "text.png",         "bomb.jpg",
+      "bomb.png",      "fifo.jpg",      "fifo.png",     "cut-jpeg-sos",     "bad-jpeg-sof"};
+  auto write_broken = [&](const std::string& rel, const std::string& kind) {
+    const std::string jpeg = good_image(true);
+    const std::string png = good_image(false);
+    if (kind == "cut-jpeg-2") return add(rel, jpeg.substr(0, 2));
+    if (kind == "cut-jpeg-20") return add(rel, jpeg.substr(0, 20));
+    if (kind == "cut-jpeg-160") return add(rel, jpeg.substr(0, 160));
+    if (kind == "cut-jpeg-400-900") return add(rel, jpeg.substr(0, 400 + rng.below(501)));
+    if (kind == "cut-jpeg-half") return add(rel, jpeg.substr(0, jpeg.size() / 2));
+    if (kind == "cut-jpeg-sos") return add(rel, jpeg.substr(0, jpeg.find("\xFF\xDA") + 6));
+    if (kind == "cut-png-8") return add(rel, png.substr(0, 8));
+    if (kind == "cut-png-30") return add(rel, png.substr(0, 30));
+    if (kind == "cut-png-half") return add(rel, png.substr(0, png.size() / 2));
+    if (kind == "bad-jpeg-marker") {
+      std::string bad = jpeg;
+      bad[bad.find("\xFF\xDB") + 1] = '\x01';  // the quantization table's marker
+      return add(rel, bad);
+    }
+    if (kind == "bad-jpeg-sof") {
+      std::string bad = jpeg;
+      std::size_t sof = bad.find("\xFF\xC0");
+      if (sof == std::string::npos) sof = bad.find("\xFF\xC2");  // progressive
+      bad[sof + 9] = '\x07';                                     // components: 7
+      return add(rel, bad);
+    }
+    if (kind == "bad-png-chunk") {
+      std::string bad = png;
+      bad[bad.find("IDAT") + 10] ^= 0x55;  // compressed data, so its CRC fails
+      return add(rel, bad);
+    }
+    if (kind.starts_with("zero-byte")) return add(rel, "");
+    if (kind.starts_with("text")) return add(rel, "plain text, not an image\n");
+    if (kind == "bomb.jpg") return add(rel, test::bomb_header("jpeg", 60000, 60000));
+    if (kind == "bomb.png") return add(rel, test::bomb_header("png", 60000, 60000));
+    if (kind.starts_with("fifo")) {
+      fs::create_directories((src_ / rel).parent_path());
+      ASSERT_EQ(::mkfifo((src_ / rel).c_str(), 0600), 0) << rel;
+      return;
+    }
+    FAIL() << "unknown kind " << kind;
+  };
+
+  // Per class folder, good and broken files alternate in path order; the
+  // broken kinds cycle in a seeded order, each appearing at least twice.
+  std::vector<std::string> kinds = broken_kinds;
+  kinds.insert(kinds.end(), broken_kinds.begin(), broken_kinds.end());
+  rng.shuffle(std::span(kinds));
+  std::size_t n = 0;
+  for (const std::string& kind : kinds) {
+    const std::string folder = n % 2 == 0 ? "a/" : "b/";
+    char number[16];
+    std::snprintf(number, sizeof number, "%04zu", n++);
+    const bool jpeg = rng.below(2) == 0;
+    const std::string good = folder + number + "-good" + (jpeg ? ".jpg" : ".png");
+    const std::string bytes = good_image(jpeg);
+    expect_converted(good, bytes);
+    write_bytes(good_only / good, bytes);
+    const std::string ext = kind.find("png") != std::string::npos ? ".png" : ".jpg";
+    const std::string broken =
+        folder + number + "-x-" + kind + (kind.find('.') == std::string::npos ? ext : "");
+    write_broken(broken, kind);
+    skipped_.insert(broken);
+  }
+  ASSERT_EQ(converted_.size(), kinds.size());
+
+  const std::string options = " --size 32 --order sorted --max-skipped 100% --quiet";
+  std::vector<fs::path> outputs;
+  for (const char* threads : {"1", "2", "2"}) {
+    const fs::path out = dir_ / ("out-" + std::to_string(outputs.size()));
+    CommandResult r =
+        run_limited("convert " + q(src_) + " " + q(out) + options + " --threads " + threads);
+    ASSERT_EQ(r.exit_code, 0) << "--threads " << threads << "\n" << r.err;
+    outputs.push_back(out);
+  }
+  CommandResult r = run_limited("convert " + q(good_only) + " " + q(dir_ / "good-out") + options);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  const nlohmann::json report = nlohmann::json::parse(test::read_bytes(outputs[0] / "report.json"));
+  std::set<std::string> reported;
+  for (const auto& s : report["skipped"]) {
+    reported.insert(s["path"].get<std::string>());
+    EXPECT_FALSE(s["reason"].get<std::string>().empty()) << s["path"];
+  }
+  EXPECT_EQ(reported, skipped_);
+  const DatasetIndex index = read_index(outputs[0]);
+  EXPECT_EQ(std::set<std::string>(index.sample_path.begin(), index.sample_path.end()), converted_);
+
+  // The good inputs' pixels are what they are without the broken ones around.
+  const std::map<std::string, cv::Mat> mixed = records_by_path(outputs[0]);
+  const std::map<std::string, cv::Mat> alone = records_by_path(dir_ / "good-out");
+  ASSERT_EQ(alone.size(), converted_.size());
+  for (const auto& [path, record] : alone) {
+    ASSERT_TRUE(mixed.count(path)) << path;
+    EXPECT_EQ(test::max_pixel_difference(mixed.at(path), record), 0) << path;
+  }
+  test::expect_same_dataset_bytes(outputs[1], outputs[0]);
+  test::expect_same_dataset_bytes(outputs[2], outputs[0]);
+}
+
+// More skipped inputs than --max-skipped allows (default 1%) fail the run
+// loudly: exit 1, the count and the first reasons on stderr, every reason in
+// report.json, no index.h5. --resume with a larger limit then finishes it.
+TEST_F(HostileInputsTest, MoreSkippedThanMaxSkippedFailsLoudly) {
+  const std::string png = encode_image(".png", test::make_rgb_image(8, 8, 3));
+  for (int i = 0; i < 100; ++i) add("c/good-" + std::to_string(100 + i) + ".png", png);
+  add("c/bad-1.jpg", "not a JPEG");
+  const std::string convert = "convert " + q(src_) + " " + q(out_) + " --size 8 --quiet";
+  // One of 101 is within 1%.
+  CommandResult r = run_limited(convert);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  add("c/bad-2.png", "");
+  r = run_limited(convert + " --overwrite");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("2 of the 102 inputs were skipped, more than --max-skipped 1% allows (1)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("c/bad-1.jpg: not an image"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("c/bad-2.png: empty file"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out_ / "index.h5"));
+  const nlohmann::json report = nlohmann::json::parse(test::read_bytes(out_ / "report.json"));
+  EXPECT_EQ(report["skipped"].size(), 2u);
+  EXPECT_NE(report["failed"].get<std::string>().find("--max-skipped"), std::string::npos);
+  // Read by every reader as the unfinished dataset it is.
+  EXPECT_EQ(run_limited("inspect " + q(out_)).exit_code, 1);
+
+  // A count or a larger fraction accepts them; --resume keeps what was written.
+  r = run_limited(convert + " --resume --max-skipped 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["samples"], 100);
+  r = run_limited(convert + " --overwrite --max-skipped 2%");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_limited(convert + " --overwrite --max-skipped 1.5");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--max-skipped"), std::string::npos) << r.err;
+}
+
 TEST_F(HostileInputsTest, OnErrorFailNamesTheFirstBadFileAndLeavesNoIndex) {
   add("c/fine.png", encode_image(".png", test::make_rgb_image(20, 20, 1)));
   add("c/zz-random.png", random_bytes(9, 3000));
@@ -277,8 +444,9 @@ TEST_F(HostileInputsTest, UnreadableFilesAndFoldersAreSkipped) {
     prefix = "setpriv --reuid=nobody --regid=nogroup --clear-groups ";
     fs::permissions(dir_.path(), fs::perms::all);  // nobody writes OUT there
   }
-  CommandResult r = test::run_command("timeout -s KILL 300 " + prefix + shell_quote(IMGPACK_CLI) +
-                                      " convert " + q(src_) + " " + q(out_) + " --size 16 --quiet");
+  CommandResult r =
+      test::run_command("timeout -s KILL 300 " + prefix + shell_quote(IMGPACK_CLI) + " convert " +
+                        q(src_) + " " + q(out_) + " --size 16 --quiet --max-skipped 2");
   ::chmod((src_ / "locked").c_str(), 0755);
   ASSERT_EQ(r.exit_code, 0) << prefix << "\n" << r.err;
   const nlohmann::json report = nlohmann::json::parse(test::read_bytes(out_ / "report.json"));

@@ -64,6 +64,20 @@ struct SkippedInput {
 enum class WriteOrder { shuffle, sorted };
 enum class OnError { skip, fail };
 
+// The most inputs a conversion may skip (convert --max-skipped): a number of
+// inputs, or a fraction of the inputs found (those converted plus those
+// skipped, scan-time skips included).
+struct SkipLimit {
+  std::optional<uint64_t> count;  // set: at most this many; unset: `fraction` applies
+  double fraction = 0.01;         // 0..1
+
+  // The most skipped inputs allowed among `inputs`: `count`, or
+  // floor(fraction * inputs).
+  uint64_t allowed(uint64_t inputs) const;
+  // As the CLI takes it: "25" (a count) or "1%", "0.5%" (a fraction).
+  std::string text() const;
+};
+
 struct ConvertOptions {
   std::filesystem::path src;
   std::filesystem::path out;
@@ -87,6 +101,12 @@ struct ConvertOptions {
   uint64_t seed = 0;
   WriteOrder order = WriteOrder::shuffle;
   OnError on_error = OnError::skip;
+  // With OnError::skip, a run that skips more inputs than this fails
+  // (imgpack::Error naming the count and the first reasons, report.json
+  // listing them all, no index.h5) as soon as the limit is passed, rather than
+  // finish with much of the data missing. It decides only whether the run
+  // succeeds, not what it writes, so a --resume may change it.
+  SkipLimit max_skipped;
   bool overwrite = false;
   // Continue an interrupted run of the same conversion in OUT: keep its
   // shards that are whole and match their checksums, redo the rest. The

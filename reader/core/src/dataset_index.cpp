@@ -7,6 +7,7 @@
 #include "h5.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "index_checksum.hpp"
 
 namespace imgpack {
 
@@ -93,6 +94,71 @@ std::string split_group(const std::string& name) {
   return std::string(format::kSplitsGroup) + "/" + name;
 }
 
+// Reads the tables of index.h5, each checked against its checksum attribute
+// (index_checksum.hpp). An index written before the checksums has none and
+// is read as it is; one that has them on its root must have them everywhere,
+// so damage that hides an attribute is caught too.
+class CheckedIndexReader {
+ public:
+  explicit CheckedIndexReader(const h5::File& file)
+      : file_(file), checksummed_(file.has_attr("/", format::kAttrAttributesChecksum)) {}
+
+  template <class T>
+  std::vector<T> numbers(const std::string& name) const {
+    std::vector<T> values = file_.read<T>(name);
+    check(name, format::kAttrChecksum, index_checksum::of_numbers(values));
+    return values;
+  }
+
+  std::vector<std::string> strings(const std::string& name) const {
+    std::vector<std::string> values = file_.read_strings(name);
+    check(name, format::kAttrChecksum, index_checksum::of_strings(values));
+    return values;
+  }
+
+  // Throws naming the file and `object` unless its checksum `attr` is
+  // `actual` (or absent from an index written without checksums).
+  void check(const std::string& object, const char* attr, uint64_t actual) const {
+    if (!file_.has_attr(object, attr)) {
+      if (!checksummed_) return;
+      throw file_error(file_.path(), object + " has no " + attr +
+                                         " checksum, which every table of this index has: the "
+                                         "file is damaged");
+    }
+    if (file_.read_uint64_attr(object, attr) != actual) {
+      throw file_error(file_.path(), object +
+                                         (std::string_view(attr) == format::kAttrChecksum
+                                              ? " does not match its checksum"
+                                              : ": its attributes do not match their checksum") +
+                                         " (" + attr + "): the index is damaged");
+    }
+  }
+
+ private:
+  const h5::File& file_;
+  const bool checksummed_;
+};
+
+// Writes the tables of index.h5, each with its checksum attribute.
+class ChecksummedIndexWriter {
+ public:
+  explicit ChecksummedIndexWriter(h5::File& file) : file_(file) {}
+
+  template <class T>
+  void numbers(const std::string& name, const std::vector<T>& values) {
+    file_.write(name, values);
+    file_.write_uint64_attr(name, format::kAttrChecksum, index_checksum::of_numbers(values));
+  }
+
+  void strings(const std::string& name, const std::vector<std::string>& values) {
+    file_.write_strings(name, values);
+    file_.write_uint64_attr(name, format::kAttrChecksum, index_checksum::of_strings(values));
+  }
+
+ private:
+  h5::File& file_;
+};
+
 }  // namespace
 
 DatasetIndex read_index(const fs::path& dataset_dir) {
@@ -131,17 +197,20 @@ DatasetIndex read_index(const fs::path& dataset_dir) {
   index.convert_options = file.read_string_attr("/", format::kAttrConvertOptions);
   index.created_by = file.read_string_attr("/", format::kAttrCreatedBy);
 
-  index.sample_path = file.read_strings(format::kSamplesPath);
-  index.sample_label = file.read<int32_t>(format::kSamplesLabel);
-  index.sample_group = file.read<int32_t>(format::kSamplesGroup);
-  index.class_names = file.read_strings(format::kClassesName);
-  index.group_names = file.read_strings(format::kGroupsName);
-  index.records.shard = file.read<uint32_t>(format::kRecordsShard);
-  index.records.row = file.read<uint32_t>(format::kRecordsRow);
-  index.records.sample = file.read<int64_t>(format::kRecordsSample);
-  index.records.variant = file.read<uint16_t>(format::kRecordsVariant);
-  index.shards.file = file.read_strings(format::kShardsFile);
-  index.shards.records = file.read<uint64_t>(format::kShardsRecords);
+  const CheckedIndexReader checked(file);
+  checked.check("/", format::kAttrAttributesChecksum, index_checksum::of_root_attributes(index));
+
+  index.sample_path = checked.strings(format::kSamplesPath);
+  index.sample_label = checked.numbers<int32_t>(format::kSamplesLabel);
+  index.sample_group = checked.numbers<int32_t>(format::kSamplesGroup);
+  index.class_names = checked.strings(format::kClassesName);
+  index.group_names = checked.strings(format::kGroupsName);
+  index.records.shard = checked.numbers<uint32_t>(format::kRecordsShard);
+  index.records.row = checked.numbers<uint32_t>(format::kRecordsRow);
+  index.records.sample = checked.numbers<int64_t>(format::kRecordsSample);
+  index.records.variant = checked.numbers<uint16_t>(format::kRecordsVariant);
+  index.shards.file = checked.strings(format::kShardsFile);
+  index.shards.records = checked.numbers<uint64_t>(format::kShardsRecords);
 
   if (file.exists(format::kSplitsGroup)) {
     for (const std::string& name : file.list(format::kSplitsGroup)) {
@@ -163,7 +232,9 @@ DatasetIndex read_index(const fs::path& dataset_dir) {
       split.grouped = file.has_attr(group, format::kSplitGrouped)
                           ? file.read_int_attr(group, format::kSplitGrouped) != 0
                           : split.kind == "group" || split.kind == "stratified-group";
-      split.assign = file.read<int16_t>(group + "/assign");
+      split.assign = checked.numbers<int16_t>(group + "/assign");
+      checked.check(group, format::kAttrAttributesChecksum,
+                    index_checksum::of_split_attributes(split));
       index.splits.push_back(std::move(split));
     }
   }
@@ -187,18 +258,21 @@ void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
     file.write_attr("/", format::kAttrColor, index.color);
     file.write_attr("/", format::kAttrConvertOptions, index.convert_options);
     file.write_attr("/", format::kAttrCreatedBy, index.created_by);
+    file.write_uint64_attr("/", format::kAttrAttributesChecksum,
+                           index_checksum::of_root_attributes(index));
 
-    file.write_strings(format::kSamplesPath, index.sample_path);
-    file.write(format::kSamplesLabel, index.sample_label);
-    file.write(format::kSamplesGroup, index.sample_group);
-    file.write_strings(format::kClassesName, index.class_names);
-    file.write_strings(format::kGroupsName, index.group_names);
-    file.write(format::kRecordsShard, index.records.shard);
-    file.write(format::kRecordsRow, index.records.row);
-    file.write(format::kRecordsSample, index.records.sample);
-    file.write(format::kRecordsVariant, index.records.variant);
-    file.write_strings(format::kShardsFile, index.shards.file);
-    file.write(format::kShardsRecords, index.shards.records);
+    ChecksummedIndexWriter tables(file);
+    tables.strings(format::kSamplesPath, index.sample_path);
+    tables.numbers(format::kSamplesLabel, index.sample_label);
+    tables.numbers(format::kSamplesGroup, index.sample_group);
+    tables.strings(format::kClassesName, index.class_names);
+    tables.strings(format::kGroupsName, index.group_names);
+    tables.numbers(format::kRecordsShard, index.records.shard);
+    tables.numbers(format::kRecordsRow, index.records.row);
+    tables.numbers(format::kRecordsSample, index.records.sample);
+    tables.numbers(format::kRecordsVariant, index.records.variant);
+    tables.strings(format::kShardsFile, index.shards.file);
+    tables.numbers(format::kShardsRecords, index.shards.records);
 
     file.create_group(format::kSplitsGroup);
     std::vector<const Split*> splits;
@@ -207,7 +281,7 @@ void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
               [](const Split* a, const Split* b) { return a->name < b->name; });
     for (const Split* split : splits) {
       std::string group = split_group(split->name);
-      file.write(group + "/assign", split->assign);
+      tables.numbers(group + "/assign", split->assign);
       file.write_attr(group, format::kSplitKind, split->kind);
       file.write_attr(group, format::kSplitFolds, int64_t{split->folds});
       file.write_attr(group, format::kSplitSeed, static_cast<int64_t>(split->seed));
@@ -216,6 +290,8 @@ void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
       file.write_attr(group, format::kSplitCreated, split->created);
       file.write_attr(group, format::kSplitStratified, int64_t{split->stratified});
       file.write_attr(group, format::kSplitGrouped, int64_t{split->grouped});
+      file.write_uint64_attr(group, format::kAttrAttributesChecksum,
+                             index_checksum::of_split_attributes(*split));
     }
     file.close();
     crash_point("index-commit");

@@ -481,6 +481,24 @@ void File::write_attr(const std::string& object, const std::string& attr,
   check_status(H5Awrite(a.get(), type.get(), &raw), "H5Awrite", object + "@" + attr);
 }
 
+uint64_t File::read_uint64_attr(const std::string& object, const std::string& attr) const {
+  Handle a = open_attr(object, attr);
+  Handle type(check(H5Aget_type(a.get()), "H5Aget_type", object + "@" + attr));
+  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_sign(type.get()) != H5T_SGN_NONE ||
+      H5Tget_size(type.get()) != 8) {
+    throw Error(path_.string() + ": attribute " + attr + " on " + object +
+                " is not an unsigned 64-bit integer");
+  }
+  uint64_t value = 0;
+  check_status(H5Aread(a.get(), H5T_NATIVE_UINT64, &value), "H5Aread", object + "@" + attr);
+  return value;
+}
+
+void File::write_uint64_attr(const std::string& object, const std::string& attr, uint64_t value) {
+  Handle a = create_attr(object, attr, H5T_STD_U64LE);
+  check_status(H5Awrite(a.get(), H5T_NATIVE_UINT64, &value), "H5Awrite", object + "@" + attr);
+}
+
 std::vector<std::string> File::list(const std::string& group) const {
   Handle g = open_group(group);
   std::vector<std::string> names;

@@ -159,6 +159,10 @@ class File {
   void write_attr(const std::string& object, const std::string& attr, int64_t value);
   void write_attr(const std::string& object, const std::string& attr, double value);
   void write_attr(const std::string& object, const std::string& attr, const std::string& value);
+  // An unsigned 64-bit attribute (checksums), stored as H5T_STD_U64LE; the
+  // reader refuses any other type.
+  uint64_t read_uint64_attr(const std::string& object, const std::string& attr) const;
+  void write_uint64_attr(const std::string& object, const std::string& attr, uint64_t value);
 
   // Names of the links directly inside a group, in name order.
   std::vector<std::string> list(const std::string& group) const;

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "h5.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "index_checksum.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -126,6 +128,126 @@ TEST(DatasetIndex, ValidateRejectsInconsistentTables) {
   bad = small_index();
   bad.channels = 2;
   expect_invalid(bad, "invalid image shape");
+}
+
+// Rewrites the elements of the string table `name` of DIR/index.h5 in place,
+// as damage to its global heap or a foreign writer would, leaving its
+// checksum attribute as it was.
+void overwrite_strings(const std::filesystem::path& dir, const std::string& name,
+                       const std::vector<std::string>& values) {
+  h5::File file = h5::File::open_write(dir / "index.h5");
+  h5::Handle dataset = file.open_dataset(name);
+  h5::Handle type(H5Dget_type(dataset.get()));
+  std::vector<const char*> raw;
+  for (const std::string& value : values) raw.push_back(value.c_str());
+  ASSERT_GE(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), 0);
+  file.close();
+}
+
+void expect_refused_naming(const std::filesystem::path& dir, const std::string& table) {
+  try {
+    read_index(dir);
+    ADD_FAILURE() << "read an index whose " << table << " was changed";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("index.h5"), std::string::npos) << message;
+    EXPECT_NE(message.find(table), std::string::npos) << message;
+    EXPECT_NE(message.find("checksum"), std::string::npos) << message;
+  }
+}
+
+// Index contents are checksummed: a class name, a sample path, a fold, a
+// record's row or a root attribute changed behind the checksums is refused,
+// naming the table, where HDF5 alone reads the new values happily.
+TEST(DatasetIndex, ContentsChangedBehindTheirChecksumsAreRefusedNamingTheTable) {
+  test::TempDir dir;
+  write_index(dir.path(), small_index());
+  overwrite_strings(dir.path(), format::kClassesName, {"cat", "dig"});
+  expect_refused_naming(dir.path(), format::kClassesName);
+
+  write_index(dir.path(), small_index());
+  overwrite_strings(dir.path(), format::kSamplesPath, {"cat/a.jpg", "dog/b.png", "dog/d.jpg"});
+  expect_refused_naming(dir.path(), format::kSamplesPath);
+
+  write_index(dir.path(), small_index());
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    h5::Handle assign = file.open_dataset("/splits/cv5/assign");
+    const int16_t moved[] = {1, 1, -1};  // sample 0 from fold 0 to fold 1
+    ASSERT_GE(H5Dwrite(assign.get(), H5T_NATIVE_INT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, moved), 0);
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/splits/cv5/assign");
+
+  write_index(dir.path(), small_index());
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    file.write_attr("/", format::kAttrConvertOptions, std::string(R"({"seed":2})"));
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/: its attributes");
+
+  write_index(dir.path(), small_index());
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    file.write_attr("/splits/cv5", format::kSplitKind, std::string("random"));
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/splits/cv5: its attributes");
+}
+
+// Indexes written before the checksums (no xxh3 attributes at all) still
+// open; one that has them must have them on every table.
+TEST(DatasetIndex, IndexesWithoutChecksumsStillOpen) {
+  test::TempDir dir;
+  write_index(dir.path(), small_index());
+  const std::vector<std::string> tables = {
+      format::kSamplesPath, format::kSamplesLabel,  format::kSamplesGroup,
+      format::kClassesName, format::kGroupsName,    format::kRecordsShard,
+      format::kRecordsRow,  format::kRecordsSample, format::kRecordsVariant,
+      format::kShardsFile,  format::kShardsRecords, "/splits/cv5/assign"};
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    for (const std::string& table : tables) {
+      ASSERT_TRUE(file.has_attr(table, format::kAttrChecksum)) << table;
+    }
+    ASSERT_GE(H5Adelete(file.open_dataset(format::kRecordsRow).get(), format::kAttrChecksum), 0);
+    file.close();
+  }
+  expect_refused_naming(dir.path(), format::kRecordsRow);
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    for (const std::string& table : tables) {
+      if (table != format::kRecordsRow) {
+        ASSERT_GE(H5Adelete(file.open_dataset(table).get(), format::kAttrChecksum), 0) << table;
+      }
+    }
+    h5::Handle root(H5Gopen2(file.id(), "/", H5P_DEFAULT));
+    ASSERT_GE(H5Adelete(root.get(), format::kAttrAttributesChecksum), 0);
+    h5::Handle split(H5Gopen2(file.id(), "/splits/cv5", H5P_DEFAULT));
+    ASSERT_GE(H5Adelete(split.get(), format::kAttrAttributesChecksum), 0);
+    file.close();
+  }
+  const DatasetIndex read = read_index(dir.path());
+  EXPECT_EQ(read.sample_path, small_index().sample_path);
+  EXPECT_EQ(read.splits.at(0).assign, small_index().splits.at(0).assign);
+}
+
+// A split rewrite (write_index of the changed index) writes the new split's
+// checksums with it.
+TEST(DatasetIndex, ASplitRewriteUpdatesItsChecksums) {
+  test::TempDir dir;
+  DatasetIndex index = small_index();
+  write_index(dir.path(), index);
+  index.splits[0].assign = {1, 0, 0};
+  index.splits[0].kind = "random";
+  write_index(dir.path(), index);
+  EXPECT_EQ(read_index(dir.path()).splits.at(0).assign, (std::vector<int16_t>{1, 0, 0}));
+  h5::File file = h5::File::open_read(dir / "index.h5");
+  EXPECT_EQ(file.read_uint64_attr("/splits/cv5/assign", format::kAttrChecksum),
+            index_checksum::of_numbers(index.splits[0].assign));
+  EXPECT_EQ(file.read_uint64_attr("/splits/cv5", format::kAttrAttributesChecksum),
+            index_checksum::of_split_attributes(index.splits[0]));
 }
 
 TEST(DatasetIndex, RewriteIsByteIdentical) {

@@ -65,6 +65,12 @@ inline constexpr const char* kShardsFile = "/shards/file";
 inline constexpr const char* kShardsRecords = "/shards/records";
 inline constexpr const char* kSplitsGroup = "/splits";
 
+// Checksums (additive to format 1; absent in indexes written before them):
+// on every table of index.h5, the XXH3-64 of its decoded contents; on the root
+// and on every split group, the XXH3-64 of its attributes (docs/FORMAT.md).
+inline constexpr const char* kAttrChecksum = "xxh3";
+inline constexpr const char* kAttrAttributesChecksum = "attributes_xxh3";
+
 // Split group attributes.
 inline constexpr const char* kSplitKind = "kind";
 inline constexpr const char* kSplitFolds = "folds";
