@@ -260,52 +260,8 @@ int64_t Partitioner::spread() const {
   return static_cast<int64_t>(*hi - *lo);
 }
 
-bool Partitioner::better(Cost a, Cost b) const {
-  if (a.primary < b.primary - tolerance_) return true;
-  if (a.primary > b.primary + tolerance_) return false;
-  return a.secondary < b.secondary - tolerance_;
-}
-
-std::size_t Partitioner::cell(int32_t c, int32_t p) const {
-  return static_cast<std::size_t>(c) * static_cast<std::size_t>(parts_) +
-         static_cast<std::size_t>(p);
-}
-
-double Partitioner::dev(int32_t c, int32_t p) const {
-  return count_[cell(c, p)] - target(p) * totals_.class_total[static_cast<std::size_t>(c)];
-}
-
-double Partitioner::size_dev(int32_t p) const {
-  return size_[static_cast<std::size_t>(p)] - target(p) * totals_.total;
-}
-
-double Partitioner::squared_deviation(std::size_t c) const {
-  double sum = 0;
-  for (int32_t p = 0; p < parts_; ++p) {
-    const double d = dev(static_cast<int32_t>(c), p);
-    sum += d * d;
-  }
-  return sum;
-}
-
-Cost Partitioner::cost_of(double classes, double sizes) const {
-  if (options_.balance == Balance::sizes_first) return {sizes, classes};
-  return {classes + size_weight_ * sizes, sizes};
-}
-
-double Partitioner::size_change(int32_t p, double delta) const {
-  return w(p) * delta * (delta + 2 * size_dev(p));
-}
-
-double Partitioner::share_change(std::size_t c, double dq) const {
-  return std::sqrt(std::max(0.0, dev2_[c] + dq)) * scale_[c] - std_[c];
-}
-
-double Partitioner::size_share_change(double dq) const {
-  return std::sqrt(std::max(0.0, size_dev2_ + dq)) * size_scale_ - size_std_;
-}
-
-void Partitioner::square_changes_of_move(int32_t item, int32_t a) {
+// Defined inline: called per candidate, and only from this file.
+inline void Partitioner::square_changes_of_move(int32_t item, int32_t a) {
   for (auto& cost : add_) cost = {};
   double remove_class = 0;
   for (std::size_t e = begin(item); e < end(item); ++e) {
@@ -327,7 +283,8 @@ void Partitioner::square_changes_of_move(int32_t item, int32_t a) {
   }
 }
 
-void Partitioner::share_changes_of_move(int32_t item, int32_t a) {
+// Defined inline: called per candidate, and only from this file.
+inline void Partitioner::share_changes_of_move(int32_t item, int32_t a) {
   for (auto& cost : add_) cost = {};
   for (std::size_t e = begin(item); e < end(item); ++e) {
     const auto c = static_cast<std::size_t>(items_.cls[e]);
@@ -349,7 +306,8 @@ void Partitioner::share_changes_of_move(int32_t item, int32_t a) {
   }
 }
 
-Cost Partitioner::move_cost(int32_t item, int32_t from, int32_t to) {
+// Defined inline: called per candidate, and only from this file.
+inline Cost Partitioner::move_cost(int32_t item, int32_t from, int32_t to) {
   if (shares_) {
     share_changes_of_move(item, from);
   } else {
@@ -358,7 +316,8 @@ Cost Partitioner::move_cost(int32_t item, int32_t from, int32_t to) {
   return add_[static_cast<std::size_t>(to)];
 }
 
-Cost Partitioner::swap_cost(int32_t item, int32_t a, int32_t other, int32_t b) {
+// Defined inline: called per candidate, and only from this file.
+inline Cost Partitioner::swap_cost(int32_t item, int32_t a, int32_t other, int32_t b) {
   // d samples of class c move into a and out of b.
   double classes = 0;
   auto add_class = [&](int32_t c, double d) {
@@ -394,8 +353,9 @@ Cost Partitioner::swap_cost(int32_t item, int32_t a, int32_t other, int32_t b) {
   return cost_of(classes, size_change(a, d) + size_change(b, -d));
 }
 
-bool Partitioner::within_bounds(const Cost& cost, int32_t a, double da, int32_t b,
-                                double db) const {
+// Defined inline: called per candidate, and only from this file.
+inline bool Partitioner::within_bounds(const Cost& cost, int32_t a, double da, int32_t b,
+                                       double db) const {
   if (shares_ && class_sum_ + cost.classes > bounds_.max_classes) return false;
   if (bounds_.max_spread == std::numeric_limits<int64_t>::max()) return true;
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
@@ -493,7 +453,8 @@ void Partitioner::greedy_shares(const std::vector<int32_t>& order) {
   }
 }
 
-void Partitioner::apply(int32_t item, int32_t p, int sign) {
+// Defined inline: called per candidate, and only from this file.
+inline void Partitioner::apply(int32_t item, int32_t p, int sign) {
   for (std::size_t e = begin(item); e < end(item); ++e) {
     count_[cell(items_.cls[e], p)] += sign * items_.count[e];
   }
@@ -503,7 +464,8 @@ void Partitioner::apply(int32_t item, int32_t p, int sign) {
   part_[static_cast<std::size_t>(item)] = sign > 0 ? p : -1;
 }
 
-void Partitioner::move(int32_t item, int32_t from, int32_t to) {
+// Defined inline: called per candidate, and only from this file.
+inline void Partitioner::move(int32_t item, int32_t from, int32_t to) {
   if (shares_) {
     // The running sums follow the move; refresh() clears their rounding.
     for (std::size_t e = begin(item); e < end(item); ++e) {

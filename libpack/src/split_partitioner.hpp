@@ -5,6 +5,8 @@
 // partition_items() has its own.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -87,7 +89,11 @@ class Partitioner {
   // Largest minus smallest part size.
   int64_t spread() const;
 
-  bool better(Cost a, Cost b) const;
+  bool better(Cost a, Cost b) const {
+    if (a.primary < b.primary - tolerance_) return true;
+    if (a.primary > b.primary + tolerance_) return false;
+    return a.secondary < b.secondary - tolerance_;
+  }
 
   const std::vector<int32_t>& parts() const { return part_; }
   // Entries x parts looked at by the local search so far, and the most it
@@ -97,7 +103,10 @@ class Partitioner {
   std::vector<int32_t> take_parts() { return std::move(part_); }
 
  private:
-  std::size_t cell(int32_t c, int32_t p) const;
+  std::size_t cell(int32_t c, int32_t p) const {
+    return static_cast<std::size_t>(c) * static_cast<std::size_t>(parts_) +
+           static_cast<std::size_t>(p);
+  }
   double target(int32_t p) const { return options_.weights[static_cast<std::size_t>(p)]; }
   double w(int32_t p) const { return weight_[static_cast<std::size_t>(p)]; }
   // The weight of part p's size deviation when choosing swap partners.
@@ -107,19 +116,39 @@ class Partitioner {
   std::size_t begin(int32_t item) const { return items_.first[static_cast<std::size_t>(item)]; }
   std::size_t end(int32_t item) const { return items_.first[static_cast<std::size_t>(item) + 1]; }
   // n_pc - w_p N_c and s_p - w_p N.
-  double dev(int32_t c, int32_t p) const;
-  double size_dev(int32_t p) const;
-  double squared_deviation(std::size_t c) const;
+  double dev(int32_t c, int32_t p) const {
+    return count_[cell(c, p)] - target(p) * totals_.class_total[static_cast<std::size_t>(c)];
+  }
+  double size_dev(int32_t p) const {
+    return size_[static_cast<std::size_t>(p)] - target(p) * totals_.total;
+  }
+  double squared_deviation(std::size_t c) const {
+    double sum = 0;
+    for (int32_t p = 0; p < parts_; ++p) {
+      const double d = dev(static_cast<int32_t>(c), p);
+      sum += d * d;
+    }
+    return sum;
+  }
 
-  Cost cost_of(double classes, double sizes) const;
+  Cost cost_of(double classes, double sizes) const {
+    if (options_.balance == Balance::sizes_first) return {sizes, classes};
+    return {classes + size_weight_ * sizes, sizes};
+  }
 
   // Weighted change of the squares' size term when part p grows by `delta` samples.
-  double size_change(int32_t p, double delta) const;
+  double size_change(int32_t p, double delta) const {
+    return w(p) * delta * (delta + 2 * size_dev(p));
+  }
 
   // class_shares: the change of a class's term when its sum of squared
   // deviations changes by `dq`.
-  double share_change(std::size_t c, double dq) const;
-  double size_share_change(double dq) const;
+  double share_change(std::size_t c, double dq) const {
+    return std::sqrt(std::max(0.0, dev2_[c] + dq)) * scale_[c] - std_[c];
+  }
+  double size_share_change(double dq) const {
+    return std::sqrt(std::max(0.0, size_dev2_ + dq)) * size_scale_ - size_std_;
+  }
 
   // add_[b] = the change of the objective if `item` moved from a to b (squares).
   void square_changes_of_move(int32_t item, int32_t a);
