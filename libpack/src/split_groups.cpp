@@ -93,21 +93,21 @@ constexpr uint64_t kShareWork = 20'000'000;
 // of thousands of groups) the search runs without scikit-learn's result.
 constexpr uint64_t kReplayBudget = 2'000'000'000;
 
-// Search effort of group k-folds, holdouts and test sets: restarts and a
-// full search on small inputs; on inputs of thousands of groups one greedy
-// attempt and a short search (`work` bounds the (entry, part) pairs it looks
-// at: about two rounds of a group k-fold, one of a holdout, at bench/splits's
-// 50,000 samples and 2,000 groups). Their peers, GroupKFold and
-// GroupShuffleSplit, balance little and take milliseconds; this keeps imgpack
-// within their time there while balancing sizes and classes far better
-// (docs/BENCHMARKS.md).
-constexpr uint64_t kGroupFoldWork = 300'000;
-constexpr uint64_t kHoldoutWork = 100'000;
+// Search effort of group k-folds, holdouts and test sets, whose peers
+// (GroupKFold, GroupShuffleSplit) balance little and take milliseconds: one
+// greedy attempt and a search bounded to `rounds` times the (entry, part)
+// pairs of the table (about two rounds of a group k-fold, one of a holdout),
+// so that the time stays proportional to the input. On bench/splits's 50,000
+// samples that keeps imgpack within its peers' time while balancing sizes and
+// classes far better (docs/BENCHMARKS.md).
+constexpr double kGroupFoldRounds = 2.4;
+constexpr double kHoldoutRounds = 2.0;
 
-void light_search(PartitionOptions& options, uint64_t work) {
-  options.restart_budget = 50'000;
+void light_search(PartitionOptions& options, const ItemTable& items, double rounds) {
+  options.max_attempts = 1;
   options.swap_budget = 4'000;
-  options.work_budget = work;
+  options.work_budget = static_cast<uint64_t>(
+      rounds * static_cast<double>(items.cls.size() * options.weights.size()));
 }
 
 // The groups as items with class histograms, in canonical group order.
@@ -243,7 +243,7 @@ std::vector<int32_t> group_folds(const SplitSpec& spec, bool stratify, const Ite
   options.seed = spec.seed;
   options.stream = kFoldPartStream;
   if (!stratify) {
-    light_search(options, kGroupFoldWork);
+    light_search(options, items, kGroupFoldRounds);
     options.balance = Balance::sizes_first;
     options.reference = sklearn::group_kfold(items.size, spec.folds);
     return partition_items(items, options);
@@ -275,7 +275,6 @@ std::vector<int16_t> split_groups(const SplitSpec& spec, bool stratify, const Id
   std::iota(rest.begin(), rest.end(), 0);
 
   PartitionOptions options;
-  light_search(options, kHoldoutWork);
   options.balance = stratify ? Balance::classes_and_sizes : Balance::sizes_first;
   options.size_weight = kSizeWeight;
   options.seed = spec.seed;
@@ -286,6 +285,7 @@ std::vector<int16_t> split_groups(const SplitSpec& spec, bool stratify, const Id
     }
     options.weights = {spec.test_fraction, 1 - spec.test_fraction};
     options.stream = kTestPartStream;
+    light_search(options, items, kHoldoutRounds);
     std::vector<int32_t> part = partition_items(items, options);
     rest.clear();
     for (int32_t g = 0; g < num_groups; ++g) {
@@ -310,8 +310,11 @@ std::vector<int16_t> split_groups(const SplitSpec& spec, bool stratify, const Id
     options.stream = kFoldPartStream;
     if (spec.test_fraction > 0) {
       std::vector<int32_t> kept;
-      part = partition_items(select_items(items, rest, kept), options);
+      const ItemTable left_items = select_items(items, rest, kept);
+      light_search(options, left_items, kHoldoutRounds);
+      part = partition_items(left_items, options);
     } else {
+      light_search(options, items, kHoldoutRounds);
       part = partition_items(items, options);
     }
   } else {
