@@ -580,6 +580,14 @@ def splits_section(page, record):
                 not worse_judged)
     for w in worse_judged:
         page.not_ahead.append("Split quality: imgpack is worse than scikit-learn on %s." % w)
+    for kind, peer in (("group", "GroupKFold"), ("holdout", "GroupShuffleSplit")):
+        row = next((r for r in rows if r["kind"] == kind), None)
+        if row:
+            rat = benchlib.summary([a / b for a, b in zip(row["imgpack_compute_s_runs"],
+                                                         row.get("sklearn_s_runs", [])) if b])
+            page.target("`%s` split at most %s's time (%s samples), better balanced" % (
+                kind, peer, "{:,}".format(row["samples"])), 19, ratio(rat),
+                bool(rat) and rat["median"] <= 1 and row.get("no_worse", False))
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     kinds = [r["kind"] for r in rows]
@@ -603,6 +611,10 @@ def splits_section(page, record):
     right.set_ylabel("max |class share in fold - overall|")
     right.set_title("Class balance (max deviation, lower is better)", fontsize=10)
     page.save(fig, "splits.png", "split time and class balance, imgpack vs scikit-learn")
+
+    adversarial = d.get("adversarial")
+    if adversarial:
+        adversarial_table(page, adversarial)
 
     large = d.get("large")
     if large:
@@ -628,7 +640,85 @@ def splits_section(page, record):
             "{:,}".format(row["samples"]), "{:,}".format(row["groups"]), row["classes"],
             row["folds"]), 5, "%s (process %s)" % (mmm(ours, fmt=secs), mmm(process, fmt=secs)),
             ours["max"] < 5)
+        page.target("The same under 1 s of split computation", 19, mmm(ours, fmt=secs),
+                    ours["max"] < 1)
     commands_block(page, record)
+
+
+ADVERSARIAL_FIGURES = {"criterion": "criterion", "spread": "size spread",
+                       "class_dev": "class dev"}
+
+
+def adversarial_table(page, result):
+    """Wins / ties / losses against scikit-learn on bench/splits/layouts.py's layouts."""
+    page.add("Adversarial layouts (bench/splits/adversarial.py): %d generated layouts that make "
+             "group-aware stratification hard (Zipf and uniform group sizes, one giant group, a "
+             "rare class concentrated in a few groups, singleton classes, two classes per group, "
+             "one sample per group, few groups, and the layout of issue 19: Zipf 1.6 over 150 "
+             "groups, classes 89 / 10 / 1 %%), k from %d to %d, %s to %s samples, ids scattered. "
+             "Per layout and figure, imgpack against the scikit-learn peer on the same labels "
+             "and groups: a win is a lower figure, a tie the same (floating figures to 12 "
+             "significant digits). *Criterion* is StratifiedGroupKFold's own (the mean over "
+             "classes of the standard deviation over folds of a class's share, as numpy "
+             "computes it in its greedy); *size spread* the largest minus the smallest fold; "
+             "*class dev* the mean deviation of a fold's class shares from the whole set's. "
+             "Shuffled runs use seeds 0 to %d, each layout and seed one comparison. Figures in "
+             "bold are promised by construction (split.hpp): imgpack replays "
+             "StratifiedGroupKFold and GroupKFold exactly and searches from their result within "
+             "their figures. The others are measured; scikit-learn 1.2's shuffle cannot be "
+             "replayed for every seed." % (
+                 result["layouts"], result["k_min"], result["k_max"],
+                 "{:,}".format(result["samples_min"]), "{:,}".format(result["samples_max"]),
+                 result["shuffle_seeds"] - 1), "",
+             "| kind | scikit-learn peer | figure | comparisons | wins | ties | losses |",
+             "|---|---|---|---:|---:|---:|---:|")
+    for row in result["rows"]:
+        figure = ADVERSARIAL_FIGURES.get(row["figure"], row["figure"])
+        page.add("| %s | %s | %s | %d | %d | %d | %d |" % (
+            row["kind"], row["peer"], "**%s**" % figure if row["promised"] else figure,
+            row["comparisons"], row["win"], row["tie"], row["loss"]))
+        page.need("adversarial %s %s %s comparisons" % (row["kind"], row["peer"], row["figure"]),
+                  row["comparisons"])
+    losses = {(r["peer"], r["figure"]): r for r in result["rows"] if r["loss"]}
+    page.add("", "Group leakage: %d." % result["leakage"], "")
+    promised = [r for r in result["rows"] if r["promised"]]
+    page.target("stratified-group and group never worse than scikit-learn on the figures "
+                "promised by construction, %d adversarial layouts" % result["layouts"], 19,
+                "%d losses in %d comparisons" % (sum(r["loss"] for r in promised),
+                                                 sum(r["comparisons"] for r in promised)),
+                result["no_loss"])
+    crit = next((r for r in result["rows"] if r["peer"] == "StratifiedGroupKFold(shuffle)" and
+                 r["figure"] == "criterion"), None)
+    if crit:
+        page.target("stratified-group's criterion no worse than shuffled StratifiedGroupKFold "
+                    "runs, %d adversarial layouts" % result["layouts"], 19,
+                    "%d losses in %d comparisons" % (crit["loss"], crit["comparisons"]),
+                    crit["loss"] == 0)
+    dominated = result.get("dominated", {})
+    page.add("Runs of scikit-learn better than `stratified-group` on both criterion and size "
+             "spread: %s." % ", ".join("%d of %s" % (n, peer) for peer, n in dominated.items()),
+             "")
+    shuffled = losses.get(("StratifiedGroupKFold(shuffle)", "spread"))
+    if shuffled:
+        page.not_ahead.append(
+            "`stratified-group` against shuffled StratifiedGroupKFold runs: fold sizes less even "
+            "in %d of %d comparisons, %s. scikit-learn 1.2's shuffle deals the class counts to "
+            "the wrong groups, so a shuffled run is close to a random partition; where even "
+            "sizes and class balance conflict (a large group holding most of a class) its sizes "
+            "can come out more even by chance." % (
+                shuffled["loss"], shuffled["comparisons"],
+                "each with a lower criterion" if dominated.get("StratifiedGroupKFold(shuffle)") == 0
+                else "%d of them with a criterion no lower" % dominated.get(
+                    "StratifiedGroupKFold(shuffle)", 0)))
+    for key in (("StratifiedGroupKFold", "class_dev"), ("GroupKFold", "class_dev")):
+        if key in losses:
+            row = losses[key]
+            page.not_ahead.append(
+                "`%s` on adversarial layouts: mean class deviation above %s's in %d of %d "
+                "layouts (imgpack minimises %s)." % (
+                    row["kind"], key[0], row["loss"], row["comparisons"],
+                    "StratifiedGroupKFold's own criterion" if row["kind"] == "stratified-group"
+                    else "fold sizes first"))
 
 
 def reader_section(page, record):

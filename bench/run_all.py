@@ -49,6 +49,7 @@ FULL = {
     "augment_count": 2000,
     "splits": {"samples": 50000, "groups": 2000, "classes": 100, "folds": 5},
     "splits_large": {"samples": 1000000, "groups": 20000, "classes": 1000, "folds": 5},
+    "splits_adversarial": 216,
     "reader_records": 14400,  # 14,400 x 224x224x3 = 2.02 GiB
     "reader_args": ["--batches", "16,64,256,1024", "--threads", "1,2,3,4",
                     "--jpeg-configs", "16:2,64:2,256:1,256:2,256:4",
@@ -66,6 +67,7 @@ QUICK = {
     "augment_count": 48,
     "splits": {"samples": 5000, "groups": 200, "classes": 20, "folds": 5},
     "splits_large": {"samples": 100000, "groups": 2000, "classes": 100, "folds": 5},
+    "splits_adversarial": 27,
     "reader_records": 256,
     "reader_args": ["--batches", "16,64", "--threads", "1,2", "--jpeg-configs", "16:2,256:1",
                     "--h5py-configs", "16:2,256:1", "--epochs", "2", "--h5py-max-images", "256",
@@ -144,6 +146,14 @@ class Runner:
             # Exit status 3: imgpack worse than scikit-learn on a judged figure; reported.
             data[name] = self.run_script("splits", command, os.path.join(folder, "splits.json"),
                                          accept=(0, 3))
+        # Wins, ties and losses against scikit-learn on generated adversarial layouts.
+        folder = os.path.join(out, "adversarial")
+        command = [benchlib.PYTHON, script("splits", "adversarial.py"), "--layouts",
+                   self.sizes["splits_adversarial"], "--out", folder]
+        commands.append(command)
+        data["adversarial"] = self.run_script("splits", command,
+                                              os.path.join(folder, "adversarial.json"),
+                                              accept=(0, 3))
         return commands, data
 
     def reader_inputs(self):

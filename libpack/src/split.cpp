@@ -9,7 +9,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "random.hpp"
-#include "split_partition.hpp"
+#include "split_groups.hpp"
 
 namespace imgpack {
 
@@ -19,58 +19,11 @@ namespace {
 constexpr uint64_t kClassOrderStream = 0x73706c6974636c;  // "splitcl"
 constexpr uint64_t kSampleOrderStream = 0x73706c697473;   // "splits"
 constexpr uint64_t kFoldStartStream = 0x73706c697466;     // "splitf"
-constexpr uint64_t kTestPartStream = 0x73706c697474;      // "splitt"
-constexpr uint64_t kFoldPartStream = 0x73706c697470;      // "splitp"
-
-// Weight of fold-size balance against class balance for stratified-group
-// splits and grouped holdouts (see split_partition.hpp), in units of one class
-// of the chi-square objective. Chosen with bench/splits/bench_splits.py on 24
-// inputs (3k to 50k samples, 60 to 2000 groups, 5 to 100 classes): fold sizes
-// came out more even than StratifiedGroupKFold's on all of them, and the
-// class figures better on the median by 20 to 30%. Larger weights even the
-// sizes further at the cost of class balance.
-constexpr double kSizeWeight = 0.5;
 
 std::string fraction_text(double value) {
   std::ostringstream out;
   out << value;
   return out.str();
-}
-
-// Renumbers ids 0, 1, ... by first appearance, so nothing downstream depends
-// on how classes or groups were numbered. Negative ids are one shared id, or
-// with `negatives_alone` each its own.
-std::vector<int32_t> canonical_ids(std::span<const int32_t> ids, bool negatives_alone,
-                                   int32_t& count) {
-  std::vector<int32_t> out(ids.size());
-  int32_t next = 0;
-  int32_t negative_id = -1;
-  int32_t max_id = -1;
-  for (int32_t id : ids) max_id = std::max(max_id, id);
-  const bool dense = max_id < static_cast<int64_t>(4 * ids.size() + 1024);
-  std::vector<int32_t> dense_map(dense ? static_cast<std::size_t>(max_id + 1) : 0, -1);
-  std::unordered_map<int32_t, int32_t> sparse_map;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const int32_t id = ids[i];
-    if (id < 0) {
-      if (negatives_alone) {
-        out[i] = next++;
-      } else {
-        if (negative_id < 0) negative_id = next++;
-        out[i] = negative_id;
-      }
-    } else if (dense) {
-      int32_t& slot = dense_map[static_cast<std::size_t>(id)];
-      if (slot < 0) slot = next++;
-      out[i] = slot;
-    } else {
-      auto [it, inserted] = sparse_map.try_emplace(id, next);
-      if (inserted) ++next;
-      out[i] = it->second;
-    }
-  }
-  count = next;
-  return out;
 }
 
 // Samples ordered by class, classes in a seeded order, samples of a class in
@@ -189,114 +142,6 @@ std::vector<int16_t> split_samples(const Problem& problem, const std::vector<int
   const uint64_t start = CounterRng(spec.seed, kFoldStartStream).below(k);
   for (std::size_t j = 0; j < rest.size(); ++j) {
     assign[rest[j]] = static_cast<int16_t>((j + start) % k);
-  }
-  return assign;
-}
-
-// The groups as items with class histograms, in canonical group order.
-ItemTable build_items(const std::vector<int32_t>& groups, int32_t num_groups,
-                      const std::vector<int32_t>& classes, int32_t num_classes) {
-  std::vector<std::size_t> start(static_cast<std::size_t>(num_groups) + 1, 0);
-  for (int32_t g : groups) ++start[static_cast<std::size_t>(g) + 1];
-  std::partial_sum(start.begin(), start.end(), start.begin());
-  std::vector<int32_t> members(groups.size());
-  {
-    std::vector<std::size_t> next(start.begin(), start.end() - 1);
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-      members[next[static_cast<std::size_t>(groups[i])]++] = classes[i];
-    }
-  }
-  ItemTable items;
-  items.num_classes = num_classes;
-  items.size.reserve(static_cast<std::size_t>(num_groups));
-  items.first.reserve(static_cast<std::size_t>(num_groups) + 1);
-  std::vector<int32_t> count(static_cast<std::size_t>(num_classes), 0);
-  std::vector<int32_t> seen, counts;
-  for (int32_t g = 0; g < num_groups; ++g) {
-    seen.clear();
-    counts.clear();
-    for (std::size_t m = start[static_cast<std::size_t>(g)];
-         m < start[static_cast<std::size_t>(g) + 1]; ++m) {
-      if (count[static_cast<std::size_t>(members[m])]++ == 0) seen.push_back(members[m]);
-    }
-    for (int32_t c : seen) {
-      counts.push_back(count[static_cast<std::size_t>(c)]);
-      count[static_cast<std::size_t>(c)] = 0;
-    }
-    items.add_item(seen, counts);
-  }
-  return items;
-}
-
-ItemTable select_items(const ItemTable& items, const std::vector<int32_t>& chosen) {
-  ItemTable out;
-  out.num_classes = items.num_classes;
-  for (int32_t i : chosen) {
-    const std::size_t b = items.first[static_cast<std::size_t>(i)];
-    const std::size_t e = items.first[static_cast<std::size_t>(i) + 1];
-    out.add_item(std::span(items.cls).subspan(b, e - b), std::span(items.count).subspan(b, e - b));
-  }
-  return out;
-}
-
-std::vector<int16_t> split_groups(const Problem& problem, const std::vector<int32_t>& classes,
-                                  int32_t num_classes, const std::vector<int32_t>& groups,
-                                  int32_t num_groups) {
-  const SplitSpec& spec = problem.spec;
-  PartitionOptions options;
-  options.balance = problem.stratify ? Balance::classes_and_sizes : Balance::sizes_first;
-  options.size_weight = kSizeWeight;
-  options.seed = spec.seed;
-
-  ItemTable items = build_items(groups, num_groups, classes, num_classes);
-  std::vector<int16_t> group_assign(static_cast<std::size_t>(num_groups), 0);
-  std::vector<int32_t> rest(static_cast<std::size_t>(num_groups));
-  std::iota(rest.begin(), rest.end(), 0);
-
-  if (spec.test_fraction > 0) {
-    if (num_groups < 2) {
-      throw UsageError("SplitSpec::test_fraction needs at least two groups; the samples have " +
-                       std::to_string(num_groups));
-    }
-    options.weights = {spec.test_fraction, 1 - spec.test_fraction};
-    options.stream = kTestPartStream;
-    std::vector<int32_t> part = partition_items(items, options);
-    rest.clear();
-    for (int32_t g = 0; g < num_groups; ++g) {
-      if (part[static_cast<std::size_t>(g)] == 0) {
-        group_assign[static_cast<std::size_t>(g)] = format::kTestFold;
-      } else {
-        rest.push_back(g);
-      }
-    }
-    items = select_items(items, rest);
-  }
-
-  const auto left = static_cast<int32_t>(rest.size());
-  const char* after_test = spec.test_fraction > 0 ? " left after SplitSpec::test_fraction" : "";
-  if (spec.kind == SplitKind::holdout) {
-    if (left < 2) {
-      throw UsageError("a grouped holdout needs at least two groups; there are " +
-                       std::to_string(left) + after_test);
-    }
-    const double val = spec.val_fraction / (1 - spec.test_fraction);
-    options.weights = {val, 1 - val};
-  } else {
-    if (left < spec.folds) {
-      throw UsageError("SplitSpec::folds " + std::to_string(spec.folds) + " is more than the " +
-                       std::to_string(left) + " groups" + after_test);
-    }
-    options.weights.assign(static_cast<std::size_t>(spec.folds), 1.0 / spec.folds);
-  }
-  options.stream = kFoldPartStream;
-  std::vector<int32_t> part = partition_items(items, options);
-  for (std::size_t r = 0; r < rest.size(); ++r) {
-    group_assign[static_cast<std::size_t>(rest[r])] = static_cast<int16_t>(part[r]);
-  }
-
-  std::vector<int16_t> assign(problem.samples);
-  for (std::size_t i = 0; i < assign.size(); ++i) {
-    assign[i] = group_assign[static_cast<std::size_t>(groups[i])];
   }
   return assign;
 }
@@ -447,15 +292,19 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
   // A group kfold balances sizes first and then, within that, classes: the
   // labels cost nothing to use there and only make the folds better.
   const bool use_labels = problem.stratify || (spec.kind == SplitKind::group && has_labels);
-  int32_t num_classes = 1;
-  std::vector<int32_t> classes = use_labels ? canonical_ids(labels, false, num_classes)
-                                            : std::vector<int32_t>(labels.size(), 0);
+  detail::Ids classes;
+  if (use_labels) {
+    classes = detail::canonical_ids(labels, false);
+  } else {
+    classes.of.assign(labels.size(), 0);
+    classes.original = {-1};
+  }
   if (!problem.grouped) {
-    result.assign = split_samples(problem, classes, num_classes);
+    result.assign = split_samples(problem, classes.of, classes.count());
     return result;
   }
-  int32_t num_groups = 0;
-  std::vector<int32_t> group_ids = canonical_ids(groups, true, num_groups);
+  const detail::Ids group_ids = detail::canonical_ids(groups, true);
+  const int32_t num_groups = group_ids.count();
   const int32_t needed = spec.stored_folds() + (spec.test_fraction > 0 ? 1 : 0);
   if (num_groups < needed && spec.kind != SplitKind::holdout) {
     throw UsageError(
@@ -463,7 +312,7 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
         std::to_string(num_groups) + " groups" +
         (spec.test_fraction > 0 ? " (one more is needed for SplitSpec::test_fraction)" : ""));
   }
-  result.assign = split_groups(problem, classes, num_classes, group_ids, num_groups);
+  result.assign = detail::split_groups(spec, problem.stratify, classes, group_ids);
   return result;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "imgpack/error.hpp"
@@ -37,9 +38,46 @@ PartitionOptions equal_parts(int parts, Balance balance) {
   return options;
 }
 
+// StratifiedGroupKFold's criterion: the mean over classes of the standard
+// deviation over parts of the class's share in each part.
+double class_share_criterion(const ItemTable& items, const std::vector<int32_t>& parts, int k) {
+  const auto classes = static_cast<std::size_t>(items.num_classes);
+  std::vector<double> count(classes * static_cast<std::size_t>(k), 0), total(classes, 0);
+  for (std::size_t i = 0; i < items.num_items(); ++i) {
+    for (std::size_t e = items.first[i]; e < items.first[i + 1]; ++e) {
+      const auto c = static_cast<std::size_t>(items.cls[e]);
+      count[c * static_cast<std::size_t>(k) + static_cast<std::size_t>(parts[i])] += items.count[e];
+      total[c] += items.count[e];
+    }
+  }
+  double sum = 0;
+  int present = 0;
+  for (std::size_t c = 0; c < classes; ++c) {
+    if (total[c] == 0) continue;
+    ++present;
+    double var = 0;
+    for (int p = 0; p < k; ++p) {
+      const double d =
+          count[c * static_cast<std::size_t>(k) + static_cast<std::size_t>(p)] / total[c] - 1.0 / k;
+      var += d * d / k;
+    }
+    sum += std::sqrt(var);
+  }
+  return sum / present;
+}
+
+int64_t size_spread(const ItemTable& items, const std::vector<int32_t>& parts, int k) {
+  std::vector<int64_t> sizes(static_cast<std::size_t>(k), 0);
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    sizes[static_cast<std::size_t>(parts[i])] += items.size[i];
+  return *std::max_element(sizes.begin(), sizes.end()) -
+         *std::min_element(sizes.begin(), sizes.end());
+}
+
 TEST(PartitionItems, EveryItemGoesToOnePartAndNoPartIsEmpty) {
   ItemTable items = random_items(12, 4, 1);
-  for (Balance balance : {Balance::sizes_first, Balance::classes_and_sizes}) {
+  for (Balance balance :
+       {Balance::sizes_first, Balance::classes_and_sizes, Balance::class_shares}) {
     std::vector<int32_t> parts = partition_items(items, equal_parts(12, balance));
     ASSERT_EQ(parts.size(), 12u);
     std::vector<int32_t> sorted = parts;
@@ -71,7 +109,78 @@ TEST(PartitionItems, LocalSearchNeverMakesTheObjectiveWorse) {
       EXPECT_LE(objective, previous + 1e-6);
       previous = objective;
     }
+
+    PartitionStats shares;
+    partition_items(items, equal_parts(5, Balance::class_shares), &shares);
+    EXPECT_LE(shares.final_objective, shares.greedy_objective);
+    previous = shares.greedy_objective;
+    for (double objective : shares.round_objective) {
+      EXPECT_LE(objective, previous + 1e-12);
+      previous = objective;
+    }
   }
+}
+
+TEST(PartitionItems, ClassSharesNeverWorseThanTheReference) {
+  // Whatever the reference (poor, or already the search's own result), the
+  // result is no worse on its criterion and no less even in part sizes.
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    ItemTable items = random_items(120, 6, seed);
+    PartitionOptions options = equal_parts(4, Balance::class_shares);
+    options.seed = seed;
+    std::vector<int32_t> dealt(items.num_items());
+    for (std::size_t i = 0; i < dealt.size(); ++i) dealt[i] = static_cast<int32_t>(i % 4);
+    for (const std::vector<int32_t>& reference : {dealt, partition_items(items, options)}) {
+      options.reference = reference;
+      PartitionStats stats;
+      const std::vector<int32_t> parts = partition_items(items, options, &stats);
+      const double limit = class_share_criterion(items, reference, 4);
+      EXPECT_LE(class_share_criterion(items, parts, 4), limit * (1 + 1e-11)) << "seed " << seed;
+      EXPECT_LE(size_spread(items, parts, 4), size_spread(items, reference, 4)) << "seed " << seed;
+      EXPECT_EQ(stats.reference_spread, size_spread(items, reference, 4));
+      EXPECT_EQ(stats.spread, size_spread(items, parts, 4));
+    }
+    // From the poor reference, the search finds far better.
+    options.reference = dealt;
+    EXPECT_LT(class_share_criterion(items, partition_items(items, options), 4),
+              0.5 * class_share_criterion(items, dealt, 4));
+  }
+}
+
+TEST(PartitionItems, SizesFirstNeverSpreadsMoreThanTheReference) {
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    ItemTable items = random_items(60, 5, seed);
+    PartitionOptions options = equal_parts(5, Balance::sizes_first);
+    // Largest first into the lightest part, as GroupKFold does.
+    std::vector<int32_t> order(items.num_items());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return items.size[static_cast<std::size_t>(a)] > items.size[static_cast<std::size_t>(b)];
+    });
+    std::vector<int64_t> load(5, 0);
+    options.reference.assign(items.num_items(), 0);
+    for (int32_t i : order) {
+      const auto p = std::min_element(load.begin(), load.end()) - load.begin();
+      options.reference[static_cast<std::size_t>(i)] = static_cast<int32_t>(p);
+      load[static_cast<std::size_t>(p)] += items.size[static_cast<std::size_t>(i)];
+    }
+    const std::vector<int32_t> parts = partition_items(items, options);
+    EXPECT_LE(size_spread(items, parts, 5), size_spread(items, options.reference, 5));
+  }
+}
+
+TEST(PartitionItems, NoWorkBudgetLeavesTheGreedysPartition) {
+  ItemTable items = random_items(300, 8, 7);
+  PartitionOptions options = equal_parts(5, Balance::classes_and_sizes);
+  options.work_budget = 0;
+  PartitionStats stats;
+  partition_items(items, options, &stats);
+  EXPECT_EQ(stats.moves + stats.swaps, 0u);
+  EXPECT_EQ(stats.final_objective, stats.greedy_objective);
+  options.work_budget = 5'000;  // part of one round
+  partition_items(items, options, &stats);
+  EXPECT_GT(stats.moves + stats.swaps, 0u);
+  EXPECT_EQ(stats.rounds, 1);
 }
 
 TEST(PartitionItems, UnequalWeightsGiveProportionalParts) {
@@ -106,6 +215,14 @@ TEST(PartitionItems, RejectsInvalidInput) {
   EXPECT_THROW(partition_items(items, bad), Error);
   bad.weights = {1.0, 0.0};
   EXPECT_THROW(partition_items(items, bad), Error);
+  bad.weights = {0.25, 0.75};
+  bad.balance = Balance::class_shares;
+  EXPECT_THROW(partition_items(items, bad), Error);  // needs equal parts
+  PartitionOptions two = equal_parts(2, Balance::class_shares);
+  two.reference = {0, 1};  // three items
+  EXPECT_THROW(partition_items(items, two), Error);
+  two.reference = {0, 1, 2};  // part 2 of two
+  EXPECT_THROW(partition_items(items, two), Error);
   ItemTable table;
   table.num_classes = 2;
   EXPECT_THROW(table.add_item(std::vector<int32_t>{2}, std::vector<int32_t>{1}), Error);
