@@ -281,7 +281,7 @@ std::vector<int16_t> split_groups(const SplitSpec& spec, bool stratify, const Id
   options.seed = spec.seed;
   if (spec.test_fraction > 0) {
     if (num_groups < 2) {
-      throw UsageError("--test needs at least two groups; the samples have " +
+      throw UsageError("SplitSpec::test_fraction needs at least two groups; the samples have " +
                        std::to_string(num_groups));
     }
     options.weights = {spec.test_fraction, 1 - spec.test_fraction};
@@ -299,7 +299,7 @@ std::vector<int16_t> split_groups(const SplitSpec& spec, bool stratify, const Id
   }
 
   const auto left = static_cast<int32_t>(rest.size());
-  const char* after_test = spec.test_fraction > 0 ? " left after --test" : "";
+  const char* after_test = spec.test_fraction > 0 ? " left after SplitSpec::test_fraction" : "";
   std::vector<int32_t> part;
   if (spec.kind == SplitKind::holdout) {
     if (left < 2) {
@@ -320,7 +320,7 @@ std::vector<int16_t> split_groups(const SplitSpec& spec, bool stratify, const Id
     }
   } else {
     if (left < spec.folds) {
-      throw UsageError("--folds " + std::to_string(spec.folds) + " is more than the " +
+      throw UsageError("SplitSpec::folds " + std::to_string(spec.folds) + " is more than the " +
                        std::to_string(left) + " groups" + after_test);
     }
     part = group_folds(spec, stratify, items, rest, classes, groups);
