@@ -215,6 +215,7 @@ def test_properties_and_context_manager(dataset_dir):
     loader.close()  # again: nothing to do
 
 
-def test_empty_selection_delivers_nothing(dataset_dir):
-    loader = imgpack.Loader(dataset_dir, split="hold", role="test")  # made without --test
-    assert len(loader) == 0 and list(loader) == [] and list(loader) == []
+def test_empty_selection_is_refused(dataset_dir):
+    # The split was made without --test: training on it would silently do nothing.
+    with pytest.raises(ValueError, match="holds no records: every epoch would be empty"):
+        imgpack.Loader(dataset_dir, split="hold", role="test")
