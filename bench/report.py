@@ -986,6 +986,13 @@ def write(results, docs, quick=False, expect=()):
                  "reader": reader_section, "python": python_section, "verify": verify_section,
                  "gpu": gpu_section}
     for name in order:
+        if name == "gpu" and not records[name]:
+            # No rendered GPU results: the figures measured by hand, if any.
+            notes = os.path.join(docs, "bench", "gpu-notes.md")
+            if os.path.exists(notes):
+                with open(notes) as f:
+                    body.add(f.read().rstrip("\n"), "")
+            continue
         if records[name]:
             try:
                 renderers[name](body, records[name])
@@ -1030,8 +1037,12 @@ def write(results, docs, quick=False, expect=()):
     if any(t[3] is False for t in body.targets):
         page.add("- Targets not met: %s." % "; ".join(
             "%s (%s)" % (t[0], t[2]) for t in body.targets if t[3] is False))
-    page.add("- GPU upload and GPU starvation: unmeasured (no GPU results in docs/bench/gpu.json)."
-             if not any("GPU" in t[0] and t[3] is not None for t in body.targets) else "")
+    if not any("GPU" in t[0] and t[3] is not None for t in body.targets):
+        page.add("- GPU upload and GPU starvation: no rendered GPU results "
+                 "(docs/bench/gpu.json); see [GPU](#gpu)." if os.path.exists(
+                     os.path.join(docs, "bench", "gpu-notes.md")) else
+                 "- GPU upload and GPU starvation: unmeasured (no GPU results in "
+                 "docs/bench/gpu.json).")
     page.add("")
     page.add(*rest)
     if present:

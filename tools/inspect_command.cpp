@@ -23,6 +23,7 @@ struct InspectArgs {
   std::string dataset;
   bool json = false;
   bool force = false;
+  bool quiet = false;  // accepted as by every subcommand: inspect prints no progress
 };
 
 // The index of a dataset that passes the reader's checks. With --force, the
@@ -163,6 +164,7 @@ void add_inspect_command(CLI::App& app, Action& action) {
                                      "shards, splits");
   cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
+  cmd->add_flag("--quiet,-q", args->quiet, "No progress output (inspect prints none)");
   cmd->add_flag("--force", args->force,
                 "Show what index.h5 says even when shards are damaged or missing (named on "
                 "stderr; exit 0); a damaged index.h5 still fails");

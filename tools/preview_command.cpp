@@ -12,6 +12,7 @@ struct PreviewArgs {
   std::string dataset, out;
   PreviewOptions options;
   bool json = false;
+  bool quiet = false;
 };
 
 int run_preview(const PreviewArgs& args) {
@@ -27,7 +28,7 @@ int run_preview(const PreviewArgs& args) {
     j["samples"] = sheet.samples;
     j["variants"] = sheet.variants;
     print_json(j);
-  } else {
+  } else if (!args.quiet) {
     std::fprintf(stderr, "%s: %zu sample%s x %u variant%s, %dx%d pixels\n", args.out.c_str(),
                  sheet.samples.size(), sheet.samples.size() == 1 ? "" : "s", sheet.variants,
                  sheet.variants == 1 ? "" : "s", sheet.image.cols, sheet.image.rows);
@@ -50,6 +51,7 @@ void add_preview_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-variants", args->options.max_variants, "Variant columns at most")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
+  cmd->add_flag("--quiet,-q", args->quiet, "No summary line on stderr");
   cmd->callback([args, &action] { action = [args] { return run_preview(*args); }; });
 }
 

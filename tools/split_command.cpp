@@ -35,6 +35,7 @@ struct SplitArgs {
   bool list = false;
   std::string remove, export_name, out;
   bool json = false;
+  bool quiet = false;
   CLI::Option* folds_option = nullptr;
 };
 
@@ -45,15 +46,17 @@ double seconds_since(Clock::time_point start) {
 
 // The lock under which index.h5 is read, changed and replaced; says so on
 // stderr when another run holds it.
-DirectoryLock lock_for_change(const std::string& dataset) {
+DirectoryLock lock_for_change(const std::string& dataset, bool quiet) {
   // Without a dataset there is nothing to lock: read_index() throws the error
   // every subcommand gives for that.
   if (!std::filesystem::is_directory(dataset)) read_index(dataset);
   if (std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(dataset)) {
     return std::move(*lock);
   }
-  std::cerr << "imgpack: waiting for another process changing " << dataset << "/"
-            << format::kIndexFile << "\n";
+  if (!quiet) {
+    std::cerr << "imgpack: waiting for another process changing " << dataset << "/"
+              << format::kIndexFile << "\n";
+  }
   return DirectoryLock(dataset);
 }
 
@@ -110,7 +113,7 @@ int run_create(const SplitArgs& args) {
   spec.validate();
 
   Clock::time_point start = Clock::now();
-  const DirectoryLock lock = lock_for_change(args.dataset);
+  const DirectoryLock lock = lock_for_change(args.dataset, args.quiet);
   DatasetIndex index = read_index(args.dataset);
   const double read_s = seconds_since(start);
   if (index.find_split(args.name) && !args.force) {
@@ -159,14 +162,14 @@ int run_list(const SplitArgs& args) {
 }
 
 int run_delete(const SplitArgs& args) {
-  const DirectoryLock lock = lock_for_change(args.dataset);
+  const DirectoryLock lock = lock_for_change(args.dataset, args.quiet);
   DatasetIndex index = read_index(args.dataset);
   const Split& split = find_or_fail(index, args.remove, args.dataset);
   index.splits.erase(index.splits.begin() + (&split - index.splits.data()));
   write_index(args.dataset, index);
   if (args.json) {
     print_json({{"deleted", args.remove}});
-  } else {
+  } else if (!args.quiet) {
     std::cerr << args.dataset << ": deleted split " << args.remove << "\n";
   }
   return kExitOk;
@@ -193,7 +196,7 @@ int run_export(const SplitArgs& args) {
     std::cout << csv << std::flush;
   } else {
     write_file_atomic(args.out, csv);
-    if (!args.json) {
+    if (!args.json && !args.quiet) {
       std::cerr << args.out << ": " << index.num_samples() << " samples of split " << split.name
                 << " (fold -1 = test)\n";
     }
@@ -323,6 +326,7 @@ void add_split_command(CLI::App& app, Action& action) {
   cmd->add_option("--export", args->export_name, "Write split NAME as CSV: path,label,group,fold");
   cmd->add_option("--out", args->out, "CSV file for --export ('-' = stdout)");
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
+  cmd->add_flag("--quiet,-q", args->quiet, "No messages on stderr but warnings and errors");
   cmd->callback([args, &action] { action = [args] { return run_split(*args); }; });
 }
 

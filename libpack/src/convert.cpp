@@ -244,6 +244,7 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
 
   const ConversionPlan plan = make_plan(options, arena);
   timings.plan_s = seconds_since(start);
+  const DirectoryLock lock = lock_output(options);
   ConvertResult result;
   result.width = plan.shape.width;
   result.height = plan.shape.height;

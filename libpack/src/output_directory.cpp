@@ -159,7 +159,7 @@ bool output_is_complete(const ConvertOptions& options, const ConversionPlan& pla
   }
 }
 
-ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& plan) {
+DirectoryLock lock_output(const ConvertOptions& options) {
   const fs::path& out = options.out;
   if (is_inside(out, options.src)) {
     throw UsageError(out.string() + ": the output directory must not be inside SRC (" +
@@ -172,11 +172,22 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
   if (!fs::exists(out, ec)) {
     fs::create_directories(out, ec);
     if (ec) throw UsageError(out.string() + ": cannot create directory: " + ec.message());
-    return {};
   }
+  std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
+  if (!lock) {
+    throw UsageError(out.string() +
+                     ": another conversion (or a split) is writing to it now; wait for it to "
+                     "finish, then run this one again");
+  }
+  return std::move(*lock);
+}
+
+ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& plan) {
+  const fs::path& out = options.out;
   const std::vector<fs::path> ours = list_output(out);
   if (ours.empty()) return {};
 
+  std::error_code ec;
   const bool complete = fs::exists(out / format::kIndexFile, ec);
   std::optional<JournalState> journal;
   std::string journal_problem;

@@ -9,6 +9,7 @@
 
 #include "conversion_plan.hpp"
 #include "convert_journal.hpp"
+#include "files.hpp"
 #include "imgpack/convert.hpp"
 #include "shard_writer.hpp"
 
@@ -26,6 +27,13 @@ struct ResumePoint {
   std::vector<KeptShard> shards;   // in shard order
   std::vector<std::string> notes;  // what was discarded and why, for the report
 };
+
+// Creates OUT if it is missing and takes an exclusive lock on it for the
+// whole conversion: two conversions into one OUT at once (a run and its
+// --resume, say) would remove each other's files. Another process holding the
+// lock is a UsageError naming OUT; so are an OUT inside SRC and an OUT that
+// is not a directory.
+DirectoryLock lock_output(const ConvertOptions& options);
 
 // Makes OUT ready for `plan`:
 //  - a new or empty OUT is created or used as is;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "files.hpp"
 #include "h5.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/dataset_index.hpp"
@@ -367,6 +368,31 @@ TEST(Convert, RefusesToClobberOrToWriteIntoSrc) {
 
   ConvertOptions missing = options_for(dir / "nowhere", dir / "out3");
   EXPECT_THROW(convert(missing), UsageError);
+}
+
+// Two conversions into one OUT at once would remove each other's files: the
+// second is refused while the first holds OUT, and nothing of OUT is touched.
+TEST(Convert, AConcurrentConversionIntoTheSameOutIsRefused) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  const ConvertOptions options = options_for(dir / "src", dir / "out");
+  fs::create_directories(dir / "out");
+  test::write_bytes(dir / "out" / "convert.journal", "");  // as a run just started leaves it
+  {
+    const DirectoryLock running(dir / "out");  // what a running conversion holds
+    ConvertOptions resumed = options;
+    resumed.resume = true;
+    try {
+      convert(resumed);
+      FAIL() << "expected a usage error";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("another conversion"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(fs::exists(dir / "out" / "convert.journal"));
+  }
+  ConvertOptions resumed = options;
+  resumed.resume = true;
+  EXPECT_GT(convert(resumed).samples, 0u);  // the lock released, the run goes on
 }
 
 TEST(Convert, ReportsProgressInOrder) {

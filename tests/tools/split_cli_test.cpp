@@ -158,6 +158,27 @@ std::map<std::string, FileState> shard_states(const fs::path& dataset) {
   return states;
 }
 
+// README: every subcommand takes --quiet (-q); split's messages on stderr then
+// stay silent, its results on stdout do not.
+TEST_F(SplitCli, QuietSilencesTheMessagesButNotTheResults) {
+  const std::string csv = shell_quote((dir_ / "cv.csv").string());
+  test::CommandResult r = split("--name cv --kind stratified --folds 3 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cv: stratified"), std::string::npos) << r.out;
+  r = split("--export cv --out " + csv + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(fs::exists(dir_ / "cv.csv"));
+  r = split("--delete cv -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  for (const std::string& command : {"inspect " + ds() + " -q", "verify " + ds() + " -q"}) {
+    r = run_imgpack(command);
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+    EXPECT_EQ(r.err, "") << command;
+  }
+}
+
 TEST_F(SplitCli, RegeneratingRewritesTheIndexOnlyAndLeavesShardsUntouched) {
   const std::map<std::string, FileState> before = shard_states(dataset());
   ASSERT_GT(before.size(), 1u);  // 4K shards: several
