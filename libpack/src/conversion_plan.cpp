@@ -2,12 +2,15 @@
 
 #include <oneapi/tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "decode.hpp"
 #include "files.hpp"
@@ -57,11 +60,19 @@ std::string derive_uuid(const std::string& options_json, const SourceList& list)
   return format_uuid(hash128(key, 0x696d677061636bULL));
 }
 
-// The upright size all readable inputs share, for conversions without --size.
-std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
-                                                const SourceList& list) {
+std::string size_text(std::pair<uint32_t, uint32_t> size) {
+  return std::to_string(size.first) + "x" + std::to_string(size.second);
+}
+
+// The upright size the readable inputs share, for conversions without
+// ConvertOptions::size. A few inputs of another size (a corrupt file whose
+// header declares one, say) are moved to list.skipped with the reason when
+// one size is held by all others and skipping them stays within
+// ConvertOptions::max_skipped; any other mix of sizes is a UsageError.
+std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options, SourceList& list) {
+  using Size = std::pair<uint32_t, uint32_t>;
   std::mutex mutex;
-  std::map<std::pair<uint32_t, uint32_t>, std::string> sizes;  // size -> first path
+  std::map<Size, std::vector<std::size_t>> sizes;  // size -> the samples of that size
   const tsan::ForkJoinBody probe([&](std::size_t i) {
     // Headers sit at the start: read a prefix, and the whole file only when
     // the probe cannot tell the size from it.
@@ -72,7 +83,7 @@ std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
     if (!info && bytes.size() == (256u << 10) && read_file(path, bytes).empty()) {
       info = probe_image(bytes);
     }
-    std::pair<uint32_t, uint32_t> size;
+    Size size;
     if (info) {
       size = {info->upright_width(), info->upright_height()};
     } else {
@@ -87,25 +98,52 @@ std::pair<uint32_t, uint32_t> common_input_size(const ConvertOptions& options,
       }
     }
     std::lock_guard lock(mutex);
-    auto it = sizes.find(size);
-    if (it == sizes.end() || list.samples[i].path < it->second) {
-      sizes[size] = list.samples[i].path;
-    }
+    sizes[size].push_back(i);
   });
   probe.fork();
   tbb::parallel_for(std::size_t{0}, list.samples.size(), probe);
   probe.join();
   if (sizes.empty()) throw UsageError(options.src.string() + ": no readable images found");
-  if (sizes.size() > 1) {
-    auto a = sizes.begin();
-    auto b = std::next(a);
-    throw UsageError("input images differ in size (" + a->second + " is " +
-                     std::to_string(a->first.first) + "x" + std::to_string(a->first.second) + ", " +
-                     b->second + " is " + std::to_string(b->first.first) + "x" +
-                     std::to_string(b->first.second) + ", " + std::to_string(sizes.size()) +
-                     " sizes in all); ConvertOptions::size resizes them");
+  for (auto& entry : sizes) std::sort(entry.second.begin(), entry.second.end());
+  if (sizes.size() == 1) return sizes.begin()->first;
+
+  auto common = sizes.begin();
+  std::size_t others = 0;
+  for (auto it = sizes.begin(); it != sizes.end(); ++it) {
+    if (it->second.size() > common->second.size()) common = it;
   }
-  return sizes.begin()->first;
+  for (const auto& entry : sizes) {
+    if (entry.first != common->first) others += entry.second.size();
+  }
+  const uint64_t inputs = list.samples.size() + list.skipped.size();
+  const bool one_size_holds_the_rest = common->second.size() > others;
+  if (options.on_error == OnError::skip && one_size_holds_the_rest &&
+      list.skipped.size() + others <= options.max_skipped.allowed(inputs)) {
+    std::vector<bool> odd(list.samples.size(), false);
+    for (const auto& [size, samples] : sizes) {
+      if (size == common->first) continue;
+      for (std::size_t i : samples) {
+        odd[i] = true;
+        list.skipped.push_back({list.samples[i].path,
+                                "is " + size_text(size) + ", not the " + size_text(common->first) +
+                                    " of the other inputs (ConvertOptions::size resizes inputs "
+                                    "of any size)"});
+      }
+    }
+    std::vector<SourceSample> kept;
+    kept.reserve(list.samples.size() - others);
+    for (std::size_t i = 0; i < list.samples.size(); ++i) {
+      if (!odd[i]) kept.push_back(std::move(list.samples[i]));
+    }
+    list.samples = std::move(kept);
+    return common->first;
+  }
+  auto a = sizes.begin();
+  auto b = std::next(a);
+  throw UsageError("input images differ in size (" + list.samples[a->second.front()].path + " is " +
+                   size_text(a->first) + ", " + list.samples[b->second.front()].path + " is " +
+                   size_text(b->first) + ", " + std::to_string(sizes.size()) +
+                   " sizes in all); ConvertOptions::size resizes them");
 }
 
 // The requested splits over every input in write order, the sample order of
@@ -138,8 +176,7 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
   ConversionPlan plan;
   plan.list = options.scan.csv ? scan_csv(options.src, options.scan)
                                : scan_directory(options.src, options.scan);
-  const SourceList& list = plan.list;
-  if (list.samples.empty()) {
+  if (plan.list.samples.empty()) {
     throw UsageError(options.src.string() +
                      ": no images found (extensions: jpg, jpeg, png, bmp, "
                      "tif, tiff, webp, pnm, pam" +
@@ -152,12 +189,12 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
   if (options.size) {
     size = *options.size;
   } else {
-    arena.execute([&] { size = common_input_size(options, list); });
+    arena.execute([&] { size = common_input_size(options, plan.list); });
   }
   plan.shape = {size.second, size.first, options.color == ColorMode::gray ? 1u : 3u};
   plan.options_json = options.to_json();
-  plan.uuid = derive_uuid(plan.options_json, list);
-  plan.order.resize(list.samples.size());
+  plan.uuid = derive_uuid(plan.options_json, plan.list);
+  plan.order.resize(plan.list.samples.size());
   for (std::size_t i = 0; i < plan.order.size(); ++i) plan.order[i] = i;
   if (options.order == WriteOrder::shuffle) {
     CounterRng(options.seed, kWriteOrderStream).shuffle(std::span(plan.order));

@@ -323,6 +323,42 @@ TEST(Convert, WithoutSizeInputsMustShareOne) {
   }
 }
 
+// Without --size, a few inputs of another size (a corrupt file whose header
+// declares one, say) are skipped with the reason, within max_skipped, instead
+// of stopping the conversion; a real mix of sizes still is a usage error.
+TEST(Convert, WithoutSizeAFewInputsOfAnotherSizeAreSkipped) {
+  test::TempDir dir;
+  for (int i = 0; i < 4; ++i) {
+    test::write_image(dir / "src" / "x" / (std::to_string(i) + ".png"),
+                      test::make_rgb_image(40, 30, static_cast<uint64_t>(i)));
+  }
+  test::write_image(dir / "src" / "y" / "odd.png", test::make_rgb_image(41, 30, 9));
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  options.size.reset();
+  options.max_skipped.count = 1;
+  const ConvertResult result = convert(options);
+  EXPECT_EQ(result.width, 40u);
+  EXPECT_EQ(result.samples, 4u);
+  ASSERT_EQ(result.skipped.size(), 1u);
+  EXPECT_EQ(result.skipped[0].path, "y/odd.png");
+  EXPECT_NE(result.skipped[0].reason.find("is 41x30, not the 40x30 of the other inputs"),
+            std::string::npos)
+      << result.skipped[0].reason;
+
+  // Two of each: no size holds the rest, whatever max_skipped allows.
+  test::write_image(dir / "src" / "y" / "odd2.png", test::make_rgb_image(41, 30, 10));
+  test::write_image(dir / "src" / "y" / "odd3.png", test::make_rgb_image(41, 30, 11));
+  std::filesystem::remove(dir / "src" / "x" / "0.png");
+  options.out = dir / "out2";
+  options.max_skipped.count = 3;
+  EXPECT_THROW(convert(options), UsageError);
+  // With OnError::fail nothing is skipped silently.
+  options.on_error = OnError::fail;
+  std::filesystem::remove(dir / "src" / "y" / "odd3.png");
+  options.out = dir / "out3";
+  EXPECT_THROW(convert(options), UsageError);
+}
+
 TEST(Convert, GrayOutputAndUnlabeledInputs) {
   test::TempDir dir;
   make_tree(dir / "src");
