@@ -275,8 +275,9 @@ Capacity measure_capacity(const Dataset& dataset, const BenchArgs& a, unsigned t
     const auto [images, seconds] = read_for(kRunSeconds);
     rates.push_back(static_cast<double>(images) / seconds);
     c.seconds += seconds;
-    std::vector<double> last(rates.end() - std::min<std::ptrdiff_t>(rates.size(), kStableRuns),
-                             rates.end());
+    std::vector<double> last(
+        rates.end() - static_cast<std::ptrdiff_t>(std::min<std::size_t>(rates.size(), kStableRuns)),
+        rates.end());
     std::sort(last.begin(), last.end());
     c.images_per_s = last[last.size() / 2];
     c.spread = c.images_per_s > 0 ? (last.back() - last.front()) / c.images_per_s : 0;

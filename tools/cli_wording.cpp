@@ -10,7 +10,7 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 35> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 37> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"ConvertOptions::variants", "--variants"},
@@ -41,6 +41,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 35> kWording
     {"parse_split_option:", "--split"},
     {"store_split replaces it only when asked to", "pass --force to replace it"},
     {"augment_spec_help()", "see imgpack convert --help"},
+    {"SplitImport::path", "--path-column"},
+    {"SplitImport::fold", "--fold-column"},
     {"PreviewOptions::samples", "--samples"},
     {"SampleDataOptions::classes", "--classes"},
     {"SampleDataOptions::groups", "--groups"},

@@ -34,6 +34,8 @@ struct SplitArgs {
   bool force = false, no_stratify = false, no_groups = false;
   bool list = false;
   std::string remove, export_name, out;
+  std::string import_file;
+  SplitImport import_columns;
   bool json = false;
   bool quiet = false;
   CLI::Option* folds_option = nullptr;
@@ -207,7 +209,42 @@ int run_export(const SplitArgs& args) {
   return kExitOk;
 }
 
+// --import FILE --name NAME: a split made elsewhere, checked and stored as
+// run_create stores a computed one.
+int run_import(const SplitArgs& args) {
+  if (args.name.empty()) throw UsageError("--import needs --name NAME for the split");
+  if (!args.kind.empty() || args.folds_option->count() > 0 || args.val != 0 || args.test != 0) {
+    throw UsageError("--import takes the folds from " + args.import_file +
+                     "; --kind, --folds, --val and --test do not apply");
+  }
+  const DirectoryLock lock = lock_for_change(args.dataset, args.quiet);
+  DatasetIndex index = read_index(args.dataset);
+  if (index.find_split(args.name) && !args.force) {
+    throw UsageError(args.dataset + ": a split named '" + args.name +
+                     "' exists; pass --force to replace it");
+  }
+  Split split =
+      import_split(index, args.import_file, args.import_columns, args.name, utc_timestamp());
+  store_split(index, std::move(split), args.force);
+  write_index(args.dataset, index);
+  const Split& stored = *index.find_split(args.name);
+  if (args.json) {
+    print_json(split_json(index, stored));
+  } else {
+    print_split(std::cout, index, stored, true);
+  }
+  return kExitOk;
+}
+
 int run_split(const SplitArgs& args) {
+  if (!args.import_file.empty()) {
+    if (args.list || !args.remove.empty() || !args.export_name.empty()) {
+      throw UsageError(
+          "give one of --name (create), --import FILE --name NAME, --list, "
+          "--delete NAME, --export NAME");
+    }
+    return run_import(args);
+  }
   const int actions = (args.name.empty() ? 0 : 1) + (args.list ? 1 : 0) +
                       (args.remove.empty() ? 0 : 1) + (args.export_name.empty() ? 0 : 1);
   if (actions > 1) {
@@ -325,6 +362,13 @@ void add_split_command(CLI::App& app, Action& action) {
   cmd->add_option("--delete", args->remove, "Delete the split NAME");
   cmd->add_option("--export", args->export_name, "Write split NAME as CSV: path,label,group,fold");
   cmd->add_option("--out", args->out, "CSV file for --export ('-' = stdout)");
+  cmd->add_option("--import", args->import_file,
+                  "Store the folds of FILE.csv (path,fold as --export writes; fold -1 = test) "
+                  "as split --name");
+  cmd->add_option("--path-column", args->import_columns.path, "--import: the column of paths")
+      ->capture_default_str();
+  cmd->add_option("--fold-column", args->import_columns.fold, "--import: the column of folds")
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No messages on stderr but warnings and errors");
   cmd->callback([args, &action] { action = [args] { return run_split(*args); }; });

@@ -224,7 +224,7 @@ class ResumeInputs : public ::testing::Test {
     struct stat before {};
     ASSERT_EQ(::stat(path.c_str(), &before), 0);
     std::string bytes = test::read_bytes(path);
-    for (std::size_t i = bytes.size() - 40 * 32 * 3; i < bytes.size(); ++i) {
+    for (std::size_t i = bytes.size() - std::size_t{40} * 32 * 3; i < bytes.size(); ++i) {
       bytes[i] = static_cast<char>(~bytes[i]);
     }
     test::write_bytes(path, bytes);

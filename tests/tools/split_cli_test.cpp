@@ -179,6 +179,35 @@ TEST_F(SplitCli, QuietSilencesTheMessagesButNotTheResults) {
   }
 }
 
+// Folds made elsewhere: what --export writes imports back unchanged, with the
+// quality report; a row naming no sample is refused with its line, and the
+// dataset is left as it was.
+TEST_F(SplitCli, ImportStoresFoldsMadeElsewhere) {
+  const fs::path csv = dir_ / "cv.csv";
+  ASSERT_EQ(split("--name cv --kind stratified-group --folds 3 -q").exit_code, 0);
+  ASSERT_EQ(split("--export cv --out " + shell_quote(csv.string()) + " -q").exit_code, 0);
+  test::CommandResult r = split("--import " + shell_quote(csv.string()) + " --name theirs");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("theirs: imported"), std::string::npos) << r.out;
+  DatasetIndex index = read_index(dataset());
+  ASSERT_NE(index.find_split("theirs"), nullptr);
+  EXPECT_EQ(index.find_split("theirs")->assign, index.find_split("cv")->assign);
+  EXPECT_EQ(index.find_split("theirs")->folds, 3);
+
+  const std::string before = test::read_bytes(dataset() / "index.h5");
+  test::write_bytes(csv, test::read_bytes(csv) + "z/none.png,,,1\n");
+  r = split("--import " + shell_quote(csv.string()) + " --name other");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cv.csv:26: 'z/none.png' is not a sample of the dataset"), std::string::npos)
+      << r.err;
+  r = split("--import " + shell_quote(csv.string()) + " --name theirs");
+  EXPECT_EQ(r.exit_code, 2);  // exists: --force replaces it
+  r = split("--import " + shell_quote(csv.string()) + " --name x --fold-column k");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no column 'k' (--fold-column)"), std::string::npos) << r.err;
+  EXPECT_EQ(test::read_bytes(dataset() / "index.h5"), before);
+}
+
 TEST_F(SplitCli, RegeneratingRewritesTheIndexOnlyAndLeavesShardsUntouched) {
   const std::map<std::string, FileState> before = shard_states(dataset());
   ASSERT_GT(before.size(), 1u);  // 4K shards: several

@@ -50,6 +50,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
@@ -118,6 +119,27 @@ Split named_split(const std::string& name, const SplitSpec& spec, SplitResult re
 // Adds `split` to index.splits (kept in name order), replacing one of the same
 // name only when `replace`; otherwise throws UsageError naming it.
 void store_split(DatasetIndex& index, Split split, bool replace);
+
+// A split made elsewhere (another tool, a competition's folds), read from a
+// CSV file with a header and one row per source sample: the column `path`
+// names the sample as index.h5 does (relative to the converted folder), the
+// column `fold` gives its fold, 0..k-1, or -1 for the test set. That is what
+// `imgpack split --export` writes, so an export imports back unchanged. k is
+// one more than the largest fold; every fold 0..k-1 must hold a sample and k
+// must be at least 2. The Split is named `name`, of kind "imported" (neither
+// stratified nor grouped by construction: split_quality() says how it is),
+// with seed 0 and `created` (ISO 8601, or empty).
+// Throws UsageError naming the file and line for a path that is not a sample
+// of `index`, a sample given twice or a fold that is not an integer in
+// -1..kMaxFolds-1; naming the file for a missing column, samples without a
+// row (their count and the first), an empty fold or fewer than two folds.
+inline constexpr const char* kImportedSplitKind = "imported";
+struct SplitImport {
+  std::string path = "path";  // the column naming each sample
+  std::string fold = "fold";  // the column giving its fold
+};
+Split import_split(const DatasetIndex& index, const std::filesystem::path& csv,
+                   const SplitImport& columns, const std::string& name, const std::string& created);
 
 // A split requested as "NAME:KIND:K" (convert --split): K folds, or for
 // holdout the validation fraction ("val:holdout:0.2"). Throws UsageError.

@@ -139,6 +139,7 @@ void overwrite_strings(const std::filesystem::path& dir, const std::string& name
   h5::Handle dataset = file.open_dataset(name);
   h5::Handle type(H5Dget_type(dataset.get()));
   std::vector<const char*> raw;
+  raw.reserve(values.size());
   for (const std::string& value : values) raw.push_back(value.c_str());
   ASSERT_GE(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), 0);
   file.close();

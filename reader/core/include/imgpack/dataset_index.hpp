@@ -22,7 +22,7 @@ namespace imgpack {
 // has folds == 2 and is used through fold 0 (0 = validation, 1 = train).
 struct Split {
   std::string name;
-  std::string kind;  // random, stratified, group, stratified-group, holdout
+  std::string kind;  // random, stratified, group, stratified-group, holdout, imported
   int32_t folds = 0;
   uint64_t seed = 0;
   double test_fraction = 0;

@@ -1,0 +1,103 @@
+// import_split(): folds made elsewhere, checked row by row.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "imgpack/error.hpp"
+#include "imgpack/split.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+DatasetIndex four_samples() {
+  DatasetIndex index;
+  index.sample_path = {"a/1.jpg", "a/2.jpg", "b/3.jpg", "b/4.jpg"};
+  index.sample_label = {0, 0, 1, 1};
+  index.sample_group = {-1, -1, -1, -1};
+  index.class_names = {"a", "b"};
+  return index;
+}
+
+class SplitImportTest : public ::testing::Test {
+ protected:
+  // import_split over a CSV file holding `text`.
+  Split import(const std::string& text, const SplitImport& columns = {}) {
+    test::write_bytes(dir_ / "folds.csv", text);
+    return import_split(index_, dir_ / "folds.csv", columns, "theirs", "2026-01-01T00:00:00Z");
+  }
+  // The message of the UsageError that importing `text` throws.
+  std::string error_of(const std::string& text) {
+    try {
+      import(text);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no error for:\n" << text;
+    return "";
+  }
+  test::TempDir dir_;
+  DatasetIndex index_ = four_samples();
+};
+
+TEST_F(SplitImportTest, StoresTheFoldsOfEveryRowInAnyOrder) {
+  const Split split = import(
+      "path,label,group,fold\nb/4.jpg,b,,1\na/1.jpg,a,,0\n"
+      "a/2.jpg,a,,-1\nb/3.jpg,b,,0\n");
+  EXPECT_EQ(split.name, "theirs");
+  EXPECT_EQ(split.kind, kImportedSplitKind);
+  EXPECT_EQ(split.folds, 2);
+  EXPECT_EQ(split.assign, (std::vector<int16_t>{0, -1, 0, 1}));
+  EXPECT_DOUBLE_EQ(split.test_fraction, 0.25);
+  EXPECT_EQ(split.created, "2026-01-01T00:00:00Z");
+  EXPECT_FALSE(split.stratified);
+  EXPECT_FALSE(split.grouped);
+}
+
+TEST_F(SplitImportTest, ColumnsCanBeNamed) {
+  SplitImport columns;
+  columns.path = "image";
+  columns.fold = "kfold";
+  const Split split = import("kfold,image\n0,a/1.jpg\n1,a/2.jpg\n2,b/3.jpg\n0,b/4.jpg\n", columns);
+  EXPECT_EQ(split.folds, 3);
+  EXPECT_EQ(split.assign, (std::vector<int16_t>{0, 1, 2, 0}));
+}
+
+TEST_F(SplitImportTest, BadRowsAreNamedByLine) {
+  const std::string header = "path,fold\n";
+  std::string e = error_of(header + "a/1.jpg,0\nc/9.jpg,1\n");
+  EXPECT_NE(e.find("folds.csv:3: 'c/9.jpg' is not a sample of the dataset"), std::string::npos)
+      << e;
+  e = error_of(header + "a/1.jpg,0\na/2.jpg,1\na/1.jpg,1\n");
+  EXPECT_NE(e.find("folds.csv:4: 'a/1.jpg' is given twice (first on line 2)"), std::string::npos)
+      << e;
+  for (const char* fold : {"x", "1.5", "-2", "", "40000"}) {
+    e = error_of(header + "a/1.jpg," + fold + "\n");
+    EXPECT_NE(e.find("folds.csv:2: fold '" + std::string(fold) + "' is not an integer"),
+              std::string::npos)
+        << e;
+  }
+}
+
+TEST_F(SplitImportTest, EverySampleAndEveryFoldIsNeeded) {
+  std::string e = error_of("path,fold\na/1.jpg,0\nb/4.jpg,1\n");
+  EXPECT_NE(e.find("2 of the dataset's 4 samples have no row, the first: 'a/2.jpg'"),
+            std::string::npos)
+      << e;
+  e = error_of("path,fold\na/1.jpg,0\na/2.jpg,2\nb/3.jpg,0\nb/4.jpg,2\n");
+  EXPECT_NE(e.find("fold 1 holds no sample"), std::string::npos) << e;
+  e = error_of("path,fold\na/1.jpg,0\na/2.jpg,0\nb/3.jpg,-1\nb/4.jpg,0\n");
+  EXPECT_NE(e.find("at least two folds"), std::string::npos) << e;
+  e = error_of("file,fold\na/1.jpg,0\n");
+  EXPECT_NE(e.find("no column 'path'"), std::string::npos) << e;
+  EXPECT_NE(e.find("the header has file, fold"), std::string::npos) << e;
+}
+
+TEST_F(SplitImportTest, TheNameIsCheckedFirst) {
+  test::write_bytes(dir_ / "folds.csv", "path,fold\n");
+  EXPECT_THROW(import_split(index_, dir_ / "folds.csv", {}, "a/b", ""), UsageError);
+}
+
+}  // namespace
+}  // namespace imgpack
