@@ -10,7 +10,7 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 37> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 38> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"ConvertOptions::variants", "--variants"},
@@ -32,6 +32,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 37> kWording
     {"LabelSource::dirs", "--labels dirs"},
     {"LabelSource::csv", "--labels csv"},
     {"OnError::fail", "--on-error fail"},
+    {"ResizeMode::pad", "--resize pad"},
     {"SplitSpec::test_fraction", "--test"},
     {"SplitSpec::val_fraction", "--val"},
     {"SplitSpec::folds", "--folds"},

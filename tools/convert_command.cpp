@@ -97,6 +97,11 @@ int run_convert(const ConvertArgs& args) {
   for (const std::string& warning : result.split_warnings) {
     std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
   }
+  if (!args.quiet && !args.json) {
+    for (const std::string& note : result.resize_notes) {
+      std::fprintf(stderr, "imgpack: note: %s\n", cli_wording(note).c_str());
+    }
+  }
   if (args.json) {
     nlohmann::ordered_json j;
     j["records"] = result.records;
@@ -108,6 +113,7 @@ int run_convert(const ConvertArgs& args) {
     j["height"] = result.height;
     j["channels"] = result.channels;
     j["dataset_uuid"] = result.uuid;
+    j["resize_notes"] = result.resize_notes;
     if (args.resume) {
       j["resumed_shards"] = result.resumed_shards;
       j["resumed_inputs"] = result.resumed_inputs;

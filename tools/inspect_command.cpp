@@ -69,6 +69,16 @@ int run_inspect(const InspectArgs& args) {
       ++class_counts[static_cast<std::size_t>(label)];
     }
   }
+  // Groups named by the inputs whose every image was skipped (a CSV's rows of
+  // missing files, say): counted in `groups`, but holding nothing.
+  std::vector<bool> group_used(index.group_names.size(), false);
+  for (int32_t group : index.sample_group) {
+    if (group >= 0) group_used[static_cast<std::size_t>(group)] = true;
+  }
+  std::vector<std::size_t> empty_groups;
+  for (std::size_t g = 0; g < group_used.size(); ++g) {
+    if (!group_used[g]) empty_groups.push_back(g);
+  }
   uint64_t disk_bytes = file_length(dir / format::kIndexFile);
   std::vector<std::string> missing_shards;
   for (const std::string& shard : index.shards.file) {
@@ -103,6 +113,7 @@ int run_inspect(const InspectArgs& args) {
     j["classes"] = std::move(classes);
     j["unlabeled"] = unlabeled;
     j["groups"] = index.group_names.size();
+    j["empty_groups"] = empty_groups.size();
     j["shards"] = index.num_shards();
     j["missing_shards"] = missing_shards;
     if (args.force)
@@ -143,7 +154,12 @@ int run_inspect(const InspectArgs& args) {
     name.resize(width, ' ');
     std::cout << "    " << name << "  " << class_counts[c] << "\n";
   }
-  std::cout << "  groups      " << index.group_names.size() << "\n";
+  std::cout << "  groups      " << index.group_names.size();
+  if (!empty_groups.empty()) {
+    std::cout << " (" << empty_groups.size() << " without images, e.g. "
+              << index.group_names[empty_groups[0]] << ")";
+  }
+  std::cout << "\n";
   std::cout << "  augment     " << augment_summary(index) << "\n";
   std::cout << "  splits      "
             << (index.splits.empty() ? std::string("none") : std::to_string(index.splits.size()))

@@ -7,7 +7,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "conversion_plan.hpp"
 #include "conversion_report.hpp"
@@ -40,6 +45,36 @@ class TooManySkipped : public Error {
 // Inputs the run found: those planned for conversion and those skipped by the scan.
 uint64_t inputs_found(const ConversionPlan& plan) {
   return plan.order.size() + plan.list.skipped.size();
+}
+
+// What ResizeMode::crop cuts from inputs of another aspect ratio than the
+// output, for the three most common input sizes that lose more than 1% of a
+// side: "crop keeps 75% of the width of 640x480 inputs (1200 of them)".
+std::vector<std::string> crop_notes(
+    const ConvertOptions& options, RecordShape shape,
+    const std::map<std::pair<uint32_t, uint32_t>, uint64_t>& sizes) {
+  std::vector<std::string> notes;
+  if (!options.size || options.resize != ResizeMode::crop) return notes;
+  std::vector<std::pair<std::pair<uint32_t, uint32_t>, uint64_t>> common(sizes.begin(),
+                                                                         sizes.end());
+  std::stable_sort(common.begin(), common.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [size, count] : common) {
+    if (notes.size() == 3) break;
+    const auto [width, height] = size;
+    if (width == 0 || height == 0) continue;
+    const double scale = std::max(static_cast<double>(shape.width) / width,
+                                  static_cast<double>(shape.height) / height);
+    const double kept_width = shape.width / (scale * width);
+    const double kept_height = shape.height / (scale * height);
+    const double kept = std::min(kept_width, kept_height);
+    if (kept >= 0.99) continue;
+    notes.push_back("crop keeps " + std::to_string(static_cast<int>(std::lround(kept * 100))) +
+                    "% of the " + (kept_width < kept_height ? "width" : "height") + " of " +
+                    std::to_string(width) + "x" + std::to_string(height) + " inputs (" +
+                    std::to_string(count) + " of them); ResizeMode::pad keeps all of it");
+  }
+  return notes;
 }
 
 // Throws TooManySkipped, naming the count and the first reasons, when
@@ -122,6 +157,11 @@ class ConversionPipeline {
     region.join();
   }
 
+  // The upright sizes of the inputs converted, and how many had each.
+  const std::map<std::pair<uint32_t, uint32_t>, uint64_t>& source_sizes() const {
+    return source_sizes_;
+  }
+
  private:
   // Serial source: the next write position, in a slot of its own.
   InputSlot* next_input(tbb::flow_control& fc) {
@@ -169,6 +209,7 @@ class ConversionPipeline {
     } else {
       const auto id = static_cast<int64_t>(index_.num_samples());
       add_sample(index_, sample);
+      ++source_sizes_[{slot.source_width, slot.source_height}];
       journal_.inputs_done(slot.position + 1);  // a shard committed now ends here
       const std::size_t record_bytes = plan_.shape.bytes();
       for (uint32_t v = 0; v < variants; ++v) {
@@ -192,7 +233,8 @@ class ConversionPipeline {
   const RecordRenderer renderer_;
   std::vector<InputSlot> slots_;  // reused round-robin: nothing allocated per input
 
-  std::size_t next_ = 0;  // serial source's
+  std::size_t next_ = 0;                                            // serial source's
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> source_sizes_;  // the sink's
   ConvertProgress status_;
   const ProgressFn* progress_ = nullptr;
   Clock::time_point start_;
@@ -287,6 +329,7 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   }
   timings.convert_s = seconds_since(convert_start);
   timings.converted_inputs = plan.order.size() - begin.next_position;
+  result.resize_notes = crop_notes(options, plan.shape, pipeline.source_sizes());
 
   if (index.num_samples() == 0) {
     throw Error(options.src.string() + ": none of the " + std::to_string(plan.order.size()) +

@@ -29,6 +29,8 @@ void RecordRenderer::render(InputSlot& slot) const {
     decode.min_height = static_cast<uint32_t>(need.height);
   }
   DecodedImage image = decode_image(slot.file_bytes, decode);
+  slot.source_width = info ? info->upright_width() : static_cast<uint32_t>(image.pixels.cols);
+  slot.source_height = info ? info->upright_height() : static_cast<uint32_t>(image.pixels.rows);
   resize_into(image.pixels, spec_, slot.pixels.data());
   slot.checksums[0] = checksum(slot.pixels.data(), record_bytes_);
   if (augmenter_) render_augmented(slot, info, image, decode);

@@ -26,6 +26,8 @@ struct InputSlot {
   std::vector<uint8_t> pixels;  // variants x record bytes
   std::vector<uint64_t> checksums;
   std::vector<AugmentParams> augment;  // variants 1..K-1
+  uint32_t source_width = 0;           // the input's upright size, set by render()
+  uint32_t source_height = 0;
   std::string error;
 };
 

@@ -359,6 +359,33 @@ TEST(Convert, WithoutSizeAFewInputsOfAnotherSizeAreSkipped) {
   EXPECT_THROW(convert(options), UsageError);
 }
 
+// ResizeMode::crop cuts inputs of another aspect ratio: the result says how
+// much, once per common input size; inputs of the output's aspect lose nothing.
+TEST(Convert, CropSaysHowMuchItCutsFromInputsOfAnotherAspect) {
+  test::TempDir dir;
+  for (int i = 0; i < 3; ++i) {
+    test::write_image(dir / "src" / "x" / (std::to_string(i) + ".png"),
+                      test::make_rgb_image(64, 24, static_cast<uint64_t>(i)));
+  }
+  test::write_image(dir / "src" / "y" / "tall.png", test::make_rgb_image(32, 48, 7));
+  test::write_image(dir / "src" / "y" / "same.png", test::make_rgb_image(64, 48, 8));
+  ConvertOptions options = options_for(dir / "src", dir / "out");  // 32x24 output
+  options.max_skipped.count = 0;
+  const ConvertResult result = convert(options);
+  ASSERT_EQ(result.resize_notes.size(), 2u);
+  // 64x24 scaled by 1 keeps 32 of 64 columns; 32x48 scaled by 1 keeps 24 of 48 rows.
+  EXPECT_EQ(result.resize_notes[0],
+            "crop keeps 50% of the width of 64x24 inputs (3 of them); ResizeMode::pad keeps all "
+            "of it");
+  EXPECT_EQ(result.resize_notes[1],
+            "crop keeps 50% of the height of 32x48 inputs (1 of them); ResizeMode::pad keeps "
+            "all of it");
+
+  options.out = dir / "padded";
+  options.resize = ResizeMode::pad;
+  EXPECT_TRUE(convert(options).resize_notes.empty());
+}
+
 TEST(Convert, GrayOutputAndUnlabeledInputs) {
   test::TempDir dir;
   make_tree(dir / "src");

@@ -114,6 +114,24 @@ TEST_F(StateFarmCsv, LabelsAndGroupsFromColumnsLandInTheIndex) {
   EXPECT_EQ(report["options"]["csv"]["group"], "subject");
 }
 
+// A group whose every row names a missing file is in the group table but
+// holds no image: inspect says so instead of counting it silently.
+TEST_F(StateFarmCsv, InspectNamesGroupsWithoutImages) {
+  std::string csv = test::read_bytes(csv_);
+  csv.replace(csv.find("p021,c2,img_999.jpg"), 19, "p099,c0,gone_1.jpg");  // its only row
+  write_bytes(csv_, csv);
+  CommandResult r = convert(
+      "--csv-path 'imgs/train/{classname}/{img}' --csv-label classname --csv-group subject");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(read_index(out_).group_names.size(), 4u);
+  r = run_imgpack("inspect " + q(out_));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("groups      4 (1 without images, e.g. p099)"), std::string::npos) << r.out;
+  r = run_imgpack("inspect " + q(out_) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["empty_groups"], 1);
+}
+
 TEST_F(StateFarmCsv, LabelsNoneGivesUnlabeledSamples) {
   CommandResult r = convert(
       "--csv-path 'imgs/train/{classname}/{img}' --csv-group subject "

@@ -39,6 +39,10 @@ struct ConvertResult {
   double seconds = 0;
   std::string uuid;
   std::vector<std::string> split_warnings;  // e.g. classes smaller than the folds
+  // What the resize cut from the inputs converted by this run, e.g. "crop
+  // keeps 75% of the width of 640x480 inputs (1200 of them); ...": the most
+  // common input sizes that ResizeMode::crop cuts by more than 1% of a side.
+  std::vector<std::string> resize_notes;
   // --resume: shards kept from the interrupted run, inputs it had already
   // processed, and anything it could not keep (and why).
   uint64_t resumed_shards = 0;
