@@ -114,4 +114,14 @@ LastBatch parse_last_batch(std::string_view text) {
 
 std::string_view last_batch_name(LastBatch last) { return name_of(kLastBatchNames, last); }
 
+constexpr std::array kCropModeNames{EnumName{CropMode::automatic, "auto"},
+                                    EnumName{CropMode::random, "random"},
+                                    EnumName{CropMode::center, "center"}};
+
+CropMode parse_crop_mode(std::string_view text) {
+  return parse_name(kCropModeNames, text, "crop mode");
+}
+
+std::string_view crop_mode_name(CropMode mode) { return name_of(kCropModeNames, mode); }
+
 }  // namespace imgpack

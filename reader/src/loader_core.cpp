@@ -11,6 +11,7 @@
 #include "imgpack/error.hpp"
 #include "loader_state.hpp"
 #include "record_copy.hpp"
+#include "record_window.hpp"
 
 namespace imgpack::detail {
 
@@ -23,8 +24,26 @@ void validate(const Dataset& dataset, const LoaderOptions& o) {
   if (o.prefetch == 0 || o.prefetch > 4096) {
     throw UsageError("prefetch must be between 1 and 4096 slots");
   }
+  if (o.direct_upload && !o.crop.is_identity()) {
+    throw UsageError(
+        "direct upload copies whole records to the device; crop and flip need the reader "
+        "threads' copy (turn one of them off)");
+  }
   if (o.direct_upload && !o.device.is_cuda()) {
     throw UsageError("direct upload needs a CUDA device (it copies from the mapping to the GPU)");
+  }
+  const CropOptions& crop = o.crop;
+  if ((crop.height == 0) != (crop.width == 0)) {
+    throw UsageError("crop: give both height and width (or neither), not " +
+                     std::to_string(crop.height) + " x " + std::to_string(crop.width));
+  }
+  if (crop.height > dataset.height() || crop.width > dataset.width()) {
+    throw UsageError("crop " + std::to_string(crop.height) + " x " + std::to_string(crop.width) +
+                     " is larger than the dataset's records (" + std::to_string(dataset.height()) +
+                     " x " + std::to_string(dataset.width()) + ")");
+  }
+  if (!(crop.hflip >= 0 && crop.hflip <= 1) || !(crop.vflip >= 0 && crop.vflip <= 1)) {
+    throw UsageError("crop: flip probabilities must be between 0 and 1");
   }
   if (o.output != OutputFormat::uint8_nhwc) {
     for (uint32_t c = 0; c < dataset.channels(); ++c) {
@@ -41,11 +60,20 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       order_(dataset_, select_samples(dataset_.index(), options_.selection),
              resolve_variant_policy(options_.selection.variants, options_.selection.role),
              options_.order),
+      stored_shape_{dataset_.height(), dataset_.width(), dataset_.channels()},
+      shape_{options_.crop.height != 0 ? options_.crop.height : stored_shape_.height,
+             options_.crop.width != 0 ? options_.crop.width : stored_shape_.width,
+             stored_shape_.channels},
       record_bytes_(dataset_.record_bytes()),
-      output_record_bytes_(record_bytes_ * output_element_bytes(options_.output)),
-      shape_{dataset_.height(), dataset_.width(), dataset_.channels()},
+      slot_record_bytes_(shape_.bytes()),
+      output_record_bytes_(slot_record_bytes_ * output_element_bytes(options_.output)),
       norm_(Normalization::from_mean_std(options_.mean.data(), options_.stddev.data(),
                                          dataset_.channels())),
+      windowed_(!options_.crop.is_identity()),
+      random_crop_(
+          options_.crop.mode == CropMode::random ||
+          (options_.crop.mode == CropMode::automatic &&
+           (options_.selection.role == Role::train || options_.selection.role == Role::all))),
       initial_state_(initial_loader_state(order_, options_)) {
   require_batches(order_, options_);
   backend_ = make_upload_backend(options_.device, options_.pin_host_memory);
@@ -66,7 +94,7 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
     }
   }
   const std::size_t batch = options_.batch_size;
-  chunk_records_ = std::clamp<std::size_t>(kChunkBytes / record_bytes_, 1, batch);
+  chunk_records_ = std::clamp<std::size_t>(kChunkBytes / slot_record_bytes_, 1, batch);
   chunks_per_batch_ = (batch + chunk_records_ - 1) / chunk_records_;
   allocate_ring();
 }
@@ -88,12 +116,12 @@ void LoaderCore::allocate_ring() {
     } else if (direct_) {
       slot.sources.resize(batch);  // the copy engine reads the mapping: no staging
     } else {
-      slot.staging = backend_->allocate_host(batch * record_bytes_);
+      slot.staging = backend_->allocate_host(batch * slot_record_bytes_);
       slot.images = slot.staging.data();
       ring_host_bytes_ += slot.staging.size();
     }
     if (device_copy) {
-      slot.device = backend_->allocate_device(batch * record_bytes_);
+      slot.device = backend_->allocate_device(batch * slot_record_bytes_);
       slot.images = slot.device.data();
       ring_device_bytes_ += slot.device.size();
       if (converting) {
@@ -313,7 +341,21 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
                            std::to_string(dataset_.record_sample(record)) +
                            ") does not match its stored checksum");
     }
-    if (direct_) {
+    if (windowed_) {
+      const RecordWindow window =
+          draw_window(options_.crop, random_crop_, stored_shape_, shape_, options_.order.seed,
+                      work.epoch, dataset_.record_sample(record), dataset_.record_variant(record));
+      if (convert_on_host_) {
+        // The window first, then the conversion; one buffer per reader thread.
+        thread_local std::vector<uint8_t> window_pixels;
+        window_pixels.resize(slot_record_bytes_);
+        copy_window(src, stored_shape_, window_pixels.data(), shape_, window);
+        convert_record_host(window_pixels.data(), output + pos * output_record_bytes_,
+                            options_.output, shape_, norm_);
+      } else {
+        copy_window(src, stored_shape_, staging + pos * slot_record_bytes_, shape_, window);
+      }
+    } else if (direct_) {
       slot.sources[pos] = src;
     } else if (convert_on_host_) {
       convert_record_host(src, output + pos * output_record_bytes_, options_.output, shape_, norm_);
@@ -358,7 +400,8 @@ void LoaderCore::upload_main() {
         if (direct_) {
           backend_->gather_to_device(slot.device.data(), slot.sources.data(), count, record_bytes_);
         } else {
-          backend_->copy_to_device(slot.device.data(), slot.staging.data(), count * record_bytes_);
+          backend_->copy_to_device(slot.device.data(), slot.staging.data(),
+                                   count * slot_record_bytes_);
         }
         if (options_.output != OutputFormat::uint8_nhwc) {
           ConvertJob job;
@@ -494,7 +537,7 @@ LoaderStats LoaderCore::stats() const {
   s.batches = batches_;
   s.images = images_;
   s.padding = padding_;
-  s.bytes = images_ * record_bytes_;
+  s.bytes = images_ * slot_record_bytes_;
   if (consumer_started_) {
     s.consumer_seconds = std::chrono::duration<double>(consumer_last_ - consumer_first_).count();
   }

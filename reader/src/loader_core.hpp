@@ -135,10 +135,15 @@ class LoaderCore {
   const Dataset dataset_;
   const LoaderOptions options_;
   const EpochOrder order_;
-  const std::size_t record_bytes_;
+  const RecordShape stored_shape_;       // the dataset's records
+  const RecordShape shape_;              // what a batch holds per image (the crop's window)
+  const std::size_t record_bytes_;       // stored_shape_.bytes(): what the checksums cover
+  const std::size_t slot_record_bytes_;  // shape_.bytes(): uint8 bytes per image in a slot
   const std::size_t output_record_bytes_;
-  const RecordShape shape_;
   const Normalization norm_;
+  // Crop or flip records while copying them (LoaderOptions::crop), and how.
+  const bool windowed_;
+  const bool random_crop_;
   const LoaderState initial_state_;  // the fingerprint; epoch 0, nothing consumed
   bool convert_on_host_ = false;
   // Staging is read only by the device's copy engine: filled with streaming stores.

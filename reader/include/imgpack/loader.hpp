@@ -66,6 +66,34 @@ namespace imgpack {
 // records (Batch::padding() says how many), or deliver it short.
 enum class LastBatch { drop, pad, partial };
 
+// Online crop and flip: fresh views of every stored record each epoch, cut
+// by the reader threads while they copy the record into the slot (no extra
+// pass, nothing allocated per record), before any conversion or upload.
+// Combined with K stored variants, a dataset stored at 256x256 delivers
+// 224x224 windows that differ every epoch at copy speed.
+//
+// Each record's window and flips are drawn from a counter-based generator
+// keyed by (OrderOptions::seed, epoch, sample, variant): a pure function like
+// the order, identical for any thread count, rank layout and resume point.
+// Delivered batches have the crop's shape (Batch::height(), width()).
+enum class CropMode {
+  automatic,  // random for roles train and all, center for val and test
+  random,     // the window's corner uniform among every position where it fits
+  center,     // the middle of the record
+};
+
+struct CropOptions {
+  // The window, at most the dataset's size; 0 x 0 = the whole record.
+  uint32_t height = 0;
+  uint32_t width = 0;
+  CropMode mode = CropMode::automatic;
+  double hflip = 0;  // probability of mirroring left-right, [0, 1]
+  double vflip = 0;  // probability of mirroring top-bottom, [0, 1]
+
+  // True when records are delivered whole and unflipped.
+  bool is_identity() const { return height == 0 && width == 0 && hflip == 0 && vflip == 0; }
+};
+
 struct LoaderOptions {
   SelectionOptions selection;  // default: every sample, variant 0
   OrderOptions order;          // default: random order, seed 0, one rank
@@ -95,6 +123,12 @@ struct LoaderOptions {
   OutputFormat output = OutputFormat::uint8_nhwc;
   std::array<float, 4> mean = {0, 0, 0, 0};
   std::array<float, 4> stddev = {1, 1, 1, 1};
+
+  // Online crop and flip (CropOptions). A window larger than the records, a
+  // window with one side 0, or a probability outside [0, 1] is a UsageError;
+  // so is combining it with direct_upload, whose copy engine reads whole
+  // records.
+  CropOptions crop;
 
   // Compare every record read with its stored checksum; a mismatch is an
   // imgpack::Error from next() naming the shard and row. Costs a hash per record.
@@ -391,5 +425,8 @@ class Loader {
 // "drop", "pad", "partial". Throws imgpack::UsageError.
 LastBatch parse_last_batch(std::string_view text);
 std::string_view last_batch_name(LastBatch last);
+// "auto", "random", "center". Throws imgpack::UsageError.
+CropMode parse_crop_mode(std::string_view text);
+std::string_view crop_mode_name(CropMode mode);
 
 }  // namespace imgpack

@@ -1,0 +1,41 @@
+// Online crop and flip: which window of a record a batch holds, and copying
+// it (internal to the reader).
+#pragma once
+
+#include <cstdint>
+
+#include "imgpack/loader.hpp"
+#include "imgpack/record_shape.hpp"
+
+namespace imgpack::detail {
+
+// The part of a stored record that is delivered: the window's top-left
+// corner in the record, and whether it is mirrored.
+struct RecordWindow {
+  uint32_t top = 0;
+  uint32_t left = 0;
+  bool hflip = false;  // left-right
+  bool vflip = false;  // top-bottom
+  friend bool operator==(const RecordWindow&, const RecordWindow&) = default;
+};
+
+// The window of the record of `sample`'s `variant` in `epoch`: a pure
+// function of (seed, epoch, sample, variant) and the options, so the same for
+// any thread count, rank layout or resume point. `stored` is the record's
+// shape, `delivered` the window's (CropOptions::height x width, or `stored`
+// without a crop). A random crop draws its corner uniformly among every
+// position where the window fits; a centered one takes the middle (rounding
+// up and left); each flip is drawn with its probability. The draws come from
+// one stream in a fixed order, so changing one probability never moves the
+// windows.
+RecordWindow draw_window(const CropOptions& options, bool random_crop, RecordShape stored,
+                         RecordShape delivered, uint64_t seed, uint64_t epoch, int64_t sample,
+                         uint16_t variant);
+
+// Copies `window` of `src` (a record of shape `stored`, HWC) to `dst` (HWC,
+// of shape `delivered`): rows of the window, in reverse order for vflip, and
+// the pixels of each row in reverse for hflip. `dst` must not overlap `src`.
+void copy_window(const uint8_t* src, RecordShape stored, uint8_t* dst, RecordShape delivered,
+                 const RecordWindow& window);
+
+}  // namespace imgpack::detail
