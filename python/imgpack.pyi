@@ -145,6 +145,10 @@ class Loader:
         output: str = "uint8",
         mean: Sequence[float] | None = None,
         std: Sequence[float] | None = None,
+        crop: int | tuple[int, int] | None = None,
+        crop_mode: str = "auto",
+        hflip: float = 0.0,
+        vflip: float = 0.0,
         verify_checksums: bool = False,
     ) -> None: ...
     def __iter__(self) -> _EpochIterator: ...

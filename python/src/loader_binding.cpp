@@ -223,6 +223,7 @@ Loader(dataset, *, split=None, fold=0, role="all", variants="auto",
        rank=0, world_size=1, rank_policy="pad",
        threads=2, prefetch=4, device="cpu", pin_memory=False,
        direct_upload=False, output="uint8", mean=None, std=None,
+       crop=None, crop_mode="auto", hflip=0.0, vflip=0.0,
        verify_checksums=False)
 
     loader = imgpack.Loader("dataset/", split="cv5", fold=0, role="train",
@@ -261,6 +262,13 @@ Device: "cpu", "cuda", "cuda:N" or a torch.device; pin_memory allocates
 Output: "uint8" (N, H, W, C as stored), "float32" or "float16" (N, C, H, W,
   (x / 255 - mean[c]) / std[c], converted on the GPU for device delivery);
   mean and std one value per channel, torchvision's convention.
+Crop and flip, online: crop (an int for a square, or (height, width); at most
+  the dataset's size) cuts a window of every record while the reader threads
+  copy it, crop_mode "random" (the default for roles "train" and "all") or
+  "center" (for "val" and "test"); hflip and vflip mirror each record with
+  that probability. Windows and flips are a pure function of (seed, epoch,
+  sample, variant): new every epoch, the same for any threads, ranks or
+  resume point. Batches then hold crop-sized images. Not with direct_upload.
 verify_checksums: compare every record read with its stored checksum; a
   mismatch raises imgpack.Error naming the shard and row.
 
@@ -315,13 +323,22 @@ void register_loader(py::module_& m) {
                  const py::object& threads, const py::object& prefetch, const py::object& device,
                  const py::object& pin_memory, const py::object& direct_upload,
                  const py::object& output, const py::object& mean, const py::object& std,
-                 const py::object& verify_checksums) {
+                 const py::object& crop, const py::object& crop_mode, const py::object& hflip,
+                 const py::object& vflip, const py::object& verify_checksums) {
                 Dataset dataset = dataset_of(dataset_or_path);
-                const LoaderArguments args{
-                    split,       fold,    role,     variants,        batch_size, last_batch,
-                    drop_last,   order,   seed,     window_shards,   rank,       world_size,
-                    rank_policy, threads, prefetch, device,          pin_memory, direct_upload,
-                    output,      mean,    std,      verify_checksums};
+                const LoaderArguments args{split,       fold,
+                                           role,        variants,
+                                           batch_size,  last_batch,
+                                           drop_last,   order,
+                                           seed,        window_shards,
+                                           rank,        world_size,
+                                           rank_policy, threads,
+                                           prefetch,    device,
+                                           pin_memory,  direct_upload,
+                                           output,      mean,
+                                           std,         crop,
+                                           crop_mode,   hflip,
+                                           vflip,       verify_checksums};
                 const LoaderOptions options = loader_options(args, dataset.channels());
                 return std::make_shared<PyLoader>(std::move(dataset), options);
               }),
@@ -330,8 +347,8 @@ void register_loader(py::module_& m) {
           "drop_last"_a = false, "order"_a = "random", "seed"_a = 0, "window_shards"_a = 4,
           "rank"_a = 0, "world_size"_a = 1, "rank_policy"_a = "pad", "threads"_a = 2,
           "prefetch"_a = 4, "device"_a = "cpu", "pin_memory"_a = false, "direct_upload"_a = false,
-          "output"_a = "uint8", "mean"_a = py::none(), "std"_a = py::none(),
-          "verify_checksums"_a = false)
+          "output"_a = "uint8", "mean"_a = py::none(), "std"_a = py::none(), "crop"_a = py::none(),
+          "crop_mode"_a = "auto", "hflip"_a = 0.0, "vflip"_a = 0.0, "verify_checksums"_a = false)
       .def(
           "__iter__",
           [](const std::shared_ptr<PyLoader>& l) {

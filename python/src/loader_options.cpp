@@ -62,6 +62,35 @@ std::vector<float> per_channel(const py::object& value, const char* name, uint32
   return values;
 }
 
+// A probability in [0, 1].
+double probability(const py::object& value, const char* name) {
+  if (!py::isinstance<py::float_>(value) && !py::isinstance<py::int_>(value)) {
+    throw py::type_error(std::string(name) + " must be a number");
+  }
+  const double p = value.cast<double>();
+  if (!(p >= 0 && p <= 1)) {
+    throw UsageError(std::string(name) + " must be between 0 and 1, not " +
+                     std::string(py::str(value)));
+  }
+  return p;
+}
+
+// crop: None, a side (square window) or (height, width).
+void crop_size(const py::object& value, CropOptions& crop) {
+  if (value.is_none()) return;
+  if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
+    crop.height = crop.width = integer<uint32_t>(value, "crop", 1);
+    return;
+  }
+  if (!py::isinstance<py::tuple>(value) && !py::isinstance<py::list>(value)) {
+    throw py::type_error("crop must be None, an int or (height, width)");
+  }
+  const py::sequence sides(value);
+  if (sides.size() != 2) throw UsageError("crop must be (height, width)");
+  crop.height = integer<uint32_t>(sides[0], "crop height", 1);
+  crop.width = integer<uint32_t>(sides[1], "crop width", 1);
+}
+
 }  // namespace
 
 LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
@@ -102,6 +131,10 @@ LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
   }
   for (std::size_t c = 0; c < mean.size(); ++c) o.mean[c] = mean[c];
   for (std::size_t c = 0; c < stddev.size(); ++c) o.stddev[c] = stddev[c];
+  crop_size(a.crop, o.crop);
+  o.crop.mode = parse_crop_mode(text(a.crop_mode, "crop_mode"));
+  o.crop.hflip = probability(a.hflip, "hflip");
+  o.crop.vflip = probability(a.vflip, "vflip");
   o.verify_checksums = flag(a.verify_checksums, "verify_checksums");
   return o;
 }
