@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
+#include "cli_values.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/epoch_order.hpp"
 #include "imgpack/error.hpp"
@@ -48,6 +49,8 @@ struct BenchArgs {
   bool sweep = false;
   std::string device = "host";
   bool direct_upload = false;
+  std::string crop;  // "224" or "WxH"; empty: whole records
+  double hflip = 0;
   std::string output = "uint8";
   unsigned memcpy_threads = 2;
   bool json = false;
@@ -176,6 +179,12 @@ LoaderOptions loader_options(const BenchArgs& a, unsigned threads) {
   o.prefetch = a.prefetch;
   o.device = parse_device(a.device);
   o.direct_upload = a.direct_upload;
+  if (!a.crop.empty()) {
+    const auto [width, height] = parse_image_size(a.crop);
+    o.crop.width = width;
+    o.crop.height = height;
+  }
+  o.crop.hflip = a.hflip;
   o.output = parse_output_format(a.output);
   if (o.output != OutputFormat::uint8_nhwc) {
     o.mean = {0.485f, 0.456f, 0.406f, 0};
@@ -569,6 +578,11 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_flag("--direct-upload", args->direct_upload,
                 "With cuda:N: the GPU copies records straight from the page cache (pins the "
                 "whole dataset in memory) instead of reader threads staging them");
+  cmd->add_option("--crop", args->crop,
+                  "Online crop N or WxH (random for train and all, center for val and test); "
+                  "GB/s then counts the cropped bytes");
+  cmd->add_option("--hflip", args->hflip, "Probability of mirroring each record left-right")
+      ->capture_default_str();
   cmd->add_option("--output", args->output, "uint8, float32 or float16 (normalized NCHW)")
       ->capture_default_str()
       ->check(CLI::IsMember({"uint8", "float32", "float16"}));

@@ -165,6 +165,24 @@ TEST_F(BenchCommandTest, HumanOutput) {
   EXPECT_NE(r.out.find("starvation"), std::string::npos) << r.out;
 }
 
+// --crop: the loader delivers windows, and GB/s counts their bytes: a
+// quarter of the records' at half of each side.
+TEST_F(BenchCommandTest, CropDeliversWindows) {
+  const std::string ds = shell_quote(dataset_) + " --batch 8 --epochs 2 --json -q";
+  test::CommandResult r = run_imgpack("bench " + ds + " --crop 16 --hflip 0.5");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json cropped = nlohmann::json::parse(r.out);
+  r = run_imgpack("bench " + ds);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json whole = nlohmann::json::parse(r.out);
+  EXPECT_EQ(cropped["images"], whole["images"]);
+  const double bytes_per_image =
+      cropped["gb_per_s"].get<double>() * 1e9 / cropped["images_per_s"].get<double>();
+  EXPECT_NEAR(bytes_per_image, 16 * 16 * 3, 1);
+  EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --crop 64").exit_code, 2);
+  EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --hflip 2").exit_code, 2);
+}
+
 TEST_F(BenchCommandTest, BadRequestsExitTwo) {
   const std::string ds = shell_quote(dataset_) + " ";
   EXPECT_EQ(run_imgpack("bench " + ds + "--order shuffle").exit_code, 2);
