@@ -63,6 +63,20 @@ TEST(RecordWindow, CopiesTheWindowMirroredAsAsked) {
       }
     }
   }
+  // Every width of a mirrored RGB row, through the vectorised groups of five
+  // pixels and their scalar ends, at every offset of the window.
+  const RecordShape wide{2, 29, 3};
+  const std::vector<uint8_t> wide_src = numbered(wide);
+  for (uint32_t width = 1; width <= wide.width; ++width) {
+    for (uint32_t left = 0; left + width <= wide.width; left += 3) {
+      const RecordShape delivered{2, width, 3};
+      const RecordWindow w{0, left, true, false};
+      std::vector<uint8_t> out(delivered.bytes());
+      copy_window(wide_src.data(), wide, out.data(), delivered, w);
+      EXPECT_EQ(out, naive_window(wide_src, wide, delivered, w))
+          << "width " << width << " left " << left;
+    }
+  }
   // The whole record, unflipped: the record itself.
   const RecordShape shape{3, 4, 3};
   const std::vector<uint8_t> src = numbered(shape);
