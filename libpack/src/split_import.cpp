@@ -58,9 +58,8 @@ Split import_split(const DatasetIndex& index, const std::filesystem::path& csv,
     const auto sample = sample_of.find(path);
     if (sample == sample_of.end()) {
       throw UsageError(at_line(row) + "'" + path +
-                       "' is not a sample of the dataset (paths are "
-                       "relative to the converted folder, as `inspect` and `split --export` "
-                       "print them)");
+                       "' is not a sample of the dataset (paths are relative to the "
+                       "converted folder, as DatasetIndex::sample_path holds them)");
     }
     if (line_of[sample->second] != 0) {
       throw UsageError(at_line(row) + "'" + path + "' is given twice (first on line " +
