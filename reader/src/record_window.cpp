@@ -20,7 +20,9 @@ constexpr uint64_t kWindowStream = 0x63726f70666c6970ULL;  // "cropflip"
 // at a time.
 void mirror_rgb_pixels(const uint8_t* row, uint8_t* out, uint32_t width, uint32_t from,
                        uint32_t to) {
-  for (uint32_t x = from; x < to; ++x) std::memcpy(out + 3 * x, row + 3 * (width - 1 - x), 3);
+  for (uint32_t x = from; x < to; ++x) {
+    std::memcpy(out + std::size_t{3} * x, row + std::size_t{3} * (width - 1 - x), 3);
+  }
 }
 
 #if defined(__x86_64__)

@@ -253,7 +253,9 @@ TEST_F(LoaderCropTest, ValidationTakesTheCenterAndFloatOutputConvertsTheWindow) 
       for (uint32_t c = 0; c < 3; ++c) {
         for (std::size_t p = 0; p < 35; ++p) {
           const float want =
-              (b->data_as<uint8_t>()[(i * 35 + p) * 3 + c] / 255.0f - o.mean[c]) / o.stddev[c];
+              (static_cast<float>(b->data_as<uint8_t>()[(i * 35 + p) * 3 + c]) / 255.0f -
+               o.mean[c]) /
+              o.stddev[c];
           ASSERT_NEAR(f->data_as<float>()[(i * 3 + c) * 35 + p], want, 1e-6f);
           ++checked;
         }
