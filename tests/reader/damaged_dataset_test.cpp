@@ -326,7 +326,8 @@ TEST(DamagedIndex, EveryFlipIsRefusedOrHarmless) {
   options.groups = 4;
   test::write_synthetic_dataset(dir.path(), options);
   std::vector<int16_t> assign(options.samples);
-  for (std::size_t s = 0; s < assign.size(); ++s) assign[s] = static_cast<int16_t>(static_cast<int>(s % 3) - 1);
+  for (std::size_t s = 0; s < assign.size(); ++s)
+    assign[s] = static_cast<int16_t>(static_cast<int>(s % 3) - 1);
   test::add_split(dir.path(), "cv", 2, assign);
   const DatasetIndex original = read_index(dir.path());
   const std::string pristine = test::read_bytes(dir / "index.h5");
