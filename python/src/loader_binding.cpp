@@ -115,6 +115,30 @@ class PyLoader {
     return std::make_shared<BatchState>(std::move(*batch), live_);
   }
 
+  // The loader's position (LoaderState) as bytes, for a checkpoint.
+  py::bytes state() const {
+    const std::vector<uint8_t> bytes = open_loader().state().to_bytes();
+    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+  }
+
+  // Continues from state() bytes: the next iteration reads the rest of the
+  // saved epoch (as does set_epoch() of that epoch right after).
+  void restore(const py::bytes& bytes) {
+    Loader& loader = open_loader();
+    const std::string_view view(bytes);
+    const LoaderState state = LoaderState::from_bytes(
+        std::span(reinterpret_cast<const uint8_t*>(view.data()), view.size()));
+    {
+      const Busy busy(busy_);
+      py::gil_scoped_release unlocked;
+      loader.restore(state);
+    }
+    epoch_ = state.epoch;
+    next_epoch_ = state.epoch;
+    started_ = true;
+    ++generation_;
+  }
+
   Loader& open_loader() const {
     if (!loader_) throw std::runtime_error("the Loader is closed");
     return *loader_;
@@ -224,6 +248,7 @@ Loader(dataset, *, split=None, fold=0, role="all", variants="auto",
        threads=2, prefetch=4, device="cpu", pin_memory=False,
        direct_upload=False, output="uint8", mean=None, std=None,
        crop=None, crop_mode="auto", hflip=0.0, vflip=0.0,
+       sampling="uniform", weights=None, epoch_length=None,
        verify_checksums=False)
 
     loader = imgpack.Loader("dataset/", split="cv5", fold=0, role="train",
@@ -272,6 +297,18 @@ Crop and flip, online: crop (an int for a square, or (height, width); at most
 verify_checksums: compare every record read with its stored checksum; a
   mismatch raises imgpack.Error naming the shard and row.
 
+Sampling: sampling "uniform" (every record once per epoch), "class-balanced"
+  (every class equally likely at each position, with replacement) or
+  "weighted" (record of sample s with probability weights[s]; one weight per
+  sample of the dataset); epoch_length: draws per epoch (default: the
+  selection's records).
+Checkpoints: state() returns bytes to store with the model; restore(bytes)
+  on a new Loader with the same options continues mid-epoch, on the same or
+  another world_size:
+    loader.restore(checkpoint["loader"])
+    for epoch in range(loader.epoch, epochs):
+        loader.set_epoch(epoch)      # keeps the restored position
+        for batch in loader: ...
 Epochs: `for batch in loader` reads one epoch: the one set_epoch() named
 last, else the one after the previous iteration (0 first), so plain
 re-iteration sees a new order each epoch. len(loader) is batches per epoch.
@@ -324,21 +361,38 @@ void register_loader(py::module_& m) {
                  const py::object& pin_memory, const py::object& direct_upload,
                  const py::object& output, const py::object& mean, const py::object& std,
                  const py::object& crop, const py::object& crop_mode, const py::object& hflip,
-                 const py::object& vflip, const py::object& verify_checksums) {
+                 const py::object& vflip, const py::object& sampling, const py::object& weights,
+                 const py::object& epoch_length, const py::object& verify_checksums) {
                 Dataset dataset = dataset_of(dataset_or_path);
-                const LoaderArguments args{split,       fold,
-                                           role,        variants,
-                                           batch_size,  last_batch,
-                                           drop_last,   order,
-                                           seed,        window_shards,
-                                           rank,        world_size,
-                                           rank_policy, threads,
-                                           prefetch,    device,
-                                           pin_memory,  direct_upload,
-                                           output,      mean,
-                                           std,         crop,
-                                           crop_mode,   hflip,
-                                           vflip,       verify_checksums};
+                const LoaderArguments args{split,
+                                           fold,
+                                           role,
+                                           variants,
+                                           batch_size,
+                                           last_batch,
+                                           drop_last,
+                                           order,
+                                           seed,
+                                           window_shards,
+                                           rank,
+                                           world_size,
+                                           rank_policy,
+                                           threads,
+                                           prefetch,
+                                           device,
+                                           pin_memory,
+                                           direct_upload,
+                                           output,
+                                           mean,
+                                           std,
+                                           crop,
+                                           crop_mode,
+                                           hflip,
+                                           vflip,
+                                           sampling,
+                                           weights,
+                                           epoch_length,
+                                           verify_checksums};
                 const LoaderOptions options = loader_options(args, dataset.channels());
                 return std::make_shared<PyLoader>(std::move(dataset), options);
               }),
@@ -348,7 +402,8 @@ void register_loader(py::module_& m) {
           "rank"_a = 0, "world_size"_a = 1, "rank_policy"_a = "pad", "threads"_a = 2,
           "prefetch"_a = 4, "device"_a = "cpu", "pin_memory"_a = false, "direct_upload"_a = false,
           "output"_a = "uint8", "mean"_a = py::none(), "std"_a = py::none(), "crop"_a = py::none(),
-          "crop_mode"_a = "auto", "hflip"_a = 0.0, "vflip"_a = 0.0, "verify_checksums"_a = false)
+          "crop_mode"_a = "auto", "hflip"_a = 0.0, "vflip"_a = 0.0, "sampling"_a = "uniform",
+          "weights"_a = py::none(), "epoch_length"_a = py::none(), "verify_checksums"_a = false)
       .def(
           "__iter__",
           [](const std::shared_ptr<PyLoader>& l) {
@@ -358,6 +413,17 @@ void register_loader(py::module_& m) {
       .def(
           "__len__", [](const PyLoader& l) { return l.open_loader().batches_per_epoch(); },
           "Batches per epoch (for this rank, after the last-batch policy).")
+      .def("state", &PyLoader::state,
+           "Where the loader is, as bytes for a checkpoint: the epoch and the positions the "
+           "batches taken so far cover on every rank, with a fingerprint of the dataset, "
+           "selection, order and batch options (imgpack::LoaderState). Rank 0's copy serves "
+           "every rank.")
+      .def("restore", &PyLoader::restore, "state"_a,
+           "Continues from state() bytes, on the same or another world_size (batch_size "
+           "must then keep the global batch): the next iteration delivers the rest of the "
+           "saved epoch, exactly as an uninterrupted run would from that step. ValueError "
+           "naming every option that differs from the saved ones; imgpack.Error for damaged "
+           "bytes.")
       .def("set_epoch", &PyLoader::set_epoch, "epoch"_a,
            "Sets the epoch the next iteration reads, and starts reading it now. Batches of an "
            "earlier epoch not yet taken are dropped; those taken stay valid.")

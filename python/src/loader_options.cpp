@@ -131,6 +131,17 @@ LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
   }
   for (std::size_t c = 0; c < mean.size(); ++c) o.mean[c] = mean[c];
   for (std::size_t c = 0; c < stddev.size(); ++c) o.stddev[c] = stddev[c];
+  o.order.sampling = parse_sampling(text(a.sampling, "sampling"));
+  if (!a.weights.is_none()) {
+    try {
+      o.order.weights = a.weights.cast<std::vector<double>>();
+    } catch (const py::cast_error&) {
+      throw py::type_error("weights must be a sequence of numbers, one per sample");
+    }
+  }
+  if (!a.epoch_length.is_none()) {
+    o.order.epoch_length = integer<uint64_t>(a.epoch_length, "epoch_length", 1);
+  }
   crop_size(a.crop, o.crop);
   o.crop.mode = parse_crop_mode(text(a.crop_mode, "crop_mode"));
   o.crop.hflip = probability(a.hflip, "hflip");

@@ -13,7 +13,8 @@ namespace py = pybind11;
 struct LoaderArguments {
   py::object split, fold, role, variants, batch_size, last_batch, drop_last, order, seed,
       window_shards, rank, world_size, rank_policy, threads, prefetch, device, pin_memory,
-      direct_upload, output, mean, std, crop, crop_mode, hflip, vflip, verify_checksums;
+      direct_upload, output, mean, std, crop, crop_mode, hflip, vflip, sampling, weights,
+      epoch_length, verify_checksums;
 };
 
 // The options they stand for, given the dataset's channel count. Throws
