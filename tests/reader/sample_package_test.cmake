@@ -116,7 +116,15 @@ if(CUDA)
   run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/samples" -B "${WORK_DIR}/build-cuda" -G "${GENERATOR}"
       -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${sanitize_flags})
   run(${CMAKE_COMMAND} --build "${WORK_DIR}/build-cuda")
-  run("${WORK_DIR}/build-cuda/cuda_batches" "${WORK_DIR}/data" --split cv5 --fold 2)
+  # The program finds the module through its RUNPATH (prefix/lib). Under a
+  # sanitizer, the runtime's dlopen interceptor makes itself the caller, whose
+  # RUNPATH has no prefix/lib: the library path stands in for it there.
+  set(consumer_env "")
+  if(SANITIZE)
+    set(consumer_env ${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${prefix}/lib")
+  endif()
+  run(${consumer_env} "${WORK_DIR}/build-cuda/cuda_batches" "${WORK_DIR}/data" --split cv5
+      --fold 2)
   message(STATUS "${last_output}")
   string(FIND "${last_output}" "CUDA module: ${cuda_module}\n" found)
   if(found EQUAL -1)
