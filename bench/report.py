@@ -4,6 +4,9 @@ and its PNG plots, and checks that every figure it shows is present and finite.
 write(results_dir, docs_dir, quick, expect) -> list of problems (empty when all
 figures are there). The page goes to DOCS/BENCHMARKS.md, the plots to
 DOCS/bench/*.png.
+
+One module for one page: a renderer per section (about 100 lines each) over the
+shared Page and formatters below, hence its length.
 """
 import datetime
 import json

@@ -1,5 +1,6 @@
 // The loader's pipeline: reader threads, the upload stage and delivery (see
-// loader_core.hpp).
+// loader_core.hpp). Reader threads, upload and delivery share the ring and its
+// synchronisation, so they stay in one file (about 550 lines).
 #include "loader_core.hpp"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // Tests for libpack/src/augment.cpp: spec parsing, parameter sampling, the
 // geometry of the one-warp render and the 8-bit colour operations, each on a
-// synthetic image whose expected result follows from the maths.
+// synthetic image whose expected result follows from the maths. Long because
+// every key of the augmentation spec has its own case; they share the helpers.
 #include "augment.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,7 @@
+// Tests for libpack/src/decode.cpp: every format against OpenCV's own decode,
+// 16-bit, alpha, CMYK, EXIF orientation, DCT scaling, decompression bombs, bad
+// inputs, and a corrupt JPEG never costing the next. Long because each input
+// kind has its own cases over shared encoders.
 #include "decode.hpp"
 
 #include <gtest/gtest.h>

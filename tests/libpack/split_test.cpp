@@ -1,3 +1,6 @@
+// Tests for compute_split (libpack/src/split*.cpp): every kind's guarantees,
+// scikit-learn's documentation examples, the refusals, the quality figures and
+// split records. Long because each kind has its own cases over shared tables.
 #include "imgpack/split.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,8 @@
 // LoaderState (loader_state.cpp) and what Loader::state() and restore() promise:
 // serialisation, same-topology resumption byte for byte, elastic resumption
 // (every position of the epoch once over old and new ranks), and states of
-// another configuration rejected with the reason. Host backend.
+// another configuration rejected with the reason. Host backend. Long because
+// each promise of the header has its own case over the same fixture dataset.
 #include <gtest/gtest.h>
 
 #include <algorithm>

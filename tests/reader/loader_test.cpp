@@ -1,5 +1,7 @@
 // Loader tests on the host backend. Everything asserted here holds for any
 // backend; cuda_loader_test.cpp repeats the device-specific parts on a GPU.
+// One file for the Loader's whole contract (selection, order, ranks, last
+// batch, output formats, stats, errors): the cases share one fixture dataset.
 #include "imgpack/loader.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,6 @@
+// The thin RAII layer over libhdf5 (h5.hpp): files, datasets, attributes and
+// strings with every call checked. About 500 lines: one wrapper per HDF5
+// operation the format needs, each short.
 #include "h5.hpp"
 
 #include <sys/stat.h>
