@@ -108,6 +108,14 @@ std::optional<std::size_t> CsvTable::column(std::string_view name) const {
   return std::nullopt;
 }
 
+std::size_t CsvTable::require_column(const std::string& name, const std::string& file,
+                                     const char* option) const {
+  if (std::optional<std::size_t> at = column(name)) return *at;
+  std::string have;
+  for (const std::string& h : header) have += (have.empty() ? "" : ", ") + h;
+  throw UsageError(file + ":1: no column '" + name + "' (" + option + "); the header has: " + have);
+}
+
 CsvTable parse_csv(std::string_view text, const std::string& name) {
   CsvParser parser(text, name);
   CsvTable table;

@@ -33,6 +33,11 @@ struct CsvTable {
 
   // Index of the named column, or std::nullopt.
   std::optional<std::size_t> column(std::string_view name) const;
+
+  // Index of the named column; a UsageError naming `file`, the column, the
+  // option that asked for it and the header's columns when there is none.
+  std::size_t require_column(const std::string& name, const std::string& file,
+                             const char* option) const;
 };
 
 // Parses `text`; `name` is the file name used in error messages.

@@ -115,29 +115,13 @@ class Walker {
   std::vector<std::pair<std::string, FileStamp>> files_;  // path, stat
 };
 
-std::string join_columns(const CsvTable& table) {
-  std::string names;
-  for (const std::string& column : table.header) names += (names.empty() ? "" : ", ") + column;
-  return names;
-}
-
-std::size_t require_column(const CsvTable& table, const std::string& csv_name,
-                           const std::string& column, const char* flag) {
-  std::optional<std::size_t> index = table.column(column);
-  if (!index) {
-    throw UsageError(csv_name + ":1: no column '" + column + "' (" + flag +
-                     "); the header has: " + join_columns(table));
-  }
-  return *index;
-}
-
 // A --csv-path value: one column name, or a template of literal text and
 // {column} parts such as "train/{classname}/{img}".
 class PathTemplate {
  public:
   PathTemplate(const std::string& spec, const CsvTable& table, const std::string& csv_name) {
     if (spec.find_first_of("{}") == std::string::npos) {
-      parts_.push_back({"", require_column(table, csv_name, spec, "CsvInput::path")});
+      parts_.push_back({"", table.require_column(spec, csv_name, "CsvInput::path")});
       return;
     }
     std::size_t pos = 0;
@@ -156,8 +140,8 @@ class PathTemplate {
         throw UsageError("CsvInput::path '" + spec + "': '{' without a matching '}'");
       }
       if (open > pos) parts_.push_back({spec.substr(pos, open - pos), std::nullopt});
-      parts_.push_back({"", require_column(table, csv_name, spec.substr(open + 1, close - open - 1),
-                                           "CsvInput::path")});
+      parts_.push_back({"", table.require_column(spec.substr(open + 1, close - open - 1), csv_name,
+                                                 "CsvInput::path")});
       pos = close + 1;
     }
   }
@@ -347,8 +331,8 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
   if (table.rows.empty()) throw UsageError(name + ": has a header but no rows");
   const PathTemplate path_template(csv.path, table, name);
   std::optional<std::size_t> label_column, group_column;
-  if (!csv.label.empty()) label_column = require_column(table, name, csv.label, "CsvInput::label");
-  if (!csv.group.empty()) group_column = require_column(table, name, csv.group, "CsvInput::group");
+  if (!csv.label.empty()) label_column = table.require_column(csv.label, name, "CsvInput::label");
+  if (!csv.group.empty()) group_column = table.require_column(csv.group, name, "CsvInput::group");
 
   struct Row {
     std::string path;

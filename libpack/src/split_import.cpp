@@ -24,14 +24,6 @@ std::optional<int32_t> parse_fold(const std::string& text) {
   return fold;
 }
 
-std::size_t require(const CsvTable& table, const std::string& file, const std::string& column,
-                    const char* what) {
-  if (std::optional<std::size_t> at = table.column(column)) return *at;
-  std::string have;
-  for (const std::string& name : table.header) have += (have.empty() ? "" : ", ") + name;
-  throw UsageError(file + ": no column '" + column + "' (" + what + "); the header has " + have);
-}
-
 }  // namespace
 
 Split import_split(const DatasetIndex& index, const std::filesystem::path& csv,
@@ -40,8 +32,8 @@ Split import_split(const DatasetIndex& index, const std::filesystem::path& csv,
   check_split_name(name);
   const std::string file = csv.string();
   const CsvTable table = read_csv(csv);
-  const std::size_t path_column = require(table, file, columns.path, "SplitImport::path");
-  const std::size_t fold_column = require(table, file, columns.fold, "SplitImport::fold");
+  const std::size_t path_column = table.require_column(columns.path, file, "SplitImport::path");
+  const std::size_t fold_column = table.require_column(columns.fold, file, "SplitImport::fold");
 
   std::unordered_map<std::string, std::size_t> sample_of;
   sample_of.reserve(index.num_samples());

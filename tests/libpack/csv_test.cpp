@@ -83,6 +83,18 @@ TEST(CsvTest, ErrorsNameTheFileAndLine) {
             std::string::npos);
 }
 
+TEST(CsvTest, RequiredColumnsAreFoundOrNamedWithTheHeader) {
+  CsvTable t = parse_csv("path,label\na.jpg,cat\n", "list.csv");
+  EXPECT_EQ(t.require_column("label", "list.csv", "CsvInput::label"), 1u);
+  try {
+    (void)t.require_column("group", "list.csv", "CsvInput::group");
+    FAIL() << "a missing column was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "list.csv:1: no column 'group' (CsvInput::group); the header has: path, label");
+  }
+}
+
 TEST(CsvTest, ReadsFiles) {
   test::TempDir dir;
   test::write_bytes(dir / "l.csv", "path\na.jpg\n");

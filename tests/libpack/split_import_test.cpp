@@ -91,7 +91,7 @@ TEST_F(SplitImportTest, EverySampleAndEveryFoldIsNeeded) {
   EXPECT_NE(e.find("at least two folds"), std::string::npos) << e;
   e = error_of("file,fold\na/1.jpg,0\n");
   EXPECT_NE(e.find("no column 'path'"), std::string::npos) << e;
-  EXPECT_NE(e.find("the header has file, fold"), std::string::npos) << e;
+  EXPECT_NE(e.find("the header has: file, fold"), std::string::npos) << e;
 }
 
 TEST_F(SplitImportTest, TheNameIsCheckedFirst) {
