@@ -298,7 +298,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--crop", args->crop,
                   "Online crop N or WxH (random for train and all, center for val and test); "
                   "GB/s then counts the cropped bytes");
-  cmd->add_option("--hflip", args->hflip, "Probability of mirroring each record left-right")
+  cmd->add_option("--hflip,--flip", args->hflip, "Probability of mirroring each record left-right")
       ->capture_default_str();
   cmd->add_option("--output", args->output, "uint8, float32 or float16 (normalized NCHW)")
       ->capture_default_str()

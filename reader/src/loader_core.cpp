@@ -33,19 +33,7 @@ void validate(const Dataset& dataset, const LoaderOptions& o) {
   if (o.direct_upload && !o.device.is_cuda()) {
     throw UsageError("direct upload needs a CUDA device (it copies from the mapping to the GPU)");
   }
-  const CropOptions& crop = o.crop;
-  if ((crop.height == 0) != (crop.width == 0)) {
-    throw UsageError("crop: give both height and width (or neither), not " +
-                     std::to_string(crop.height) + " x " + std::to_string(crop.width));
-  }
-  if (crop.height > dataset.height() || crop.width > dataset.width()) {
-    throw UsageError("crop " + std::to_string(crop.height) + " x " + std::to_string(crop.width) +
-                     " is larger than the dataset's records (" + std::to_string(dataset.height()) +
-                     " x " + std::to_string(dataset.width()) + ")");
-  }
-  if (!(crop.hflip >= 0 && crop.hflip <= 1) || !(crop.vflip >= 0 && crop.vflip <= 1)) {
-    throw UsageError("crop: flip probabilities must be between 0 and 1");
-  }
+  check_crop(o.crop, {dataset.height(), dataset.width(), dataset.channels()});
   if (o.output != OutputFormat::uint8_nhwc) {
     for (uint32_t c = 0; c < dataset.channels(); ++c) {
       if (!(o.stddev[c] > 0)) throw UsageError("stddev must be positive for every channel");
@@ -62,19 +50,14 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
              resolve_variant_policy(options_.selection.variants, options_.selection.role),
              options_.order),
       stored_shape_{dataset_.height(), dataset_.width(), dataset_.channels()},
-      shape_{options_.crop.height != 0 ? options_.crop.height : stored_shape_.height,
-             options_.crop.width != 0 ? options_.crop.width : stored_shape_.width,
-             stored_shape_.channels},
+      shape_(delivered_shape(options_.crop, stored_shape_)),
       record_bytes_(dataset_.record_bytes()),
       slot_record_bytes_(shape_.bytes()),
       output_record_bytes_(slot_record_bytes_ * output_element_bytes(options_.output)),
       norm_(Normalization::from_mean_std(options_.mean.data(), options_.stddev.data(),
                                          dataset_.channels())),
       windowed_(!options_.crop.is_identity()),
-      random_crop_(
-          options_.crop.mode == CropMode::random ||
-          (options_.crop.mode == CropMode::automatic &&
-           (options_.selection.role == Role::train || options_.selection.role == Role::all))),
+      random_crop_(random_windows(options_)),
       initial_state_(initial_loader_state(order_, options_)) {
   require_batches(order_, options_);
   backend_ = make_upload_backend(options_.device, options_.pin_host_memory);

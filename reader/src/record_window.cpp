@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #if defined(__x86_64__)
 #include <tmmintrin.h>
 #endif
 
+#include "imgpack/error.hpp"
 #include "random.hpp"
 
 namespace imgpack::detail {
@@ -26,24 +28,40 @@ void mirror_rgb_pixels(const uint8_t* row, uint8_t* out, uint32_t width, uint32_
 }
 
 #if defined(__x86_64__)
-// Five pixels per 16-byte shuffle. The group of destination pixels x..x+4
-// comes from the 15 source bytes of pixels width-5-x..width-1-x, loaded with
-// the byte after them (the first of pixel width-x: inside the row for x >= 1)
-// and stored with one byte too many (the first of pixel x+5, which a later
-// group or the scalar tail writes). So groups start at x = 1 and stop while
-// x + 5 < width; the ends go pixel by pixel.
+// Sixteen pixels (48 bytes) per step: destination pixels x..x+15 are source
+// pixels width-1-x down to width-16-x, read as three 16-byte loads. Each
+// destination vector gathers its bytes from two or three of them with one
+// shuffle each (a mask byte with the high bit set yields zero), ORed. Whole
+// 16-byte loads and stores at 16-byte steps: an earlier five-pixel version
+// stored at 15-byte steps and ran at a third of the speed, splitting cache
+// lines. The last width % 16 pixels go one by one.
 __attribute__((target("ssse3"))) void mirror_rgb_row_ssse3(const uint8_t* row, uint8_t* out,
                                                            uint32_t width) {
-  const __m128i reverse = _mm_setr_epi8(12, 13, 14, 9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2, 15);
-  mirror_rgb_pixels(row, out, width, 0, std::min<uint32_t>(width, 1));
-  uint32_t x = 1;
-  for (; x + 5 < width; x += 5) {
-    const __m128i in =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 3 * (std::size_t{width} - 5 - x)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * std::size_t{x}),
-                     _mm_shuffle_epi8(in, reverse));
+  constexpr char z = -128;
+  // from<q><i>: the bytes of destination vector q taken from source vector i.
+  const __m128i from01 = _mm_setr_epi8(z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, 14);
+  const __m128i from02 = _mm_setr_epi8(13, 14, 15, 10, 11, 12, 7, 8, 9, 4, 5, 6, 1, 2, 3, z);
+  const __m128i from10 = _mm_setr_epi8(z, z, z, z, z, z, z, z, z, z, z, z, z, z, 15, z);
+  const __m128i from11 = _mm_setr_epi8(15, z, 11, 12, 13, 8, 9, 10, 5, 6, 7, 2, 3, 4, z, 0);
+  const __m128i from12 = _mm_setr_epi8(z, 0, z, z, z, z, z, z, z, z, z, z, z, z, z, z);
+  const __m128i from20 = _mm_setr_epi8(z, 12, 13, 14, 9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2);
+  const __m128i from21 = _mm_setr_epi8(1, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z);
+  uint32_t x = 0;
+  for (; x + 16 <= width; x += 16) {
+    const auto* in = reinterpret_cast<const __m128i*>(row + 3 * (std::size_t{width} - 16 - x));
+    const __m128i in0 = _mm_loadu_si128(in);
+    const __m128i in1 = _mm_loadu_si128(in + 1);
+    const __m128i in2 = _mm_loadu_si128(in + 2);
+    auto* to = reinterpret_cast<__m128i*>(out + 3 * std::size_t{x});
+    _mm_storeu_si128(to,
+                     _mm_or_si128(_mm_shuffle_epi8(in2, from02), _mm_shuffle_epi8(in1, from01)));
+    _mm_storeu_si128(to + 1, _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(in1, from11),
+                                                       _mm_shuffle_epi8(in0, from10)),
+                                          _mm_shuffle_epi8(in2, from12)));
+    _mm_storeu_si128(to + 2,
+                     _mm_or_si128(_mm_shuffle_epi8(in0, from20), _mm_shuffle_epi8(in1, from21)));
   }
-  mirror_rgb_pixels(row, out, width, std::min(x, width), width);
+  mirror_rgb_pixels(row, out, width, x, width);
 }
 #endif
 
@@ -59,6 +77,32 @@ void mirror_rgb_row(const uint8_t* row, uint8_t* out, uint32_t width) {
 }
 
 }  // namespace
+
+bool random_windows(const LoaderOptions& options) {
+  const Role role = options.selection.role;
+  return options.crop.mode == CropMode::random ||
+         (options.crop.mode == CropMode::automatic && (role == Role::train || role == Role::all));
+}
+
+void check_crop(const CropOptions& crop, RecordShape stored) {
+  if ((crop.height == 0) != (crop.width == 0)) {
+    throw UsageError("crop: give both height and width (or neither), not " +
+                     std::to_string(crop.height) + " x " + std::to_string(crop.width));
+  }
+  if (crop.height > stored.height || crop.width > stored.width) {
+    throw UsageError("crop " + std::to_string(crop.height) + " x " + std::to_string(crop.width) +
+                     " is larger than the dataset's records (" + std::to_string(stored.height) +
+                     " x " + std::to_string(stored.width) + ")");
+  }
+  if (!(crop.hflip >= 0 && crop.hflip <= 1) || !(crop.vflip >= 0 && crop.vflip <= 1)) {
+    throw UsageError("crop: flip probabilities must be between 0 and 1");
+  }
+}
+
+RecordShape delivered_shape(const CropOptions& crop, RecordShape stored) {
+  return {crop.height != 0 ? crop.height : stored.height,
+          crop.width != 0 ? crop.width : stored.width, stored.channels};
+}
 
 RecordWindow draw_window(const CropOptions& options, bool random_crop, RecordShape stored,
                          RecordShape delivered, uint64_t seed, uint64_t epoch, int64_t sample,
@@ -106,3 +150,18 @@ void copy_window(const uint8_t* src, RecordShape stored, uint8_t* dst, RecordSha
 }
 
 }  // namespace imgpack::detail
+
+namespace imgpack {
+
+void copy_delivered_view(const Dataset& dataset, const LoaderOptions& options, uint64_t epoch,
+                         int64_t sample, uint16_t variant, const uint8_t* record, uint8_t* out) {
+  const RecordShape stored{dataset.height(), dataset.width(), dataset.channels()};
+  detail::check_crop(options.crop, stored);
+  const RecordShape delivered = detail::delivered_shape(options.crop, stored);
+  const detail::RecordWindow window =
+      detail::draw_window(options.crop, detail::random_windows(options), stored, delivered,
+                          options.order.seed, epoch, sample, variant);
+  detail::copy_window(record, stored, out, delivered, window);
+}
+
+}  // namespace imgpack

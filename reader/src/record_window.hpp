@@ -28,6 +28,17 @@ struct RecordWindow {
 // up and left); each flip is drawn with its probability. The draws come from
 // one stream in a fixed order, so changing one probability never moves the
 // windows.
+// Whether `options` cut random windows (else the center): CropMode::random,
+// or automatic with role train or all.
+bool random_windows(const LoaderOptions& options);
+
+// Throws UsageError for a crop that does not fit `stored` or a flip
+// probability outside [0, 1].
+void check_crop(const CropOptions& crop, RecordShape stored);
+
+// The shape records are delivered in: the crop's, or the record's.
+RecordShape delivered_shape(const CropOptions& crop, RecordShape stored);
+
 RecordWindow draw_window(const CropOptions& options, bool random_crop, RecordShape stored,
                          RecordShape delivered, uint64_t seed, uint64_t epoch, int64_t sample,
                          uint16_t variant);

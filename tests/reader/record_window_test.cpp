@@ -63,9 +63,9 @@ TEST(RecordWindow, CopiesTheWindowMirroredAsAsked) {
       }
     }
   }
-  // Every width of a mirrored RGB row, through the vectorised groups of five
-  // pixels and their scalar ends, at every offset of the window.
-  const RecordShape wide{2, 29, 3};
+  // Every width of a mirrored RGB row, through the vectorised groups of
+  // sixteen pixels (up to three) and their scalar ends, at offsets of the window.
+  const RecordShape wide{2, 53, 3};
   const std::vector<uint8_t> wide_src = numbered(wide);
   for (uint32_t width = 1; width <= wide.width; ++width) {
     for (uint32_t left = 0; left + width <= wide.width; left += 3) {
@@ -263,6 +263,36 @@ TEST_F(LoaderCropTest, ValidationTakesTheCenterAndFloatOutputConvertsTheWindow) 
     }
   }
   EXPECT_GT(checked, 0u);
+}
+
+TEST_F(LoaderCropTest, TheDeliveredViewIsWhatTheLoaderDelivers) {
+  for (const LoaderOptions& o :
+       {options({5, 6, CropMode::automatic, 0.5, 0.5}), options({5, 6, CropMode::center, 0, 0}),
+        options({0, 0, CropMode::automatic, 1, 0})}) {
+    Loader loader(dataset_, o);
+    for (uint64_t epoch : {0u, 2u}) {
+      loader.set_epoch(epoch);
+      std::size_t checked = 0;
+      while (std::optional<Batch> batch = loader.next()) {
+        const std::size_t bytes = std::size_t{batch->height()} * batch->width() * batch->channels();
+        std::vector<uint8_t> view(bytes);
+        for (std::size_t i = 0; i < batch->size(); ++i) {
+          const uint64_t record = batch->records()[i];
+          copy_delivered_view(dataset_, o, epoch, dataset_.record_sample(record),
+                              dataset_.record_variant(record), dataset_.record_data(record),
+                              view.data());
+          const uint8_t* image = batch->data_as<uint8_t>() + i * bytes;
+          ASSERT_EQ(view, std::vector<uint8_t>(image, image + bytes)) << "record " << record;
+          ++checked;
+        }
+      }
+      EXPECT_EQ(checked, loader.images_per_epoch());
+    }
+  }
+  std::vector<uint8_t> out(dataset_.record_bytes());
+  EXPECT_THROW(copy_delivered_view(dataset_, options({10, 11, CropMode::random, 0, 0}), 0, 0, 0,
+                                   dataset_.record_data(0), out.data()),
+               UsageError);
 }
 
 TEST_F(LoaderCropTest, ImpossibleRequestsAreUsageErrors) {

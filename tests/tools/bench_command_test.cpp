@@ -180,7 +180,7 @@ TEST_F(BenchCommandTest, CropDeliversWindows) {
       cropped["gb_per_s"].get<double>() * 1e9 / cropped["images_per_s"].get<double>();
   EXPECT_NEAR(bytes_per_image, 16 * 16 * 3, 1);
   EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --crop 64").exit_code, 2);
-  EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --hflip 2").exit_code, 2);
+  EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --flip 2").exit_code, 2);
 }
 
 TEST_F(BenchCommandTest, BadRequestsExitTwo) {

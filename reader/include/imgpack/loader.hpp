@@ -422,6 +422,17 @@ class Loader {
   std::shared_ptr<detail::LoaderCore> core_;
 };
 
+// The pixels a Loader with `options` delivers for one record of `dataset` in
+// `epoch`: the window and flips its reader threads cut (options.crop, with
+// the mode the role implies), uint8 HWC of the delivered shape (the crop's,
+// or the record's), written to `out`. `record` holds the stored record's
+// pixels (Dataset::record_data(), or a copy of them). A pure function of its
+// arguments, for tools that show or check what training sees (imgpack
+// preview --crop); not a hot path. Throws UsageError for a crop the Loader
+// refuses. Safe from any thread.
+void copy_delivered_view(const Dataset& dataset, const LoaderOptions& options, uint64_t epoch,
+                         int64_t sample, uint16_t variant, const uint8_t* record, uint8_t* out);
+
 // "drop", "pad", "partial". Throws imgpack::UsageError.
 LastBatch parse_last_batch(std::string_view text);
 std::string_view last_batch_name(LastBatch last);
