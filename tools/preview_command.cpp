@@ -1,7 +1,12 @@
-// imgpack preview DATASET --out FILE.png: a contact sheet of records and variants.
+// imgpack preview DATASET --out FILE.png: a contact sheet of records and
+// variants, or with --crop/--flip of the reader's online crops over epochs.
 #include <memory>
 
 #include "cli_common.hpp"
+#include "cli_values.hpp"
+#include "imgpack/dataset.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/loader.hpp"
 #include "imgpack/preview.hpp"
 
 namespace imgpack::cli {
@@ -11,12 +16,48 @@ namespace {
 struct PreviewArgs {
   std::string dataset, out;
   PreviewOptions options;
+  std::string crop;  // "224" or "WxH"; empty: whole records
+  std::string crop_mode = "random";
+  double hflip = 0;
+  double vflip = 0;
+  uint32_t epochs = 4;
   bool json = false;
   bool quiet = false;
 };
 
+// With --crop or a flip: each sample's record as a Loader with these crop
+// options delivers it in epochs 0..--epochs-1 (seeded by --seed, as
+// OrderOptions::seed seeds the loader's).
+void add_crop_views(const PreviewArgs& args, PreviewOptions& options) {
+  if (args.crop.empty() && args.hflip == 0 && args.vflip == 0) return;
+  if (args.epochs == 0) throw UsageError("--epochs must be at least 1");
+  auto dataset = std::make_shared<Dataset>(Dataset::open(args.dataset));
+  auto loader = std::make_shared<LoaderOptions>();
+  if (!args.crop.empty()) {
+    const auto [width, height] = parse_image_size(args.crop);
+    loader->crop.width = width;
+    loader->crop.height = height;
+  }
+  loader->crop.mode = parse_crop_mode(args.crop_mode);
+  loader->crop.hflip = args.hflip;
+  loader->crop.vflip = args.vflip;
+  loader->order.seed = args.options.seed;
+  // Refuses a crop the Loader would refuse, before any record is read.
+  std::vector<uint8_t> stored(dataset->record_bytes()), view(dataset->record_bytes());
+  copy_delivered_view(*dataset, *loader, 0, 0, 0, stored.data(), view.data());
+  options.views = args.epochs;
+  options.view_height = loader->crop.height != 0 ? loader->crop.height : dataset->height();
+  options.view_width = loader->crop.width != 0 ? loader->crop.width : dataset->width();
+  options.view = [dataset, loader](const uint8_t* record, int64_t sample, uint32_t epoch,
+                                   uint8_t* out) {
+    copy_delivered_view(*dataset, *loader, epoch, sample, 0, record, out);
+  };
+}
+
 int run_preview(const PreviewArgs& args) {
-  PreviewSheet sheet = render_preview(args.dataset, args.options);
+  PreviewOptions options = args.options;
+  add_crop_views(args, options);
+  PreviewSheet sheet = render_preview(args.dataset, options);
   write_png(args.out, sheet.image);
   if (args.json) {
     nlohmann::ordered_json j;
@@ -27,11 +68,14 @@ int run_preview(const PreviewArgs& args) {
     j["columns"] = sheet.layout.columns;
     j["samples"] = sheet.samples;
     j["variants"] = sheet.variants;
+    j["epochs"] = sheet.views;
     print_json(j);
   } else if (!args.quiet) {
-    std::fprintf(stderr, "%s: %zu sample%s x %u variant%s, %dx%d pixels\n", args.out.c_str(),
-                 sheet.samples.size(), sheet.samples.size() == 1 ? "" : "s", sheet.variants,
-                 sheet.variants == 1 ? "" : "s", sheet.image.cols, sheet.image.rows);
+    const uint32_t columns = sheet.views > 0 ? sheet.views : sheet.variants;
+    std::fprintf(stderr, "%s: %zu sample%s x %u %s%s, %dx%d pixels\n", args.out.c_str(),
+                 sheet.samples.size(), sheet.samples.size() == 1 ? "" : "s", columns,
+                 sheet.views > 0 ? "epoch" : "variant", columns == 1 ? "" : "s", sheet.image.cols,
+                 sheet.image.rows);
   }
   return kExitOk;
 }
@@ -49,6 +93,19 @@ void add_preview_command(CLI::App& app, Action& action) {
   cmd->add_option("--seed", args->options.seed, "Seed for choosing the samples")
       ->capture_default_str();
   cmd->add_option("--max-variants", args->options.max_variants, "Variant columns at most")
+      ->capture_default_str();
+  cmd->add_option("--crop", args->crop,
+                  "Show the reader's online crop N or WxH of each sample over --epochs epochs "
+                  "(variant 0), as a Loader with the same options and seed delivers it");
+  cmd->add_option("--crop-mode", args->crop_mode, "random or center")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"random", "center"}));
+  cmd->add_option("--hflip,--flip", args->hflip,
+                  "Probability of mirroring left-right (shows epochs like --crop)")
+      ->capture_default_str();
+  cmd->add_option("--vflip", args->vflip, "Probability of mirroring top-bottom")
+      ->capture_default_str();
+  cmd->add_option("--epochs", args->epochs, "Epoch columns with --crop or a flip")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No summary line on stderr");

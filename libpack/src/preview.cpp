@@ -102,9 +102,10 @@ int text_width(const std::string& text) {
   return cv::getTextSize(text, kFont, kFontScale, 1, &baseline).width;
 }
 
-// "CLASS vN", with the class name shortened (ending in '~') to fit `width`.
-std::string tile_label(const std::string& class_name, uint32_t variant, int width) {
-  const std::string suffix = " v" + std::to_string(variant);
+// "CLASS vN" (or "CLASS eN" for views), with the class name shortened
+// (ending in '~') to fit `width`.
+std::string tile_label(const std::string& class_name, char kind, uint32_t n, int width) {
+  const std::string suffix = std::string(" ") + kind + std::to_string(n);
   std::string name = printable(class_name);
   if (text_width(name + suffix) <= width) return name + suffix;
   while (!name.empty()) {
@@ -133,27 +134,10 @@ void draw_tile(cv::Mat& sheet, cv::Point origin, cv::Size tile, const cv::Mat& r
               kText, 1, cv::LINE_AA);
 }
 
-}  // namespace
-
-cv::Size preview_tile_size(int width, int height) {
-  const int longest = std::max(width, height);
-  if (longest > 256) {
-    const double scale = 256.0 / longest;
-    return {std::max(1, static_cast<int>(std::lround(width * scale))),
-            std::max(1, static_cast<int>(std::lround(height * scale)))};
-  }
-  if (width < 96) {
-    const int factor = std::max(1, std::min((96 + width - 1) / width, 512 / longest));
-    return {width * factor, height * factor};
-  }
-  return {width, height};
-}
-
-PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& options) {
-  if (options.samples == 0) throw UsageError("PreviewOptions::samples must be at least 1");
-  if (options.max_variants == 0) throw UsageError("at least one variant column is needed");
-  const DatasetIndex index = read_index(dataset_dir);
-
+// The samples shown: `options.samples` of the eligible ones (of the class
+// asked for), drawn with the seed, in index order.
+std::vector<int64_t> choose_samples(const DatasetIndex& index, const fs::path& dataset_dir,
+                                    const PreviewOptions& options) {
   int32_t wanted_class = format::kNoLabel;
   if (!options.class_name.empty()) {
     auto it = std::find(index.class_names.begin(), index.class_names.end(), options.class_name);
@@ -182,13 +166,46 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
   CounterRng(options.seed, kPreviewStream).shuffle(std::span(eligible));
   eligible.resize(std::min<std::size_t>(eligible.size(), options.samples));
   std::sort(eligible.begin(), eligible.end());
+  return eligible;
+}
+
+}  // namespace
+
+cv::Size preview_tile_size(int width, int height) {
+  const int longest = std::max(width, height);
+  if (longest > 256) {
+    const double scale = 256.0 / longest;
+    return {std::max(1, static_cast<int>(std::lround(width * scale))),
+            std::max(1, static_cast<int>(std::lround(height * scale)))};
+  }
+  if (width < 96) {
+    const int factor = std::max(1, std::min((96 + width - 1) / width, 512 / longest));
+    return {width * factor, height * factor};
+  }
+  return {width, height};
+}
+
+PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& options) {
+  if (options.samples == 0) throw UsageError("PreviewOptions::samples must be at least 1");
+  if (options.max_variants == 0) throw UsageError("at least one variant column is needed");
+  if (options.views > 0 && (!options.view || options.view_height == 0 || options.view_width == 0)) {
+    throw UsageError("PreviewOptions::views needs a view function and its size");
+  }
+  const DatasetIndex index = read_index(dataset_dir);
+
+  const std::vector<int64_t> eligible = choose_samples(index, dataset_dir, options);
 
   PreviewSheet sheet;
   sheet.samples = eligible;
-  sheet.variants = std::min(index.variants, options.max_variants);
+  const bool views = options.views > 0;
+  sheet.variants = views ? 1 : std::min(index.variants, options.max_variants);
+  sheet.views = options.views;
   const auto n = static_cast<int>(eligible.size());
   PreviewLayout& layout = sheet.layout;
-  if (index.variants > 1) {
+  if (views) {
+    layout.rows = n;
+    layout.columns = static_cast<int>(options.views);
+  } else if (index.variants > 1) {
     layout.rows = n;
     layout.columns = static_cast<int>(sheet.variants);
   } else {
@@ -196,7 +213,9 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
     layout.rows = (n + layout.columns - 1) / layout.columns;
   }
   const cv::Size tile =
-      preview_tile_size(static_cast<int>(index.width), static_cast<int>(index.height));
+      views ? preview_tile_size(static_cast<int>(options.view_width),
+                                static_cast<int>(options.view_height))
+            : preview_tile_size(static_cast<int>(index.width), static_cast<int>(index.height));
   layout.tile_width = tile.width;
   layout.tile_height = tile.height;
   sheet.image = cv::Mat(layout.height(), layout.width(), CV_8UC3, kBackground);
@@ -214,21 +233,36 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
   std::vector<uint8_t> pixels(index.record_bytes());
   const cv::Mat record(static_cast<int>(index.height), static_cast<int>(index.width),
                        CV_8UC(static_cast<int>(index.channels)), pixels.data());
+  std::vector<uint8_t> view_pixels(std::size_t{options.view_height} * options.view_width *
+                                   index.channels);
+  const cv::Mat view(static_cast<int>(options.view_height), static_cast<int>(options.view_width),
+                     CV_8UC(static_cast<int>(index.channels)), view_pixels.data());
+  const auto origin = [&](int row, int column) {
+    return cv::Point(kPreviewMargin + column * (tile.width + kPreviewMargin),
+                     kPreviewMargin + row * (tile.height + kPreviewLabelHeight + kPreviewMargin));
+  };
   for (const auto& [shard, records] : by_shard) {
     ShardRecords reader(dataset_dir / index.shards.file[shard], index, index.shards.records[shard]);
     for (std::size_t r : records) {
       reader.read(index.records.row[r], pixels.data());
-      const int i = position[index.records.sample[r]];
+      const int64_t sample = index.records.sample[r];
+      const int i = position[sample];
+      const int32_t label = index.sample_label[static_cast<std::size_t>(sample)];
+      const std::string name =
+          label >= 0 ? index.class_names[static_cast<std::size_t>(label)] : "unlabeled";
+      if (views) {
+        for (uint32_t k = 0; k < options.views; ++k) {
+          options.view(pixels.data(), sample, k, view_pixels.data());
+          draw_tile(sheet.image, origin(i, static_cast<int>(k)), tile, view,
+                    tile_label(name, 'e', k, tile.width - 2));
+        }
+        continue;
+      }
       const uint32_t variant = index.records.variant[r];
       const int row = index.variants > 1 ? i : i / layout.columns;
       const int column = index.variants > 1 ? static_cast<int>(variant) : i % layout.columns;
-      const cv::Point origin(
-          kPreviewMargin + column * (tile.width + kPreviewMargin),
-          kPreviewMargin + row * (tile.height + kPreviewLabelHeight + kPreviewMargin));
-      const int32_t label = index.sample_label[static_cast<std::size_t>(index.records.sample[r])];
-      const std::string name =
-          label >= 0 ? index.class_names[static_cast<std::size_t>(label)] : "unlabeled";
-      draw_tile(sheet.image, origin, tile, record, tile_label(name, variant, tile.width - 2));
+      draw_tile(sheet.image, origin(row, column), tile, record,
+                tile_label(name, 'v', variant, tile.width - 2));
     }
   }
   return sheet;

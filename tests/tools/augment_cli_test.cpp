@@ -10,8 +10,11 @@
 #include <opencv2/imgproc.hpp>
 
 #include "h5.hpp"
+#include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
+#include "imgpack/loader.hpp"
+#include "imgpack/preview.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -296,6 +299,56 @@ TEST_F(AugmentCliTest, PreviewOfADatasetWithoutVariantsIsAGrid) {
   png = test::opencv_decode_rgb(sheet);
   EXPECT_EQ(png.cols, 4 + 4 * (96 + 4));
   EXPECT_EQ(png.rows, 4 + 1 * (96 + 16 + 4));
+}
+
+TEST_F(AugmentCliTest, PreviewWithACropShowsWhatTheLoaderDeliversEachEpoch) {
+  convert(src(), out("plain"), "");
+  const fs::path sheet = out("crops.png");
+  test::CommandResult r = run_imgpack(
+      "preview " + shell_quote(out("plain").string()) + " -o " + shell_quote(sheet.string()) +
+      " --samples 2 --crop 64x48 --flip 0.5 --epochs 3 --seed 5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["samples"].size(), 2u);
+  EXPECT_EQ(j["epochs"], 3);
+  const cv::Mat png = test::opencv_decode_rgb(sheet);
+  const cv::Size tile = preview_tile_size(64, 48);  // 128 x 96: small windows grow
+  ASSERT_EQ(png.cols, kPreviewMargin + 3 * (tile.width + kPreviewMargin));
+  ASSERT_EQ(png.rows, kPreviewMargin + 2 * (tile.height + kPreviewLabelHeight + kPreviewMargin));
+
+  // Each tile is the window a Loader with the same crop and seed cuts.
+  const Dataset dataset = Dataset::open(out("plain"));
+  LoaderOptions loader;
+  loader.crop = {48, 64, CropMode::random, 0.5, 0};
+  loader.order.seed = 5;
+  int mirrored_or_moved = 0;
+  for (int row = 0; row < 2; ++row) {
+    const auto sample = j["samples"][row].get<int64_t>();
+    uint64_t record = 0;
+    while (dataset.record_sample(record) != sample) ++record;
+    cv::Mat first;
+    for (int epoch = 0; epoch < 3; ++epoch) {
+      cv::Mat view(48, 64, CV_8UC3);
+      copy_delivered_view(dataset, loader, static_cast<uint64_t>(epoch), sample, 0,
+                          dataset.record_data(record), view.data);
+      cv::Mat shown;
+      cv::resize(view, shown, tile, 0, 0, cv::INTER_NEAREST);
+      const cv::Point origin(
+          kPreviewMargin + epoch * (tile.width + kPreviewMargin),
+          kPreviewMargin + row * (tile.height + kPreviewLabelHeight + kPreviewMargin));
+      EXPECT_EQ(test::mean_abs_diff(png(cv::Rect(origin, tile)), shown), 0)
+          << "sample " << sample << " epoch " << epoch;
+      if (epoch == 0) first = view;
+      if (epoch > 0 && test::mean_abs_diff(view, first) > 0) ++mirrored_or_moved;
+    }
+  }
+  EXPECT_GT(mirrored_or_moved, 0);  // the epochs show different views
+
+  r = run_imgpack("preview " + shell_quote(out("plain").string()) + " -o " +
+                  shell_quote(out("big.png").string()) + " --crop 200");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("larger than the dataset's records"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out("big.png")));
 }
 
 TEST_F(AugmentCliTest, PreviewRejectsAnUnknownClassAndAMissingDataset) {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <opencv2/core.hpp>
 #include <string>
 #include <vector>
@@ -26,6 +27,18 @@ struct PreviewOptions {
   std::string class_name;      // only samples of this class; empty = any
   uint64_t seed = 0;           // which samples are chosen
   uint32_t max_variants = 16;  // columns per row at most, in variant order
+
+  // Views instead of variants: with views > 0 each row shows one sample's
+  // variant 0 `views` times, tile k being what `view` makes of the record for
+  // k (view_height x view_width pixels, the record's channels, written to
+  // `out`), labelled "CLASS eK". imgpack preview --crop shows the reader's
+  // online crops of epochs 0..views-1 this way.
+  using ViewFn =
+      std::function<void(const uint8_t* record, int64_t sample, uint32_t k, uint8_t* out)>;
+  uint32_t views = 0;
+  uint32_t view_height = 0;
+  uint32_t view_width = 0;
+  ViewFn view;
 };
 
 // Space around and between tiles, and the height of a tile's label strip.
@@ -57,12 +70,14 @@ struct PreviewSheet {
   PreviewLayout layout;
   std::vector<int64_t> samples;  // the samples shown, in sheet order (index.h5 rows)
   uint32_t variants = 0;         // variant columns shown per sample (1 without variants)
+  uint32_t views = 0;            // view columns per sample (PreviewOptions::views)
 };
 
 // Renders a contact sheet of the dataset in `dataset_dir`. Throws UsageError
-// for an unknown class (naming the classes there are), no matching samples or
-// samples == 0, and Error naming the file for a missing or damaged
-// index or shard.
+// for an unknown class (naming the classes there are), no matching samples,
+// samples == 0, or views without a view function and size, and Error naming
+// the file for a missing or damaged index or shard; what `view` throws
+// passes through.
 PreviewSheet render_preview(const std::filesystem::path& dataset_dir,
                             const PreviewOptions& options);
 
