@@ -221,6 +221,7 @@ py::dict stats_dict(const LoaderStats& s) {
   d["starvation"] = s.starvation();
   d["reader_busy_seconds"] = s.reader_busy_seconds;
   d["upload_busy_seconds"] = s.upload_busy_seconds;
+  d["read_ahead_batches"] = s.read_ahead_batches;
   return d;
 }
 
@@ -440,7 +441,8 @@ void register_loader(py::module_& m) {
           "Counters since construction or reset_stats(): batches, images (padding included), "
           "padding, bytes, consumer_seconds (first next() to the latest), wait_seconds (time "
           "spent waiting for batches), starvation (wait / consumer time: 0 = never waited), "
-          "reader_busy_seconds, upload_busy_seconds.")
+          "reader_busy_seconds, upload_busy_seconds, read_ahead_batches (batches of an epoch "
+          "read before it started: the reader goes on into the next epoch at the end of one).")
       .def(
           "reset_stats", [](PyLoader& l) { l.open_loader().reset_stats(); },
           "Zeroes the counters of stats().")

@@ -176,9 +176,32 @@ void LoaderCore::set_epoch(uint64_t epoch) {
     if (resume_pending_ && epoch == epoch_) {
       first = resume_batch_;
       resumed = true;
+    } else if (adopt_next_epoch(epoch)) {
+      return;
     }
   }
   start_epoch(epoch, first, resumed);
+}
+
+bool LoaderCore::adopt_next_epoch(uint64_t epoch) {
+  if (!running_ || error_ || !next_work_ || next_work_->epoch != epoch ||
+      next_deliver_ != end_seq_) {
+    return false;
+  }
+  for (const InFlight& f : table_) {
+    if (f.seq != kNoSeq && f.seq >= end_seq_ && f.stage == Stage::ready) ++read_ahead_;
+  }
+  work_ = std::move(next_work_);
+  epoch_ = epoch;
+  base_seq_ = end_seq_;
+  end_seq_ = base_seq_ + work_->batches;
+  next_unit_ = next_epoch_unit_;
+  total_units_ = work_->batches * chunks_per_batch_;
+  next_epoch_unit_ = 0;
+  plan_failed_ = false;
+  resume_pending_ = false;
+  work_cv_.notify_all();
+  return true;
 }
 
 LoaderState LoaderCore::state() const {
@@ -218,6 +241,10 @@ void LoaderCore::start_epoch(uint64_t epoch, std::size_t first, bool resumed) {
   }
   work_ = std::move(work);
   epoch_ = epoch;
+  next_work_ = nullptr;
+  next_epoch_unit_ = 0;
+  planning_ = false;
+  plan_failed_ = false;
   resume_pending_ = resumed;
   resume_batch_ = first;
   // Sequence numbers stay those of batch 0.. of the epoch; a resumed epoch
@@ -241,23 +268,59 @@ void LoaderCore::fail(std::exception_ptr error) {
 }
 
 bool LoaderCore::claimable() const {
-  if (!running_ || next_unit_ >= total_units_) return false;
-  const uint64_t seq = base_seq_ + next_unit_ / chunks_per_batch_;
+  if (!running_) return false;
+  if (next_unit_ < total_units_) return claimable_unit(base_seq_, next_unit_);
+  return next_work_ && next_epoch_unit_ < next_work_->batches * chunks_per_batch_ &&
+         claimable_unit(end_seq_, next_epoch_unit_);
+}
+
+bool LoaderCore::claimable_unit(uint64_t base, std::size_t unit) const {
+  const uint64_t seq = base + unit / chunks_per_batch_;
   const InFlight& f = table_[seq % table_.size()];
-  if (next_unit_ % chunks_per_batch_ == 0) return f.stage == Stage::empty && !free_slots_.empty();
+  if (unit % chunks_per_batch_ == 0) return f.stage == Stage::empty && !free_slots_.empty();
   return f.seq == seq && f.stage == Stage::filling;
+}
+
+bool LoaderCore::plannable() const {
+  return running_ && next_unit_ >= total_units_ && !next_work_ && !planning_ && !plan_failed_;
+}
+
+void LoaderCore::plan_next_epoch(std::unique_lock<std::mutex>& lock) {
+  planning_ = true;
+  const uint64_t generation = generation_;
+  const uint64_t epoch = epoch_ + 1;
+  lock.unlock();
+  std::shared_ptr<const EpochBatches> work;
+  try {
+    work = std::make_shared<const EpochBatches>(
+        make_epoch_batches(order_.plan(epoch), options_.batch_size, options_.last_batch));
+  } catch (...) {
+    // set_epoch() plans the epoch again and reports what went wrong.
+  }
+  lock.lock();
+  if (generation != generation_) return;  // set_epoch() came first and reset planning_
+  planning_ = false;
+  next_work_ = std::move(work);
+  plan_failed_ = !next_work_;
+  work_cv_.notify_all();
 }
 
 void LoaderCore::reader_main() {
   std::unique_lock lock(mu_);
   for (;;) {
-    work_cv_.wait(lock, [&] { return stop_ || claimable(); });
+    work_cv_.wait(lock, [&] { return stop_ || claimable() || plannable(); });
     if (stop_) return;
+    if (!claimable()) {
+      plan_next_epoch(lock);
+      continue;
+    }
     const uint64_t generation = generation_;
-    const std::size_t unit = next_unit_++;
+    // The current epoch's next unit, or the next epoch's once it is all claimed.
+    const bool ahead = next_unit_ >= total_units_;
+    const std::size_t unit = ahead ? next_epoch_unit_++ : next_unit_++;
     const std::size_t batch = unit / chunks_per_batch_;
     const std::size_t chunk = unit % chunks_per_batch_;
-    const uint64_t seq = base_seq_ + batch;
+    const uint64_t seq = (ahead ? end_seq_ : base_seq_) + batch;
     InFlight& f = table_[seq % table_.size()];
     const bool opening = chunk == 0;
     if (opening) {
@@ -265,7 +328,7 @@ void LoaderCore::reader_main() {
       free_slots_.pop_front();
     }
     Slot& slot = slots_[static_cast<std::size_t>(f.slot)];
-    std::shared_ptr<const EpochBatches> work = work_;
+    std::shared_ptr<const EpochBatches> work = ahead ? next_work_ : work_;
     ++busy_readers_;
     lock.unlock();
 
@@ -355,7 +418,8 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
 }
 
 bool LoaderCore::uploadable() const {
-  if (!running_ || next_upload_ >= end_seq_) return false;
+  const uint64_t read_ahead = next_work_ ? next_work_->batches : 0;
+  if (!running_ || next_upload_ >= end_seq_ + read_ahead) return false;
   const InFlight& f = table_[next_upload_ % table_.size()];
   return f.seq == next_upload_ && f.stage == Stage::filled;
 }
@@ -372,7 +436,8 @@ void LoaderCore::upload_main() {
     Slot& slot = slots_[static_cast<std::size_t>(f.slot)];
     const bool wait_for_consumer = slot.consumer_pending;
     slot.consumer_pending = false;
-    const std::size_t count = work_->size(seq - base_seq_);
+    const std::size_t count =
+        seq < end_seq_ ? work_->size(seq - base_seq_) : next_work_->size(seq - end_seq_);
     upload_busy_ = true;
     lock.unlock();
 
@@ -528,12 +593,13 @@ LoaderStats LoaderCore::stats() const {
   s.wait_seconds = seconds(wait_ns_);
   s.reader_busy_seconds = seconds(reader_ns_.load(std::memory_order_relaxed));
   s.upload_busy_seconds = seconds(upload_ns_.load(std::memory_order_relaxed));
+  s.read_ahead_batches = read_ahead_;
   return s;
 }
 
 void LoaderCore::reset_stats() {
   std::lock_guard lock(mu_);
-  batches_ = images_ = padding_ = wait_ns_ = 0;
+  batches_ = images_ = padding_ = wait_ns_ = read_ahead_ = 0;
   consumer_started_ = false;
   reader_ns_.store(0, std::memory_order_relaxed);
   upload_ns_.store(0, std::memory_order_relaxed);

@@ -126,6 +126,17 @@ class LoaderCore {
   // next() would return without waiting (mu_ held).
   bool deliverable() const;
   bool claimable() const;
+  // Unit `unit` of the epoch whose batch 0 has sequence number `base` could be
+  // claimed now (mu_ held).
+  bool claimable_unit(uint64_t base, std::size_t unit) const;
+  // A reader thread should plan the epoch after the current one (mu_ held).
+  bool plannable() const;
+  // Plans epoch_ + 1 for reading ahead; called by a reader thread with `lock`
+  // held, which it releases while it plans.
+  void plan_next_epoch(std::unique_lock<std::mutex>& lock);
+  // set_epoch(epoch) continues into the epoch read ahead, when that is
+  // `epoch` and the current one was delivered to its end (mu_ held).
+  bool adopt_next_epoch(uint64_t epoch);
   bool uploadable() const;
   void reader_main();
   void upload_main();
@@ -178,6 +189,16 @@ class LoaderCore {
   std::size_t held_ = 0;  // slots held by live Batches
   uint64_t base_seq_ = 0, end_seq_ = 0;
   std::size_t next_unit_ = 0, total_units_ = 0;
+  // Reading ahead: once every unit of the current epoch is claimed, reader
+  // threads plan epoch_ + 1 and fill free slots with its first batches
+  // (sequence numbers from end_seq_ on), which set_epoch(epoch_ + 1) after a
+  // fully delivered epoch keeps instead of starting over; the consumer never
+  // waits on an empty ring at the epoch boundary. Any other set_epoch() or
+  // restore() discards them.
+  std::shared_ptr<const EpochBatches> next_work_;
+  std::size_t next_epoch_unit_ = 0;
+  bool planning_ = false;     // a reader thread is planning epoch_ + 1
+  bool plan_failed_ = false;  // planning threw: no reading ahead this epoch
   uint64_t next_upload_ = 0, next_deliver_ = 0;
   bool resume_pending_ = false;  // restore() started epoch_ at batch resume_batch_
   std::size_t resume_batch_ = 0;
@@ -186,7 +207,7 @@ class LoaderCore {
   std::exception_ptr error_;
 
   // Stats (guarded by mu_, except the two busy counters).
-  uint64_t batches_ = 0, images_ = 0, padding_ = 0;
+  uint64_t batches_ = 0, images_ = 0, padding_ = 0, read_ahead_ = 0;
   uint64_t wait_ns_ = 0;
   bool consumer_started_ = false;
   Clock::time_point consumer_first_{}, consumer_last_{};

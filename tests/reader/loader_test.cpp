@@ -399,6 +399,41 @@ TEST_F(LoaderTest, SetEpochMidEpochRestartsCleanly) {
             dataset_.record_checksum(held->records()[0]));
 }
 
+TEST_F(LoaderTest, ReadersGoOnIntoTheNextEpochAndSetEpochKeepsWhatTheyRead) {
+  LoaderOptions o = base_options();
+  o.prefetch = 4;
+  Loader fresh(dataset_, o);
+  std::vector<Epoch> expected;
+  for (uint64_t epoch : {0u, 1u, 2u, 6u}) expected.push_back(read_epoch(fresh, epoch));
+
+  // A consumer slower than the readers: by the end of each epoch the freed
+  // slots hold the next one's first batches.
+  Loader loader(dataset_, o);
+  std::vector<Entry> entries;
+  for (uint64_t epoch : {0u, 1u, 2u}) {
+    loader.set_epoch(epoch);
+    entries.clear();
+    while (std::optional<Batch> batch = loader.next()) {
+      for (std::size_t i = 0; i < batch->size(); ++i) {
+        const uint64_t record = batch->records()[i];
+        ASSERT_EQ(checksum(batch->data_as<uint8_t>() + i * dataset_.record_bytes(),
+                           dataset_.record_bytes()),
+                  dataset_.record_checksum(record));
+        entries.push_back({record, batch->samples()[i], batch->labels()[i],
+                           i >= batch->size() - batch->padding()});
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+    EXPECT_EQ(entries, expected[epoch].entries) << "epoch " << epoch;
+  }
+  const uint64_t kept = loader.stats().read_ahead_batches;
+  EXPECT_GT(kept, 0u);
+  EXPECT_LE(kept, 2 * o.prefetch);  // two boundaries, at most a ring each
+  // Another epoch than the next: what was read ahead (epoch 3) is dropped.
+  EXPECT_EQ(read_epoch(loader, 6).entries, expected[3].entries);
+  EXPECT_EQ(loader.stats().read_ahead_batches, kept);
+}
+
 TEST_F(LoaderTest, HoldingEverySlotIsAnErrorNotAHang) {
   LoaderOptions o = base_options();
   o.prefetch = 2;

@@ -350,6 +350,12 @@ struct LoaderStats {
   // and of the upload stage (issuing copies and kernels).
   double reader_busy_seconds = 0;
   double upload_busy_seconds = 0;
+  // Batches that were ready when set_epoch() started their epoch: after an
+  // epoch delivered to its end, the reader threads go on into the next one
+  // (epoch + 1) with the slots the consumer frees, and set_epoch(epoch + 1)
+  // keeps what they read, so the consumer does not wait on an empty ring at
+  // every epoch boundary. Any other set_epoch() or restore() discards it.
+  uint64_t read_ahead_batches = 0;
 
   // Fraction of the consumer's time spent waiting: 0 = never starved.
   double starvation() const { return consumer_seconds > 0 ? wait_seconds / consumer_seconds : 0; }
