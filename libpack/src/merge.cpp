@@ -1,5 +1,10 @@
 // merge(): check the parts, journal the plan, move the shards, then the
 // splits, report.json and index.h5, last; then the parts' folders go.
+//
+// Crash points (crash_point() in files.hpp) for the crash-safety tests:
+// "merge-patch:K" (merged shard K renumbered but still open for writing),
+// "merge-shard:K" (renumbered and closed, not yet renamed into OUT) and
+// "merge-index-committed" (index.h5 in place, parts not yet removed).
 #include "imgpack/merge.hpp"
 
 #include <hdf5.h>
@@ -71,6 +76,7 @@ void patch_shard(const fs::path& path, const ShardMove& move) {
     if (H5Awrite(attr.get(), H5T_NATIVE_INT64, &shard) < 0) fail("H5Awrite shard_index");
   }
   if (H5Fflush(file.get(), H5F_SCOPE_LOCAL) < 0) fail("H5Fflush");
+  crash_point("merge-patch", move.shard);  // the shard still marked open for writing
   if (file.close() < 0) fail("H5Fclose");
 }
 
