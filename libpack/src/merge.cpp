@@ -181,6 +181,10 @@ MergeResult merge(const MergeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const fs::path& out = options.out;
   if (!fs::is_directory(out)) throw UsageError(out.string() + ": not a directory");
+  if (!fs::is_directory(out / kPartsFolder) && !path_exists(out / kMergeJournalFile)) {
+    throw UsageError(out.string() + ": no parts to merge (" + (out / kPartsFolder).string() +
+                     " does not exist; ConvertOptions::part I/N converts part I there)");
+  }
   std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
   if (!lock) {
     throw UsageError(out.string() + ": another merge, conversion or split is writing to it now");

@@ -43,11 +43,6 @@ std::optional<ConvertPart> parse_part_name(const std::string& name) {
 // The part folders under OUT/parts, checked to be parts 0..N-1 of one N.
 std::vector<ConvertPart> list_parts(const fs::path& out) {
   const fs::path parts = out / kPartsFolder;
-  std::error_code ec;
-  if (!fs::is_directory(parts, ec)) {
-    throw UsageError(out.string() + ": no parts to merge (" + parts.string() +
-                     " does not exist; ConvertOptions::part I/N converts part I there)");
-  }
   std::map<uint32_t, ConvertPart> found;
   std::optional<ConvertPart> first;
   for (const fs::directory_entry& entry : fs::directory_iterator(parts)) {

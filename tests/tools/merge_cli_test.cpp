@@ -1,0 +1,108 @@
+// imgpack convert --part I/N and imgpack merge from the shell: the Slurm job
+// array's commands run in a loop, then the merge; a merge killed with SIGKILL
+// at any point finishes when run again.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "imgpack/dataset_index.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_command;
+using test::shell_quote;
+
+constexpr int kKilledBySigkill = 128 + 9;
+
+class MergeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = test::run_imgpack("sample-data " + q(dir_ / "src") +
+                               " --classes 3 --groups 3 --per-class 5 --size 40x32 -q");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  static std::string q(const fs::path& p) { return shell_quote(p.string()); }
+  static std::string imgpack() { return shell_quote(IMGPACK_CLI); }
+
+  std::string convert_args(const std::string& out) const {
+    return "convert " + q(dir_ / "src") + " " + q(dir_ / out) +
+           " --size 16x12 --variants 2 --augment hflip --shard-size 4K --threads 2"
+           " --group-regex '/(g[0-9]+)_' --split cv:stratified-group:3 -q";
+  }
+
+  // The commands of the Slurm job array of README.md, for tasks 0..N-1 in a
+  // loop, then the merge job's command.
+  test::CommandResult array_then_merge(const std::string& out, int count) const {
+    const std::string script = "set -e; N=" + std::to_string(count) +
+                               "; for I in $(seq 0 $((N - 1))); do " + imgpack() + " " +
+                               convert_args(out) + " --part $I/$N; done; " + imgpack() + " merge " +
+                               q(dir_ / out) + " --json";
+    return run_command("sh -c " + shell_quote(script));
+  }
+
+  static nlohmann::json inspect(const fs::path& dir) {
+    auto r = test::run_imgpack("inspect " + shell_quote(dir.string()) + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  }
+
+  void expect_like_single(const fs::path& dir) {
+    auto verify = test::run_imgpack("verify " + q(dir) + " -q");
+    EXPECT_EQ(verify.exit_code, 0) << verify.err;
+    const nlohmann::json merged = inspect(dir);
+    const nlohmann::json single = inspect(dir_ / "single");
+    for (const char* key : {"records", "samples", "classes", "groups", "variants"}) {
+      EXPECT_EQ(merged[key], single[key]) << key;
+    }
+    EXPECT_EQ(merged["splits"].size(), 1u);
+    EXPECT_FALSE(fs::exists(dir / "parts"));
+    EXPECT_FALSE(fs::exists(dir / "merge.journal"));
+  }
+
+  test::TempDir dir_;
+};
+
+TEST_F(MergeCli, ArrayTasksInALoopThenMerge) {
+  ASSERT_EQ(test::run_imgpack(convert_args("single")).exit_code, 0);
+  auto r = array_then_merge("out", 3);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["parts"], 3);
+  expect_like_single(dir_ / "out");
+}
+
+TEST_F(MergeCli, KilledMergeFinishesWhenRunAgain) {
+  ASSERT_EQ(test::run_imgpack(convert_args("single")).exit_code, 0);
+  const std::string script = "set -e; for I in 0 1 2; do " + imgpack() + " " +
+                             convert_args("parts") + " --part $I/3; done";
+  ASSERT_EQ(run_command("sh -c " + shell_quote(script)).exit_code, 0);
+  for (const std::string point : {"merge-patch:1", "merge-shard:2", "merge-index-committed"}) {
+    SCOPED_TRACE(point);
+    const fs::path out = dir_ / ("killed-" + point.substr(6, 5));
+    fs::copy(dir_ / "parts", out, fs::copy_options::recursive);
+    auto killed =
+        run_command("IMGPACK_CRASH_AT=" + point + " " + imgpack() + " merge " + q(out) + " -q");
+    ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
+    EXPECT_EQ(fs::exists(out / "index.h5"), point == "merge-index-committed");
+    auto again = test::run_imgpack("merge " + q(out) + " --json");
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_EQ(nlohmann::json::parse(again.out)["resumed"], true);
+    expect_like_single(out);
+  }
+}
+
+TEST_F(MergeCli, PartOutOfRangeIsAUsageError) {
+  auto r = test::run_imgpack(convert_args("out") + " --part 3/3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--part 3/3"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+  auto merged = test::run_imgpack("merge " + q(dir_ / "src"));
+  EXPECT_EQ(merged.exit_code, 2);
+  EXPECT_NE(merged.err.find("no parts to merge"), std::string::npos) << merged.err;
+}
+
+}  // namespace
+}  // namespace imgpack
