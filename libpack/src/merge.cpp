@@ -9,6 +9,8 @@
 
 #include <hdf5.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <string>
 #include <utility>
@@ -111,7 +113,7 @@ void compute_splits(DatasetIndex& index, std::vector<std::string>& warnings) {
 
 // OUT/report.json: the parts' reports summed.
 void write_merged_report(const fs::path& out, const MergePlan& plan, const MergeResult& result) {
-  const json& first = plan.parts.front().report;
+  const json first = json::parse(plan.parts.front().report);
   json report;
   report["imgpack_format"] = format::kVersion;
   report["created_by"] = plan.index.created_by;
@@ -125,13 +127,14 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
   json parts = json::array();
   double seconds = 0;
   for (const PartDataset& part : plan.parts) {
-    for (const json& s : part.report.value("skipped", json::array())) skipped.push_back(s);
-    const double part_s = part.report.value("timings", json::object()).value("total_s", 0.0);
+    const json part_report = json::parse(part.report);
+    for (const json& s : part_report.value("skipped", json::array())) skipped.push_back(s);
+    const double part_s = part_report.value("timings", json::object()).value("total_s", 0.0);
     seconds += part_s;
     parts.push_back({{"part", part_name(part.record.part)},
                      {"records", part.index.num_records()},
                      {"samples", part.index.num_samples()},
-                     {"skipped", part.report.value("skipped", json::array()).size()},
+                     {"skipped", part.skipped},
                      {"total_s", part_s}});
   }
   report["skipped"] = std::move(skipped);
@@ -230,7 +233,7 @@ MergeResult merge(const MergeOptions& options) {
   result.uuid = plan.index.uuid;
   result.resumed = journaled;
   for (const PartDataset& part : plan.parts) {
-    result.skipped += part.report.value("skipped", json::array()).size();
+    result.skipped += part.skipped;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   write_merged_report(out, plan, result);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <utility>
@@ -92,7 +93,8 @@ PartDataset read_part(const fs::path& dir, const ConvertPart& part,
   result.dir = dir;
   result.index = read_index(dir);
   try {
-    result.report = json::parse(read_text(dir / format::kReportFile));
+    result.report = read_text(dir / format::kReportFile);
+    result.skipped = json::parse(result.report).at("skipped").size();
     const json options = json::parse(result.index.convert_options);
     const json& record = options.at("part");
     result.record.part = {record.at("index").get<uint32_t>(), record.at("count").get<uint32_t>()};
@@ -136,7 +138,7 @@ void check_parts(const std::vector<PartDataset>& parts) {
       }
       if (!paths.insert(path).second) throw UsageError(name + " holds " + path + " twice");
     }
-    const uint64_t skipped = p.report.value("skipped", json::array()).size();
+    const uint64_t skipped = p.skipped;
     if (p.index.num_samples() + skipped != p.record.part_inputs) {
       throw UsageError(name + " accounts for " + std::to_string(p.index.num_samples() + skipped) +
                        " inputs, but its listing has " + std::to_string(p.record.part_inputs));

@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -22,7 +21,8 @@ struct PartDataset {
   PartRecord record;
   std::filesystem::path dir;
   DatasetIndex index;
-  nlohmann::ordered_json report;
+  std::string report;    // its report.json
+  uint64_t skipped = 0;  // the inputs its report lists as skipped
 };
 
 // Shard `shard` of the merged dataset: the part shard `from` (relative to
