@@ -167,11 +167,11 @@ void remove_parts(const fs::path& out) {
 void check_output(const fs::path& out, bool resuming) {
   for (const fs::directory_entry& entry : fs::directory_iterator(out)) {
     const std::string name = entry.path().filename().string();
-    if (name == kPartsFolder || name == kMergeJournalFile) continue;
-    if (resuming && (format::is_shard_file_name(name) || name.ends_with(format::kTmpSuffix) ||
-                     name == format::kReportFile)) {
+    // A temporary file is what a merge killed while writing it left.
+    if (name == kPartsFolder || name == kMergeJournalFile || name.ends_with(format::kTmpSuffix)) {
       continue;
     }
+    if (resuming && (format::is_shard_file_name(name) || name == format::kReportFile)) continue;
     throw UsageError(out.string() + ": holds " + name +
                      " besides the parts; merge writes only into an OUT that holds nothing but "
                      "its parts folder");
