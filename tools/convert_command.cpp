@@ -2,12 +2,14 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "cli_common.hpp"
 #include "cli_values.hpp"
 #include "cli_wording.hpp"
 #include "imgpack/convert.hpp"
 #include "imgpack/error.hpp"
+#include "mpi_convert.hpp"
 #include "progress.hpp"
 
 namespace imgpack::cli {
@@ -95,6 +97,9 @@ ConvertOptions to_options(const ConvertArgs& a) {
 
 int run_convert(const ConvertArgs& args) {
   ConvertOptions options = to_options(args);
+  if (started_by_mpi_launcher() && !options.part) {
+    return run_convert_with_mpi(std::move(options), args.quiet, args.json);
+  }
   Progress progress("convert", args.quiet || args.json);
   ConvertResult result = convert(
       options, [&](const ConvertProgress& p) { progress.update(p.done, p.total, p.skipped); });
