@@ -121,13 +121,24 @@ void check_parts(const std::vector<PartDataset>& parts) {
   uint64_t inputs = 0;
   for (const PartDataset& p : parts) {
     const std::string name = "part " + part_name(p.record.part) + " (" + p.dir.string() + ")";
-    if (p.record.fingerprint != first.record.fingerprint || p.index.uuid != first.index.uuid ||
-        p.index.height != first.index.height || p.index.width != first.index.width ||
-        p.index.channels != first.index.channels || p.index.variants != first.index.variants) {
+    if (p.record.fingerprint != first.record.fingerprint) {
       throw UsageError(name +
                        " was made with other options or from another input listing than part " +
                        part_name(first.record.part) + " (fingerprint " + p.record.fingerprint +
                        ", not " + first.record.fingerprint + "); convert it again like the others");
+    }
+    if (p.index.uuid != first.index.uuid || p.index.height != first.index.height ||
+        p.index.width != first.index.width || p.index.channels != first.index.channels ||
+        p.index.variants != first.index.variants) {
+      throw UsageError(
+          name + " is dataset " + p.index.uuid + " of " + std::to_string(p.index.width) + "x" +
+          std::to_string(p.index.height) + "x" + std::to_string(p.index.channels) +
+          " records, part " + part_name(first.record.part) + " dataset " + first.index.uuid +
+          " of " + std::to_string(first.index.width) + "x" + std::to_string(first.index.height) +
+          "x" + std::to_string(first.index.channels) +
+          ": the same listing, but inputs that differ in size (the uuid covers file "
+          "sizes) or in image size (without ConvertOptions::size); convert it again "
+          "like the others");
     }
     const uint32_t count = p.record.part.count;
     for (const std::string& path : p.index.sample_path) {
