@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "files.hpp"
 #include "h5.hpp"
 #include "imgpack/convert.hpp"
 #include "imgpack/dataset_index.hpp"
@@ -89,6 +90,10 @@ class Merge : public ::testing::Test {
       o.part = ConvertPart{i, count};
       convert(o);
     }
+    // A part writes nothing outside its folder.
+    for (const auto& [name, contents] : snapshot(dir_ / out)) {
+      EXPECT_TRUE(name == "parts" || name.starts_with("parts/")) << name;
+    }
   }
 
   void expect_refused(const std::string& out, const std::string& words) {
@@ -155,6 +160,21 @@ TEST_F(Merge, RefusesAnIncompletePart) {
   convert_parts("out", 3);
   fs::remove(dir_ / "out" / "parts" / "0-of-3" / "index.h5");
   expect_refused("out", "part 0-of-3 is incomplete");
+}
+
+TEST_F(Merge, RefusesAPartBeingConverted) {
+  convert_parts("out", 2);
+  const auto lock = DirectoryLock::try_acquire(dir_ / "out" / "parts" / "1-of-2");
+  ASSERT_TRUE(lock.has_value());
+  expect_refused("out", "part 1-of-2 is being converted now");
+}
+
+TEST_F(Merge, RefusesPartsOfDifferentCounts) {
+  convert_parts("out", 2);
+  ConvertOptions o = options("out");
+  o.part = ConvertPart{0, 3};
+  convert(o);
+  expect_refused("out", "merge parts of one conversion only");
 }
 
 TEST_F(Merge, PartsAreNumberedFromZero) {
