@@ -107,7 +107,12 @@ void compute_splits(DatasetIndex& index, std::vector<std::string>& warnings) {
   const auto seed = options.at("seed").get<uint64_t>();
   for (const json& text : options.at("splits")) {
     const NamedSplitSpec split = parse_split_option(text.get<std::string>(), seed);
-    store_split(index, make_split(index, split.name, split.spec, "", &warnings), false);
+    try {
+      store_split(index, make_split(index, split.name, split.spec, "", &warnings), false);
+    } catch (const UsageError& e) {
+      throw UsageError("ConvertOptions::splits " + split.name +
+                       " over the merged samples: " + e.what());
+    }
   }
 }
 
@@ -211,6 +216,8 @@ MergeResult merge(const MergeOptions& options) {
   }
   check_output(out, journaled);
   MergePlan plan = plan_merge(out);
+  // Before anything moves: a split the merged samples cannot make is refused here.
+  compute_splits(plan.index, result.split_warnings);
   const std::string journal = merge_journal_text(plan);
   if (journaled) {
     std::vector<uint8_t> bytes;
@@ -225,7 +232,6 @@ MergeResult merge(const MergeOptions& options) {
   }
   for (const ShardMove& move : plan.moves) move_shard(out, move);
 
-  compute_splits(plan.index, result.split_warnings);
   result.parts = static_cast<uint32_t>(plan.parts.size());
   result.records = plan.index.num_records();
   result.samples = plan.index.num_samples();
