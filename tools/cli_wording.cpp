@@ -10,7 +10,7 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 38> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 39> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"ConvertOptions::variants", "--variants"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 38> kWording
     {"ConvertOptions::splits", "--split"},
     {"ConvertOptions::overwrite", "--overwrite"},
     {"ConvertOptions::resume", "--resume"},
+    {"ConvertOptions::part", "--part"},
     {"ConvertOptions::fill", "--fill"},
     {"CsvInput::path", "--csv-path"},
     {"CsvInput::label", "--csv-label"},

@@ -1,11 +1,15 @@
 // imgpack convert SRC OUT: pack an image directory into a dataset.
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "cli_common.hpp"
 #include "cli_values.hpp"
 #include "cli_wording.hpp"
 #include "imgpack/convert.hpp"
 #include "imgpack/error.hpp"
+#include "mpi_convert.hpp"
 #include "progress.hpp"
 
 namespace imgpack::cli {
@@ -29,8 +33,26 @@ struct ConvertArgs {
   uint64_t max_pixels = uint64_t{1} << 28;
   bool no_dct_scaling = false;
   std::vector<std::string> splits;
+  std::string part;
   bool quiet = false, json = false;
 };
+
+// "I/N" -> part I of N (0-based, like Slurm array task ids).
+ConvertPart parse_part(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  ConvertPart part;
+  try {
+    std::size_t end = 0;
+    if (slash == std::string::npos || text.find_first_not_of("0123456789/") != std::string::npos) {
+      throw std::invalid_argument(text);
+    }
+    part.index = static_cast<uint32_t>(std::stoul(text.substr(0, slash), &end));
+    part.count = static_cast<uint32_t>(std::stoul(text.substr(slash + 1), &end));
+  } catch (const std::exception&) {
+    throw UsageError("--part " + text + ": expected I/N, part I of N counting from 0 (0/4 .. 3/4)");
+  }
+  return part;
+}
 
 ConvertOptions to_options(const ConvertArgs& a) {
   ConvertOptions o;
@@ -69,11 +91,15 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.max_pixels = a.max_pixels;
   o.dct_scaling = !a.no_dct_scaling;
   for (const std::string& split : a.splits) o.splits.push_back(parse_split_option(split, a.seed));
+  if (!a.part.empty()) o.part = parse_part(a.part);
   return o;
 }
 
 int run_convert(const ConvertArgs& args) {
   ConvertOptions options = to_options(args);
+  if (started_by_mpi_launcher() && !options.part) {
+    return run_convert_with_mpi(std::move(options), args.quiet, args.json);
+  }
   Progress progress("convert", args.quiet || args.json);
   ConvertResult result = convert(
       options, [&](const ConvertProgress& p) { progress.update(p.done, p.total, p.skipped); });
@@ -221,6 +247,9 @@ void add_convert_command(CLI::App& app, Action& action) {
                   "Also store a split NAME:KIND:K (holdout: NAME:holdout:VAL_FRACTION), seeded "
                   "with --seed; repeatable")
       ->allow_extra_args(false);
+  cmd->add_option("--part", args->part,
+                  "Convert only part I of N (0 <= I < N; a hash of each path picks its part) "
+                  "into OUT/parts/I-of-N/; 'imgpack merge OUT' joins the N parts");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress output");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->footer(

@@ -2,6 +2,8 @@
 
 #include <oneapi/tbb/parallel_for.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -170,6 +172,28 @@ std::vector<SplitResult> plan_splits(const ConvertOptions& options, const Conver
   return results;
 }
 
+// Keeps in plan.order and plan.list.skipped only the inputs of
+// ConvertOptions::part, and records what merge() checks of the part.
+void select_part(const ConvertOptions& options, ConversionPlan& plan) {
+  const ConvertPart& part = *options.part;
+  PartRecord record;
+  record.part = part;
+  record.fingerprint = listing_fingerprint(plan.options_json, plan.list);
+  record.listing_inputs = plan.list.samples.size() + plan.list.skipped.size();
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < plan.list.samples.size(); ++i) {
+    if (part_of_path(plan.list.samples[i].path, part.count) == part.index) order.push_back(i);
+  }
+  std::vector<SkippedInput> skipped;
+  for (SkippedInput& input : plan.list.skipped) {
+    if (part_of_path(input.path, part.count) == part.index) skipped.push_back(std::move(input));
+  }
+  plan.order = std::move(order);
+  plan.list.skipped = std::move(skipped);
+  record.part_inputs = plan.order.size() + plan.list.skipped.size();
+  plan.part = std::move(record);
+}
+
 }  // namespace
 
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) {
@@ -200,6 +224,12 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
     CounterRng(options.seed, kWriteOrderStream).shuffle(std::span(plan.order));
   }
   plan.splits = plan_splits(options, plan);
+  if (options.part) {
+    select_part(options, plan);
+    if (options.order == WriteOrder::shuffle) {
+      CounterRng(options.seed, kWriteOrderStream).shuffle(std::span(plan.order));
+    }
+  }
   return plan;
 }
 
@@ -225,6 +255,15 @@ DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& 
   index.variants = options.variants;
   index.color = color_mode_name(options.color);
   index.convert_options = plan.options_json;
+  if (plan.part) {
+    nlohmann::ordered_json options_json = nlohmann::ordered_json::parse(plan.options_json);
+    options_json["part"] = {{"index", plan.part->part.index},
+                            {"count", plan.part->part.count},
+                            {"fingerprint", plan.part->fingerprint},
+                            {"listing_inputs", plan.part->listing_inputs},
+                            {"part_inputs", plan.part->part_inputs}};
+    index.convert_options = options_json.dump();
+  }
   index.created_by = std::string("imgpack ") + kVersionString;
   index.class_names = plan.list.class_names;
   index.group_names = plan.list.group_names;

@@ -5,9 +5,11 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "conversion_parts.hpp"
 #include "imgpack/convert_options.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "scan.hpp"
@@ -19,9 +21,14 @@ struct ConversionPlan {
   RecordShape shape;
   std::string options_json;
   std::string uuid;
-  std::vector<std::size_t> order;  // write order, as indices into list.samples
+  // Write order, as indices into list.samples: every sample, or those of
+  // ConvertOptions::part. list.samples is always the whole listing, while
+  // list.skipped holds only the part's scan-time skips.
+  std::vector<std::size_t> order;
+  std::optional<PartRecord> part;  // set for ConvertOptions::part
   // The splits of ConvertOptions::splits over every input, in write order:
-  // what the dataset stores when no input is skipped.
+  // what the dataset stores when no input is skipped. For a part, computed
+  // over the whole listing only to refuse an impossible request early.
   std::vector<SplitResult> splits;
 };
 
@@ -40,7 +47,8 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena);
 uint64_t inputs_fingerprint(const ConversionPlan& plan, uint64_t first, uint64_t end);
 
 // The index of the planned dataset before any sample is added: root
-// attributes and the class and group tables.
+// attributes and the class and group tables. A part's convert_options carry
+// its PartRecord under "part".
 DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& plan);
 
 }  // namespace imgpack

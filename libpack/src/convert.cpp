@@ -19,6 +19,7 @@
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "imgpack/merge.hpp"
 #include "output_directory.hpp"
 #include "record_renderer.hpp"
 #include "resume.hpp"
@@ -274,9 +275,8 @@ void store_splits(const ConvertOptions& options, const ConversionPlan& plan, Dat
   }
 }
 
-}  // namespace
-
-ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress) {
+// convert() into options.out, which for a part is its own folder.
+ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& progress) {
   const Clock::time_point start = Clock::now();
   options.validate();
   ConversionTimings timings;
@@ -331,14 +331,14 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   timings.converted_inputs = plan.order.size() - begin.next_position;
   result.resize_notes = crop_notes(options, plan.shape, pipeline.source_sizes());
 
-  if (index.num_samples() == 0) {
+  if (index.num_samples() == 0 && !options.part) {
     throw Error(options.src.string() + ": none of the " + std::to_string(plan.order.size()) +
                 " images could be converted (the first: " + result.skipped.back().path + ": " +
                 result.skipped.back().reason + ")");
   }
   begin.journal.inputs_done(plan.order.size());
   writer.finish(index);
-  store_splits(options, plan, index, result.split_warnings);
+  if (!options.part) store_splits(options, plan, index, result.split_warnings);
   result.records = index.num_records();
   result.samples = index.num_samples();
   result.shards = index.num_shards();
@@ -351,6 +351,16 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   begin.journal.remove();
   result.seconds = seconds_since(start);
   return result;
+}
+
+}  // namespace
+
+ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress) {
+  if (!options.part) return convert_into(options, progress);
+  options.validate();
+  ConvertOptions part = options;
+  part.out = part_directory(options.out, *options.part);
+  return convert_into(part, progress);
 }
 
 }  // namespace imgpack

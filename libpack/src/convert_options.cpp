@@ -104,6 +104,14 @@ void ConvertOptions::validate() const {
     throw UsageError(
         "ConvertOptions::max_skipped must be a count, or a fraction between 0% and 100%");
   }
+  if (part && (part->count == 0 || part->count > 100000)) {
+    throw UsageError("ConvertOptions::part count must be between 1 and 100000");
+  }
+  if (part && part->index >= part->count) {
+    throw UsageError("ConvertOptions::part " + std::to_string(part->index) + "/" +
+                     std::to_string(part->count) + ": parts are numbered from 0, so the part " +
+                     "must be below " + std::to_string(part->count));
+  }
   for (std::size_t i = 0; i < splits.size(); ++i) {
     check_split_name(splits[i].name);
     splits[i].spec.validate();
@@ -147,6 +155,9 @@ std::string ConvertOptions::to_json() const {
     for (const NamedSplitSpec& split : splits) names.push_back(split_option_text(split));
     j["splits"] = std::move(names);
   }
+  // The part's index is not here: every part of one conversion has the same
+  // options, and so the same dataset uuid.
+  if (part) j["parts"] = part->count;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

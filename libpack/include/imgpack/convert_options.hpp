@@ -62,6 +62,19 @@ struct SkippedInput {
 };
 
 enum class WriteOrder { shuffle, sorted };
+
+// One of `count` parts of a conversion spread over machines (convert --part
+// I/N). A part converts the inputs whose relative path hashes (XXH3-64,
+// modulo `count`) to `index`, numbered from 0 like a Slurm array task, into
+// OUT/parts/I-of-N/ (part_directory() in merge.hpp); merge() then joins the
+// parts into OUT. The hash keeps parts balanced, and adding inputs moves
+// only the new ones. Every part scans the whole listing, so class and group
+// ids agree across parts.
+struct ConvertPart {
+  uint32_t index = 0;  // 0 <= index < count
+  uint32_t count = 1;
+  bool operator==(const ConvertPart&) const = default;
+};
 enum class OnError { skip, fail };
 
 // The most inputs a conversion may skip (convert --max-skipped): a number of
@@ -119,6 +132,10 @@ struct ConvertOptions {
   // the conversion's seed after the records are written. Their `created` is
   // empty, so index.h5 stays byte-identical across identical conversions.
   std::vector<NamedSplitSpec> splits;
+
+  // Set: convert only this part of the inputs, into OUT/parts/I-of-N/. Its
+  // splits are computed when the parts are merged, over all of them.
+  std::optional<ConvertPart> part;
 
   // Throws UsageError naming the first invalid value.
   void validate() const;

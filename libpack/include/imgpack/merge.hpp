@@ -1,0 +1,60 @@
+// Joining the parts of a conversion made on several machines.
+//
+// A conversion split with ConvertOptions::part (convert --part I/N on N
+// machines, or N tasks of a Slurm array) leaves N part datasets in
+// OUT/parts/I-of-N/. merge() checks that they are the N parts of one
+// conversion and joins them into OUT: the parts' shards are renamed (never
+// copied) into OUT as one sequence shard-00000.h5, shard-00001.h5, ..., and
+// one index.h5 is written last. The result is a plain dataset of format 1,
+// holding the same samples, labels, groups, classes, variants and pixels as
+// a conversion of the same inputs in one piece (records in another order).
+//
+// Not thread-safe with other writers of OUT: merge() holds the lock on OUT
+// that conversions and splits take, and the lock of every part.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "imgpack/convert_options.hpp"
+
+namespace imgpack {
+
+// OUT/parts/I-of-N: where ConvertOptions::part writes part I of N.
+std::filesystem::path part_directory(const std::filesystem::path& out, const ConvertPart& part);
+
+struct MergeOptions {
+  std::filesystem::path out;  // the OUT the parts were converted into
+};
+
+struct MergeResult {
+  uint32_t parts = 0;
+  uint64_t records = 0;
+  uint64_t samples = 0;
+  uint64_t shards = 0;
+  uint64_t skipped = 0;  // inputs the parts skipped, all listed in OUT/report.json
+  std::string uuid;
+  std::vector<std::string> split_warnings;  // e.g. classes smaller than the folds
+  bool resumed = false;                     // continued a merge that was interrupted
+  double seconds = 0;
+};
+
+// Merges OUT/parts/*/ into OUT. Before anything is moved it checks that all
+// N parts are there and complete (each has its index.h5, none is being
+// converted now), were made with the same options over the same listing
+// (their fingerprints agree), and that together they hold every input of
+// the listing exactly once (as a sample or a skipped input). Anything else
+// is a UsageError naming the part and the problem, and OUT is left as it
+// was. The splits of ConvertOptions::splits are computed over the merged
+// samples. OUT/report.json sums the parts' reports.
+//
+// Crash-safe: the plan is journaled in OUT/merge.journal before the first
+// rename, each shard is finished and renamed crash-safely, index.h5 comes
+// last, and the same call after a crash (kill -9, power loss) continues
+// where it stopped. Once index.h5 is in place the parts' folders are
+// removed. Throws imgpack::Error naming the file for I/O failures.
+MergeResult merge(const MergeOptions& options);
+
+}  // namespace imgpack

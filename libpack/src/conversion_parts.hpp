@@ -1,0 +1,38 @@
+// Conversions in parts (ConvertOptions::part): which inputs a part converts,
+// and what a part records so that merge() can tell parts of one conversion
+// (internal to imgpack::pack).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "imgpack/convert_options.hpp"
+#include "scan.hpp"
+
+namespace imgpack {
+
+// The folder name of a part: "2-of-7".
+std::string part_name(const ConvertPart& part);
+
+// The part of `count` that the input at relative path `path` belongs to:
+// XXH3-64 of the path, modulo `count`.
+uint32_t part_of_path(std::string_view path, uint32_t count);
+
+// What a part stores under "part" in its index's convert_options, for merge().
+struct PartRecord {
+  ConvertPart part;
+  // XXH3-64 (hex) of the options that determine the output bytes (the part
+  // count among them) and of the whole listing: every path with its label
+  // and group, and the class and group names. Equal for all parts of one
+  // conversion, different otherwise.
+  std::string fingerprint;
+  uint64_t listing_inputs = 0;  // inputs of the whole listing, scan-time skips included
+  uint64_t part_inputs = 0;     // those of this part
+};
+
+// The fingerprint of PartRecord for `options_json` (ConvertOptions::to_json)
+// over `list` (the whole listing, before any skip is assigned to a part).
+std::string listing_fingerprint(const std::string& options_json, const SourceList& list);
+
+}  // namespace imgpack

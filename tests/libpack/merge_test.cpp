@@ -1,0 +1,208 @@
+// convert --part I/N and merge(): N parts merged hold what one conversion of
+// the same inputs holds, and merge refuses parts that do not belong together
+// without touching OUT.
+#include "imgpack/merge.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "files.hpp"
+#include "h5.hpp"
+#include "imgpack/convert.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/error.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+
+// (path, variant, checksum, label, group) of every record.
+using RecordKey = std::tuple<std::string, uint16_t, uint64_t, int32_t, int32_t>;
+
+std::multiset<RecordKey> record_keys(const fs::path& dir) {
+  const DatasetIndex index = read_index(dir);
+  std::multiset<RecordKey> keys;
+  for (std::size_t k = 0; k < index.num_shards(); ++k) {
+    h5::File shard = h5::File::open_read(dir / index.shards.file[k]);
+    const auto samples = shard.read<int64_t>("/sample");
+    const auto variants = shard.read<uint16_t>("/variant");
+    const auto checksums = shard.read<uint64_t>("/checksum");
+    const auto labels = shard.read<int32_t>("/labels");
+    for (std::size_t row = 0; row < samples.size(); ++row) {
+      const auto s = static_cast<std::size_t>(samples[row]);
+      EXPECT_EQ(labels[row], index.sample_label[s]);
+      keys.emplace(index.sample_path[s], variants[row], checksums[row], index.sample_label[s],
+                   index.sample_group[s]);
+    }
+  }
+  EXPECT_EQ(keys.size(), index.num_records());
+  return keys;
+}
+
+// Every file under `dir` with its size and contents' checksum, to tell that
+// a refused merge changed nothing.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    files[fs::relative(entry.path(), dir).string()] =
+        entry.is_regular_file() ? test::read_bytes(entry.path()) : "<dir>";
+  }
+  return files;
+}
+
+class Merge : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 21; ++i) {
+      const std::string cls = i % 3 == 0 ? "cat" : (i % 3 == 1 ? "dog" : "eel");
+      std::string name = "g";  // group g0..g3
+      name += std::to_string(i % 4);
+      name += '_';
+      name += std::to_string(i);
+      name += ".png";
+      test::write_image(dir_ / "src" / cls / name,
+                        test::make_rgb_image(30 + i, 24, static_cast<uint64_t>(i)));
+    }
+  }
+
+  ConvertOptions options(const std::string& out) const {
+    ConvertOptions o;
+    o.src = dir_ / "src";
+    o.out = dir_ / out;
+    o.size = {{16, 12}};
+    o.variants = 2;
+    o.augment = "hflip,rotate=10";
+    o.shard_size = 4096;  // three images (six records of 576 bytes) per shard
+    o.threads = 2;
+    o.scan.group_regex = "/(g[0-9])_";
+    o.splits.push_back(parse_split_option("cv:stratified-group:2", 0));
+    return o;
+  }
+
+  void convert_parts(const std::string& out, uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) {
+      ConvertOptions o = options(out);
+      o.part = ConvertPart{i, count};
+      convert(o);
+    }
+    // A part writes nothing outside its folder.
+    for (const auto& [name, contents] : snapshot(dir_ / out)) {
+      EXPECT_TRUE(name == "parts" || name.starts_with("parts/")) << name;
+    }
+  }
+
+  void expect_refused(const std::string& out, const std::string& words) {
+    const auto before = snapshot(dir_ / out);
+    try {
+      merge({dir_ / out});
+      ADD_FAILURE() << "merge accepted " << out;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(snapshot(dir_ / out), before);
+  }
+
+  test::TempDir dir_;
+};
+
+TEST_F(Merge, PartsMergeIntoWhatOneConversionHolds) {
+  convert(options("single"));
+  const DatasetIndex single = read_index(dir_ / "single");
+  const auto expected = record_keys(dir_ / "single");
+  for (uint32_t count : {1u, 3u, 7u}) {
+    const std::string out = "parts" + std::to_string(count);
+    convert_parts(out, count);
+    const MergeResult result = merge({dir_ / out});
+    EXPECT_EQ(result.parts, count);
+    EXPECT_EQ(result.samples, single.num_samples());
+    EXPECT_FALSE(fs::exists(dir_ / out / "parts")) << out;
+    const DatasetIndex merged = read_index(dir_ / out);
+    EXPECT_EQ(merged.class_names, single.class_names) << out;
+    EXPECT_EQ(merged.group_names, single.group_names) << out;
+    EXPECT_EQ(merged.variants, single.variants) << out;
+    ASSERT_EQ(merged.splits.size(), 1u) << out;
+    EXPECT_EQ(merged.splits[0].assign.size(), merged.num_samples()) << out;
+    EXPECT_EQ(record_keys(dir_ / out), expected) << out;
+  }
+}
+
+TEST_F(Merge, RefusesAMissingPartAndLeavesOutAsItWas) {
+  convert_parts("out", 3);
+  fs::remove_all(dir_ / "out" / "parts" / "1-of-3");
+  expect_refused("out", "part 1-of-3 is missing");
+}
+
+TEST_F(Merge, RefusesAPartMadeWithOtherOptions) {
+  convert_parts("out", 3);
+  ConvertOptions other = options("out");
+  other.seed = 7;
+  other.part = ConvertPart{2, 3};
+  other.overwrite = true;
+  convert(other);
+  expect_refused("out", "part 2-of-3 (");
+  expect_refused("out", "was made with other options");
+}
+
+TEST_F(Merge, RefusesADuplicatedPart) {
+  convert_parts("out", 3);
+  const fs::path parts = dir_ / "out" / "parts";
+  fs::remove_all(parts / "1-of-3");
+  fs::copy(parts / "0-of-3", parts / "1-of-3");
+  expect_refused("out", "holds part 0-of-3, not part 1-of-3");
+}
+
+TEST_F(Merge, RefusesAnIncompletePart) {
+  convert_parts("out", 3);
+  fs::remove(dir_ / "out" / "parts" / "0-of-3" / "index.h5");
+  expect_refused("out", "part 0-of-3 is incomplete");
+}
+
+TEST_F(Merge, RefusesAPartBeingConverted) {
+  convert_parts("out", 2);
+  const auto lock = DirectoryLock::try_acquire(dir_ / "out" / "parts" / "1-of-2");
+  ASSERT_TRUE(lock.has_value());
+  expect_refused("out", "part 1-of-2 is being converted now");
+}
+
+TEST_F(Merge, RefusesPartsOfDifferentCounts) {
+  convert_parts("out", 2);
+  ConvertOptions o = options("out");
+  o.part = ConvertPart{0, 3};
+  convert(o);
+  expect_refused("out", "merge parts of one conversion only");
+}
+
+TEST_F(Merge, PartsAreNumberedFromZero) {
+  ConvertOptions o = options("out");
+  o.part = ConvertPart{3, 3};
+  EXPECT_THROW(convert(o), UsageError);
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+TEST_F(Merge, AnInterruptedPartResumesInItsFolder) {
+  ConvertOptions o = options("out");
+  o.part = ConvertPart{0, 2};
+  try {
+    convert(o, [](const ConvertProgress& p) {
+      if (p.done == 4) throw std::runtime_error("interrupted");
+    });
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(snapshot(dir_ / "out").count("parts/0-of-2/convert.journal"), 1u);
+  o.resume = true;
+  convert(o);
+  o.resume = false;
+  o.part = ConvertPart{1, 2};
+  convert(o);
+  EXPECT_EQ(merge({dir_ / "out"}).parts, 2u);
+  convert(options("single"));
+  EXPECT_EQ(record_keys(dir_ / "out"), record_keys(dir_ / "single"));
+}
+
+}  // namespace
+}  // namespace imgpack

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# mpirun -n 3 imgpack convert: each rank converts its part and rank 0 merges,
+# into the records a conversion in one piece makes; a rank that fails fails
+# the job with its message and leaves no index.h5.
+#   mpi_convert_test.sh IMGPACK
+set -euo pipefail
+imgpack=$1
+if ! command -v mpirun >/dev/null; then
+  echo "mpi_convert: no mpirun (Debian: openmpi-bin); skipped" >&2
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mpirun=(mpirun --allow-run-as-root --oversubscribe -n 3)
+
+"$imgpack" sample-data "$tmp/src" --classes 3 --groups 3 --per-class 4 --size 40x32 -q
+args=(--size 16x12 --variants 2 --augment hflip --shard-size 4K --threads 1
+      --group-regex '/(g[0-9]+)_' --split cv:stratified-group:2 -q)
+"$imgpack" convert "$tmp/src" "$tmp/single" "${args[@]}"
+"${mpirun[@]}" "$imgpack" convert "$tmp/src" "$tmp/mpi" "${args[@]}"
+"$imgpack" verify "$tmp/mpi" -q
+[ ! -e "$tmp/mpi/parts" ] || { echo "parts left in $tmp/mpi" >&2; exit 1; }
+
+/usr/bin/python3 - "$tmp/single" "$tmp/mpi" <<'PY'
+import os, sys
+import h5py
+
+def records(path):
+    keys = []
+    with h5py.File(os.path.join(path, "index.h5"), "r") as index:
+        paths = [p.decode() for p in index["samples/path"][:]]
+        labels = index["samples/label"][:]
+        groups = index["samples/group"][:]
+        for name in index["shards/file"][:]:
+            with h5py.File(os.path.join(path, name.decode()), "r") as shard:
+                for s, v, c in zip(shard["sample"][:], shard["variant"][:], shard["checksum"][:]):
+                    keys.append((paths[s], int(v), int(c), int(labels[s]), int(groups[s])))
+    return sorted(keys)
+
+import json
+with open(os.path.join(sys.argv[2], "report.json")) as f:
+    parts = json.load(f).get("parts", [])
+if len(parts) != 3:
+    sys.exit(f"expected a merge of 3 parts, the report lists {parts}")
+single, merged = records(sys.argv[1]), records(sys.argv[2])
+if single != merged:
+    sys.exit(f"merged records differ: {len(single)} vs {len(merged)}")
+PY
+
+first_class=$(ls "$tmp/src" | head -n 1)
+printf 'broken' > "$tmp/src/$first_class/zz_broken.png"
+if "${mpirun[@]}" "$imgpack" convert "$tmp/src" "$tmp/fail" "${args[@]}" --on-error fail \
+    2> "$tmp/fail.err"; then
+  echo "a conversion with a failing rank succeeded" >&2
+  exit 1
+fi
+grep -q "zz_broken.png" "$tmp/fail.err" || { cat "$tmp/fail.err" >&2; exit 1; }
+[ ! -e "$tmp/fail/index.h5" ] || { echo "index.h5 written although a rank failed" >&2; exit 1; }
+echo "mpi_convert: ok"

@@ -1,0 +1,65 @@
+// imgpack merge OUT: join the parts that `convert --part I/N` wrote into OUT.
+#include <cstdio>
+#include <memory>
+
+#include "cli_common.hpp"
+#include "cli_wording.hpp"
+#include "imgpack/merge.hpp"
+
+namespace imgpack::cli {
+
+namespace {
+
+struct MergeArgs {
+  std::string out;
+  bool quiet = false, json = false;
+};
+
+int run_merge(const MergeArgs& args) {
+  MergeOptions options;
+  options.out = args.out;
+  const MergeResult result = merge(options);
+  for (const std::string& warning : result.split_warnings) {
+    std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
+  }
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["parts"] = result.parts;
+    j["records"] = result.records;
+    j["samples"] = result.samples;
+    j["skipped"] = result.skipped;
+    j["shards"] = result.shards;
+    j["seconds"] = result.seconds;
+    j["dataset_uuid"] = result.uuid;
+    j["resumed"] = result.resumed;
+    j["out"] = args.out;
+    print_json(j);
+  } else if (!args.quiet) {
+    std::fprintf(stderr, "%s: merged %u parts: %llu records from %llu images in %llu shard%s%s\n",
+                 args.out.c_str(), result.parts, static_cast<unsigned long long>(result.records),
+                 static_cast<unsigned long long>(result.samples),
+                 static_cast<unsigned long long>(result.shards), result.shards == 1 ? "" : "s",
+                 result.resumed ? " (an interrupted merge, completed)" : "");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_merge_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<MergeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "merge",
+      "Join the parts that 'convert --part I/N' wrote into OUT/parts/ into one dataset in OUT");
+  cmd->add_option("OUT", args->out, "The OUT the parts were converted into")->required();
+  cmd->add_flag("--quiet,-q", args->quiet, "No summary line");
+  cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
+  cmd->footer(
+      "\nChecks that all N parts are present, complete, made with the same options from the "
+      "same input listing, and together hold every input once; only then renames their shards "
+      "into OUT and writes index.h5, last. Splits given with --split are computed here. A merge "
+      "stopped midway (kill -9, power loss) finishes when run again.");
+  cmd->callback([args, &action] { action = [args] { return run_merge(*args); }; });
+}
+
+}  // namespace imgpack::cli
