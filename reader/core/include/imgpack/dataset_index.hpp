@@ -1,8 +1,8 @@
 // The dataset index: everything in index.h5, in memory.
 //
-// DatasetIndex is a plain value: read_index() loads all of it (or all but the
-// sample paths and group names, for a summary), write_index() writes all of it
-// crash-safely (index.h5.tmp, fsync, rename, fsync dir), so a
+// DatasetIndex is a plain value: read_index() loads all of it (or, for a
+// summary, all but the sample paths, group names or records), write_index()
+// writes all of it crash-safely (index.h5.tmp, fsync, rename, fsync dir), so a
 // reader that opened the old file keeps a consistent view. It holds no HDF5
 // handles and is safe to share between threads for reading.
 #pragma once
@@ -117,8 +117,8 @@ struct DatasetIndex {
 // What read_index() reads. The sample paths are most of index.h5 (with them
 // the group names, where every image is a group of its own, and the records);
 // a command that prints counts and figures leaves them out and reads in a
-// fraction of the time. What is left out is not read at all, so its damage goes unnoticed
-// (`imgpack verify` reads everything).
+// fraction of the time. What is left out is not read at all, so damage to it
+// goes unnoticed (`imgpack verify` reads everything).
 struct IndexReadOptions {
   bool sample_paths = true;
   bool group_names = true;
