@@ -26,19 +26,24 @@ struct InspectArgs {
   bool quiet = false;  // accepted as by every subcommand: inspect prints no progress
 };
 
+// What inspect reads of index.h5: everything but the sample paths and the
+// group names, the bulk of a large index, which it does not print (but for
+// the name of one group without images, read when there is one).
+constexpr IndexReadOptions kSummary{.sample_paths = false, .group_names = false};
+
 // The index of a dataset that passes the reader's checks. With --force, the
 // index alone when the shards do not, and the problem (an index.h5 that
 // cannot be read is an error either way).
 DatasetIndex open_index(const InspectArgs& args, std::string& problem) {
   try {
-    return Dataset::open(args.dataset).index();
+    return Dataset::open(args.dataset, {.index = kSummary}).index();
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
     if (!args.force) throw;
     problem = e.what();
   }
-  DatasetIndex index = read_index(args.dataset);
+  DatasetIndex index = read_index(args.dataset, kSummary);
   std::cerr << "imgpack: warning: " << problem << "; showing what index.h5 says (--force)\n";
   return index;
 }
@@ -53,6 +58,11 @@ std::string augment_summary(const DatasetIndex& index) {
   std::string seed = options.contains("seed") ? options["seed"].dump() : "?";
   return options["augment"].get<std::string>() + " (variants 1.." +
          std::to_string(index.variants - 1) + " augmented, seed " + seed + ")";
+}
+
+// The name of group g, read for this alone.
+std::string group_name(const std::string& dataset, std::size_t g) {
+  return read_index(dataset, {.sample_paths = false, .group_names = true}).group_names.at(g);
 }
 
 int run_inspect(const InspectArgs& args) {
@@ -71,7 +81,7 @@ int run_inspect(const InspectArgs& args) {
   }
   // Groups named by the inputs whose every image was skipped (a CSV's rows of
   // missing files, say): counted in `groups`, but holding nothing.
-  std::vector<bool> group_used(index.group_names.size(), false);
+  std::vector<bool> group_used(index.num_groups(), false);
   for (int32_t group : index.sample_group) {
     if (group >= 0) group_used[static_cast<std::size_t>(group)] = true;
   }
@@ -112,7 +122,7 @@ int run_inspect(const InspectArgs& args) {
     }
     j["classes"] = std::move(classes);
     j["unlabeled"] = unlabeled;
-    j["groups"] = index.group_names.size();
+    j["groups"] = index.num_groups();
     j["empty_groups"] = empty_groups.size();
     j["shards"] = index.num_shards();
     j["missing_shards"] = missing_shards;
@@ -154,10 +164,10 @@ int run_inspect(const InspectArgs& args) {
     name.resize(width, ' ');
     std::cout << "    " << name << "  " << class_counts[c] << "\n";
   }
-  std::cout << "  groups      " << index.group_names.size();
+  std::cout << "  groups      " << index.num_groups();
   if (!empty_groups.empty()) {
     std::cout << " (" << empty_groups.size() << " without images, e.g. "
-              << index.group_names[empty_groups[0]] << ")";
+              << group_name(args.dataset, empty_groups[0]) << ")";
   }
   std::cout << "\n";
   std::cout << "  augment     " << augment_summary(index) << "\n";

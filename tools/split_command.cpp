@@ -151,7 +151,10 @@ int run_create(const SplitArgs& args) {
 }
 
 int run_list(const SplitArgs& args) {
-  DatasetIndex index = read_index(args.dataset);
+  // Of the samples, the listing needs only the labels and groups: the paths,
+  // group names and records, the bulk of a large index, are left out.
+  DatasetIndex index =
+      read_index(args.dataset, {.sample_paths = false, .group_names = false, .records = false});
   if (args.json) {
     nlohmann::ordered_json splits = nlohmann::ordered_json::array();
     for (const Split& split : index.splits) splits.push_back(split_json(index, split));

@@ -1,3 +1,5 @@
+// Over 500 lines: the passes below share the Partitioner's state and its inline cost
+// helpers, which stay private to this file.
 #include "split_partitioner.hpp"
 
 #include <algorithm>
@@ -128,17 +130,52 @@ uint64_t Partitioner::move_pass(const std::vector<int32_t>& order) {
   return moves;
 }
 
+namespace {
+
+// The items of one part by size, ties in the order of the pass, and the runs
+// of equal sizes among them. Partners of a given size are found by a binary
+// search over the runs: there are few (the groups of N samples have fewer
+// than sqrt(2N) distinct sizes), so the search stays in cache, where one over
+// all the part's items missed it at every step once the parts held millions.
+struct PartBySize {
+  std::vector<int32_t> items;
+  std::vector<int64_t> run_size;       // distinct sizes, ascending
+  std::vector<std::size_t> run_start;  // where each run begins in items, then items.size()
+};
+
+std::vector<PartBySize> parts_by_size(const std::vector<int32_t>& order,
+                                      const std::vector<int32_t>& part,
+                                      const std::vector<int64_t>& size, int32_t parts) {
+  std::vector<std::vector<std::pair<int64_t, int32_t>>> sized(static_cast<std::size_t>(parts));
+  for (int32_t item : order) {
+    const auto i = static_cast<std::size_t>(item);
+    sized[static_cast<std::size_t>(part[i])].emplace_back(size[i], item);
+  }
+  std::vector<PartBySize> out(static_cast<std::size_t>(parts));
+  for (std::size_t p = 0; p < sized.size(); ++p) {
+    auto& list = sized[p];
+    std::stable_sort(list.begin(), list.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    PartBySize& by_size = out[p];
+    by_size.items.reserve(list.size());
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      if (k == 0 || list[k].first != list[k - 1].first) {
+        by_size.run_size.push_back(list[k].first);
+        by_size.run_start.push_back(k);
+      }
+      by_size.items.push_back(list[k].second);
+    }
+    by_size.run_start.push_back(list.size());
+  }
+  return out;
+}
+
+}  // namespace
+
 uint64_t Partitioner::swap_pass(const std::vector<int32_t>& order) {
   if (work_ >= work_limit_) return 0;
   // Per part, its items by size (ties by position in `order`, for determinism).
-  std::vector<int32_t> rank(part_.size());
-  for (std::size_t r = 0; r < order.size(); ++r)
-    rank[static_cast<std::size_t>(order[r])] = static_cast<int32_t>(r);
-  std::vector<std::vector<std::pair<int64_t, int32_t>>> by_size(static_cast<std::size_t>(parts_));
-  for (std::size_t i = 0; i < part_.size(); ++i) {
-    by_size[static_cast<std::size_t>(part_[i])].push_back({items_.size[i], rank[i]});
-  }
-  for (auto& list : by_size) std::sort(list.begin(), list.end());
+  const std::vector<PartBySize> by_size = parts_by_size(order, part_, items_.size, parts_);
 
   // Few items: look at many (up to all) partners; many items: a few each.
   const uint64_t per_item = options_.swap_budget /
@@ -166,29 +203,30 @@ uint64_t Partitioner::swap_pass(const std::vector<int32_t>& order) {
       const double wa = square_weight(a), wb = square_weight(b);
       const double transfer = (wa * size_dev(a) - wb * size_dev(b)) / (wa + wb);
       const double ideal = static_cast<double>(g) - transfer;
-      const auto& list = by_size[static_cast<std::size_t>(b)];
-      auto at =
-          std::lower_bound(list.begin(), list.end(),
-                           std::pair<int64_t, int32_t>{static_cast<int64_t>(std::ceil(ideal)), -1});
-      std::ptrdiff_t center = at - list.begin();
-      if (at != list.end()) {
+      const PartBySize& list = by_size[static_cast<std::size_t>(b)];
+      const auto runs = static_cast<std::ptrdiff_t>(list.run_size.size());
+      const std::ptrdiff_t run = std::lower_bound(list.run_size.begin(), list.run_size.end(),
+                                                  static_cast<int64_t>(std::ceil(ideal))) -
+                                 list.run_size.begin();
+      std::ptrdiff_t center =
+          static_cast<std::ptrdiff_t>(list.run_start[static_cast<std::size_t>(run)]);
+      if (run < runs) {
         // Among many partners of the same size (groups of one sample, say)
         // each item looks at its own few, not all at the same first ones.
-        const auto run =
-            std::upper_bound(at, list.end(), std::pair<int64_t, int32_t>{at->first, INT32_MAX}) -
-            at;
-        if (run > window) {
+        const auto length =
+            static_cast<std::ptrdiff_t>(list.run_start[static_cast<std::size_t>(run) + 1] -
+                                        list.run_start[static_cast<std::size_t>(run)]);
+        if (length > window) {
           center += static_cast<std::ptrdiff_t>(
               mix64(static_cast<uint64_t>(item) ^ (uint64_t{generation_} << 32)) %
-              static_cast<uint64_t>(run - window + 1));
+              static_cast<uint64_t>(length - window + 1));
         }
       }
       const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(0, center - window / 2);
       const std::ptrdiff_t hi =
-          std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(list.size()), lo + window);
+          std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(list.items.size()), lo + window);
       for (std::ptrdiff_t k = lo; k < hi; ++k) {
-        const int32_t other =
-            order[static_cast<std::size_t>(list[static_cast<std::size_t>(k)].second)];
+        const int32_t other = list.items[static_cast<std::size_t>(k)];
         if (part_[static_cast<std::size_t>(other)] != b) continue;  // moved earlier in this pass
         if (options_.balance == Balance::sizes_first) {
           // The size change alone decides most candidates: skip the class sums.

@@ -100,7 +100,9 @@ void Dataset::State::build_sample_table() {
 Dataset Dataset::open(const fs::path& dir, const DatasetOpenOptions& options) {
   auto state = std::make_shared<State>();
   state->dir = dir;
-  state->index = read_index(dir);
+  IndexReadOptions what = options.index;
+  what.records = true;  // the mapping and every check need them
+  state->index = read_index(dir, what);
   state->record_bytes = state->index.record_bytes();
   state->build_tables();
   for (std::size_t k = 0; k < state->shards.size(); ++k) state->open_shard(k);

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "imgpack/error.hpp"
+#include "imgpack/split.hpp"
 #include "random.hpp"
 
 namespace imgpack {
@@ -227,6 +229,58 @@ TEST(PartitionItems, RejectsInvalidInput) {
   table.num_classes = 2;
   EXPECT_THROW(table.add_item(std::vector<int32_t>{2}, std::vector<int32_t>{1}), Error);
   EXPECT_THROW(table.add_item(std::vector<int32_t>{0}, std::vector<int32_t>{0}), Error);
+}
+
+// Mostly groups of one image (where each part holds tens of thousands of
+// items of the same size) and a few larger ones: every group stays whole and
+// the group k-fold's sizes are as even as GroupKFold's greedy makes them.
+TEST(PartitionItems, ManyGroupsOfOneImageStayWholeAndEven) {
+  constexpr int32_t kSingles = 30'000, kShared = 10'000, kFolds = 5;
+  std::vector<int32_t> labels, groups;
+  CounterRng rng(5, 0);
+  for (int32_t i = 0; i < kSingles + kShared; ++i) {
+    labels.push_back(static_cast<int32_t>(rng.below(10)));
+    groups.push_back(i < kSingles ? 3 * i : 1'000'000 + static_cast<int32_t>(rng.below(400)));
+  }
+  std::map<int32_t, int64_t> group_size;
+  for (int32_t g : groups) ++group_size[g];
+  std::vector<int64_t> sizes;
+  sizes.reserve(group_size.size());
+  for (auto [g, n] : group_size) sizes.push_back(n);
+  std::sort(sizes.rbegin(), sizes.rend());
+  std::vector<int64_t> greedy(kFolds, 0);
+  for (int64_t n : sizes) *std::min_element(greedy.begin(), greedy.end()) += n;
+  const int64_t greedy_spread = *std::max_element(greedy.begin(), greedy.end()) -
+                                *std::min_element(greedy.begin(), greedy.end());
+
+  for (SplitKind kind : {SplitKind::group, SplitKind::stratified_group, SplitKind::holdout}) {
+    SplitSpec spec;
+    spec.kind = kind;
+    spec.folds = kind == SplitKind::holdout ? 5 : kFolds;
+    spec.val_fraction = kind == SplitKind::holdout ? 0.2 : 0;
+    spec.test_fraction = kind == SplitKind::holdout ? 0.1 : 0;
+    const std::vector<int16_t> assign = compute_split(labels, groups, spec).assign;
+    ASSERT_EQ(assign.size(), labels.size());
+    std::map<int32_t, int16_t> part_of;
+    std::vector<int64_t> part_size(kFolds + 1, 0);
+    for (std::size_t i = 0; i < assign.size(); ++i) {
+      const auto at = part_of.emplace(groups[i], assign[i]).first;
+      ASSERT_EQ(at->second, assign[i]) << "group " << groups[i] << " is split";
+      ++part_size[static_cast<std::size_t>(assign[i] + 1)];
+    }
+    if (kind == SplitKind::holdout) {
+      EXPECT_GT(part_size[0], 0);  // test
+      EXPECT_GT(part_size[1], 0);  // validation
+      EXPECT_GT(part_size[2], part_size[1]);
+      continue;
+    }
+    EXPECT_EQ(part_size[0], 0);
+    const auto [lo, hi] = std::minmax_element(part_size.begin() + 1, part_size.end());
+    EXPECT_GT(*lo, 0);
+    if (kind == SplitKind::group) {
+      EXPECT_LE(*hi - *lo, greedy_spread);
+    }
+  }
 }
 
 }  // namespace

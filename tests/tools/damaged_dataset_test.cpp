@@ -73,6 +73,8 @@ enum class Reach {
   shard,   // one shard's structure: verify, bench and preview must fail
   uuid,    // index.h5 of another dataset: every shard is foreign to it
   index,   // index.h5 itself: every command must fail
+  paths,   // the sample paths alone: every command that reads them must fail, and
+           // inspect and split --list, which print none and read none, must work
 };
 
 struct Damage {
@@ -115,7 +117,7 @@ std::vector<Damage> damages() {
        [](const fs::path& d, const fs::path&) {
          flip_byte(d / "index.h5", first_heap_collection(d / "index.h5") + 16 + 8 + 1, 0x01);
        }},
-      {"index_string_reference", "index.h5", Reach::index,
+      {"index_string_reference", "index.h5", Reach::paths,
        [](const fs::path& d, const fs::path&) {
          flip_byte(d / "index.h5", dataset_offset(d / "index.h5", "/samples/path") + 12, 0x01);
        }},
@@ -161,15 +163,15 @@ struct Command {
 
 std::vector<Command> commands() {
   auto index_only = [](Reach r) { return r == Reach::index; };
+  auto index_or_paths = [](Reach r) { return r == Reach::index || r == Reach::paths; };
   auto reads_shards = [](Reach r) { return r != Reach::pixels; };
+  auto summary = [](Reach r) { return r != Reach::pixels && r != Reach::paths; };
   return {
       // inspect opens through the reader's checks; --force shows what the
       // index says even when a shard is damaged, but not a damaged index.
-      {"inspect", [](const fs::path& d, const fs::path&) { return "inspect " + q(d); },
-       reads_shards},
+      {"inspect", [](const fs::path& d, const fs::path&) { return "inspect " + q(d); }, summary},
       {"inspect --json",
-       [](const fs::path& d, const fs::path&) { return "inspect " + q(d) + " --json"; },
-       reads_shards},
+       [](const fs::path& d, const fs::path&) { return "inspect " + q(d) + " --json"; }, summary},
       {"inspect --force",
        [](const fs::path& d, const fs::path&) { return "inspect " + q(d) + " --force"; },
        index_only},
@@ -184,12 +186,12 @@ std::vector<Command> commands() {
        [](const fs::path& d, const fs::path& s) {
          return "split " + q(d) + " --export cv --out " + q(s / "cv.csv");
        },
-       index_only},
+       index_or_paths},
       {"split --name",
        [](const fs::path& d, const fs::path&) {
          return "split " + q(d) + " --name again --kind random --folds 2";
        },
-       index_only},
+       index_or_paths},
       {"preview",
        [](const fs::path& d, const fs::path& s) {
          return "preview " + q(d) + " --out " + q(s / "p.png") + " --samples 1000";
@@ -255,6 +257,8 @@ TEST_P(DamagedDatasetTest, EveryCommandFailsCleanlyNamingTheFile) {
         << r.err;
     if (command.must_fail(damage.reach)) {
       EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    } else if (damage.reach == Reach::paths) {
+      EXPECT_EQ(r.exit_code, 0) << r.err;
     } else if (command.name == "inspect --force" && damage.reach != Reach::pixels) {
       // Best effort: the summary, and the damage named on stderr.
       EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -16,6 +16,7 @@
 #include "files.hpp"
 #include "h5.hpp"
 #include "imgpack/dataset_index.hpp"
+#include "imgpack/format.hpp"
 #include "imgpack/split.hpp"
 #include "test_support.hpp"
 
@@ -369,6 +370,35 @@ TEST_F(SplitCli, InspectShowsEverySplitWithItsQuality) {
   r = run_imgpack("inspect " + ds());
   EXPECT_NE(r.out.find("cv: stratified-group, 3 folds"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("group leakage 0"), std::string::npos) << r.out;
+}
+
+TEST_F(SplitCli, ListingAndInspectReadNoPaths) {
+  ASSERT_EQ(split("--name cv --kind group --folds 3").exit_code, 0);
+  const std::string inspect = "inspect " + ds();
+  const test::CommandResult listed = split("--list");
+  const test::CommandResult inspected = run_imgpack(inspect + " --json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
+
+  // Damage the bytes of one path where HDF5 keeps the strings of index.h5.
+  const fs::path index_file = dataset() / format::kIndexFile;
+  std::string bytes = test::read_bytes(index_file);
+  const std::string path = read_index(dataset()).sample_path[0];
+  const std::size_t at = bytes.find(path);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.find(path, at + 1), std::string::npos);
+  bytes[at + path.size() - 1] ^= 0x01;
+  test::write_bytes(index_file, bytes);
+
+  // Both print what they printed before; whatever reads the paths fails.
+  EXPECT_EQ(split("--list").out, listed.out);
+  const test::CommandResult after = run_imgpack(inspect + " --json");
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(after.out, inspected.out);
+  const test::CommandResult verified = run_imgpack("verify " + ds());
+  EXPECT_NE(verified.exit_code, 0);
+  EXPECT_NE(verified.err.find("/samples/path"), std::string::npos) << verified.err;
+  EXPECT_NE(split("--export cv --out -").exit_code, 0);
 }
 
 TEST_F(SplitCli, ConcurrentChangesTakeTurnsAndLoseNothing) {

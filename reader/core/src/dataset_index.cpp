@@ -20,6 +20,42 @@ const Split* DatasetIndex::find_split(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// The record table of DatasetIndex::validate(), against the samples and shards.
+void validate_records(const DatasetIndex& index, const std::string& where) {
+  auto fail = [&](const std::string& problem) { throw Error(where + ": " + problem); };
+  const RecordTable& records = index.records;
+  const ShardTable& shards = index.shards;
+  const std::size_t r = index.num_records();
+  if (records.row.size() != r || records.sample.size() != r || records.variant.size() != r) {
+    fail("/records arrays have different lengths");
+  }
+  std::vector<uint64_t> seen(index.num_shards(), 0);
+  for (std::size_t i = 0; i < r; ++i) {
+    if (records.shard[i] >= index.num_shards())
+      fail("record " + std::to_string(i) + " names a missing shard");
+    if (records.row[i] >= shards.records[records.shard[i]]) {
+      fail("record " + std::to_string(i) + " points past the end of its shard");
+    }
+    if (records.sample[i] < 0 || static_cast<uint64_t>(records.sample[i]) >= index.num_samples()) {
+      fail("record " + std::to_string(i) + " names a missing sample");
+    }
+    if (records.variant[i] >= index.variants) {
+      fail("record " + std::to_string(i) + " has a bad variant");
+    }
+    ++seen[records.shard[i]];
+  }
+  for (std::size_t k = 0; k < index.num_shards(); ++k) {
+    if (seen[k] != shards.records[k]) {
+      fail("shard " + shards.file[k] + " holds " + std::to_string(shards.records[k]) +
+           " records but the index lists " + std::to_string(seen[k]));
+    }
+  }
+}
+
+}  // namespace
+
 void DatasetIndex::validate(const std::string& where) const {
   auto fail = [&](const std::string& problem) { throw Error(where + ": " + problem); };
   if (format_version != format::kVersion) {
@@ -40,39 +76,19 @@ void DatasetIndex::validate(const std::string& where) const {
       fail("sample " + std::to_string(i) + " has label " + std::to_string(sample_label[i]) +
            " outside the " + std::to_string(class_names.size()) + " classes");
     }
-    if (sample_group[i] < -1 || sample_group[i] >= static_cast<int64_t>(group_names.size())) {
+    if (sample_group[i] < -1 || sample_group[i] >= static_cast<int64_t>(num_groups())) {
       fail("sample " + std::to_string(i) + " has group " + std::to_string(sample_group[i]) +
-           " outside the " + std::to_string(group_names.size()) + " groups");
+           " outside the " + std::to_string(num_groups()) + " groups");
     }
-  }
-  const std::size_t r = num_records();
-  if (records.row.size() != r || records.sample.size() != r || records.variant.size() != r) {
-    fail("/records arrays have different lengths");
   }
   if (shards.records.size() != num_shards()) fail("/shards arrays have different lengths");
-  std::vector<uint64_t> seen(num_shards(), 0);
-  for (std::size_t i = 0; i < r; ++i) {
-    if (records.shard[i] >= num_shards())
-      fail("record " + std::to_string(i) + " names a missing shard");
-    if (records.row[i] >= shards.records[records.shard[i]]) {
-      fail("record " + std::to_string(i) + " points past the end of its shard");
-    }
-    if (records.sample[i] < 0 || static_cast<uint64_t>(records.sample[i]) >= s) {
-      fail("record " + std::to_string(i) + " names a missing sample");
-    }
-    if (records.variant[i] >= variants) fail("record " + std::to_string(i) + " has a bad variant");
-    ++seen[records.shard[i]];
-  }
-  for (std::size_t k = 0; k < num_shards(); ++k) {
-    if (seen[k] != shards.records[k]) {
-      fail("shard " + shards.file[k] + " holds " + std::to_string(shards.records[k]) +
-           " records but the index lists " + std::to_string(seen[k]));
-    }
-    fs::path name(shards.file[k]);
+  for (const std::string& file : shards.file) {
+    fs::path name(file);
     if (name.has_parent_path() || name.string().empty() || name.string().starts_with(".")) {
-      fail("shard file name '" + shards.file[k] + "' is not a plain file name");
+      fail("shard file name '" + file + "' is not a plain file name");
     }
   }
+  if (has_records) validate_records(*this, where);
   for (const Split& split : splits) {
     if (split.assign.size() != s) {
       fail("split " + split.name + " assigns " + std::to_string(split.assign.size()) +
@@ -161,7 +177,7 @@ class ChecksummedIndexWriter {
 
 }  // namespace
 
-DatasetIndex read_index(const fs::path& dataset_dir) {
+DatasetIndex read_index(const fs::path& dataset_dir, const IndexReadOptions& options) {
   fs::path path = dataset_dir / format::kIndexFile;
   std::error_code ec;
   if (!fs::is_directory(dataset_dir, ec)) {
@@ -200,15 +216,32 @@ DatasetIndex read_index(const fs::path& dataset_dir) {
   const CheckedIndexReader checked(file);
   checked.check("/", format::kAttrAttributesChecksum, index_checksum::of_root_attributes(index));
 
-  index.sample_path = checked.strings(format::kSamplesPath);
+  index.has_sample_paths = options.sample_paths;
+  index.has_group_names = options.group_names;
+  if (options.sample_paths) {
+    index.sample_path = checked.strings(format::kSamplesPath);
+  }
   index.sample_label = checked.numbers<int32_t>(format::kSamplesLabel);
   index.sample_group = checked.numbers<int32_t>(format::kSamplesGroup);
+  if (!options.sample_paths && file.length(format::kSamplesPath) != index.sample_label.size()) {
+    throw file_error(path, std::string(format::kSamplesPath) + " and " + format::kSamplesLabel +
+                               " have different lengths");
+  }
   index.class_names = checked.strings(format::kClassesName);
-  index.group_names = checked.strings(format::kGroupsName);
-  index.records.shard = checked.numbers<uint32_t>(format::kRecordsShard);
-  index.records.row = checked.numbers<uint32_t>(format::kRecordsRow);
-  index.records.sample = checked.numbers<int64_t>(format::kRecordsSample);
-  index.records.variant = checked.numbers<uint16_t>(format::kRecordsVariant);
+  if (options.group_names) {
+    index.group_names = checked.strings(format::kGroupsName);
+  } else {
+    index.unread_groups = file.length(format::kGroupsName);
+  }
+  index.has_records = options.records;
+  if (options.records) {
+    index.records.shard = checked.numbers<uint32_t>(format::kRecordsShard);
+    index.records.row = checked.numbers<uint32_t>(format::kRecordsRow);
+    index.records.sample = checked.numbers<int64_t>(format::kRecordsSample);
+    index.records.variant = checked.numbers<uint16_t>(format::kRecordsVariant);
+  } else {
+    index.unread_records = file.length(format::kRecordsShard);
+  }
   index.shards.file = checked.strings(format::kShardsFile);
   index.shards.records = checked.numbers<uint64_t>(format::kShardsRecords);
 
@@ -243,6 +276,11 @@ DatasetIndex read_index(const fs::path& dataset_dir) {
 }
 
 void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
+  if (!index.has_sample_paths || !index.has_group_names || !index.has_records) {
+    throw Error(
+        "write_index: the index was read without its sample paths, group names or "
+        "records, which writing it would lose");
+  }
   index.validate((dataset_dir / format::kIndexFile).string());
   fs::path final_path = dataset_dir / format::kIndexFile;
   fs::path tmp_path = final_path;

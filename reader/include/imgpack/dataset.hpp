@@ -34,6 +34,11 @@ struct DatasetOpenOptions {
   // checksum (slow: reads the whole dataset). Off by default; `imgpack verify`
   // does this for a whole dataset, Loader can do it per record as it reads.
   bool verify_checksums = false;
+  // What of index.h5 to read (all of it by default; the records always). A
+  // Dataset opened without the sample paths or group names has them empty in
+  // index(); everything else works as usual, and errors that would quote a
+  // sample's path give only its number.
+  IndexReadOptions index;
 };
 
 class Dataset {

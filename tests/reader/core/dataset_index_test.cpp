@@ -84,6 +84,32 @@ TEST(DatasetIndex, RoundTripsEveryField) {
   EXPECT_EQ(read.find_split("nope"), nullptr);
 }
 
+TEST(DatasetIndex, ASummaryReadLeavesOutPathsGroupNamesAndRecordsButCountsThem) {
+  test::TempDir dir;
+  const DatasetIndex written = small_index();
+  write_index(dir.path(), written);
+  DatasetIndex read =
+      read_index(dir.path(), {.sample_paths = false, .group_names = false, .records = false});
+  EXPECT_FALSE(read.has_sample_paths);
+  EXPECT_FALSE(read.has_group_names);
+  EXPECT_FALSE(read.has_records);
+  EXPECT_TRUE(read.sample_path.empty());
+  EXPECT_TRUE(read.group_names.empty());
+  EXPECT_EQ(read.records.size(), 0u);
+  EXPECT_EQ(read.num_samples(), 3u);
+  EXPECT_EQ(read.num_groups(), 2u);
+  EXPECT_EQ(read.num_records(), 6u);
+  EXPECT_EQ(read.sample_label, written.sample_label);
+  EXPECT_EQ(read.sample_group, written.sample_group);
+  EXPECT_EQ(read.class_names, written.class_names);
+  EXPECT_EQ(read.shards.records, written.shards.records);
+  ASSERT_EQ(read.splits.size(), 1u);
+  EXPECT_EQ(read.splits[0].assign, written.splits[0].assign);
+  // Writing it back would lose what was left out.
+  EXPECT_THROW(write_index(dir.path(), read), Error);
+  EXPECT_EQ(read_index(dir.path()).sample_path, written.sample_path);
+}
+
 TEST(DatasetIndex, MissingIndexMeansIncompleteDataset) {
   test::TempDir dir;
   try {

@@ -1,6 +1,7 @@
 // The dataset index: everything in index.h5, in memory.
 //
-// DatasetIndex is a plain value: read_index() loads all of it, write_index()
+// DatasetIndex is a plain value: read_index() loads all of it (or, for a
+// summary, all but the sample paths, group names or records), write_index()
 // writes all of it crash-safely (index.h5.tmp, fsync, rename, fsync dir), so a
 // reader that opened the old file keeps a consistent view. It holds no HDF5
 // handles and is safe to share between threads for reading.
@@ -86,8 +87,21 @@ struct DatasetIndex {
 
   std::vector<Split> splits;  // in name order
 
-  std::size_t num_samples() const { return sample_path.size(); }
-  std::size_t num_records() const { return records.size(); }
+  // False where read_index() left the sample paths, the group names or the
+  // records out (IndexReadOptions): sample_path, group_names or records is
+  // then empty, while num_samples(), num_groups() and num_records() still
+  // count them. write_index() refuses such an index, which would lose them.
+  bool has_sample_paths = true;
+  bool has_group_names = true;
+  bool has_records = true;
+  std::size_t unread_groups = 0;   // the length of /groups/name when !has_group_names
+  std::size_t unread_records = 0;  // the length of /records/* when !has_records
+
+  std::size_t num_samples() const {
+    return has_sample_paths ? sample_path.size() : sample_label.size();
+  }
+  std::size_t num_groups() const { return has_group_names ? group_names.size() : unread_groups; }
+  std::size_t num_records() const { return has_records ? records.size() : unread_records; }
   std::size_t num_shards() const { return shards.size(); }
   RecordShape shape() const { return {height, width, channels}; }
   std::size_t record_bytes() const { return shape().bytes(); }
@@ -100,11 +114,25 @@ struct DatasetIndex {
   void validate(const std::string& where) const;
 };
 
+// What read_index() reads. The sample paths are most of index.h5 (with them
+// the group names, where every image is a group of its own, and the records);
+// a command that prints counts and figures leaves them out and reads in a
+// fraction of the time. What is left out is not read at all, so damage to it
+// goes unnoticed (`imgpack verify` reads everything).
+struct IndexReadOptions {
+  bool sample_paths = true;
+  bool group_names = true;
+  bool records = true;  // the record table, [R] entries of 18 bytes
+};
+
 // Reads DIR/index.h5. Throws imgpack::Error naming the file if it is missing
 // ("not a complete imgpack dataset"), of another format version, or damaged.
-DatasetIndex read_index(const std::filesystem::path& dataset_dir);
+DatasetIndex read_index(const std::filesystem::path& dataset_dir,
+                        const IndexReadOptions& options = {});
 
 // Writes DIR/index.h5 crash-safely. Byte-identical for identical input.
+// Throws imgpack::Error for an index read without its sample paths, group
+// names or records.
 void write_index(const std::filesystem::path& dataset_dir, const DatasetIndex& index);
 
 // Current UTC time as "2026-11-22T03:46:16Z".
