@@ -106,7 +106,9 @@ void register_dataset(py::module_& m) {
       .def(py::init([](const py::object& path, bool verify_checksums) {
              const std::string dir = py::str(py::module_::import("os").attr("fspath")(path));
              py::gil_scoped_release unlocked;
-             return Dataset::open(dir, DatasetOpenOptions{.verify_checksums = verify_checksums});
+             DatasetOpenOptions options;
+             options.verify_checksums = verify_checksums;
+             return Dataset::open(dir, options);
            }),
            "path"_a, py::kw_only(), "verify_checksums"_a = false,
            "Opens and validates the dataset in directory `path` (str or os.PathLike).")
