@@ -108,7 +108,7 @@ TEST(Dataset, OpensADatasetWrittenByConvert) {
       test::run_imgpack("convert " + test::shell_quote(src.string()) + " " +
                         test::shell_quote(out.string()) + " --size 32x24 --quiet");
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  Dataset dataset = Dataset::open(out, DatasetOpenOptions{.verify_checksums = true});
+  Dataset dataset = Dataset::open(out, DatasetOpenOptions{.verify_checksums = true, .index = {}});
   EXPECT_EQ(dataset.num_records(), 6u);
   EXPECT_EQ(dataset.height(), 24u);
   EXPECT_EQ(dataset.width(), 32u);
@@ -260,7 +260,8 @@ TEST(Dataset, ContiguousRewriteStillOpens) {
   TempDir dir;
   test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
   rewrite_images(dir / "shard-00000.h5", H5D_CONTIGUOUS);
-  Dataset dataset = Dataset::open(dir.path(), DatasetOpenOptions{.verify_checksums = true});
+  Dataset dataset =
+      Dataset::open(dir.path(), DatasetOpenOptions{.verify_checksums = true, .index = {}});
   EXPECT_EQ(dataset.num_records(), 40u);
 }
 
@@ -290,7 +291,7 @@ TEST(Dataset, VerifyChecksumsFindsDamagedPixels) {
   }
   Dataset::open(dir.path());  // structure is intact
   try {
-    Dataset::open(dir.path(), DatasetOpenOptions{.verify_checksums = true});
+    Dataset::open(dir.path(), DatasetOpenOptions{.verify_checksums = true, .index = {}});
     ADD_FAILURE() << "damaged pixels were not detected";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("shard-00002.h5: row 3"), std::string::npos) << e.what();

@@ -48,7 +48,7 @@ std::string random_bytes(uint64_t seed, std::size_t size) {
 
 // The record of every converted sample (variant 0), by source path.
 std::map<std::string, cv::Mat> records_by_path(const fs::path& dataset) {
-  Dataset d = Dataset::open(dataset, DatasetOpenOptions{.verify_checksums = true});
+  Dataset d = Dataset::open(dataset, DatasetOpenOptions{.verify_checksums = true, .index = {}});
   std::map<std::string, cv::Mat> out;
   for (uint64_t r = 0; r < d.num_records(); ++r) {
     const cv::Mat record(static_cast<int>(d.height()), static_cast<int>(d.width()),
