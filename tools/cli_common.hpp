@@ -10,6 +10,7 @@
 #include <string>
 
 #include "imgpack/dataset_index.hpp"
+#include "imgpack/merge.hpp"
 
 namespace imgpack::cli {
 
@@ -25,6 +26,9 @@ inline constexpr int kExitUsage = 2;
 void add_convert_command(CLI::App& app, Action& action);
 void add_inspect_command(CLI::App& app, Action& action);
 void add_merge_command(CLI::App& app, Action& action);
+// The --json summary of a merge into `out` (imgpack merge, and rank 0 of an
+// MPI conversion).
+nlohmann::ordered_json merge_json(const MergeResult& result, const std::string& out);
 void add_preview_command(CLI::App& app, Action& action);
 void add_sample_data_command(CLI::App& app, Action& action);
 void add_split_command(CLI::App& app, Action& action);

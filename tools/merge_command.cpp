@@ -23,17 +23,7 @@ int run_merge(const MergeArgs& args) {
     std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
   }
   if (args.json) {
-    nlohmann::ordered_json j;
-    j["parts"] = result.parts;
-    j["records"] = result.records;
-    j["samples"] = result.samples;
-    j["skipped"] = result.skipped;
-    j["shards"] = result.shards;
-    j["seconds"] = result.seconds;
-    j["dataset_uuid"] = result.uuid;
-    j["resumed"] = result.resumed;
-    j["out"] = args.out;
-    print_json(j);
+    print_json(merge_json(result, args.out));
   } else if (!args.quiet) {
     std::fprintf(stderr, "%s: merged %u parts: %llu records from %llu images in %llu shard%s%s\n",
                  args.out.c_str(), result.parts, static_cast<unsigned long long>(result.records),
@@ -45,6 +35,20 @@ int run_merge(const MergeArgs& args) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json merge_json(const MergeResult& result, const std::string& out) {
+  nlohmann::ordered_json j;
+  j["parts"] = result.parts;
+  j["records"] = result.records;
+  j["samples"] = result.samples;
+  j["skipped"] = result.skipped;
+  j["shards"] = result.shards;
+  j["seconds"] = result.seconds;
+  j["dataset_uuid"] = result.uuid;
+  j["resumed"] = result.resumed;
+  j["out"] = out;
+  return j;
+}
 
 void add_merge_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<MergeArgs>();

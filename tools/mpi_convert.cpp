@@ -74,16 +74,7 @@ int run_convert_with_mpi(ConvertOptions options, bool quiet, bool json) {
   MPI_Finalize();
   if (rank != 0 || code != kExitOk) return code;
   if (json) {
-    nlohmann::ordered_json j;
-    j["records"] = merged.records;
-    j["samples"] = merged.samples;
-    j["skipped"] = merged.skipped;
-    j["shards"] = merged.shards;
-    j["seconds"] = merged.seconds;
-    j["parts"] = merged.parts;
-    j["dataset_uuid"] = merged.uuid;
-    j["out"] = options.out.string();
-    print_json(j);
+    print_json(merge_json(merged, options.out.string()));
   } else if (!quiet) {
     std::fprintf(
         stderr, "%s: %d ranks converted and merged: %llu records from %llu images in %llu shards\n",
