@@ -450,6 +450,48 @@ def convert_section(page, record):
     commands_block(page, record)
 
 
+def parts_section(page, record):
+    d = record["data"]
+    page.add("## Conversion in parts", "",
+             "N concurrent `imgpack convert --part I/N --threads 1` processes (what a Slurm job "
+             "array or `mpirun -n N` runs), then `imgpack merge`, against one `imgpack convert "
+             "--threads N`: the same total threads, the same photo-like 640x480 JPEGs converted "
+             "to %dx%d, page-cached, side by side in every repeat (bench/parts/run.py). The "
+             "parts' time runs from starting them all to the last one's exit; ratios are "
+             "throughputs, parts over one process. The merged dataset is checked to hold the "
+             "one process's samples and records." % (d["size"], d["size"]), "",
+             run_note(record), "",
+             "| parts | images | one process images/s | parts images/s | parts / one process "
+             "| merge | parts + merge / one process |", "|---:|---:|---:|---:|---:|---:|---:|")
+    for row in d["throughput"]:
+        n = row["parts"]
+        for key in ("single", "parts", "parts_and_merge"):
+            page.need_summary("parts %d %s images/s" % (n, key), row["images_per_s"][key])
+        page.need_summary("parts %d ratio" % n, row["ratio"])
+        page.need_summary("parts %d merge" % n, row["merge_s"])
+        page.add("| %d | %d | %s | %s | %s | %s | %s |" % (
+            n, row["images"], mmm(row["images_per_s"]["single"], 0),
+            mmm(row["images_per_s"]["parts"], 0), ratio(row["ratio"], 2),
+            mmm(row["merge_s"], fmt=secs), ratio(row["ratio_with_merge"], 2)))
+    for row in d["throughput"]:
+        page.target("%d concurrent `convert --part` processes >= 0.9x one process with the same "
+                    "threads (%d images)" % (row["parts"], row["images"]), 20,
+                    ratio(row["ratio"], 2), row["ratio"]["median"] >= 0.9)
+    m = d["merge_at_scale"]
+    page.need_summary("merge at scale wall", m["wall_s"])
+    page.need_summary("merge at scale reported", m["reported_s"])
+    page.add("", "`imgpack merge` of %s records (%s 16x16 images x %d variants converted in %d "
+             "parts, %d shards; the parts copied afresh and page-cached before each repeat): "
+             "%s end to end (the command's wall time, process start-up included), %s by the "
+             "merge's own clock, peak RSS %s." % (
+                 "{:,}".format(m["records"]), "{:,}".format(m["images"]), m["variants"],
+                 m["parts"], m["shards"], mmm(m["wall_s"], fmt=secs),
+                 mmm(m["reported_s"], fmt=secs), mmm(m["peak_rss_mib"], 0, unit=" MiB")))
+    page.target("`imgpack merge` of %s records under 10 s" % "{:,}".format(m["records"]), 20,
+                mmm(m["wall_s"], fmt=secs), m["wall_s"]["median"] < 10)
+    commands_block(page, record)
+
+
 def augment_section(page, record):
     d = record["data"]
     runs = {r["name"]: r for r in d["runs"]}
@@ -973,7 +1015,8 @@ def write(results, docs, quick=False, expect=()):
     os.makedirs(docs, exist_ok=True)
     page = Page(docs, quick)
     machine = load(results, "machine") or {}
-    order = ("training", "convert", "augment", "splits", "reader", "python", "verify", "gpu")
+    order = ("training", "convert", "parts", "augment", "splits", "reader", "python", "verify",
+             "gpu")
     records = {name: load(results, name) for name in order}
     # The GPU figures come from a GPU machine (bench/gpu/run.py) and are kept
     # with the page, so a run elsewhere renders them rather than losing them.
@@ -985,7 +1028,7 @@ def write(results, docs, quick=False, expect=()):
 
     body = Page(docs, quick)
     renderers = {"training": training_section, "convert": convert_section,
-                 "augment": augment_section, "splits": splits_section,
+                 "parts": parts_section, "augment": augment_section, "splits": splits_section,
                  "reader": reader_section, "python": python_section, "verify": verify_section,
                  "gpu": gpu_section}
     for name in order:
@@ -1018,7 +1061,7 @@ def write(results, docs, quick=False, expect=()):
              datetime.date.today().isoformat(), "")
     page.add("Contents: [headline](#headline-a-training-loop-fed-by-each-pipeline) · "
              "[targets](#targets) · [where imgpack is not ahead](#where-imgpack-is-not-ahead) · "
-             "[conversion](#conversion) · "
+             "[conversion](#conversion) · [in parts](#conversion-in-parts) · "
              "[augmentation](#augmentation-k4-variants-against-k1) · [splits](#splits) · "
              "[reader](#reader) · [Python](#python) · [verify](#verify) · [GPU](#gpu) · "
              "[machine](#machine)", "")

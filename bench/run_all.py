@@ -4,9 +4,9 @@
 usage: bench/run-all [--quick] [--work DIR] [--repeat N] [--only SECTION,...]
                      [--report-only] [--docs DIR]
 
-Sections (in this order): convert, augment, splits, reader, python, verify, training. Each
-runs a script under bench/ that measures imgpack and its peers side by side
-in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
+Sections (in this order): convert, parts, augment, splits, reader, python, verify,
+training. Each runs a script under bench/ that measures imgpack and its peers
+side by side in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
 leaves WORK/results/SECTION.json. Inputs are generated deterministically and
 cached in WORK (default out/bench; --quick: out/bench-quick), so a second run
 skips the generation.
@@ -38,12 +38,14 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import report  # noqa: E402
 
-SECTIONS = ("convert", "augment", "splits", "reader", "python", "verify", "training")
+SECTIONS = ("convert", "parts", "augment", "splits", "reader", "python", "verify", "training")
 
 # Sizes: the full mode measures what the issues' targets are defined on.
 FULL = {
     "repeat": 3,
     "convert_count": 2000,
+    "parts_args": ["--parts", "2,4", "--merge-images", "250000", "--merge-variants", "4",
+                   "--merge-parts", "4"],  # merge: 1,000,000 records
     "convert_sources": "640x480,1024x768,2048x1536",
     "rss_counts": "2000,8000",
     "augment_count": 2000,
@@ -62,6 +64,8 @@ FULL = {
 QUICK = {
     "repeat": 1,
     "convert_count": 48,
+    "parts_args": ["--parts", "2", "--merge-images", "2000", "--merge-variants", "2",
+                   "--merge-parts", "2"],
     "convert_sources": "320x240,640x480,1024x768",
     "rss_counts": "48,96",
     "augment_count": 48,
@@ -122,6 +126,15 @@ class Runner:
                    self.sizes["rss_counts"], "--rss-source", "1024x768", "--repeat", self.repeat,
                    "--photos", self.photos, "--json", result]
         return [command], self.run_script("convert", command, result)
+
+    def parts(self):
+        out = self.scratch("parts")
+        src = benchlib.photo_set(self.photos, READER_SOURCE[0], READER_SOURCE[1],
+                                 self.sizes["convert_count"])
+        result = os.path.join(out, "results.json")
+        command = [benchlib.PYTHON, script("parts", "run.py"), src, out, "--repeat",
+                   self.repeat, "--json", result] + self.sizes["parts_args"]
+        return [command], self.run_script("parts", command, result)
 
     def augment(self):
         out = self.scratch("augment")
