@@ -1,8 +1,10 @@
 // imgpack bench DATASET: reader throughput and starvation, with the machine's
 // memcpy bandwidth over the same mapped bytes measured in the same run as the
-// reference (and, for --device cuda:N, the pinned host-to-device copy rate).
-// The measurements are in bench_measure.cpp; this file runs them in order and
-// prints what they found.
+// reference (and, for --device cuda:N, the pinned host-to-device copy rate);
+// with --cold, epochs that start with the dataset evicted from the page
+// cache, against the storage's own bandwidth over the same files. The
+// measurements are in bench_measure.cpp and bench_cold.cpp; this file runs
+// them in order and prints what they found.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cold.hpp"
 #include "bench_measure.hpp"
 #include "cli_common.hpp"
 #include "cli_values.hpp"
@@ -23,12 +26,17 @@ namespace imgpack::cli {
 
 namespace {
 
+// Seconds each read pattern of the --cold storage reference runs at most.
+constexpr double kStorageSeconds = 2.0;
+
 // Everything one bench run measured.
 struct BenchResult {
   double open_seconds = 0;
   double memcpy_bps = 0;
-  std::optional<double> upload_bps;  // --device cuda:N only
-  double step_images_per_s = 0;      // 0 without --step-ms
+  std::optional<StorageReference> storage;  // --cold only
+  Eviction eviction;                        // --cold: the one that left the most cached
+  std::optional<double> upload_bps;         // --device cuda:N only
+  double step_images_per_s = 0;             // 0 without --step-ms
   unsigned cores = 0;
   std::vector<Capacity> capacities;  // the reader alone: the sweep, or --threads with a step
   Recommendation recommendation;     // --sweep-threads only; points into capacities
@@ -36,6 +44,7 @@ struct BenchResult {
   ReaderRun run;  // the epochs read with the chosen threads (and the step)
   uint64_t memory_bound = 0;
   double reader_vs_memcpy() const { return memcpy_bps > 0 ? run.gb_per_s() * 1e9 / memcpy_bps : 0; }
+  double reader_vs(double gb_per_s) const { return gb_per_s > 0 ? run.gb_per_s() / gb_per_s : 0; }
 };
 
 // The references first, then the reader alone at each thread count of the
@@ -47,10 +56,23 @@ BenchResult measure(const Dataset& dataset, const BenchArgs& a, const Device& de
   const bool say = !a.json && !a.quiet;
   BenchResult r;
   const std::size_t batch_bytes = a.batch * dataset.record_bytes();
+  r.memory_bound = (a.prefetch + 2) * batch_bytes + (uint64_t{64} << 20);
+  r.cores = cores_available();
+  r.step_images_per_s = a.step_ms > 0 ? static_cast<double>(a.batch) * 1000.0 / a.step_ms : 0;
   r.memcpy_bps = memcpy_bandwidth(dataset, batch_bytes, a.memcpy_threads);
   if (device.is_cuda()) r.upload_bps = upload_bandwidth(device, batch_bytes);
-  r.step_images_per_s = a.step_ms > 0 ? static_cast<double>(a.batch) * 1000.0 / a.step_ms : 0;
-  r.cores = cores_available();
+  if (a.cold) {
+    if (say) std::fprintf(stderr, "bench: storage reference over the shard files...\n");
+    r.storage = measure_storage(dataset, kStorageSeconds);
+    if (say) {
+      std::fprintf(stderr,
+                   "bench: reading %u epoch(s) with %u thread%s, each from an evicted "
+                   "page cache...\n",
+                   a.epochs, a.threads, a.threads == 1 ? "" : "s");
+    }
+    r.run = run_reader_cold(dataset, a, a.threads, r.eviction);
+    return r;
+  }
   if (a.sweep || a.step_ms > 0) {
     const unsigned first = a.sweep ? 1 : a.threads;
     const unsigned last = a.sweep && !a.threads_given ? r.cores : a.threads;
@@ -74,7 +96,6 @@ BenchResult measure(const Dataset& dataset, const BenchArgs& a, const Device& de
                  threads == 1 ? "" : "s", a.step_ms > 0 ? " and the step" : "");
   }
   r.run = run_reader(dataset, a, threads);
-  r.memory_bound = (a.prefetch + 2) * batch_bytes + (uint64_t{64} << 20);
   return r;
 }
 
@@ -83,6 +104,44 @@ nlohmann::ordered_json capacity_json(const Capacity& c) {
           {"gb_per_s", c.gb_per_s}, {"spread", c.spread},
           {"runs", c.runs},         {"seconds", c.seconds},
           {"stable", c.stable}};
+}
+
+nlohmann::ordered_json storage_json(const StorageReference& s) {
+  nlohmann::ordered_json j;
+  j["direct"] = s.direct;
+  if (!s.note.empty()) j["note"] = s.note;
+  for (const auto* rates : {&s.sequential, &s.random}) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const StorageRate& rate : *rates) {
+      list.push_back({{"in_flight", rate.in_flight},
+                      {"request_bytes", rate.request},
+                      {"gb_per_s", rate.gb_per_s}});
+    }
+    j[rates == &s.sequential ? "sequential" : "random"] = std::move(list);
+  }
+  return j;
+}
+
+// The storage reference and what the eviction left, as text.
+void print_storage(const BenchResult& r) {
+  const StorageReference& s = *r.storage;
+  const char* how = s.direct ? "O_DIRECT" : "through the page cache, evicted first";
+  for (const auto* rates : {&s.sequential, &s.random}) {
+    std::cout << "  storage   " << (rates == &s.sequential ? "sequential" : "random    ") << " "
+              << human_bytes(rates->front().request) << " reads, " << how << ":";
+    for (const StorageRate& rate : *rates) {
+      std::cout << " " << fixed(rate.gb_per_s, 2) << " GB/s at " << rate.in_flight;
+      if (&rate != &rates->back()) std::cout << ",";
+    }
+    std::cout << " in flight\n";
+  }
+  if (!s.note.empty()) std::cout << "  note      " << s.note << "\n";
+  std::cout << "  evicted   before each epoch; at most " << percent(r.eviction.resident_fraction())
+            << " of the pixels stayed in the page cache"
+            << (r.eviction.resident_fraction() > 0.05
+                    ? " (tmpfs, or another process maps them): not a cold read"
+                    : "")
+            << "\n";
 }
 
 void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device& device,
@@ -95,6 +154,13 @@ void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device&
   j["threads"] = r.run.threads;
   j["batch"] = a.batch;
   j["reader_vs_memcpy"] = r.reader_vs_memcpy();
+  if (r.storage) {
+    j["cold"] = true;
+    j["storage"] = storage_json(*r.storage);
+    j["reader_vs_sequential"] = r.reader_vs(r.storage->best_sequential());
+    j["reader_vs_random"] = r.reader_vs(r.storage->best_random());
+    j["resident_after_eviction"] = r.eviction.resident_fraction();
+  }
   if (r.upload_bps) j["upload_reference_gb_per_s"] = *r.upload_bps / 1e9;
   j["memcpy_threads"] = a.memcpy_threads;
   j["device"] = device.name();
@@ -186,7 +252,8 @@ void print_result_text(const Dataset& dataset, const BenchArgs& a, const Device&
             << a.batch << ", prefetch " << a.prefetch << ", " << device.name() << ", " << a.output
             << " output" << (a.step_ms > 0 ? ", step " + fixed(a.step_ms, 1) + " ms" : "") << "\n";
   std::cout << "  memcpy    " << fixed(r.memcpy_bps / 1e9, 2) << " GB/s (" << a.memcpy_threads
-            << " threads, same bytes, same run)\n";
+            << " threads, same bytes, same run" << (r.storage ? ", page-cached" : "") << ")\n";
+  if (r.storage) print_storage(r);
   if (r.upload_bps)
     std::cout << "  upload    " << fixed(*r.upload_bps / 1e9, 2) << " GB/s pinned H2D\n";
   print_capacities(a, r);
@@ -197,6 +264,11 @@ void print_result_text(const Dataset& dataset, const BenchArgs& a, const Device&
   if (a.step_ms > 0) {
     std::cout << " and the step, starvation " << percent(run.stats.starvation())
               << " (time the step waited for a batch)\n";
+  } else if (r.storage) {
+    std::cout << " (" << fixed(r.reader_vs(r.storage->best_sequential()), 2)
+              << "x the best sequential read, " << fixed(r.reader_vs(r.storage->best_random()), 2)
+              << "x the best random read, " << percent(r.reader_vs_memcpy())
+              << " of page-cached memcpy)\n";
   } else {
     std::cout << " (" << percent(r.reader_vs_memcpy()) << " of memcpy)\n";
     std::cout << "  no step   the consumer does no work, so it waits for every batch (starvation "
@@ -217,6 +289,12 @@ int run_bench(const BenchArgs& a) {
   if (a.epochs == 0) throw UsageError("--epochs must be at least 1");
   if (a.memcpy_threads == 0) throw UsageError("--memcpy-threads must be at least 1");
   if (a.step_ms < 0) throw UsageError("--step-ms must not be negative");
+  if (a.cold && a.sweep) {
+    throw UsageError("--cold reads at one thread count: give --threads instead of --sweep-threads");
+  }
+  if (a.cold && a.direct_upload) {
+    throw UsageError("--cold and --direct-upload: direct upload pins the whole dataset in memory");
+  }
   const Device device = parse_device(a.device);
 
   const Clock::time_point open_start = Clock::now();
@@ -306,6 +384,10 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--memcpy-threads", args->memcpy_threads, "Threads of the memcpy reference")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1024u));
+  cmd->add_flag("--cold", args->cold,
+                "Evict the dataset from the page cache before each epoch and compare with the "
+                "storage's own bandwidth over the same files (O_DIRECT sequential and random "
+                "reads, measured in the same run)");
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress lines");
   cmd->callback([args, threads, &action] {

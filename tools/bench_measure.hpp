@@ -39,6 +39,7 @@ struct BenchArgs {
   double hflip = 0;
   std::string output = "uint8";
   unsigned memcpy_threads = 2;
+  bool cold = false;  // evict before each epoch; the storage as the reference
   bool json = false;
   bool quiet = false;
 };

@@ -1,6 +1,11 @@
 // imgpack bench: runs on a small converted dataset, reports the contract's
 // JSON keys with sane values, and turns bad requests into exit codes.
 #include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +17,11 @@ namespace {
 
 using test::run_imgpack;
 using test::shell_quote;
+
+bool on_tmpfs(const std::filesystem::path& path) {
+  struct statfs fs {};
+  return ::statfs(path.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+}
 
 class BenchCommandTest : public ::testing::Test {
  protected:
@@ -181,6 +191,71 @@ TEST_F(BenchCommandTest, CropDeliversWindows) {
   EXPECT_NEAR(bytes_per_image, 16 * 16 * 3, 1);
   EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --crop 64").exit_code, 2);
   EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --flip 2").exit_code, 2);
+}
+
+// --cold: every epoch starts from an evicted page cache and the storage's own
+// reads are the reference. Where the file system takes O_DIRECT (a disk), the
+// eviction must leave next to nothing cached.
+TEST_F(BenchCommandTest, ColdEvictsBeforeEachEpochAndMeasuresTheStorage) {
+  test::CommandResult r = run_imgpack("bench " + shell_quote(dataset_) +
+                                      " --cold --batch 4 --threads 2 --epochs 2 --json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cold"], true);
+  EXPECT_EQ(j["images"].get<uint64_t>(), 2 * j["records"].get<uint64_t>());
+  EXPECT_GT(j["gb_per_s"].get<double>(), 0);
+  EXPECT_GT(j["memcpy_gb_per_s"].get<double>(), 0);
+  const nlohmann::json& storage = j["storage"];
+  ASSERT_EQ(storage["sequential"].size(), 2u);
+  ASSERT_EQ(storage["random"].size(), 4u);
+  for (const char* pattern : {"sequential", "random"}) {
+    for (const nlohmann::json& rate : storage[pattern]) {
+      EXPECT_GT(rate["gb_per_s"].get<double>(), 0) << pattern << " " << rate.dump();
+      EXPECT_EQ(rate["request_bytes"].get<uint64_t>() % 4096, 0u) << rate.dump();
+    }
+  }
+  EXPECT_GE(storage["random"][0]["request_bytes"].get<uint64_t>(), 32u * 32 * 3);
+  EXPECT_GT(j["reader_vs_sequential"].get<double>(), 0);
+  EXPECT_GT(j["reader_vs_random"].get<double>(), 0);
+  const double resident = j["resident_after_eviction"].get<double>();
+  EXPECT_GE(resident, 0);
+  EXPECT_LE(resident, 1);
+  if (on_tmpfs(dataset_)) {
+    EXPECT_GT(resident, 0.95) << "tmpfs cannot drop its pages";
+  } else {
+    EXPECT_LT(resident, 0.05) << "the eviction left the dataset cached";
+  }
+  if (!storage["direct"].get<bool>()) {
+    EXPECT_NE(storage["note"].get<std::string>().find("O_DIRECT"), std::string::npos);
+  }
+  EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --cold --sweep-threads").exit_code, 2);
+}
+
+// On tmpfs nothing can be evicted (and kernels before 6.6 refuse O_DIRECT
+// there, which the references then do without): the text and the JSON say
+// the run was not cold.
+TEST_F(BenchCommandTest, ColdOnTmpfsSaysItIsNotCold) {
+  const std::filesystem::path shm = "/dev/shm";
+  if (!std::filesystem::is_directory(shm) || !on_tmpfs(shm)) GTEST_SKIP() << "no tmpfs at /dev/shm";
+  const std::filesystem::path copy = shm / ("imgpack-bench-cold-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(copy);
+  std::filesystem::copy(dataset_, copy, std::filesystem::copy_options::recursive);
+  test::CommandResult r =
+      run_imgpack("bench " + shell_quote(copy.string()) + " --cold --batch 4 --epochs 1 -q");
+  test::CommandResult j =
+      run_imgpack("bench " + shell_quote(copy.string()) + " --cold --batch 4 --epochs 1 --json");
+  std::filesystem::remove_all(copy);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("not a cold read"), std::string::npos) << r.out;
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const nlohmann::json result = nlohmann::json::parse(j.out);
+  if (!result["storage"]["direct"].get<bool>()) {
+    EXPECT_NE(result["storage"]["note"].get<std::string>().find("refuses O_DIRECT"),
+              std::string::npos)
+        << j.out;
+  }
+  EXPECT_GT(result["storage"]["random"][0]["gb_per_s"].get<double>(), 0);
+  EXPECT_GT(result["resident_after_eviction"].get<double>(), 0.95);
 }
 
 TEST_F(BenchCommandTest, BadRequestsExitTwo) {
