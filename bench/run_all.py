@@ -4,8 +4,8 @@
 usage: bench/run-all [--quick] [--work DIR] [--repeat N] [--only SECTION,...]
                      [--report-only] [--docs DIR]
 
-Sections (in this order): convert, parts, augment, splits, reader, python, verify,
-training. Each runs a script under bench/ that measures imgpack and its peers
+Sections (in this order): convert, parts, augment, splits, reader, cold, python,
+verify, training. Each runs a script under bench/ that measures imgpack and its peers
 side by side in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
 leaves WORK/results/SECTION.json. Inputs are generated deterministically and
 cached in WORK (default out/bench; --quick: out/bench-quick), so a second run
@@ -38,7 +38,7 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import report  # noqa: E402
 
-SECTIONS = ("convert", "parts", "augment", "splits", "reader", "python", "verify", "training")
+SECTIONS = ("convert", "parts", "augment", "splits", "reader", "cold", "python", "verify", "training")
 
 # Sizes: the full mode measures what the issues' targets are defined on.
 FULL = {
@@ -61,6 +61,10 @@ FULL = {
                     "--h5py-configs", "16:2,64:2,256:1,256:2,256:4,1024:2",
                     "--epochs", "3", "--h5py-max-images", "20000", "--torch-max-images", "3072"],
     "python_args": ["--batches", "64,256", "--epochs", "3", "--torch-max-images", "3072"],
+    # The reader's photos with two variants each: 28,800 x 224x224x3 = 4.04 GiB.
+    "cold_variants": 2,
+    "cold_args": ["--threads", "1,2,4", "--orders", "random,shard-window",
+                  "--read-paths", "auto,mapped", "--epochs", "2"],
     "training_args": ["--batch", "256", "--steps-ms", "2000,1000,500,200,100,50,20,10,5,2,1",
                       "--budget-s", "6", "--min-batches", "10", "--rate-images", "2048"],
 }
@@ -81,6 +85,9 @@ QUICK = {
                     "--h5py-configs", "16:2,256:1", "--epochs", "2", "--h5py-max-images", "256",
                     "--torch-max-images", "96"],
     "python_args": ["--batches", "64,256", "--epochs", "2", "--torch-max-images", "96"],
+    "cold_variants": 2,
+    "cold_args": ["--threads", "1,2", "--orders", "random", "--read-paths", "auto,mapped",
+                  "--epochs", "1", "--batch", "64"],
     "training_args": ["--batch", "16", "--steps-ms", "50,10,2", "--budget-s", "0.5",
                       "--min-batches", "3", "--rate-images", "96"],
 }
@@ -190,6 +197,21 @@ class Runner:
         command = [benchlib.PYTHON, script("reader", "run.py"), dataset, src, out, "--repeat",
                    self.repeat] + self.sizes["reader_args"]
         return [command], self.run_script("reader", command, os.path.join(out, "results.json"))
+
+    def cold(self):
+        src, _ = self.reader_inputs()
+        variants = self.sizes["cold_variants"]
+        dataset = os.path.join(self.scratch("cold"), "data-%d-x%d" % (
+            self.sizes["reader_records"], variants))
+        if not os.path.exists(os.path.join(dataset, "index.h5")):
+            benchlib.say("run-all", "converting the reader's photos with %d variants" % variants)
+            benchlib.run([self.imgpack, "convert", src, dataset, "--size", "224", "--seed", "1",
+                          "--variants", variants, "--augment", "hflip=1", "--overwrite",
+                          "--quiet"])
+        out = self.scratch("cold")
+        command = [benchlib.PYTHON, script("cold", "run.py"), dataset, out, "--repeat",
+                   self.repeat] + self.sizes["cold_args"]
+        return [command], self.run_script("cold", command, os.path.join(out, "results.json"))
 
     def python(self):
         _, dataset = self.reader_inputs()

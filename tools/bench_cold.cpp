@@ -296,6 +296,7 @@ ReaderRun run_reader_cold(const Dataset& dataset, const BenchArgs& a, unsigned t
     run.stats.wait_seconds += s.wait_seconds;
     run.stats.reader_busy_seconds += s.reader_busy_seconds;
     run.stats.upload_busy_seconds += s.upload_busy_seconds;
+    run.stats.records_read += s.records_read;
   }
   run.anon_growth_bytes = peak > baseline ? peak - baseline : 0;
   return run;

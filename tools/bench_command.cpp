@@ -176,6 +176,8 @@ void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device&
   j["wait_seconds"] = r.run.stats.wait_seconds;
   j["reader_busy_seconds"] = r.run.stats.reader_busy_seconds;
   j["upload_busy_seconds"] = r.run.stats.upload_busy_seconds;
+  j["read_path"] = a.read_path;
+  j["records_read"] = r.run.stats.records_read;
   j["record_bytes"] = dataset.record_bytes();
   j["records"] = dataset.num_records();
   j["shards"] = dataset.num_shards();
@@ -269,6 +271,9 @@ void print_result_text(const Dataset& dataset, const BenchArgs& a, const Device&
               << "x the best sequential read, " << fixed(r.reader_vs(r.storage->best_random()), 2)
               << "x the best random read, " << percent(r.reader_vs_memcpy())
               << " of page-cached memcpy)\n";
+    std::cout << "  read path " << a.read_path << ": " << run.stats.records_read
+              << " records read with pread (reading ahead into the next epoch included), "
+              << run.stats.images - run.stats.padding << " delivered\n";
   } else {
     std::cout << " (" << percent(r.reader_vs_memcpy()) << " of memcpy)\n";
     std::cout << "  no step   the consumer does no work, so it waits for every batch (starvation "
@@ -384,6 +389,11 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--memcpy-threads", args->memcpy_threads, "Threads of the memcpy reference")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--read-path", args->read_path,
+                  "auto (mapped where the page cache holds the records, else pread), mapped or "
+                  "read (pread every record)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "mapped", "read"}));
   cmd->add_flag("--cold", args->cold,
                 "Evict the dataset from the page cache before each epoch and compare with the "
                 "storage's own bandwidth over the same files (O_DIRECT sequential and random "

@@ -140,6 +140,9 @@ LoaderOptions loader_options(const BenchArgs& a, unsigned threads) {
   o.prefetch = a.prefetch;
   o.device = parse_device(a.device);
   o.direct_upload = a.direct_upload;
+  o.read_path = a.read_path == "mapped" ? ReadPath::mapped
+                : a.read_path == "read" ? ReadPath::read
+                                        : ReadPath::automatic;
   if (!a.crop.empty()) {
     const auto [width, height] = parse_image_size(a.crop);
     o.crop.width = width;

@@ -39,7 +39,8 @@ struct BenchArgs {
   double hflip = 0;
   std::string output = "uint8";
   unsigned memcpy_threads = 2;
-  bool cold = false;  // evict before each epoch; the storage as the reference
+  bool cold = false;               // evict before each epoch; the storage as the reference
+  std::string read_path = "auto";  // auto, mapped or read (ReadPath)
   bool json = false;
   bool quiet = false;
 };

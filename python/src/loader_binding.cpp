@@ -222,6 +222,7 @@ py::dict stats_dict(const LoaderStats& s) {
   d["reader_busy_seconds"] = s.reader_busy_seconds;
   d["upload_busy_seconds"] = s.upload_busy_seconds;
   d["read_ahead_batches"] = s.read_ahead_batches;
+  d["records_read"] = s.records_read;
   return d;
 }
 
@@ -250,7 +251,7 @@ Loader(dataset, *, split=None, fold=0, role="all", variants="auto",
        direct_upload=False, output="uint8", mean=None, std=None,
        crop=None, crop_mode="auto", hflip=0.0, vflip=0.0,
        sampling="uniform", weights=None, epoch_length=None,
-       verify_checksums=False)
+       verify_checksums=False, read_path="auto")
 
     loader = imgpack.Loader("dataset/", split="cv5", fold=0, role="train",
                             batch_size=256, device="cuda:0", output="float32",
@@ -297,6 +298,12 @@ Crop and flip, online: crop (an int for a square, or (height, width); at most
   resume point. Batches then hold crop-sized images. Not with direct_upload.
 verify_checksums: compare every record read with its stored checksum; a
   mismatch raises imgpack.Error naming the shard and row.
+read_path: how records leave the shard files. "mapped" copies from the
+  memory mapping (memory speed when the page cache holds them); "read" reads
+  each record with one pread (one request in flight per reader thread: more
+  threads than cores keep a disk busier); "auto" (the default) reads what
+  the page cache does not hold and copies what it does, per 1 MiB chunk, so
+  a dataset larger than memory is read and a cached one copied.
 
 Sampling: sampling "uniform" (every record once per epoch), "class-balanced"
   (every class equally likely at each position, with replacement) or
@@ -363,7 +370,8 @@ void register_loader(py::module_& m) {
                  const py::object& output, const py::object& mean, const py::object& std,
                  const py::object& crop, const py::object& crop_mode, const py::object& hflip,
                  const py::object& vflip, const py::object& sampling, const py::object& weights,
-                 const py::object& epoch_length, const py::object& verify_checksums) {
+                 const py::object& epoch_length, const py::object& verify_checksums,
+                 const py::object& read_path) {
                 Dataset dataset = dataset_of(dataset_or_path);
                 const LoaderArguments args{split,
                                            fold,
@@ -393,7 +401,8 @@ void register_loader(py::module_& m) {
                                            sampling,
                                            weights,
                                            epoch_length,
-                                           verify_checksums};
+                                           verify_checksums,
+                                           read_path};
                 const LoaderOptions options = loader_options(args, dataset.channels());
                 return std::make_shared<PyLoader>(std::move(dataset), options);
               }),
@@ -404,7 +413,8 @@ void register_loader(py::module_& m) {
           "prefetch"_a = 4, "device"_a = "cpu", "pin_memory"_a = false, "direct_upload"_a = false,
           "output"_a = "uint8", "mean"_a = py::none(), "std"_a = py::none(), "crop"_a = py::none(),
           "crop_mode"_a = "auto", "hflip"_a = 0.0, "vflip"_a = 0.0, "sampling"_a = "uniform",
-          "weights"_a = py::none(), "epoch_length"_a = py::none(), "verify_checksums"_a = false)
+          "weights"_a = py::none(), "epoch_length"_a = py::none(), "verify_checksums"_a = false,
+          "read_path"_a = "auto")
       .def(
           "__iter__",
           [](const std::shared_ptr<PyLoader>& l) {
@@ -442,7 +452,9 @@ void register_loader(py::module_& m) {
           "padding, bytes, consumer_seconds (first next() to the latest), wait_seconds (time "
           "spent waiting for batches), starvation (wait / consumer time: 0 = never waited), "
           "reader_busy_seconds, upload_busy_seconds, read_ahead_batches (batches of an epoch "
-          "read before it started: the reader goes on into the next epoch at the end of one).")
+          "read before it started: the reader goes on into the next epoch at the end of one), "
+          "records_read (records read with pread rather than copied from the mapping; "
+          "read_path).")
       .def(
           "reset_stats", [](PyLoader& l) { l.open_loader().reset_stats(); },
           "Zeroes the counters of stats().")

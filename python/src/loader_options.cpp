@@ -147,6 +147,16 @@ LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
   o.crop.hflip = probability(a.hflip, "hflip");
   o.crop.vflip = probability(a.vflip, "vflip");
   o.verify_checksums = flag(a.verify_checksums, "verify_checksums");
+  const std::string read_path = text(a.read_path, "read_path");
+  if (read_path == "auto") {
+    o.read_path = ReadPath::automatic;
+  } else if (read_path == "mapped") {
+    o.read_path = ReadPath::mapped;
+  } else if (read_path == "read") {
+    o.read_path = ReadPath::read;
+  } else {
+    throw UsageError("read_path must be 'auto', 'mapped' or 'read', not '" + read_path + "'");
+  }
   return o;
 }
 

@@ -1,6 +1,13 @@
 #include "imgpack/dataset.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +26,7 @@ namespace {
 
 struct ShardView {
   fs::path path;
+  uint64_t images_offset = 0;
   MappedRegion images;
   uint64_t records = 0;
 };
@@ -33,11 +41,18 @@ struct Dataset::State {
   std::vector<const uint8_t*> shard_base;  // == shards[k].images.data(), for the hot path
   std::vector<int32_t> record_label;
   std::vector<uint64_t> record_checksum;
-  std::vector<uint64_t> storage_order;     // position -> record
-  std::vector<uint64_t> storage_position;  // record -> position
-  std::vector<uint64_t> first_position;    // shard -> storage position of its row 0
-  std::vector<uint64_t> sample_offsets;    // [S + 1]
-  std::vector<uint64_t> sample_records;    // grouped by sample, ascending variant
+  std::vector<uint64_t> storage_order;                    // position -> record
+  std::vector<uint64_t> storage_position;                 // record -> position
+  std::vector<uint64_t> first_position;                   // shard -> storage position of its row 0
+  std::vector<uint64_t> sample_offsets;                   // [S + 1]
+  std::vector<uint64_t> sample_records;                   // grouped by sample, ascending variant
+  mutable std::unique_ptr<std::atomic<int>[]> shard_fds;  // -1 until shard_fd() opens one
+
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State();
+  int shard_fd(std::size_t k) const;
 
   void build_tables();
   void open_shard(std::size_t k);
@@ -50,9 +65,11 @@ void Dataset::State::build_tables() {
   storage_order = std::move(table.order);
   storage_position = std::move(table.position);
   shards.resize(index.num_shards());
+  shard_fds = std::make_unique<std::atomic<int>[]>(shards.size());
   for (std::size_t k = 0; k < shards.size(); ++k) {
     shards[k].path = dir / index.shards.file[k];
     shards[k].records = index.shards.records[k];
+    shard_fds[k] = -1;
   }
   first_position = std::move(table.first_position);
   record_label.resize(n_records);
@@ -76,6 +93,35 @@ void Dataset::State::open_shard(std::size_t k) {
     record_checksum[row_records[row]] = contents.checksums[row];
   }
   shard.images = MappedRegion(fd.get(), path, contents.images_offset, contents.images_bytes);
+  shard.images_offset = contents.images_offset;
+}
+
+// The shard's descriptor for Dataset::read_record, opened on first use (a
+// dataset of many shards read from the page cache needs none) and kept until
+// the last handle goes. Thread-safe: threads that race each open one, and all
+// but the first close theirs.
+int Dataset::State::shard_fd(std::size_t k) const {
+  std::atomic<int>& fd = shard_fds[k];
+  const int known = fd.load(std::memory_order_acquire);
+  if (known >= 0) return known;
+  FileDescriptor opened = open_for_reading(shards[k].path);
+  // Records are read whole, in an order the kernel cannot guess: its
+  // readahead would read past each record (up to the device's read_ahead_kb)
+  // for nothing. Advice only; a file system that ignores it still works.
+  (void)::posix_fadvise(opened.get(), 0, 0, POSIX_FADV_RANDOM);
+  int expected = -1;
+  if (fd.compare_exchange_strong(expected, opened.get(), std::memory_order_acq_rel)) {
+    return opened.release();
+  }
+  return expected;
+}
+
+Dataset::State::~State() {
+  if (!shard_fds) return;
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    const int fd = shard_fds[k].load();
+    if (fd >= 0) ::close(fd);
+  }
 }
 
 void Dataset::State::build_sample_table() {
@@ -126,6 +172,43 @@ std::size_t Dataset::num_shards() const { return state_->shards.size(); }
 const uint8_t* Dataset::record_data(uint64_t r) const {
   const State& s = *state_;
   return s.shard_base[s.index.records.shard[r]] + uint64_t{s.index.records.row[r]} * s.record_bytes;
+}
+
+void Dataset::read_record(uint64_t r, uint8_t* out) const {
+  const State& s = *state_;
+  const uint32_t k = s.index.records.shard[r];
+  const ShardView& shard = s.shards[k];
+  const int fd = s.shard_fd(k);
+  const uint64_t offset = shard.images_offset + uint64_t{s.index.records.row[r]} * s.record_bytes;
+  std::size_t done = 0;
+  while (done < s.record_bytes) {
+    const ssize_t got =
+        ::pread(fd, out + done, s.record_bytes - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      throw system_error(shard.path, "cannot read row " + std::to_string(s.index.records.row[r]),
+                         errno);
+    }
+    if (got == 0) {
+      throw file_error(shard.path, "ends inside row " + std::to_string(s.index.records.row[r]) +
+                                       ": the file was truncated after it was opened");
+    }
+    done += static_cast<std::size_t>(got);
+  }
+}
+
+bool Dataset::record_cached(uint64_t r) const {
+  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const uint8_t* data = record_data(r);
+  const std::size_t lead = reinterpret_cast<std::uintptr_t>(data) % page;
+  const std::size_t length = lead + state_->record_bytes;
+  // One byte per page; a record of a few hundred KiB needs a few dozen.
+  thread_local std::vector<unsigned char> resident;
+  resident.resize((length + page - 1) / page);
+  // mincore takes a non-const pointer and writes nothing through it.
+  if (::mincore(const_cast<uint8_t*>(data - lead), length, resident.data()) != 0) return false;
+  return std::all_of(resident.begin(), resident.end(),
+                     [](unsigned char p) { return (p & 1) != 0; });
 }
 
 uint32_t Dataset::record_shard(uint64_t r) const { return state_->index.records.shard[r]; }

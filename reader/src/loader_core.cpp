@@ -30,6 +30,11 @@ void validate(const Dataset& dataset, const LoaderOptions& o) {
         "direct upload copies whole records to the device; crop and flip need the reader "
         "threads' copy (turn one of them off)");
   }
+  if (o.direct_upload && o.read_path == ReadPath::read) {
+    throw UsageError(
+        "direct upload copies from the shard mappings; ReadPath::read reads with pread (turn "
+        "one of them off)");
+  }
   if (o.direct_upload && !o.device.is_cuda()) {
     throw UsageError("direct upload needs a CUDA device (it copies from the mapping to the GPU)");
   }
@@ -377,9 +382,25 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
   const std::size_t end = std::min(begin + chunk_records_, in_batch);
   auto* staging = static_cast<uint8_t*>(slot.staging.data());
   auto* output = static_cast<uint8_t*>(slot.output.data());
+  // Whole records into host staging: a read goes straight into the slot.
+  if (begin >= end) return;  // a chunk past the end of a short last batch
+  const bool plain = !windowed_ && !direct_ && !convert_on_host_;
+  const bool read = reads_chunk(work.entries[batch_begin + begin]);
+  if (read) read_records_.fetch_add(end - begin, std::memory_order_relaxed);
   for (std::size_t pos = begin; pos < end; ++pos) {
     const uint64_t record = work.entries[batch_begin + pos];
     const uint8_t* src = dataset_.record_data(record);
+    if (read) {
+      // One buffer per reader thread for the paths that transform the record.
+      thread_local std::vector<uint8_t> record_pixels;
+      uint8_t* into = staging + pos * record_bytes_;
+      if (!plain) {
+        record_pixels.resize(record_bytes_);
+        into = record_pixels.data();
+      }
+      dataset_.read_record(record, into);
+      src = into;
+    }
     if (options_.verify_checksums &&
         checksum(src, record_bytes_) != dataset_.record_checksum(record)) {
       const DatasetIndex& index = dataset_.index();
@@ -406,6 +427,8 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
       slot.sources[pos] = src;
     } else if (convert_on_host_) {
       convert_record_host(src, output + pos * output_record_bytes_, options_.output, shape_, norm_);
+    } else if (read) {
+      // Read into the slot already.
     } else if (staging_read_by_device_) {
       copy_streaming(staging + pos * record_bytes_, src, record_bytes_);
     } else {
@@ -415,6 +438,21 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
     slot.samples[pos] = dataset_.record_sample(record);
     slot.records[pos] = record;
   }
+}
+
+bool LoaderCore::reads_chunk(uint64_t first_record) const {
+  switch (options_.read_path) {
+    case ReadPath::mapped:
+      return false;
+    case ReadPath::read:
+      return true;
+    case ReadPath::automatic:
+      break;
+  }
+  // Sequential order reads the files front to back, which the kernel's
+  // readaround on the mapping already turns into large requests.
+  return !direct_ && options_.order.mode != OrderMode::sequential &&
+         !dataset_.record_cached(first_record);
 }
 
 bool LoaderCore::uploadable() const {
@@ -594,6 +632,7 @@ LoaderStats LoaderCore::stats() const {
   s.reader_busy_seconds = seconds(reader_ns_.load(std::memory_order_relaxed));
   s.upload_busy_seconds = seconds(upload_ns_.load(std::memory_order_relaxed));
   s.read_ahead_batches = read_ahead_;
+  s.records_read = read_records_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -603,6 +642,7 @@ void LoaderCore::reset_stats() {
   consumer_started_ = false;
   reader_ns_.store(0, std::memory_order_relaxed);
   upload_ns_.store(0, std::memory_order_relaxed);
+  read_records_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace imgpack::detail

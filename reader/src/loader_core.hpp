@@ -141,6 +141,8 @@ class LoaderCore {
   void reader_main();
   void upload_main();
   void fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk, Slot& slot);
+  // Whether the chunk starting at `first_record` is read with pread (ReadPath).
+  bool reads_chunk(uint64_t first_record) const;
   void fail(std::exception_ptr error);  // with mu_ held
 
   const Dataset dataset_;
@@ -213,6 +215,7 @@ class LoaderCore {
   Clock::time_point consumer_first_{}, consumer_last_{};
   std::atomic<uint64_t> reader_ns_{0};
   std::atomic<uint64_t> upload_ns_{0};
+  std::atomic<uint64_t> read_records_{0};  // LoaderStats::records_read
 
   std::vector<std::thread> threads_;
 };

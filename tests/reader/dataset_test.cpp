@@ -57,6 +57,25 @@ TEST(Dataset, OpensAndMapsEveryRecord) {
   dataset.verify_checksums();
 }
 
+// read_record reads with pread exactly what record() maps, from every shard,
+// and record_cached says the page cache holds a record once it was read.
+TEST(Dataset, ReadRecordReadsWhatTheMappingHolds) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.samples = 30;
+  options.variants = 2;
+  test::write_synthetic_dataset(dir.path(), options);
+  const Dataset dataset = Dataset::open(dir.path());
+  std::vector<uint8_t> read(dataset.record_bytes() + 1, 0xAB);
+  for (uint64_t r = 0; r < dataset.num_records(); ++r) {
+    dataset.read_record(r, read.data());
+    const std::span<const uint8_t> mapped = dataset.record(r);
+    ASSERT_TRUE(std::equal(mapped.begin(), mapped.end(), read.begin())) << r;
+    EXPECT_EQ(read.back(), 0xAB) << "wrote past the record";
+    EXPECT_TRUE(dataset.record_cached(r)) << r;
+  }
+}
+
 TEST(Dataset, StorageOrderAndSampleTableAreConsistent) {
   TempDir dir;
   SyntheticOptions options;

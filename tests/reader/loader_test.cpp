@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -533,6 +534,105 @@ TEST_F(LoaderTest, StatsCountWhatWasDelivered) {
   EXPECT_EQ(loader.stats().images, 0u);
   EXPECT_EQ(loader.ring_host_bytes(), std::size_t{3} * 8 * dataset_.record_bytes());
   EXPECT_EQ(loader.ring_device_bytes(), 0u);
+}
+
+// ReadPath::read (pread) delivers the bytes and order ReadPath::mapped does,
+// for any thread count and on every copy path: whole records, windows with
+// flips, float output. The stats say which path took the records.
+TEST_F(LoaderTest, ReadPathsDeliverTheSameBatches) {
+  struct Run {
+    std::vector<uint8_t> bytes;
+    std::vector<uint64_t> records;
+    uint64_t records_read = 0;
+    uint64_t delivered = 0;
+  };
+  auto run = [&](ReadPath path, unsigned threads, bool windowed_float) {
+    LoaderOptions o = base_options();
+    o.threads = threads;
+    o.read_path = path;
+    o.last_batch = LastBatch::partial;  // a short last batch: chunks past its end
+    o.selection.variants = VariantPolicy::all;
+    if (windowed_float) {
+      o.crop.height = dataset_.height() - 1;
+      o.crop.width = dataset_.width() - 2;
+      o.crop.hflip = 0.5;
+      o.output = OutputFormat::float32_nchw;
+    }
+    Loader loader(dataset_, o);
+    Run r;
+    for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+      if (!windowed_float) {
+        read_epoch(loader, epoch);  // checks every record's pixels
+        continue;
+      }
+      loader.set_epoch(epoch);
+      while (std::optional<Batch> batch = loader.next()) {
+        const auto* data = static_cast<const uint8_t*>(batch->data());
+        r.bytes.insert(r.bytes.end(), data, data + batch->bytes());
+        r.records.insert(r.records.end(), batch->records().begin(), batch->records().end());
+      }
+    }
+    const LoaderStats stats = loader.stats();
+    r.records_read = stats.records_read;
+    r.delivered = stats.images - stats.padding;
+    return r;
+  };
+  for (const bool windowed_float : {false, true}) {
+    const Run mapped = run(ReadPath::mapped, 2, windowed_float);
+    EXPECT_EQ(mapped.records_read, 0u);
+    for (const unsigned threads : {1u, 3u}) {
+      const Run read = run(ReadPath::read, threads, windowed_float);
+      EXPECT_EQ(read.bytes, mapped.bytes) << threads << " threads";
+      EXPECT_EQ(read.records, mapped.records) << threads << " threads";
+      // Every delivered record was read; readers may have gone on into epoch 2.
+      EXPECT_GE(read.records_read, read.delivered);
+      EXPECT_EQ(read.delivered, 2 * dataset_.num_records());
+    }
+  }
+}
+
+// ReadPath::automatic reads with pread what the page cache does not hold and
+// copies from the mapping what it does.
+TEST_F(LoaderTest, AutomaticReadPathFollowsThePageCache) {
+  LoaderOptions o = base_options();
+  o.selection.variants = VariantPolicy::all;
+  {
+    // Everything cached: the fixture wrote it, and reading it once keeps it.
+    Loader loader(dataset_, o);
+    read_epoch(loader, 0);
+    read_epoch(loader, 1);
+    ASSERT_TRUE(dataset_.record_cached(0));
+    EXPECT_EQ(loader.stats().records_read, 0u) << "cached records were read with pread";
+  }
+  // Evicted: this process's mappings first (pages a process maps stay cached).
+  for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
+    const std::span<const uint8_t> images = dataset_.shard_images(k);
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t lead = reinterpret_cast<std::uintptr_t>(images.data()) % page;
+    ASSERT_EQ(
+        ::madvise(const_cast<uint8_t*>(images.data()) - lead, images.size() + lead, MADV_DONTNEED),
+        0);
+    const int fd = ::open(dataset_.shard_path(k).c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    ::close(fd);
+  }
+  if (dataset_.record_cached(0)) GTEST_SKIP() << "this file system keeps its pages (tmpfs?)";
+  Loader loader(dataset_, o);
+  read_epoch(loader, 0);
+  EXPECT_GT(loader.stats().records_read, 0u);
+}
+
+TEST_F(LoaderTest, ReadPathReadWithDirectUploadIsAUsageError) {
+  LoaderOptions o = base_options();
+  o.direct_upload = true;
+  o.read_path = ReadPath::read;
+  try {
+    Loader loader(dataset_, o);
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("ReadPath::read"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(LoaderTest, SlowConsumerIsNotStarved) {

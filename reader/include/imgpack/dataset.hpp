@@ -73,6 +73,21 @@ class Dataset {
   const uint8_t* record_data(uint64_t r) const;
   std::span<const uint8_t> record(uint64_t r) const { return {record_data(r), record_bytes()}; }
 
+  // Reads the pixels of record `r` into out[0, record_bytes()) with pread(2)
+  // from its shard file instead of through the mapping. For records not in
+  // the page cache: one read asks the storage for exactly the record (the
+  // file's readahead is advised off), and threads calling it keep that many
+  // reads in flight, where faults on the mapping ask for a few pages at a
+  // time plus the kernel's readaround. The shard's file is opened on first
+  // use and stays open while the Dataset lives. Thread-safe. Throws
+  // imgpack::Error naming the shard file on an open or read error or a
+  // short read.
+  void read_record(uint64_t r, uint8_t* out) const;
+  // Whether the page cache holds every page of record `r` (mincore(2)): a
+  // cheap test of whether record_data(r) reads from memory or from storage.
+  // Thread-safe; false where mincore fails.
+  bool record_cached(uint64_t r) const;
+
   // Per-record metadata (r < num_records(), unchecked).
   uint32_t record_shard(uint64_t r) const;
   int32_t record_label(uint64_t r) const;   // label of the record's source sample, -1 = none

@@ -66,6 +66,21 @@ namespace imgpack {
 // records (Batch::padding() says how many), or deliver it short.
 enum class LastBatch { drop, pad, partial };
 
+// How reader threads take records out of the shard files.
+//   mapped     copy from the shards' read-only mappings: memory speed from
+//              the page cache; a record not in it is read by page faults, a
+//              few pages at a time.
+//   read       read every record with pread(2) (Dataset::read_record): one
+//              request per record, one in flight per reader thread, so more
+//              threads than cores keep more of a disk's queue busy.
+//   automatic  per chunk of a batch (about 1 MiB of records): mapped when the
+//              page cache holds the chunk's first record (mincore(2)) or the
+//              order is sequential (the kernel's readahead serves it), else
+//              read. A page-cached dataset stays on the mapped path; one
+//              larger than memory is read.
+// The bytes delivered are the same on every path.
+enum class ReadPath { automatic, mapped, read };
+
 // Online crop and flip: fresh views of every stored record each epoch, cut
 // by the reader threads while they copy the record into the slot (no extra
 // pass, nothing allocated per record), before any conversion or upload.
@@ -140,6 +155,10 @@ struct LoaderOptions {
   // Compare every record read with its stored checksum; a mismatch is an
   // imgpack::Error from next() naming the shard and row. Costs a hash per record.
   bool verify_checksums = false;
+
+  // How records are taken from the shards (ReadPath). direct_upload copies
+  // from the mappings: ReadPath::read with it is a UsageError.
+  ReadPath read_path = ReadPath::automatic;
 };
 
 // Where a loader is in its epochs: what a training checkpoint stores so that
@@ -356,6 +375,10 @@ struct LoaderStats {
   // keeps what they read, so the consumer does not wait on an empty ring at
   // every epoch boundary. Any other set_epoch() or restore() discards it.
   uint64_t read_ahead_batches = 0;
+  // Records taken with pread(2) (ReadPath::read, or ReadPath::automatic on
+  // records the page cache did not hold); the others were copied from the
+  // mappings.
+  uint64_t records_read = 0;
 
   // Fraction of the consumer's time spent waiting: 0 = never starved.
   double starvation() const { return consumer_seconds > 0 ? wait_seconds / consumer_seconds : 0; }
