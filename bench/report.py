@@ -916,7 +916,8 @@ def cold_section(page, record):
     ds = d["dataset"]
     page.add("## Cold reads: datasets larger than memory", "",
              "`imgpack bench --cold` (bench/cold/run.py) over %s records of 224x224x3 (%.2f GB in "
-             "%d shard files, every variant read as its own sample, batch %d, %d epochs per run): "
+             "%d shard file(s), every variant read as its own sample, batch %d, %d epoch(s) per "
+             "run): "
              "before each epoch the dataset is evicted from the page cache, and in the same run "
              "the storage's own bandwidth over the same files is measured with `O_DIRECT`: "
              "sequential 4 MiB reads (1 and 4 in flight) and random record-sized reads (1, 4, 16 "

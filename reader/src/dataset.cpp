@@ -198,17 +198,14 @@ void Dataset::read_record(uint64_t r, uint8_t* out) const {
 }
 
 bool Dataset::record_cached(uint64_t r) const {
-  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const uint8_t* data = record_data(r);
-  const std::size_t lead = reinterpret_cast<std::uintptr_t>(data) % page;
-  const std::size_t length = lead + state_->record_bytes;
-  // One byte per page; a record of a few hundred KiB needs a few dozen.
-  thread_local std::vector<unsigned char> resident;
-  resident.resize((length + page - 1) / page);
+  static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  // The middle page: the first and last ones share their bytes with the
+  // neighbouring records, which a read of those brings into the cache.
+  const uint8_t* middle = record_data(r) + state_->record_bytes / 2;
+  const std::uintptr_t lead = reinterpret_cast<std::uintptr_t>(middle) % page;
+  unsigned char resident = 0;
   // mincore takes a non-const pointer and writes nothing through it.
-  if (::mincore(const_cast<uint8_t*>(data - lead), length, resident.data()) != 0) return false;
-  return std::all_of(resident.begin(), resident.end(),
-                     [](unsigned char p) { return (p & 1) != 0; });
+  return ::mincore(const_cast<uint8_t*>(middle - lead), 1, &resident) == 0 && (resident & 1) != 0;
 }
 
 uint32_t Dataset::record_shard(uint64_t r) const { return state_->index.records.shard[r]; }

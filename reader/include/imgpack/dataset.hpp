@@ -83,9 +83,12 @@ class Dataset {
   // imgpack::Error naming the shard file on an open or read error or a
   // short read.
   void read_record(uint64_t r, uint8_t* out) const;
-  // Whether the page cache holds every page of record `r` (mincore(2)): a
-  // cheap test of whether record_data(r) reads from memory or from storage.
-  // Thread-safe; false where mincore fails.
+  // Whether the page cache holds the page in the middle of record `r`
+  // (mincore(2) on one page): a cheap test of whether record_data(r) reads
+  // from memory or from storage. Pages are cached by the reads that needed
+  // them and the readahead around those, so a record whose middle page is
+  // cached is most likely cached whole. Thread-safe; false where mincore
+  // fails.
   bool record_cached(uint64_t r) const;
 
   // Per-record metadata (r < num_records(), unchecked).

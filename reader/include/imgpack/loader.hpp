@@ -74,7 +74,7 @@ enum class LastBatch { drop, pad, partial };
 //              request per record, one in flight per reader thread, so more
 //              threads than cores keep more of a disk's queue busy.
 //   automatic  per chunk of a batch (about 1 MiB of records): mapped when the
-//              page cache holds the chunk's first record (mincore(2)) or the
+//              page cache holds the chunk's first record (Dataset::record_cached) or the
 //              order is sequential (the kernel's readahead serves it), else
 //              read. A page-cached dataset stays on the mapped path; one
 //              larger than memory is read.
