@@ -959,6 +959,20 @@ def cold_section(page, record):
             order, target, what, ", ".join(str(r["threads"]) for r in rows)), 17,
             "%s at %d threads" % (ratio(best[key], 2), best["threads"]),
             best[key]["median"] >= target)
+    random_auto = [r for r in auto if r["order"] == "random"]
+    if random_auto:
+        best = max(random_auto, key=lambda r: r["gb_per_s"]["median"])
+        mapped = next((r for r in d["cold"] if r["read_path"] == "mapped" and
+                       r["order"] == "random" and r["threads"] == best["threads"]), None)
+        page.not_ahead.append(
+            "Cold reads (%.2f GB evicted before each epoch): the reader reaches %s GB/s with %d "
+            "threads in random order, %s the storage's sequential `O_DIRECT` reads and %s its "
+            "best random ones%s; each reader thread keeps one `pread` in flight, and "
+            "shard-window order does not yet read its window in large requests." % (
+                ds["bytes"] / 1e9, mmm(best["gb_per_s"], 2), best["threads"],
+                ratio(best["vs_sequential"], 2), ratio(best["vs_random"], 2),
+                ", up from %s GB/s on the mapping" % mmm(mapped["gb_per_s"], 2) if mapped
+                else ""))
     warm_auto = next((w for w in d["warm"] if w["read_path"] == "auto"), None)
     if warm_auto:
         page.target("Page-cached reader with the automatic read path >= 0.9x memcpy (batch %d)"
