@@ -421,7 +421,8 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
         convert_record_host(window_pixels.data(), output + pos * output_record_bytes_,
                             options_.output, shape_, norm_);
       } else {
-        copy_window(src, stored_shape_, staging + pos * slot_record_bytes_, shape_, window);
+        copy_window(src, stored_shape_, staging + pos * slot_record_bytes_, shape_, window,
+                    Stores::streaming);
       }
     } else if (direct_) {
       slot.sources[pos] = src;

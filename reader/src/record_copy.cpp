@@ -10,7 +10,7 @@
 
 namespace imgpack::detail {
 
-void copy_streaming(void* dst, const void* src, std::size_t bytes) {
+void copy_streaming_unfenced(void* dst, const void* src, std::size_t bytes) {
 #if defined(__x86_64__)
   auto* out = static_cast<uint8_t*>(dst);
   const auto* in = static_cast<const uint8_t*>(src);
@@ -32,12 +32,26 @@ void copy_streaming(void* dst, const void* src, std::size_t bytes) {
     _mm_stream_si128(reinterpret_cast<__m128i*>(out + 32), c);
     _mm_stream_si128(reinterpret_cast<__m128i*>(out + 48), d);
   }
+  for (; bytes >= 16; bytes -= 16, in += 16, out += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(out),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(in)));
+  }
   std::memcpy(out, in, bytes);
-  // Streaming stores are weakly ordered: fence them before the slot is published.
-  _mm_sfence();
 #else
   std::memcpy(dst, src, bytes);
 #endif
+}
+
+void streaming_fence() {
+#if defined(__x86_64__)
+  // Streaming stores are weakly ordered: fence them before the slot is published.
+  _mm_sfence();
+#endif
+}
+
+void copy_streaming(void* dst, const void* src, std::size_t bytes) {
+  copy_streaming_unfenced(dst, src, bytes);
+  streaming_fence();
 }
 
 }  // namespace imgpack::detail

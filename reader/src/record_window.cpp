@@ -10,6 +10,7 @@
 
 #include "imgpack/error.hpp"
 #include "random.hpp"
+#include "record_copy.hpp"
 
 namespace imgpack::detail {
 
@@ -18,13 +19,25 @@ namespace {
 // The stream of window draws, apart from every other use of the order's seed.
 constexpr uint64_t kWindowStream = 0x63726f70666c6970ULL;  // "cropflip"
 
-// Pixel x of `out` from pixel width-1-x of `row` (3 bytes each), one pixel
-// at a time.
-void mirror_rgb_pixels(const uint8_t* row, uint8_t* out, uint32_t width, uint32_t from,
-                       uint32_t to) {
+// Pixel x of `out` from pixel width-1-x of `row` (`channels` bytes each),
+// one pixel at a time.
+void mirror_pixels(const uint8_t* row, uint8_t* out, uint32_t width, std::size_t channels,
+                   uint32_t from, uint32_t to) {
   for (uint32_t x = from; x < to; ++x) {
-    std::memcpy(out + std::size_t{3} * x, row + std::size_t{3} * (width - 1 - x), 3);
+    std::memcpy(out + channels * x, row + channels * (width - 1 - x), channels);
   }
+}
+
+// The first pixel x at which `out` + x * `channels` is 16-byte aligned, so
+// that the vector loops below can use streaming stores (at most 15 pixels in,
+// since 1 and 3 are coprime with 16), or `width` if none is. Cached stores
+// need no alignment: 0.
+uint32_t first_aligned_pixel(const uint8_t* out, uint32_t width, std::size_t channels,
+                             Stores stores) {
+  if (stores == Stores::cached) return 0;
+  uint32_t x = 0;
+  while (x < width && reinterpret_cast<uintptr_t>(out + channels * x) % 16 != 0) ++x;
+  return x;
 }
 
 #if defined(__x86_64__)
@@ -32,9 +45,20 @@ void mirror_rgb_pixels(const uint8_t* row, uint8_t* out, uint32_t width, uint32_
 // pixels width-1-x down to width-16-x, read as three 16-byte loads. Each
 // destination vector gathers its bytes from two or three of them with one
 // shuffle each (a mask byte with the high bit set yields zero), ORed. Whole
-// 16-byte loads and stores at 16-byte steps: an earlier five-pixel version
-// stored at 15-byte steps and ran at a third of the speed, splitting cache
-// lines. The last width % 16 pixels go one by one.
+// 16-byte streaming stores at 16-byte aligned steps (the first pixels go one
+// by one up to the alignment): an earlier five-pixel version stored at
+// 15-byte steps and ran at a third of the speed, splitting cache lines, and
+// cached stores read every destination line before writing it. The last
+// pixels go one by one.
+__attribute__((target("ssse3"))) inline void store(__m128i* to, __m128i bytes, Stores stores) {
+  if (stores == Stores::streaming) {
+    _mm_stream_si128(to, bytes);
+  } else {
+    _mm_storeu_si128(to, bytes);
+  }
+}
+
+template <Stores kStores>
 __attribute__((target("ssse3"))) void mirror_rgb_row_ssse3(const uint8_t* row, uint8_t* out,
                                                            uint32_t width) {
   constexpr char z = -128;
@@ -46,34 +70,57 @@ __attribute__((target("ssse3"))) void mirror_rgb_row_ssse3(const uint8_t* row, u
   const __m128i from12 = _mm_setr_epi8(z, 0, z, z, z, z, z, z, z, z, z, z, z, z, z, z);
   const __m128i from20 = _mm_setr_epi8(z, 12, 13, 14, 9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2);
   const __m128i from21 = _mm_setr_epi8(1, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z);
-  uint32_t x = 0;
+  uint32_t x = first_aligned_pixel(out, width, 3, kStores);
+  mirror_pixels(row, out, width, 3, 0, x);
   for (; x + 16 <= width; x += 16) {
     const auto* in = reinterpret_cast<const __m128i*>(row + 3 * (std::size_t{width} - 16 - x));
     const __m128i in0 = _mm_loadu_si128(in);
     const __m128i in1 = _mm_loadu_si128(in + 1);
     const __m128i in2 = _mm_loadu_si128(in + 2);
     auto* to = reinterpret_cast<__m128i*>(out + 3 * std::size_t{x});
-    _mm_storeu_si128(to,
-                     _mm_or_si128(_mm_shuffle_epi8(in2, from02), _mm_shuffle_epi8(in1, from01)));
-    _mm_storeu_si128(to + 1, _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(in1, from11),
-                                                       _mm_shuffle_epi8(in0, from10)),
-                                          _mm_shuffle_epi8(in2, from12)));
-    _mm_storeu_si128(to + 2,
-                     _mm_or_si128(_mm_shuffle_epi8(in0, from20), _mm_shuffle_epi8(in1, from21)));
+    store(to, _mm_or_si128(_mm_shuffle_epi8(in2, from02), _mm_shuffle_epi8(in1, from01)), kStores);
+    store(to + 1,
+          _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(in1, from11), _mm_shuffle_epi8(in0, from10)),
+                       _mm_shuffle_epi8(in2, from12)),
+          kStores);
+    store(to + 2, _mm_or_si128(_mm_shuffle_epi8(in0, from20), _mm_shuffle_epi8(in1, from21)),
+          kStores);
   }
-  mirror_rgb_pixels(row, out, width, x, width);
+  mirror_pixels(row, out, width, 3, x, width);
 }
+
+// One-byte pixels (gray records, masks): sixteen per step, one load reversed
+// by one shuffle, stored like the RGB rows.
+template <Stores kStores>
+__attribute__((target("ssse3"))) void mirror_gray_row_ssse3(const uint8_t* row, uint8_t* out,
+                                                            uint32_t width) {
+  const __m128i reverse = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  uint32_t x = first_aligned_pixel(out, width, 1, kStores);
+  mirror_pixels(row, out, width, 1, 0, x);
+  for (; x + 16 <= width; x += 16) {
+    const __m128i in =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (std::size_t{width} - 16 - x)));
+    store(reinterpret_cast<__m128i*>(out + x), _mm_shuffle_epi8(in, reverse), kStores);
+  }
+  mirror_pixels(row, out, width, 1, x, width);
+}
+
+const bool kHaveSsse3 = __builtin_cpu_supports("ssse3");
 #endif
 
-void mirror_rgb_row(const uint8_t* row, uint8_t* out, uint32_t width) {
+template <Stores kStores>
+void mirror_row(const uint8_t* row, uint8_t* out, uint32_t width, std::size_t channels) {
 #if defined(__x86_64__)
-  static const bool ssse3 = __builtin_cpu_supports("ssse3");
-  if (ssse3) {
-    mirror_rgb_row_ssse3(row, out, width);
+  if (kHaveSsse3 && channels == 3) {
+    mirror_rgb_row_ssse3<kStores>(row, out, width);
+    return;
+  }
+  if (kHaveSsse3 && channels == 1) {
+    mirror_gray_row_ssse3<kStores>(row, out, width);
     return;
   }
 #endif
-  mirror_rgb_pixels(row, out, width, 0, width);
+  mirror_pixels(row, out, width, channels, 0, width);
 }
 
 }  // namespace
@@ -125,27 +172,36 @@ RecordWindow draw_window(const CropOptions& options, bool random_crop, RecordSha
   return window;
 }
 
-void copy_window(const uint8_t* src, RecordShape stored, uint8_t* dst, RecordShape delivered,
-                 const RecordWindow& window) {
+namespace {
+
+template <Stores kStores>
+void copy_window_rows(const uint8_t* src, RecordShape stored, uint8_t* dst, RecordShape delivered,
+                      const RecordWindow& window) {
   const std::size_t channels = stored.channels;
   const std::size_t row_bytes = std::size_t{delivered.width} * channels;
   for (uint32_t y = 0; y < delivered.height; ++y) {
     const uint32_t from_row = window.top + (window.vflip ? delivered.height - 1 - y : y);
     const uint8_t* row = src + (std::size_t{from_row} * stored.width + window.left) * channels;
     uint8_t* out = dst + std::size_t{y} * row_bytes;
-    if (!window.hflip) {
-      std::memcpy(out, row, row_bytes);
-      continue;
-    }
-    const uint8_t* pixel = row + row_bytes;
-    if (channels == 3) {
-      mirror_rgb_row(row, out, delivered.width);
+    if (window.hflip) {
+      mirror_row<kStores>(row, out, delivered.width, channels);
+    } else if (kStores == Stores::streaming) {
+      copy_streaming_unfenced(out, row, row_bytes);
     } else {
-      for (uint32_t x = 0; x < delivered.width; ++x, out += channels) {
-        pixel -= channels;
-        std::memcpy(out, pixel, channels);
-      }
+      std::memcpy(out, row, row_bytes);
     }
+  }
+}
+
+}  // namespace
+
+void copy_window(const uint8_t* src, RecordShape stored, uint8_t* dst, RecordShape delivered,
+                 const RecordWindow& window, Stores stores) {
+  if (stores == Stores::streaming) {
+    copy_window_rows<Stores::streaming>(src, stored, dst, delivered, window);
+    streaming_fence();
+  } else {
+    copy_window_rows<Stores::cached>(src, stored, dst, delivered, window);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -83,6 +84,42 @@ TEST(RecordWindow, CopiesTheWindowMirroredAsAsked) {
   std::vector<uint8_t> out(shape.bytes());
   copy_window(src.data(), shape, out.data(), shape, RecordWindow{});
   EXPECT_EQ(out, src);
+}
+
+// The streaming copy writes a slot in pieces: unaligned heads up to a 16-byte
+// boundary, vector groups, scalar tails. Every width of a one- and a
+// three-channel row, mirrored or not, at each destination offset modulo 16,
+// must equal the plain index arithmetic, and write nothing outside the window.
+TEST(RecordWindow, StreamingStoresCopyEveryWidthAtEveryAlignment) {
+  for (uint32_t channels : {1u, 3u}) {
+    const RecordShape wide{3, 70, channels};
+    const std::vector<uint8_t> src = numbered(wide);
+    for (Stores stores : {Stores::cached, Stores::streaming}) {
+      for (uint32_t width = 1; width <= wide.width; width += (width < 40 ? 1 : 7)) {
+        const RecordShape delivered{2, width, channels};
+        for (bool hflip : {false, true}) {
+          const RecordWindow w{1, wide.width - width, hflip, true};
+          const std::vector<uint8_t> expected = naive_window(src, wide, delivered, w);
+          for (std::size_t offset = 0; offset < 16; ++offset) {
+            std::vector<uint8_t> buffer(delivered.bytes() + 48, 0xEE);
+            copy_window(src.data(), wide, buffer.data() + 16 + offset, delivered, w, stores);
+            const std::vector<uint8_t> got(buffer.begin() + 16 + static_cast<long>(offset),
+                                           buffer.begin() + 16 + static_cast<long>(offset) +
+                                               static_cast<long>(delivered.bytes()));
+            ASSERT_EQ(got, expected)
+                << channels << " channels, width " << width << " hflip " << hflip << " offset "
+                << offset << " streaming " << (stores == Stores::streaming);
+            const auto untouched = [](uint8_t b) { return b == 0xEE; };
+            ASSERT_TRUE(std::all_of(buffer.begin(), buffer.begin() + 16 + static_cast<long>(offset),
+                                    untouched));
+            ASSERT_TRUE(std::all_of(buffer.begin() + 16 + static_cast<long>(offset) +
+                                        static_cast<long>(delivered.bytes()),
+                                    buffer.end(), untouched));
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(RecordWindow, CenterCropsTakeTheMiddle) {
