@@ -177,6 +177,8 @@ void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device&
   j["reader_busy_seconds"] = r.run.stats.reader_busy_seconds;
   j["upload_busy_seconds"] = r.run.stats.upload_busy_seconds;
   j["read_path"] = a.read_path;
+  j["reads_in_flight"] = a.reads_in_flight;
+  j["direct_io"] = a.direct_io;
   j["records_read"] = r.run.stats.records_read;
   j["record_bytes"] = dataset.record_bytes();
   j["records"] = dataset.num_records();
@@ -390,10 +392,19 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 1024u));
   cmd->add_option("--read-path", args->read_path,
-                  "auto (mapped where the page cache holds the records, else pread), mapped or "
-                  "read (pread every record)")
+                  "auto (mapped where the page cache holds the records, else read), mapped or "
+                  "read (read every record, --reads-in-flight per thread)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "mapped", "read"}));
+  cmd->add_option("--reads-in-flight", args->reads_in_flight,
+                  "Records each reader thread keeps in flight when it reads")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 4096u));
+  cmd->add_option("--direct-io", args->direct_io,
+                  "Reads past the page cache (O_DIRECT): auto (when the dataset is larger than "
+                  "the memory the page cache may use), on or off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--cold", args->cold,
                 "Evict the dataset from the page cache before each epoch and compare with the "
                 "storage's own bandwidth over the same files (O_DIRECT sequential and random "

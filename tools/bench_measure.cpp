@@ -143,6 +143,10 @@ LoaderOptions loader_options(const BenchArgs& a, unsigned threads) {
   o.read_path = a.read_path == "mapped" ? ReadPath::mapped
                 : a.read_path == "read" ? ReadPath::read
                                         : ReadPath::automatic;
+  o.reads_in_flight = a.reads_in_flight;
+  o.direct_io = a.direct_io == "on"    ? DirectIo::on
+                : a.direct_io == "off" ? DirectIo::off
+                                       : DirectIo::automatic;
   if (!a.crop.empty()) {
     const auto [width, height] = parse_image_size(a.crop);
     o.crop.width = width;

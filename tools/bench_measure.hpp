@@ -41,6 +41,8 @@ struct BenchArgs {
   unsigned memcpy_threads = 2;
   bool cold = false;               // evict before each epoch; the storage as the reference
   std::string read_path = "auto";  // auto, mapped or read (ReadPath)
+  unsigned reads_in_flight = LoaderOptions{}.reads_in_flight;
+  std::string direct_io = "auto";  // auto, on or off (DirectIo)
   bool json = false;
   bool quiet = false;
 };

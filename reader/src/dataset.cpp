@@ -225,6 +225,10 @@ std::span<const uint64_t> Dataset::sample_records(uint64_t s) const {
 
 fs::path Dataset::shard_path(std::size_t k) const { return state_->shards[k].path; }
 
+uint64_t Dataset::shard_images_offset(std::size_t k) const {
+  return state_->shards[k].images_offset;
+}
+
 std::span<const uint8_t> Dataset::shard_images(std::size_t k) const {
   const MappedRegion& images = state_->shards[k].images;
   return {images.data(), images.size()};

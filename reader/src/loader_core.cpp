@@ -12,6 +12,7 @@
 #include "imgpack/error.hpp"
 #include "loader_state.hpp"
 #include "record_copy.hpp"
+#include "record_reads.hpp"
 #include "record_window.hpp"
 
 namespace imgpack::detail {
@@ -24,6 +25,9 @@ void validate(const Dataset& dataset, const LoaderOptions& o) {
   if (o.threads == 0 || o.threads > 1024) throw UsageError("threads must be between 1 and 1024");
   if (o.prefetch == 0 || o.prefetch > 4096) {
     throw UsageError("prefetch must be between 1 and 4096 slots");
+  }
+  if (o.reads_in_flight == 0 || o.reads_in_flight > 4096) {
+    throw UsageError("reads in flight must be between 1 and 4096 per reader thread");
   }
   if (o.direct_upload && !o.crop.is_identity()) {
     throw UsageError(
@@ -83,7 +87,16 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
     }
   }
   const std::size_t batch = options_.batch_size;
-  chunk_records_ = std::clamp<std::size_t>(kChunkBytes / slot_record_bytes_, 1, batch);
+  std::size_t chunk = kChunkBytes / slot_record_bytes_;
+  if (options_.read_path != ReadPath::mapped && !direct_) {
+    const bool direct = options_.direct_io == DirectIo::on ||
+                        (options_.direct_io == DirectIo::automatic &&
+                         dataset_.num_records() * record_bytes_ > memory_for_page_cache());
+    shard_files_ = std::make_unique<ShardFiles>(dataset_, direct);
+    // A chunk is what one thread keeps in flight when it reads.
+    chunk = std::max<std::size_t>(chunk, options_.reads_in_flight);
+  }
+  chunk_records_ = std::clamp<std::size_t>(chunk, 1, batch);
   chunks_per_batch_ = (batch + chunk_records_ - 1) / chunk_records_;
   allocate_ring();
 }
@@ -311,6 +324,7 @@ void LoaderCore::plan_next_epoch(std::unique_lock<std::mutex>& lock) {
 }
 
 void LoaderCore::reader_main() {
+  std::optional<RecordReader> reader;  // the read path's queue and buffers, made on first use
   std::unique_lock lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || claimable() || plannable(); });
@@ -353,7 +367,7 @@ void LoaderCore::reader_main() {
     }
     if (!error) {
       try {
-        fill_chunk(*work, batch, chunk, slot);
+        fill_chunk(*work, batch, chunk, slot, reader);
       } catch (...) {
         error = std::current_exception();
       }
@@ -375,70 +389,74 @@ void LoaderCore::reader_main() {
 }
 
 void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk,
-                            Slot& slot) {
+                            Slot& slot, std::optional<RecordReader>& reader) {
   const std::size_t batch_begin = batch * options_.batch_size;
   const std::size_t in_batch = work.size(batch);
   const std::size_t begin = chunk * chunk_records_;
   const std::size_t end = std::min(begin + chunk_records_, in_batch);
+  if (begin >= end) return;  // a chunk past the end of a short last batch
+  const std::span<const uint64_t> records(work.entries.data() + batch_begin + begin, end - begin);
+  if (!reads_chunk(records.front())) {
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      place_record(slot, begin + i, records[i], dataset_.record_data(records[i]), work.epoch);
+    }
+    return;
+  }
+  read_records_.fetch_add(records.size(), std::memory_order_relaxed);
+  if (!reader) reader.emplace(*shard_files_, options_.reads_in_flight);
+  // Whole records may be read straight into the slot; a window or a
+  // conversion starts from the reader's buffer.
+  const bool plain = !windowed_ && !convert_on_host_;
+  auto* staging = static_cast<uint8_t*>(slot.staging.data());
+  reader->read(
+      records,
+      [&](std::size_t i) { return plain ? staging + (begin + i) * record_bytes_ : nullptr; },
+      [&](std::size_t i, const uint8_t* pixels) {
+        place_record(slot, begin + i, records[i], pixels, work.epoch);
+      });
+}
+
+void LoaderCore::place_record(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
+                              uint64_t epoch) {
+  if (options_.verify_checksums &&
+      checksum(src, record_bytes_) != dataset_.record_checksum(record)) {
+    const DatasetIndex& index = dataset_.index();
+    throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
+                     "row " + std::to_string(index.records.row[record]) + " (sample " +
+                         std::to_string(dataset_.record_sample(record)) +
+                         ") does not match its stored checksum");
+  }
   auto* staging = static_cast<uint8_t*>(slot.staging.data());
   auto* output = static_cast<uint8_t*>(slot.output.data());
-  // Whole records into host staging: a read goes straight into the slot.
-  if (begin >= end) return;  // a chunk past the end of a short last batch
-  const bool plain = !windowed_ && !direct_ && !convert_on_host_;
-  const bool read = reads_chunk(work.entries[batch_begin + begin]);
-  if (read) read_records_.fetch_add(end - begin, std::memory_order_relaxed);
-  for (std::size_t pos = begin; pos < end; ++pos) {
-    const uint64_t record = work.entries[batch_begin + pos];
-    const uint8_t* src = dataset_.record_data(record);
-    if (read) {
-      // One buffer per reader thread for the paths that transform the record.
-      thread_local std::vector<uint8_t> record_pixels;
-      uint8_t* into = staging + pos * record_bytes_;
-      if (!plain) {
-        record_pixels.resize(record_bytes_);
-        into = record_pixels.data();
-      }
-      dataset_.read_record(record, into);
-      src = into;
-    }
-    if (options_.verify_checksums &&
-        checksum(src, record_bytes_) != dataset_.record_checksum(record)) {
-      const DatasetIndex& index = dataset_.index();
-      throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
-                       "row " + std::to_string(index.records.row[record]) + " (sample " +
-                           std::to_string(dataset_.record_sample(record)) +
-                           ") does not match its stored checksum");
-    }
-    if (windowed_) {
-      const RecordWindow window =
-          draw_window(options_.crop, random_crop_, stored_shape_, shape_, options_.order.seed,
-                      work.epoch, dataset_.record_sample(record), dataset_.record_variant(record));
-      if (convert_on_host_) {
-        // The window first, then the conversion; one buffer per reader thread.
-        thread_local std::vector<uint8_t> window_pixels;
-        window_pixels.resize(slot_record_bytes_);
-        copy_window(src, stored_shape_, window_pixels.data(), shape_, window);
-        convert_record_host(window_pixels.data(), output + pos * output_record_bytes_,
-                            options_.output, shape_, norm_);
-      } else {
-        copy_window(src, stored_shape_, staging + pos * slot_record_bytes_, shape_, window,
-                    Stores::streaming);
-      }
-    } else if (direct_) {
-      slot.sources[pos] = src;
-    } else if (convert_on_host_) {
-      convert_record_host(src, output + pos * output_record_bytes_, options_.output, shape_, norm_);
-    } else if (read) {
-      // Read into the slot already.
-    } else if (staging_read_by_device_) {
-      copy_streaming(staging + pos * record_bytes_, src, record_bytes_);
+  if (windowed_) {
+    const RecordWindow window =
+        draw_window(options_.crop, random_crop_, stored_shape_, shape_, options_.order.seed, epoch,
+                    dataset_.record_sample(record), dataset_.record_variant(record));
+    if (convert_on_host_) {
+      // The window first, then the conversion; one buffer per reader thread.
+      thread_local std::vector<uint8_t> window_pixels;
+      window_pixels.resize(slot_record_bytes_);
+      copy_window(src, stored_shape_, window_pixels.data(), shape_, window);
+      convert_record_host(window_pixels.data(), output + pos * output_record_bytes_,
+                          options_.output, shape_, norm_);
     } else {
-      std::memcpy(staging + pos * record_bytes_, src, record_bytes_);
+      copy_window(src, stored_shape_, staging + pos * slot_record_bytes_, shape_, window,
+                  Stores::streaming);
     }
-    slot.labels[pos] = dataset_.record_label(record);
-    slot.samples[pos] = dataset_.record_sample(record);
-    slot.records[pos] = record;
+  } else if (direct_) {
+    slot.sources[pos] = src;
+  } else if (convert_on_host_) {
+    convert_record_host(src, output + pos * output_record_bytes_, options_.output, shape_, norm_);
+  } else if (src == staging + pos * record_bytes_) {
+    // Read into the slot already.
+  } else if (staging_read_by_device_) {
+    copy_streaming(staging + pos * record_bytes_, src, record_bytes_);
+  } else {
+    std::memcpy(staging + pos * record_bytes_, src, record_bytes_);
   }
+  slot.labels[pos] = dataset_.record_label(record);
+  slot.samples[pos] = dataset_.record_sample(record);
+  slot.records[pos] = record;
 }
 
 bool LoaderCore::reads_chunk(uint64_t first_record) const {

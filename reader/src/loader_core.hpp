@@ -26,6 +26,7 @@
 
 #include "epoch_batches.hpp"
 #include "imgpack/loader.hpp"
+#include "record_reads.hpp"
 
 namespace imgpack::detail {
 
@@ -140,7 +141,15 @@ class LoaderCore {
   bool uploadable() const;
   void reader_main();
   void upload_main();
-  void fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk, Slot& slot);
+  // Fills chunk `chunk` of batch `batch` of `work` into `slot`, from the
+  // mappings or, where reads_chunk() says so, with `reader` (this thread's,
+  // made on first use).
+  void fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk, Slot& slot,
+                  std::optional<RecordReader>& reader);
+  // Checks, crops, converts or copies one record's pixels `src` into
+  // position `pos` of `slot`, with its label, sample and record number.
+  void place_record(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
+                    uint64_t epoch);
   // Whether the chunk starting at `first_record` is read with pread (ReadPath).
   bool reads_chunk(uint64_t first_record) const;
   void fail(std::exception_ptr error);  // with mu_ held
@@ -161,6 +170,9 @@ class LoaderCore {
   bool convert_on_host_ = false;
   // Staging is read only by the device's copy engine: filled with streaming stores.
   bool staging_read_by_device_ = false;
+  // The shard files of the read path (ReadPath); null when records are only
+  // ever copied from the mappings.
+  std::unique_ptr<ShardFiles> shard_files_;
   std::size_t chunk_records_ = 1;
   std::size_t chunks_per_batch_ = 1;
   std::size_t ring_host_bytes_ = 0;

@@ -539,6 +539,11 @@ TEST_F(LoaderTest, StatsCountWhatWasDelivered) {
 // ReadPath::read (pread) delivers the bytes and order ReadPath::mapped does,
 // for any thread count and on every copy path: whole records, windows with
 // flips, float output. The stats say which path took the records.
+// The read path delivers what the mapping does, byte for byte and in the
+// same order: for 1 and 3 threads, one or several reads in flight, through
+// the page cache and past it (O_DIRECT, which reads the aligned span around
+// each record: these records are 90 bytes, many to a block), whole or
+// windowed and converted, with a short last batch.
 TEST_F(LoaderTest, ReadPathsDeliverTheSameBatches) {
   struct Run {
     std::vector<uint8_t> bytes;
@@ -546,10 +551,17 @@ TEST_F(LoaderTest, ReadPathsDeliverTheSameBatches) {
     uint64_t records_read = 0;
     uint64_t delivered = 0;
   };
-  auto run = [&](ReadPath path, unsigned threads, bool windowed_float) {
+  struct ReadOptions {
+    unsigned threads = 2;
+    unsigned in_flight = 16;
+    DirectIo direct = DirectIo::automatic;
+  };
+  auto run = [&](ReadPath path, ReadOptions read, bool windowed_float) {
     LoaderOptions o = base_options();
-    o.threads = threads;
+    o.threads = read.threads;
     o.read_path = path;
+    o.reads_in_flight = read.in_flight;
+    o.direct_io = read.direct;
     o.last_batch = LastBatch::partial;  // a short last batch: chunks past its end
     o.selection.variants = VariantPolicy::all;
     if (windowed_float) {
@@ -578,16 +590,70 @@ TEST_F(LoaderTest, ReadPathsDeliverTheSameBatches) {
     return r;
   };
   for (const bool windowed_float : {false, true}) {
-    const Run mapped = run(ReadPath::mapped, 2, windowed_float);
+    const Run mapped = run(ReadPath::mapped, {}, windowed_float);
     EXPECT_EQ(mapped.records_read, 0u);
-    for (const unsigned threads : {1u, 3u}) {
-      const Run read = run(ReadPath::read, threads, windowed_float);
-      EXPECT_EQ(read.bytes, mapped.bytes) << threads << " threads";
-      EXPECT_EQ(read.records, mapped.records) << threads << " threads";
-      // Every delivered record was read; readers may have gone on into epoch 2.
-      EXPECT_GE(read.records_read, read.delivered);
-      EXPECT_EQ(read.delivered, 2 * dataset_.num_records());
+    for (const DirectIo direct : {DirectIo::off, DirectIo::on}) {
+      for (const ReadOptions read :
+           {ReadOptions{1, 1, direct}, ReadOptions{1, 5, direct}, ReadOptions{3, 16, direct}}) {
+        const Run got = run(ReadPath::read, read, windowed_float);
+        const std::string what = std::to_string(read.threads) + " threads, " +
+                                 std::to_string(read.in_flight) + " in flight, direct " +
+                                 (direct == DirectIo::on ? "on" : "off");
+        EXPECT_EQ(got.bytes, mapped.bytes) << what;
+        EXPECT_EQ(got.records, mapped.records) << what;
+        // Every delivered record was read; readers may have gone on into epoch 2.
+        EXPECT_GE(got.records_read, got.delivered) << what;
+        EXPECT_EQ(got.delivered, 2 * dataset_.num_records()) << what;
+      }
     }
+  }
+}
+
+// Records of a multiple of 4096 bytes at aligned offsets are read with
+// O_DIRECT straight into the slot; on tmpfs, which refuses O_DIRECT, every
+// read goes through the page cache instead. Both deliver the stored pixels.
+TEST(LoaderReadPath, DirectReadsOfAlignedRecordsAndFileSystemsWithoutODirect) {
+  std::vector<fs::path> places{fs::temp_directory_path()};
+  if (fs::is_directory("/dev/shm")) places.emplace_back("/dev/shm");
+  for (const fs::path& place : places) {
+    const fs::path dir = place / ("imgpack-direct-" + std::to_string(::getpid()));
+    SyntheticOptions options;
+    options.samples = 23;
+    options.height = 32;
+    options.width = 32;
+    options.channels = 1;  // 1024 bytes
+    options.records_per_shard = 9;
+    for (const uint32_t height : {32u, 128u}) {  // 1024 bytes, then 4096
+      options.height = height;
+      fs::remove_all(dir);
+      test::write_synthetic_dataset(dir, options);
+      const Dataset dataset = Dataset::open(dir);
+      LoaderOptions o;
+      o.batch_size = 5;
+      o.threads = 2;
+      o.order.mode = OrderMode::random;
+      o.last_batch = LastBatch::partial;
+      o.read_path = ReadPath::read;
+      o.direct_io = DirectIo::on;
+      o.reads_in_flight = 4;
+      Loader loader(dataset, o);
+      loader.set_epoch(0);
+      std::size_t seen = 0;
+      while (std::optional<Batch> batch = loader.next()) {
+        for (std::size_t i = 0; i < batch->size(); ++i) {
+          const uint64_t record = batch->records()[i];
+          const auto* pixels =
+              static_cast<const uint8_t*>(batch->data()) + i * dataset.record_bytes();
+          ASSERT_EQ(checksum(pixels, dataset.record_bytes()), dataset.record_checksum(record))
+              << place << ", record " << record << " of " << dataset.record_bytes() << " bytes";
+          ++seen;
+        }
+      }
+      EXPECT_EQ(seen, dataset.num_records()) << place;
+      // Reader threads may have gone on into epoch 1.
+      EXPECT_GE(loader.stats().records_read, dataset.num_records()) << place;
+    }
+    fs::remove_all(dir);
   }
 }
 

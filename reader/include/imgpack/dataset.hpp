@@ -109,6 +109,10 @@ class Dataset {
   // Path of shard `k` and the bytes of its mapped /images.
   std::filesystem::path shard_path(std::size_t k) const;
   std::span<const uint8_t> shard_images(std::size_t k) const;
+  // Where shard `k`'s /images starts in its file (a multiple of 4096): record
+  // data lies at this offset plus its distance from shard_images(k).data(),
+  // for programs that read the files themselves.
+  uint64_t shard_images_offset(std::size_t k) const;
 
   // Compares every record with its stored checksum; throws imgpack::Error
   // naming the shard, row and sample of the first mismatch.

@@ -69,17 +69,34 @@ enum class LastBatch { drop, pad, partial };
 // How reader threads take records out of the shard files.
 //   mapped     copy from the shards' read-only mappings: memory speed from
 //              the page cache; a record not in it is read by page faults, a
-//              few pages at a time.
-//   read       read every record with pread(2) (Dataset::read_record): one
-//              request per record, one in flight per reader thread, so more
-//              threads than cores keep more of a disk's queue busy.
-//   automatic  per chunk of a batch (about 1 MiB of records): mapped when the
-//              page cache holds the chunk's first record (Dataset::record_cached) or the
-//              order is sequential (the kernel's readahead serves it), else
-//              read. A page-cached dataset stays on the mapped path; one
-//              larger than memory is read.
+//              few pages at a time, one fault in flight per thread.
+//   read       read every record from its file: each reader thread keeps
+//              LoaderOptions::reads_in_flight records of its chunk in flight
+//              at once (io_uring; one at a time with pread(2) where the
+//              kernel has no io_uring), which a disk needs to reach its
+//              bandwidth. DirectIo says whether the reads bypass the page
+//              cache.
+//   automatic  per chunk of a batch: mapped when the page cache holds the
+//              chunk's first record (Dataset::record_cached) or the order is
+//              sequential (the kernel's readahead serves it), else read. A
+//              page-cached dataset stays on the mapped path; one larger than
+//              memory is read.
 // The bytes delivered are the same on every path.
 enum class ReadPath { automatic, mapped, read };
+
+// Whether the read path (ReadPath) reads with O_DIRECT, past the page cache.
+//   automatic  when the dataset's pixels are more than the memory the page
+//              cache may use (physical memory, or a lower memory cgroup
+//              limit of this process): caching records that do not fit would
+//              only evict pages needed sooner, at the cost of a copy. A
+//              dataset that fits is read through the page cache, which its
+//              first epoch then fills for the next ones.
+//   on, off    always, never.
+// A file system that refuses O_DIRECT (tmpfs) is read through the page cache
+// whatever this says. Records are read as the 4096-byte aligned span around
+// them and copied into the slot (straight into it when their size is a
+// multiple of 4096).
+enum class DirectIo { automatic, on, off };
 
 // Online crop and flip: fresh views of every stored record each epoch, cut
 // by the reader threads while they copy the record into the slot (no extra
@@ -159,6 +176,13 @@ struct LoaderOptions {
   // How records are taken from the shards (ReadPath). direct_upload copies
   // from the mappings: ReadPath::read with it is a UsageError.
   ReadPath read_path = ReadPath::automatic;
+  // Records each reader thread keeps in flight on the read path (1..4096);
+  // a chunk of a batch holds at least this many records when records may be
+  // read. Storage that serves random reads fastest with Q requests queued
+  // wants threads * reads_in_flight >= Q.
+  unsigned reads_in_flight = 16;
+  // O_DIRECT on the read path (DirectIo).
+  DirectIo direct_io = DirectIo::automatic;
 };
 
 // Where a loader is in its epochs: what a training checkpoint stores so that

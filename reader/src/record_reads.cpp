@@ -1,0 +1,220 @@
+#include "record_reads.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "imgpack/error.hpp"
+
+namespace imgpack::detail {
+
+namespace {
+
+// O_DIRECT's alignment of offsets, lengths and buffers (the logical block
+// size of most devices is 512 or 4096; 4096 serves both).
+constexpr std::size_t kDirectAlign = 4096;
+
+uint64_t align_down(uint64_t n) { return n / kDirectAlign * kDirectAlign; }
+uint64_t align_up(uint64_t n) { return (n + kDirectAlign - 1) / kDirectAlign * kDirectAlign; }
+bool aligned(uint64_t n) { return n % kDirectAlign == 0; }
+
+std::string row_of(const Dataset& dataset, uint64_t r) {
+  return "row " + std::to_string(dataset.index().records.row[r]);
+}
+
+}  // namespace
+
+ShardFiles::ShardFiles(const Dataset& dataset, bool direct)
+    : dataset_(dataset),
+      record_bytes_(dataset.record_bytes()),
+      direct_(direct),
+      fds_(std::make_unique<std::atomic<int>[]>(dataset.num_shards())),
+      access_(std::make_unique<std::atomic<ShardAccess>[]>(dataset.num_shards())) {
+  images_offset_.reserve(dataset.num_shards());
+  for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
+    fds_[k] = -1;
+    access_[k] = ShardAccess::unopened;
+    images_offset_.push_back(dataset.shard_images_offset(k));
+  }
+}
+
+ShardFiles::~ShardFiles() {
+  for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
+    const int fd = fds_[k].load();
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+ShardFiles::Opened ShardFiles::open_shard(std::size_t k) const {
+  const std::filesystem::path path = dataset_.shard_path(k);
+  const int flags = O_RDONLY | O_CLOEXEC;
+  if (direct_) {
+    const int fd = ::open(path.c_str(), flags | O_DIRECT);
+    if (fd >= 0) return {fd, true};
+    // EINVAL: the file system has no O_DIRECT (tmpfs, some FUSE). Anything
+    // else fails the plain open below too, which names it.
+    if (errno != EINVAL) throw system_error(path, "cannot open for reading", errno);
+  }
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) throw system_error(path, "cannot open for reading", errno);
+  // Records are read whole, in an order the kernel cannot guess: its
+  // readahead would read past each record for nothing. Advice only.
+  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+  return {fd, false};
+}
+
+ShardFiles::Extent ShardFiles::extent(uint64_t r) const {
+  const uint32_t k = dataset_.record_shard(r);
+  const uint64_t offset =
+      images_offset_[k] +
+      static_cast<uint64_t>(dataset_.record_data(r) - dataset_.shard_images(k).data());
+  ShardAccess access = access_[k].load(std::memory_order_acquire);
+  if (access == ShardAccess::unopened) {
+    const Opened opened = open_shard(k);
+    int expected = -1;
+    if (fds_[k].compare_exchange_strong(expected, opened.fd, std::memory_order_acq_rel)) {
+      access_[k].store(opened.direct ? ShardAccess::direct : ShardAccess::buffered,
+                       std::memory_order_release);
+      return {opened.fd, offset, opened.direct};
+    }
+    ::close(opened.fd);
+    // Another thread published its descriptor first; wait for its access.
+    while ((access = access_[k].load(std::memory_order_acquire)) == ShardAccess::unopened) {
+    }
+  }
+  return {fds_[k].load(std::memory_order_acquire), offset, access == ShardAccess::direct};
+}
+
+void RecordReader::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
+
+RecordReader::RecordReader(const ShardFiles& files, unsigned depth)
+    : files_(files), queue_(std::max(depth, 1u)) {
+  // The aligned span around a record: up to one block more on each side,
+  // less the block it cannot straddle twice.
+  span_bytes_ = align_up(files.record_bytes()) + kDirectAlign;
+  const unsigned n = queue_.depth();
+  void* memory = std::aligned_alloc(kDirectAlign, span_bytes_ * n);
+  if (memory == nullptr) {
+    throw Error("cannot allocate " + std::to_string(span_bytes_ * n) + " bytes of read buffers");
+  }
+  bounce_.reset(static_cast<uint8_t*>(memory));
+  pending_.resize(n);
+  for (unsigned s = n; s-- > 0;) free_.push_back(s);
+}
+
+void RecordReader::start(uint64_t r, std::size_t index, uint8_t* destination, unsigned s) {
+  const ShardFiles::Extent extent = files_.extent(r);
+  const std::size_t bytes = files_.record_bytes();
+  Pending& p = pending_[s];
+  p.index = index;
+  p.record = r;
+  p.fd = extent.fd;
+  p.direct = extent.direct;
+  if (!extent.direct) {
+    p.buffer = destination != nullptr ? destination : bounce_.get() + span_bytes_ * s;
+    p.lead = 0;
+    p.offset = extent.offset;
+    p.length = bytes;
+  } else if (destination != nullptr && aligned(extent.offset) && aligned(bytes) &&
+             aligned(reinterpret_cast<uintptr_t>(destination))) {
+    p.buffer = destination;
+    p.lead = 0;
+    p.offset = extent.offset;
+    p.length = bytes;
+  } else {
+    p.buffer = bounce_.get() + span_bytes_ * s;
+    p.offset = align_down(extent.offset);
+    p.lead = static_cast<std::size_t>(extent.offset - p.offset);
+    p.length = static_cast<std::size_t>(align_up(extent.offset + bytes) - p.offset);
+  }
+  queue_.submit(p.fd, p.buffer, p.length, p.offset, s);
+}
+
+const uint8_t* RecordReader::finish(unsigned s, ssize_t result) {
+  const Pending& p = pending_[s];
+  const Dataset& dataset = files_.dataset();
+  const std::filesystem::path shard = dataset.shard_path(dataset.record_shard(p.record));
+  const std::size_t wanted = p.lead + files_.record_bytes();
+  if (result < 0) {
+    throw system_error(shard, "cannot read " + row_of(dataset, p.record),
+                       static_cast<int>(-result));
+  }
+  auto done = static_cast<std::size_t>(result);
+  // An aligned span may end past the end of the file: short but complete.
+  // A read may also come back short before the end; the rest is read here
+  // (O_DIRECT: only from an aligned point, else it was the file's end).
+  while (done < wanted) {
+    if (p.direct && !aligned(done)) break;
+    ssize_t got;
+    do {
+      got = ::pread(p.fd, p.buffer + done, p.length - done, static_cast<off_t>(p.offset + done));
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) throw system_error(shard, "cannot read " + row_of(dataset, p.record), errno);
+    if (got == 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  if (done < wanted) {
+    throw file_error(shard, "ends inside " + row_of(dataset, p.record) +
+                                ": the file was truncated after it was opened");
+  }
+  return p.buffer + p.lead;
+}
+
+void RecordReader::drain() noexcept {
+  while (queue_.pending() > 0) {
+    try {
+      free_.push_back(static_cast<unsigned>(queue_.next().tag));
+    } catch (const Error&) {
+      return;  // the ring broke; the queue's destructor closes it
+    }
+  }
+}
+
+uint64_t memory_for_page_cache() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  uint64_t limit = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page : ~uint64_t{0};
+  // /proc/self/cgroup: "0::/path" (v2) or "N:memory:/path" (v1). A limit
+  // anywhere up the hierarchy applies; "max" or a huge v1 number means none.
+  std::ifstream cgroups("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cgroups, line)) {
+    const std::size_t first = line.find(':');
+    const std::size_t second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    std::filesystem::path dir = line.substr(second + 1);
+    std::filesystem::path root;
+    std::string file;
+    if (controllers.empty()) {
+      root = "/sys/fs/cgroup";
+      file = "memory.max";
+    } else if (controllers == "memory" || controllers.find("memory,") != std::string::npos ||
+               controllers.find(",memory") != std::string::npos) {
+      root = "/sys/fs/cgroup/memory";
+      file = "memory.limit_in_bytes";
+    } else {
+      continue;
+    }
+    for (;;) {
+      std::ifstream value(root / dir.relative_path() / file);
+      std::string text;
+      if (value >> text && text != "max") {
+        try {
+          limit = std::min<uint64_t>(limit, std::stoull(text));
+        } catch (const std::exception&) {  // not a number: no limit read here
+        }
+      }
+      if (!dir.has_relative_path()) break;
+      dir = dir.parent_path();
+    }
+  }
+  return limit;
+}
+
+}  // namespace imgpack::detail
