@@ -223,6 +223,8 @@ py::dict stats_dict(const LoaderStats& s) {
   d["upload_busy_seconds"] = s.upload_busy_seconds;
   d["read_ahead_batches"] = s.read_ahead_batches;
   d["records_read"] = s.records_read;
+  d["prefetched_bytes"] = s.prefetched_bytes;
+  d["prefetch_cached_shards"] = s.prefetch_cached_shards;
   return d;
 }
 
@@ -251,7 +253,8 @@ Loader(dataset, *, split=None, fold=0, role="all", variants="auto",
        direct_upload=False, output="uint8", mean=None, std=None,
        crop=None, crop_mode="auto", hflip=0.0, vflip=0.0,
        sampling="uniform", weights=None, epoch_length=None,
-       verify_checksums=False, read_path="auto")
+       verify_checksums=False, read_path="auto", reads_in_flight=16,
+       direct_io="auto")
 
     loader = imgpack.Loader("dataset/", split="cv5", fold=0, role="train",
                             batch_size=256, device="cuda:0", output="float32",
@@ -300,10 +303,16 @@ verify_checksums: compare every record read with its stored checksum; a
   mismatch raises imgpack.Error naming the shard and row.
 read_path: how records leave the shard files. "mapped" copies from the
   memory mapping (memory speed when the page cache holds them); "read" reads
-  each record with one pread (one request in flight per reader thread: more
-  threads than cores keep a disk busier); "auto" (the default) reads what
-  the page cache does not hold and copies what it does, per 1 MiB chunk, so
-  a dataset larger than memory is read and a cached one copied.
+  every record from its file, reads_in_flight of them in flight per reader
+  thread (io_uring), which a disk needs to reach its bandwidth; "auto" (the
+  default) reads what the page cache does not hold and copies what it does,
+  per chunk of a batch, so a dataset larger than memory is read and a cached
+  one copied. With order "shard-window" or "sequential", "auto" instead reads
+  whole shards into memory ahead of the reader threads, in large requests,
+  a window at a time (stats()["prefetched_bytes"]).
+direct_io: whether those reads bypass the page cache (O_DIRECT): "auto" when
+  the dataset is larger than the memory the page cache may use (physical
+  memory or the process's memory cgroup limit), "on", "off".
 
 Sampling: sampling "uniform" (every record once per epoch), "class-balanced"
   (every class equally likely at each position, with replacement) or
@@ -371,7 +380,8 @@ void register_loader(py::module_& m) {
                  const py::object& crop, const py::object& crop_mode, const py::object& hflip,
                  const py::object& vflip, const py::object& sampling, const py::object& weights,
                  const py::object& epoch_length, const py::object& verify_checksums,
-                 const py::object& read_path) {
+                 const py::object& read_path, const py::object& reads_in_flight,
+                 const py::object& direct_io) {
                 Dataset dataset = dataset_of(dataset_or_path);
                 const LoaderArguments args{split,
                                            fold,
@@ -402,7 +412,9 @@ void register_loader(py::module_& m) {
                                            weights,
                                            epoch_length,
                                            verify_checksums,
-                                           read_path};
+                                           read_path,
+                                           reads_in_flight,
+                                           direct_io};
                 const LoaderOptions options = loader_options(args, dataset.channels());
                 return std::make_shared<PyLoader>(std::move(dataset), options);
               }),
@@ -414,7 +426,7 @@ void register_loader(py::module_& m) {
           "output"_a = "uint8", "mean"_a = py::none(), "std"_a = py::none(), "crop"_a = py::none(),
           "crop_mode"_a = "auto", "hflip"_a = 0.0, "vflip"_a = 0.0, "sampling"_a = "uniform",
           "weights"_a = py::none(), "epoch_length"_a = py::none(), "verify_checksums"_a = false,
-          "read_path"_a = "auto")
+          "read_path"_a = "auto", "reads_in_flight"_a = 16, "direct_io"_a = "auto")
       .def(
           "__iter__",
           [](const std::shared_ptr<PyLoader>& l) {
@@ -453,8 +465,9 @@ void register_loader(py::module_& m) {
           "spent waiting for batches), starvation (wait / consumer time: 0 = never waited), "
           "reader_busy_seconds, upload_busy_seconds, read_ahead_batches (batches of an epoch "
           "read before it started: the reader goes on into the next epoch at the end of one), "
-          "records_read (records read with pread rather than copied from the mapping; "
-          "read_path).")
+          "records_read (records read from their files rather than copied from the mapping; "
+          "read_path), prefetched_bytes and prefetch_cached_shards (shards read ahead in "
+          "shard-window and sequential order, and those found in memory already).")
       .def(
           "reset_stats", [](PyLoader& l) { l.open_loader().reset_stats(); },
           "Zeroes the counters of stats().")

@@ -157,6 +157,17 @@ LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
   } else {
     throw UsageError("read_path must be 'auto', 'mapped' or 'read', not '" + read_path + "'");
   }
+  o.reads_in_flight = integer<unsigned>(a.reads_in_flight, "reads_in_flight", 1, 4096);
+  const std::string direct_io = text(a.direct_io, "direct_io");
+  if (direct_io == "auto") {
+    o.direct_io = DirectIo::automatic;
+  } else if (direct_io == "on") {
+    o.direct_io = DirectIo::on;
+  } else if (direct_io == "off") {
+    o.direct_io = DirectIo::off;
+  } else {
+    throw UsageError("direct_io must be 'auto', 'on' or 'off', not '" + direct_io + "'");
+  }
   return o;
 }
 

@@ -14,7 +14,7 @@ struct LoaderArguments {
   py::object split, fold, role, variants, batch_size, last_batch, drop_last, order, seed,
       window_shards, rank, world_size, rank_policy, threads, prefetch, device, pin_memory,
       direct_upload, output, mean, std, crop, crop_mode, hflip, vflip, sampling, weights,
-      epoch_length, verify_checksums, read_path;
+      epoch_length, verify_checksums, read_path, reads_in_flight, direct_io;
 };
 
 // The options they stand for, given the dataset's channel count. Throws

@@ -14,6 +14,7 @@
 #include "record_copy.hpp"
 #include "record_reads.hpp"
 #include "record_window.hpp"
+#include "shard_prefetch.hpp"
 
 namespace imgpack::detail {
 
@@ -98,6 +99,7 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   }
   chunk_records_ = std::clamp<std::size_t>(chunk, 1, batch);
   chunks_per_batch_ = (batch + chunk_records_ - 1) / chunk_records_;
+  start_prefetch();
   allocate_ring();
 }
 
@@ -211,6 +213,7 @@ bool LoaderCore::adopt_next_epoch(uint64_t epoch) {
   }
   work_ = std::move(next_work_);
   epoch_ = epoch;
+  if (prefetch_) prefetch_->advance();
   base_seq_ = end_seq_;
   end_seq_ = base_seq_ + work_->batches;
   next_unit_ = next_epoch_unit_;
@@ -259,6 +262,7 @@ void LoaderCore::start_epoch(uint64_t epoch, std::size_t first, bool resumed) {
   }
   work_ = std::move(work);
   epoch_ = epoch;
+  if (prefetch_) prefetch_->reset(work_, first * options_.batch_size);
   next_work_ = nullptr;
   next_epoch_unit_ = 0;
   planning_ = false;
@@ -295,8 +299,41 @@ bool LoaderCore::claimable() const {
 bool LoaderCore::claimable_unit(uint64_t base, std::size_t unit) const {
   const uint64_t seq = base + unit / chunks_per_batch_;
   const InFlight& f = table_[seq % table_.size()];
-  if (unit % chunks_per_batch_ == 0) return f.stage == Stage::empty && !free_slots_.empty();
-  return f.seq == seq && f.stage == Stage::filling;
+  const bool free = unit % chunks_per_batch_ == 0 ? f.stage == Stage::empty && !free_slots_.empty()
+                                                  : f.seq == seq && f.stage == Stage::filling;
+  if (!free || !prefetch_) return free;
+  const EpochBatches& work = base == base_seq_ ? *work_ : *next_work_;
+  return prefetch_->ready(work, unit_end(work, unit));
+}
+
+std::size_t LoaderCore::unit_end(const EpochBatches& work, std::size_t unit) const {
+  const std::size_t batch = unit / chunks_per_batch_;
+  const std::size_t chunk = unit % chunks_per_batch_;
+  return work.begin(batch) + std::min((chunk + 1) * chunk_records_, work.size(batch));
+}
+
+// Shard-window and sequential epochs visit the shards a few at a time: when
+// records are taken as the page cache allows (ReadPath::automatic), a
+// prefetcher reads the shards an epoch visits next in large requests and the
+// reader threads copy from the mapping once their shards are in memory.
+void LoaderCore::start_prefetch() {
+  const OrderMode mode = options_.order.mode;
+  if (options_.read_path != ReadPath::automatic || direct_ ||
+      options_.order.sampling != Sampling::uniform ||
+      (mode != OrderMode::shard_window && mode != OrderMode::sequential)) {
+    return;
+  }
+  const uint64_t memory = memory_for_page_cache();
+  ShardPrefetch::Options prefetch;
+  // Half the memory for the shards being read and those read ahead.
+  prefetch.budget = memory / 2;
+  prefetch.evict_finished = dataset_.num_records() * record_bytes_ > memory;
+  prefetch.threads = kPrefetchThreads;
+  prefetch.unit_entries = chunk_records_;
+  prefetch_ = std::make_unique<ShardPrefetch>(dataset_, prefetch, [this] {
+    { std::lock_guard lock(mu_); }
+    work_cv_.notify_all();
+  });
 }
 
 bool LoaderCore::plannable() const {
@@ -320,6 +357,7 @@ void LoaderCore::plan_next_epoch(std::unique_lock<std::mutex>& lock) {
   planning_ = false;
   next_work_ = std::move(work);
   plan_failed_ = !next_work_;
+  if (prefetch_ && next_work_) prefetch_->append(next_work_);
   work_cv_.notify_all();
 }
 
@@ -340,6 +378,10 @@ void LoaderCore::reader_main() {
     const std::size_t batch = unit / chunks_per_batch_;
     const std::size_t chunk = unit % chunks_per_batch_;
     const uint64_t seq = (ahead ? end_seq_ : base_seq_) + batch;
+    if (prefetch_) {
+      const EpochBatches& claimed = ahead ? *next_work_ : *work_;
+      prefetch_->claimed(claimed, unit_end(claimed, unit));
+    }
     InFlight& f = table_[seq % table_.size()];
     const bool opening = chunk == 0;
     if (opening) {
@@ -396,7 +438,10 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
   const std::size_t end = std::min(begin + chunk_records_, in_batch);
   if (begin >= end) return;  // a chunk past the end of a short last batch
   const std::span<const uint64_t> records(work.entries.data() + batch_begin + begin, end - begin);
-  if (!reads_chunk(records.front())) {
+  // A chunk the prefetcher gated is in memory: the mapping.
+  const bool prefetched = prefetch_ && batch_begin + begin < work.pad_from;
+  if (prefetched) prefetch_->check();
+  if (prefetched || !reads_chunk(records.front())) {
     for (std::size_t i = 0; i < records.size(); ++i) {
       place_record(slot, begin + i, records[i], dataset_.record_data(records[i]), work.epoch);
     }
@@ -573,6 +618,7 @@ std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
   Batch batch(SlotLease(self, f.slot), view);
   f = InFlight{};
   ++next_deliver_;
+  if (prefetch_) prefetch_->delivered(work_->begin(view.index) + view.size);
   resume_pending_ = false;
   ++held_;
   ++batches_;
@@ -652,6 +698,10 @@ LoaderStats LoaderCore::stats() const {
   s.upload_busy_seconds = seconds(upload_ns_.load(std::memory_order_relaxed));
   s.read_ahead_batches = read_ahead_;
   s.records_read = read_records_.load(std::memory_order_relaxed);
+  if (prefetch_) {
+    s.prefetched_bytes = prefetch_->populated_bytes();
+    s.prefetch_cached_shards = prefetch_->cached_visits();
+  }
   return s;
 }
 

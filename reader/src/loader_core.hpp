@@ -27,6 +27,7 @@
 #include "epoch_batches.hpp"
 #include "imgpack/loader.hpp"
 #include "record_reads.hpp"
+#include "shard_prefetch.hpp"
 
 namespace imgpack::detail {
 
@@ -36,6 +37,8 @@ inline constexpr uint64_t kNoSeq = ~uint64_t{0};
 // Reader threads claim work in chunks of about this many bytes: one lock per
 // chunk, small enough to spread a batch over many threads.
 inline constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+// Threads of the shard prefetcher: shard pieces read into memory at once.
+inline constexpr unsigned kPrefetchThreads = 4;
 
 inline uint64_t nanoseconds_since(Clock::time_point start) {
   return static_cast<uint64_t>(
@@ -130,6 +133,10 @@ class LoaderCore {
   // Unit `unit` of the epoch whose batch 0 has sequence number `base` could be
   // claimed now (mu_ held).
   bool claimable_unit(uint64_t base, std::size_t unit) const;
+  // The entry after the last one of unit `unit` of `work`.
+  std::size_t unit_end(const EpochBatches& work, std::size_t unit) const;
+  // Makes prefetch_ where the order and read path call for one.
+  void start_prefetch();
   // A reader thread should plan the epoch after the current one (mu_ held).
   bool plannable() const;
   // Plans epoch_ + 1 for reading ahead; called by a reader thread with `lock`
@@ -230,6 +237,12 @@ class LoaderCore {
   std::atomic<uint64_t> read_records_{0};  // LoaderStats::records_read
 
   std::vector<std::thread> threads_;
+
+  // Shard-window and sequential orders on the automatic read path: whole
+  // shards read ahead into the page cache (shard_prefetch.hpp); null
+  // otherwise. Last: its threads stop before the mutex and condition
+  // variables they wake go.
+  std::unique_ptr<ShardPrefetch> prefetch_;
 };
 
 }  // namespace imgpack::detail

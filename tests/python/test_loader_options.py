@@ -32,6 +32,8 @@ import imgpack
     (dict(mean=(0.5, 0.5, 0.5)), "float output"),
     (dict(direct_upload=True), "direct upload needs a CUDA device"),
     (dict(read_path="pread"), "read_path"),
+    (dict(direct_io="yes"), "direct_io"),
+    (dict(reads_in_flight=0), "reads_in_flight"),
 ])
 def test_invalid_values_are_value_errors(dataset_dir, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -67,22 +69,25 @@ def test_every_option_is_accepted(dataset_dir):
         last_batch="pad", drop_last=False, order="shard-window", seed=2**64 - 1, window_shards=3,
         rank=1, world_size=2, rank_policy="drop", threads=3, prefetch=6, device="cpu",
         pin_memory=True, direct_upload=False, output="float16", mean=[0.1, 0.2, 0.3],
-        std=(0.9, 0.8, 0.7), verify_checksums=True, read_path="read")
+        std=(0.9, 0.8, 0.7), verify_checksums=True, read_path="read", reads_in_flight=3,
+        direct_io="on")
     batches = list(b.images.shape for b in loader)
     assert batches and all(shape == (5, 3, 20, 24) for shape in batches)
 
 
 def test_read_paths_deliver_the_same_batches(dataset_dir):
-    def epoch(read_path):
-        loader = imgpack.Loader(dataset_dir, batch_size=7, threads=3, seed=5, read_path=read_path)
+    def epoch(read_path, direct_io="auto"):
+        loader = imgpack.Loader(dataset_dir, batch_size=7, threads=3, seed=5, read_path=read_path,
+                                reads_in_flight=4, direct_io=direct_io)
         batches = [(torch.from_dlpack(b.images).clone(), torch.from_dlpack(b.labels).clone())
                    for b in loader]
         return batches, loader.stats()["records_read"]
 
     mapped, mapped_reads = epoch("mapped")
-    read, read_reads = epoch("read")
     assert mapped_reads == 0
-    assert read_reads >= sum(len(labels) for _, labels in read)
-    assert len(read) == len(mapped)
-    for (a, la), (b, lb) in zip(mapped, read):
-        assert torch.equal(a, b) and torch.equal(la, lb)
+    for direct_io in ("off", "on"):
+        read, read_reads = epoch("read", direct_io)
+        assert read_reads >= sum(len(labels) for _, labels in read)
+        assert len(read) == len(mapped)
+        for (a, la), (b, lb) in zip(mapped, read):
+            assert torch.equal(a, b) and torch.equal(la, lb)

@@ -399,10 +399,16 @@ struct LoaderStats {
   // keeps what they read, so the consumer does not wait on an empty ring at
   // every epoch boundary. Any other set_epoch() or restore() discards it.
   uint64_t read_ahead_batches = 0;
-  // Records taken with pread(2) (ReadPath::read, or ReadPath::automatic on
+  // Records read from their files (ReadPath::read, or ReadPath::automatic on
   // records the page cache did not hold); the others were copied from the
   // mappings.
   uint64_t records_read = 0;
+  // Bytes of shards read into the page cache ahead of the reader threads
+  // (shard-window and sequential orders on ReadPath::automatic), and shards
+  // the page cache held already when their turn came. Cumulative over the
+  // loader's life: reset_stats() leaves them.
+  uint64_t prefetched_bytes = 0;
+  uint64_t prefetch_cached_shards = 0;
 
   // Fraction of the consumer's time spent waiting: 0 = never starved.
   double starvation() const { return consumer_seconds > 0 ? wait_seconds / consumer_seconds : 0; }
