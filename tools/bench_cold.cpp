@@ -18,8 +18,10 @@
 #include <random>
 #include <thread>
 
+#include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/loader.hpp"
+#include "page_cache.hpp"
 
 namespace imgpack::cli {
 
@@ -28,64 +30,12 @@ namespace {
 constexpr std::size_t kAlign = 4096;  // O_DIRECT's alignment of buffers, offsets and lengths
 constexpr std::size_t kSequentialRequest = std::size_t{4} << 20;
 
-std::size_t page_size() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
-
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
-
-// A file descriptor that closes itself.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_ = -1;
-};
-
-// The page-aligned span of a shard's mapping that holds its pixels.
-struct MappedSpan {
-  uint8_t* base = nullptr;
-  std::size_t length = 0;
-};
-
-MappedSpan mapped_span(std::span<const uint8_t> images) {
-  if (images.empty()) return {};
-  const std::size_t page = page_size();
-  const std::size_t lead = reinterpret_cast<std::uintptr_t>(images.data()) % page;
-  // The mapping starts at the page that holds the first pixel (MappedRegion),
-  // and madvise and mincore take page-aligned addresses. madvise takes a
-  // non-const pointer; MADV_DONTNEED writes nothing.
-  return {const_cast<uint8_t*>(images.data()) - lead, images.size() + lead};
-}
-
-// Bytes of `span` that the page cache holds.
-uint64_t resident_bytes(const MappedSpan& span, const std::filesystem::path& path) {
-  if (span.length == 0) return 0;
-  const std::size_t page = page_size();
-  std::vector<unsigned char> resident((span.length + page - 1) / page);
-  if (::mincore(span.base, span.length, resident.data()) != 0) {
-    throw system_error(path, "mincore failed on its mapping", errno);
-  }
-  return static_cast<uint64_t>(std::count_if(resident.begin(), resident.end(),
-                                             [](unsigned char r) { return (r & 1) != 0; })) *
-         page;
-}
 
 struct ShardFile {
   std::filesystem::path path;
   uint64_t size = 0;
-  Fd fd;
+  FileDescriptor fd;
 };
 
 // Opens every shard file for reading, with O_DIRECT when `direct`; returns
@@ -107,7 +57,7 @@ std::optional<std::vector<ShardFile>> open_shards(const Dataset& dataset, bool d
       }
       throw system_error(file.path, "cannot open for reading", error);
     }
-    file.fd = Fd(fd);
+    file.fd = FileDescriptor(fd);
     files.push_back(std::move(file));
   }
   return files;
@@ -217,19 +167,9 @@ Eviction evict_dataset(const Dataset& dataset) {
   for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
     const std::filesystem::path path = dataset.shard_path(k);
     const std::span<const uint8_t> images = dataset.shard_images(k);
-    const MappedSpan span = mapped_span(images);
-    // This process's own page-table entries first: the page cache keeps any
-    // page a process maps. The mapping is read-only and shared, so
-    // MADV_DONTNEED only unmaps; the next access faults the page in again.
-    if (span.length > 0 && ::madvise(span.base, span.length, MADV_DONTNEED) != 0) {
-      throw system_error(path, "madvise(MADV_DONTNEED) failed on its mapping", errno);
-    }
-    const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) throw system_error(path, "cannot open for reading", errno);
-    const int error = ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
-    if (error != 0) throw system_error(path, "posix_fadvise(DONTNEED) failed", error);
+    detail::evict(images, path, dataset.shard_images_offset(k));
     result.bytes += images.size();
-    result.resident_bytes += std::min<uint64_t>(resident_bytes(span, path), images.size());
+    result.resident_bytes += detail::resident_bytes(images, path);
   }
   return result;
 }
@@ -297,6 +237,8 @@ ReaderRun run_reader_cold(const Dataset& dataset, const BenchArgs& a, unsigned t
     run.stats.reader_busy_seconds += s.reader_busy_seconds;
     run.stats.upload_busy_seconds += s.upload_busy_seconds;
     run.stats.records_read += s.records_read;
+    run.stats.prefetched_bytes += s.prefetched_bytes;
+    run.stats.prefetch_cached_shards += s.prefetch_cached_shards;
   }
   run.anon_growth_bytes = peak > baseline ? peak - baseline : 0;
   return run;

@@ -21,6 +21,8 @@
 #include "imgpack/error.hpp"
 #include "imgpack/loader.hpp"
 #include "imgpack/selection.hpp"
+#include "memory_limit.hpp"
+#include "record_reads.hpp"
 
 namespace imgpack::cli {
 
@@ -43,6 +45,11 @@ struct BenchResult {
   const Capacity* capacity = nullptr;
   ReaderRun run;  // the epochs read with the chosen threads (and the step)
   uint64_t memory_bound = 0;
+  // --memory-limit: the limit, the most the cgroup used (page cache
+  // included) and which cgroup it was.
+  uint64_t memory_limit = 0;
+  uint64_t memory_peak = 0;
+  std::string memory_cgroup;
   double reader_vs_memcpy() const { return memcpy_bps > 0 ? run.gb_per_s() * 1e9 / memcpy_bps : 0; }
   double reader_vs(double gb_per_s) const { return gb_per_s > 0 ? run.gb_per_s() / gb_per_s : 0; }
 };
@@ -176,10 +183,18 @@ void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device&
   j["wait_seconds"] = r.run.stats.wait_seconds;
   j["reader_busy_seconds"] = r.run.stats.reader_busy_seconds;
   j["upload_busy_seconds"] = r.run.stats.upload_busy_seconds;
+  if (r.memory_limit > 0) {
+    j["memory_limit_bytes"] = r.memory_limit;
+    j["memory_peak_bytes"] = r.memory_peak;
+    j["memory_cgroup"] = r.memory_cgroup;
+  }
+  // What the reader takes for the memory its page cache may use (DirectIo).
+  j["page_cache_memory_bytes"] = detail::memory_for_page_cache();
   j["read_path"] = a.read_path;
   j["reads_in_flight"] = a.reads_in_flight;
   j["direct_io"] = a.direct_io;
   j["records_read"] = r.run.stats.records_read;
+  j["prefetched_bytes"] = r.run.stats.prefetched_bytes;
   j["record_bytes"] = dataset.record_bytes();
   j["records"] = dataset.num_records();
   j["shards"] = dataset.num_shards();
@@ -274,7 +289,8 @@ void print_result_text(const Dataset& dataset, const BenchArgs& a, const Device&
               << "x the best random read, " << percent(r.reader_vs_memcpy())
               << " of page-cached memcpy)\n";
     std::cout << "  read path " << a.read_path << ": " << run.stats.records_read
-              << " records read with pread (reading ahead into the next epoch included), "
+              << " records read from their files, " << human_bytes(run.stats.prefetched_bytes)
+              << " of shards read ahead whole (reading ahead into the next epoch included), "
               << run.stats.images - run.stats.padding << " delivered\n";
   } else {
     std::cout << " (" << percent(r.reader_vs_memcpy()) << " of memcpy)\n";
@@ -288,6 +304,10 @@ void print_result_text(const Dataset& dataset, const BenchArgs& a, const Device&
                                           : "")
             << "; reader anonymous memory " << human_bytes(run.anon_growth_bytes) << " (bound "
             << human_bytes(r.memory_bound) << ")\n";
+  if (r.memory_limit > 0) {
+    std::cout << "  limit     " << human_bytes(r.memory_limit) << " (" << r.memory_cgroup
+              << "): at most " << human_bytes(r.memory_peak) << " used, page cache included\n";
+  }
 }
 
 int run_bench(const BenchArgs& a) {
@@ -303,6 +323,9 @@ int run_bench(const BenchArgs& a) {
     throw UsageError("--cold and --direct-upload: direct upload pins the whole dataset in memory");
   }
   const Device device = parse_device(a.device);
+  // Before the dataset is opened and read: its pages are charged to the cgroup.
+  std::optional<MemoryLimit> limit;
+  if (!a.memory_limit.empty()) limit.emplace(parse_byte_size(a.memory_limit));
 
   const Clock::time_point open_start = Clock::now();
   Dataset dataset = Dataset::open(a.dataset);
@@ -320,6 +343,11 @@ int run_bench(const BenchArgs& a) {
   }
   BenchResult result = measure(dataset, a, device);
   result.open_seconds = open_seconds;
+  if (limit) {
+    result.memory_limit = limit->bytes();
+    result.memory_peak = limit->peak_bytes();
+    result.memory_cgroup = limit->description();
+  }
   if (a.json) {
     print_result_json(dataset, a, device, result);
   } else {
@@ -405,6 +433,10 @@ void add_bench_command(CLI::App& app, Action& action) {
                   "the memory the page cache may use), on or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--memory-limit", args->memory_limit,
+                  "Run in a memory cgroup of this size (K/M/G suffixes; page cache included), as "
+                  "on a machine with less memory than the dataset; needs the right to create "
+                  "cgroups (root)");
   cmd->add_flag("--cold", args->cold,
                 "Evict the dataset from the page cache before each epoch and compare with the "
                 "storage's own bandwidth over the same files (O_DIRECT sequential and random "

@@ -39,6 +39,7 @@ struct BenchArgs {
   double hflip = 0;
   std::string output = "uint8";
   unsigned memcpy_threads = 2;
+  std::string memory_limit;        // --memory-limit BYTES (empty: none)
   bool cold = false;               // evict before each epoch; the storage as the reference
   std::string read_path = "auto";  // auto, mapped or read (ReadPath)
   unsigned reads_in_flight = LoaderOptions{}.reads_in_flight;

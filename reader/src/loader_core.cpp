@@ -99,8 +99,8 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   }
   chunk_records_ = std::clamp<std::size_t>(chunk, 1, batch);
   chunks_per_batch_ = (batch + chunk_records_ - 1) / chunk_records_;
-  start_prefetch();
   allocate_ring();
+  start_prefetch();
 }
 
 // Every slot: host staging (or host output when converting on the host),
@@ -315,7 +315,11 @@ std::size_t LoaderCore::unit_end(const EpochBatches& work, std::size_t unit) con
 // Shard-window and sequential epochs visit the shards a few at a time: when
 // records are taken as the page cache allows (ReadPath::automatic), a
 // prefetcher reads the shards an epoch visits next in large requests and the
-// reader threads copy from the mapping once their shards are in memory.
+// reader threads copy from the mapping once their shards are in memory. It
+// takes half the memory the page cache may use besides the ring, and only
+// where a window of the largest shards fits in that: a window that does not
+// fit would be evicted while it is read (the read path serves it instead,
+// record by record).
 void LoaderCore::start_prefetch() {
   const OrderMode mode = options_.order.mode;
   if (options_.read_path != ReadPath::automatic || direct_ ||
@@ -324,9 +328,15 @@ void LoaderCore::start_prefetch() {
     return;
   }
   const uint64_t memory = memory_for_page_cache();
+  const uint64_t budget = memory > ring_host_bytes_ ? (memory - ring_host_bytes_) / 2 : 0;
+  uint64_t largest = 0;
+  for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
+    largest = std::max<uint64_t>(largest, dataset_.shard_images(k).size());
+  }
+  const uint64_t window = mode == OrderMode::sequential ? 1 : options_.order.window_shards;
+  if (window * largest > budget) return;
   ShardPrefetch::Options prefetch;
-  // Half the memory for the shards being read and those read ahead.
-  prefetch.budget = memory / 2;
+  prefetch.budget = budget;
   prefetch.evict_finished = dataset_.num_records() * record_bytes_ > memory;
   prefetch.threads = kPrefetchThreads;
   prefetch.unit_entries = chunk_records_;

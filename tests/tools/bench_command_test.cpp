@@ -258,6 +258,30 @@ TEST_F(BenchCommandTest, ColdOnTmpfsSaysItIsNotCold) {
   EXPECT_GT(result["resident_after_eviction"].get<double>(), 0.95);
 }
 
+// --memory-limit runs the bench in a memory cgroup of that size, which the
+// reader sees as the memory its page cache may use, and removes the cgroup
+// afterwards. Creating cgroups needs root: elsewhere the error says how else
+// to run under a limit.
+TEST_F(BenchCommandTest, MemoryLimitRunsInACgroupOfThatSize) {
+  const uint64_t limit = uint64_t{512} << 20;
+  test::CommandResult r = run_imgpack("bench " + shell_quote(dataset_) +
+                                      " --cold --memory-limit 512M --batch 4 --epochs 1 --json -q");
+  if (r.exit_code != 0) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("systemd-run"), std::string::npos) << r.err;
+    GTEST_SKIP() << "no memory cgroup can be made here: " << r.err;
+  }
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["memory_limit_bytes"].get<uint64_t>(), limit);
+  EXPECT_GT(j["memory_peak_bytes"].get<uint64_t>(), 0u);
+  EXPECT_LE(j["memory_peak_bytes"].get<uint64_t>(), limit);
+  EXPECT_LE(j["page_cache_memory_bytes"].get<uint64_t>(), limit);
+  EXPECT_EQ(j["images"].get<uint64_t>(), j["records"].get<uint64_t>());
+  const std::filesystem::path cgroup = j["memory_cgroup"].get<std::string>().substr(10);
+  EXPECT_FALSE(std::filesystem::exists(cgroup)) << cgroup << " was left behind";
+  EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --memory-limit lots").exit_code, 2);
+}
+
 TEST_F(BenchCommandTest, BadRequestsExitTwo) {
   const std::string ds = shell_quote(dataset_) + " ";
   EXPECT_EQ(run_imgpack("bench " + ds + "--order shuffle").exit_code, 2);

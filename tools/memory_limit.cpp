@@ -1,0 +1,115 @@
+#include "memory_limit.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "imgpack/error.hpp"
+
+namespace imgpack::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kElsewise =
+    "; or run without --memory-limit inside a limit of your own, e.g. "
+    "`systemd-run --scope -p MemoryMax=4G imgpack bench ...`";
+
+// This process's cgroup directory for the memory controller: v2's unified
+// hierarchy, or v1's memory hierarchy. Throws imgpack::Error if neither.
+fs::path own_cgroup(bool& v2) {
+  std::ifstream cgroups("/proc/self/cgroup");
+  std::string line;
+  fs::path unified;
+  while (std::getline(cgroups, line)) {
+    const std::size_t first = line.find(':');
+    const std::size_t second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const fs::path path = line.substr(second + 1);
+    std::stringstream list(controllers);
+    std::string controller;
+    while (std::getline(list, controller, ',')) {
+      if (controller == "memory") {
+        v2 = false;
+        return fs::path("/sys/fs/cgroup/memory") / path.relative_path();
+      }
+    }
+    if (controllers.empty()) unified = fs::path("/sys/fs/cgroup") / path.relative_path();
+  }
+  if (unified.empty() || !fs::exists(unified / "cgroup.procs")) {
+    throw Error(std::string("--memory-limit: this process is in no memory cgroup (") +
+                "/proc/self/cgroup names none)" + kElsewise);
+  }
+  v2 = true;
+  return unified;
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.flush();
+  if (!out) {
+    throw system_error(path, std::string("--memory-limit: cannot write '") + text + "'", errno);
+  }
+}
+
+uint64_t read_number(const fs::path& path) {
+  std::ifstream in(path);
+  uint64_t value = 0;
+  return in >> value ? value : 0;
+}
+
+}  // namespace
+
+MemoryLimit::MemoryLimit(uint64_t bytes) : bytes_(bytes) {
+  parent_ = own_cgroup(v2_);
+  if (v2_) {
+    std::ifstream controllers(parent_ / "cgroup.subtree_control");
+    std::string enabled((std::istreambuf_iterator<char>(controllers)), {});
+    if (enabled.find("memory") == std::string::npos) {
+      throw Error("--memory-limit: the memory controller is not enabled for the children of " +
+                  parent_.string() + " (cgroup.subtree_control)" + kElsewise);
+    }
+  }
+  made_ = parent_ / ("imgpack-bench-" + std::to_string(::getpid()));
+  std::error_code error;
+  if (!fs::create_directory(made_, error) || error) {
+    throw Error("--memory-limit: cannot create the cgroup " + made_.string() + ": " +
+                (error ? error.message() : std::string("it exists already")) +
+                " (creating cgroups needs root or a delegated subtree)" + kElsewise);
+  }
+  try {
+    write_file(made_ / (v2_ ? "memory.max" : "memory.limit_in_bytes"), std::to_string(bytes));
+    write_file(made_ / "cgroup.procs", std::to_string(::getpid()));
+  } catch (...) {
+    fs::remove(made_, error);
+    throw;
+  }
+}
+
+MemoryLimit::~MemoryLimit() {
+  try {
+    write_file(parent_ / "cgroup.procs", std::to_string(::getpid()));
+  } catch (const Error&) {  // stays in its cgroup; the directory cannot go then
+    return;
+  }
+  // A cgroup goes once no process is in it; the kernel may take a moment to
+  // see the move. An rmdir that fails leaves an empty cgroup behind.
+  (void)::rmdir(made_.c_str());
+}
+
+uint64_t MemoryLimit::peak_bytes() const {
+  return read_number(made_ / (v2_ ? "memory.peak" : "memory.max_usage_in_bytes"));
+}
+
+std::string MemoryLimit::description() const {
+  return std::string(v2_ ? "cgroup v2 " : "cgroup v1 ") + made_.string();
+}
+
+}  // namespace imgpack::cli
