@@ -1,8 +1,8 @@
-// Many file reads in flight from one thread (internal to the reader).
+// Many file reads in flight from one thread (internal to imgpack).
 //
-// A disk reaches its bandwidth only with many requests queued: the cold read
-// path of the loader keeps a chunk's records in flight at once, from each
-// reader thread. ReadQueue submits reads through io_uring (Linux 5.7 and
+// A disk reaches its bandwidth only with many requests queued: the loader's
+// read path keeps a chunk's records in flight at once from each reader
+// thread, and the record check reads ahead while it hashes. ReadQueue submits reads through io_uring (Linux 5.7 and
 // later, called through its system calls: no library) and hands back their
 // completions in any order. Where io_uring is missing or refused (an older
 // kernel, a seccomp filter, io_uring_disabled), every read runs synchronously
