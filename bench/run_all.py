@@ -61,10 +61,12 @@ FULL = {
                     "--h5py-configs", "16:2,64:2,256:1,256:2,256:4,1024:2",
                     "--epochs", "3", "--h5py-max-images", "20000", "--torch-max-images", "3072"],
     "python_args": ["--batches", "64,256", "--epochs", "3", "--torch-max-images", "3072"],
-    # The reader's photos with two variants each: 28,800 x 224x224x3 = 4.04 GiB.
+    # The reader's photos with two variants each: 28,800 x 224x224x3 = 4.04 GiB, in shards
+    # of 256 MiB (17): under a limit of half the dataset, windows of 2 shards fit.
     "cold_variants": 2,
-    "cold_args": ["--threads", "1,2,4", "--orders", "random,shard-window",
-                  "--read-paths", "auto,mapped", "--epochs", "2"],
+    "cold_args": ["--threads", "1,2,4", "--orders", "random,shard-window", "--windows", "4",
+                  "--read-paths", "auto,mapped", "--epochs", "2", "--memory-limit", "0.5x",
+                  "--limit-windows", "2"],
     "training_args": ["--batch", "256", "--steps-ms", "2000,1000,500,200,100,50,20,10,5,2,1",
                       "--budget-s", "6", "--min-batches", "10", "--rate-images", "2048"],
 }
@@ -86,8 +88,8 @@ QUICK = {
                     "--torch-max-images", "96"],
     "python_args": ["--batches", "64,256", "--epochs", "2", "--torch-max-images", "96"],
     "cold_variants": 2,
-    "cold_args": ["--threads", "1,2", "--orders", "random", "--read-paths", "auto,mapped",
-                  "--epochs", "1", "--batch", "64"],
+    "cold_args": ["--threads", "1,2", "--orders", "random,shard-window", "--windows", "1",
+                  "--read-paths", "auto,mapped", "--epochs", "1", "--batch", "64"],
     "training_args": ["--batch", "16", "--steps-ms", "50,10,2", "--budget-s", "0.5",
                       "--min-batches", "3", "--rate-images", "96"],
 }
@@ -201,13 +203,13 @@ class Runner:
     def cold(self):
         src, _ = self.reader_inputs()
         variants = self.sizes["cold_variants"]
-        dataset = os.path.join(self.scratch("cold"), "data-%d-x%d" % (
+        dataset = os.path.join(self.scratch("cold"), "data-%d-x%d-256M" % (
             self.sizes["reader_records"], variants))
         if not os.path.exists(os.path.join(dataset, "index.h5")):
             benchlib.say("run-all", "converting the reader's photos with %d variants" % variants)
             benchlib.run([self.imgpack, "convert", src, dataset, "--size", "224", "--seed", "1",
-                          "--variants", variants, "--augment", "hflip=1", "--overwrite",
-                          "--quiet"])
+                          "--variants", variants, "--augment", "hflip=1", "--shard-size", "256M",
+                          "--overwrite", "--quiet"])
         out = self.scratch("cold")
         command = [benchlib.PYTHON, script("cold", "run.py"), dataset, out, "--repeat",
                    self.repeat] + self.sizes["cold_args"]

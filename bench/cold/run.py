@@ -5,13 +5,17 @@ the same files measured in the same run as the reference), by order, reader
 threads and read path; and the same dataset page-cached against memcpy.
 
 usage: bench/cold/run.py DATASET WORKDIR [--threads 1,2,4] [--orders random,shard-window]
-                         [--read-paths auto,mapped] [--epochs 2] [--batch 256] [--repeat R]
+                         [--windows 4] [--read-paths auto,mapped] [--epochs 2] [--batch 256]
+                         [--memory-limit 0.5x] [--limit-windows 2] [--repeat R]
                          [--json FILE] [--imgpack PATH]
 
 Every cold run measures its own references: sequential reads of 4 MiB with 1
 and 4 in flight, random record-sized reads with 1, 4, 16 and 32 in flight; the
-ratios are the reader's GB/s over the best of each, within the run. The
-page-cached runs (--read-path auto and mapped, 2 threads) give the reader's
+ratios are the reader's GB/s over the best of each, within the run. With
+--memory-limit (a size, or a fraction of the dataset's bytes such as 0.5x)
+every cold configuration runs a second time inside a memory cgroup of that
+size (`imgpack bench --memory-limit`, which needs root), shard-window order
+then with --limit-windows shards per window. The page-cached runs (--read-path auto and mapped, 2 threads) give the reader's
 ratio to memcpy over the same mapped bytes, as bench/reader does.
 
 Prints a table (min / median / max over the repeats) and writes the samples
@@ -34,19 +38,61 @@ def bench(args, extra):
     return benchlib.run_json(command), " ".join(command)
 
 
+SERIES = ("gb_per_s", "sequential_gb_per_s", "random_gb_per_s", "vs_sequential", "vs_random",
+          "resident_after_eviction", "records_read_fraction", "prefetched_fraction",
+          "memory_peak_bytes", "anon_growth_bytes")
+
+
+def record_cold(samples, j, order, window, threads, path, limit):
+    """Adds one cold run's figures to its configuration's samples."""
+    key = "%s/%s/%d/%s/%s" % (order, window, threads, path, limit)
+    row = samples.setdefault(key, dict(
+        {name: [] for name in SERIES}, order=order, window=window, threads=threads,
+        read_path=path, memory_limit=limit, direct=j["storage"]["direct"]))
+    row["gb_per_s"].append(j["gb_per_s"])
+    row["sequential_gb_per_s"].append(max(x["gb_per_s"] for x in j["storage"]["sequential"]))
+    row["random_gb_per_s"].append(max(x["gb_per_s"] for x in j["storage"]["random"]))
+    row["vs_sequential"].append(j["reader_vs_sequential"])
+    row["vs_random"].append(j["reader_vs_random"])
+    row["resident_after_eviction"].append(j["resident_after_eviction"])
+    row["records_read_fraction"].append(j["records_read"] / max(1, j["images"]))
+    pixels = max(1, j["records"] * j["record_bytes"] * j["epochs"])
+    row["prefetched_fraction"].append(j["prefetched_bytes"] / pixels)
+    row["memory_peak_bytes"].append(j.get("memory_peak_bytes", 0))
+    row["anon_growth_bytes"].append(j["reader_memory_bytes"])
+
+
 def fmt(s, digits=2):
     return "%.*f / %.*f / %.*f" % (digits, s["min"], digits, s["median"], digits, s["max"])
+
+
+def dataset_bytes(dataset):
+    return sum(os.path.getsize(os.path.join(dataset, name)) for name in os.listdir(dataset)
+               if name.startswith("shard-"))
+
+
+def limit_bytes(text, dataset):
+    if text.endswith("x"):
+        return int(float(text[:-1]) * dataset_bytes(dataset))
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].upper() in units \
+        else int(text)
 
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset")
     parser.add_argument("workdir")
-    parser.add_argument("--threads", default="1,2,4",
-                        type=lambda text: [int(t) for t in text.split(",")])
+    comma_ints = lambda text: [int(t) for t in text.split(",")]  # noqa: E731
+    parser.add_argument("--threads", default="1,2,4", type=comma_ints)
     parser.add_argument("--orders", default="random,shard-window",
                         type=lambda text: text.split(","))
+    parser.add_argument("--windows", default="4", type=comma_ints,
+                        help="shards per window in shard-window order")
     parser.add_argument("--read-paths", default="auto,mapped", type=lambda text: text.split(","))
+    parser.add_argument("--memory-limit", help="also run under a memory cgroup of this size")
+    parser.add_argument("--limit-windows", default="2", type=comma_ints,
+                        help="shards per window under --memory-limit")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=1)
@@ -55,37 +101,39 @@ def main(argv):
     args = parser.parse_args(argv)
     os.makedirs(args.workdir, exist_ok=True)
 
+    limits = [None]
+    if args.memory_limit:
+        limits.append(limit_bytes(args.memory_limit, args.dataset))
     samples = {}
     warm = {}
     results = {"batch": args.batch, "epochs": args.epochs, "repeat": args.repeat,
                "cpus": os.cpu_count(), "commands": {}}
     for r in range(args.repeat):
-        for order in args.orders:
-            for threads in args.threads:
-                for path in args.read_paths:
-                    j, command = bench(args, ["--cold", "--order", order, "--threads",
-                                              str(threads), "--read-path", path])
-                    results["commands"]["cold"] = command
-                    results.setdefault("dataset", {
-                        "records": j["records"], "shards": j["shards"],
-                        "bytes": j["records"] * j["record_bytes"]})
-                    seq = max(x["gb_per_s"] for x in j["storage"]["sequential"])
-                    rnd = max(x["gb_per_s"] for x in j["storage"]["random"])
-                    row = samples.setdefault("%s/%d/%s" % (order, threads, path), {
-                        "order": order, "threads": threads, "read_path": path,
-                        "gb_per_s": [], "sequential_gb_per_s": [], "random_gb_per_s": [],
-                        "vs_sequential": [], "vs_random": [], "resident_after_eviction": [],
-                        "records_read_fraction": [], "direct": j["storage"]["direct"]})
-                    row["gb_per_s"].append(j["gb_per_s"])
-                    row["sequential_gb_per_s"].append(seq)
-                    row["random_gb_per_s"].append(rnd)
-                    row["vs_sequential"].append(j["reader_vs_sequential"])
-                    row["vs_random"].append(j["reader_vs_random"])
-                    row["resident_after_eviction"].append(j["resident_after_eviction"])
-                    row["records_read_fraction"].append(j["records_read"] / max(1, j["images"]))
-                    benchlib.say("cold", "repeat %d/%d %s, %d threads, %s: %.2f GB/s (sequential "
-                                 "%.2f, random %.2f)" % (r + 1, args.repeat, order, threads, path,
-                                                         j["gb_per_s"], seq, rnd))
+        for limit in limits:
+            for order in args.orders:
+                windows = [None]
+                if order == "shard-window":
+                    windows = args.limit_windows if limit else args.windows
+                for window in windows:
+                    for threads in args.threads:
+                        for path in args.read_paths:
+                            extra = ["--cold", "--order", order, "--threads", str(threads),
+                                     "--read-path", path]
+                            if window:
+                                extra += ["--window", str(window)]
+                            if limit:
+                                extra += ["--memory-limit", str(limit)]
+                            j, command = bench(args, extra)
+                            results["commands"]["cold-limited" if limit else "cold"] = command
+                            results.setdefault("reads_in_flight", j["reads_in_flight"])
+                            results.setdefault("dataset", {
+                                "records": j["records"], "shards": j["shards"],
+                                "bytes": j["records"] * j["record_bytes"]})
+                            record_cold(samples, j, order, window, threads, path, limit)
+                            benchlib.say("cold", "repeat %d/%d %s%s, %d threads, %s%s: %.2f GB/s" % (
+                                r + 1, args.repeat, order, " window %d" % window if window else "",
+                                threads, path, ", limit %.2f GB" % (limit / 1e9) if limit else "",
+                                j["gb_per_s"]))
         for path in args.read_paths:
             j, command = bench(args, ["--threads", "2", "--read-path", path])
             results["commands"]["warm"] = command
@@ -97,8 +145,7 @@ def main(argv):
     results["cold"] = []
     for row in samples.values():
         summary = dict(row)
-        for key in ("gb_per_s", "sequential_gb_per_s", "random_gb_per_s", "vs_sequential",
-                    "vs_random", "resident_after_eviction", "records_read_fraction"):
+        for key in SERIES:
             summary[key] = benchlib.summary(row[key])
             summary[key + "_samples"] = row[key]
         results["cold"].append(summary)
@@ -114,11 +161,13 @@ def main(argv):
     print("cold reads of %s: %d records, %.2f GB in %d shards, batch %d; min / median / max of %d"
           % (args.dataset, d["records"], d["bytes"] / 1e9, d["shards"], args.batch, args.repeat))
     for row in results["cold"]:
-        print("  %-12s %d threads %-6s reader %s GB/s; sequential %s, random %s; "
+        print("  %-12s %-9s %d threads %-6s%s reader %s GB/s; sequential %s, random %s; "
               "x sequential %s, x random %s" % (
-                  row["order"], row["threads"], row["read_path"], fmt(row["gb_per_s"]),
-                  fmt(row["sequential_gb_per_s"]), fmt(row["random_gb_per_s"]),
-                  fmt(row["vs_sequential"]), fmt(row["vs_random"])))
+                  row["order"], "window %d" % row["window"] if row["window"] else "",
+                  row["threads"], row["read_path"],
+                  " limit %.2f GB" % (row["memory_limit"] / 1e9) if row["memory_limit"] else "",
+                  fmt(row["gb_per_s"]), fmt(row["sequential_gb_per_s"]),
+                  fmt(row["random_gb_per_s"]), fmt(row["vs_sequential"]), fmt(row["vs_random"])))
     for w in results["warm"]:
         print("  page-cached, 2 threads, %-6s reader %s GB/s, x memcpy %s" % (
             w["read_path"], fmt(w["gb_per_s"]), fmt(w["vs_memcpy"])))
