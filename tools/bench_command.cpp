@@ -21,8 +21,8 @@
 #include "imgpack/error.hpp"
 #include "imgpack/loader.hpp"
 #include "imgpack/selection.hpp"
+#include "memory_cgroup.hpp"
 #include "memory_limit.hpp"
-#include "record_reads.hpp"
 
 namespace imgpack::cli {
 

@@ -140,13 +140,9 @@ LoaderOptions loader_options(const BenchArgs& a, unsigned threads) {
   o.prefetch = a.prefetch;
   o.device = parse_device(a.device);
   o.direct_upload = a.direct_upload;
-  o.read_path = a.read_path == "mapped" ? ReadPath::mapped
-                : a.read_path == "read" ? ReadPath::read
-                                        : ReadPath::automatic;
+  o.read_path = parse_read_path(a.read_path);
   o.reads_in_flight = a.reads_in_flight;
-  o.direct_io = a.direct_io == "on"    ? DirectIo::on
-                : a.direct_io == "off" ? DirectIo::off
-                                       : DirectIo::automatic;
+  o.direct_io = parse_direct_io(a.direct_io);
   if (!a.crop.empty()) {
     const auto [width, height] = parse_image_size(a.crop);
     o.crop.width = width;

@@ -5,10 +5,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include "imgpack/error.hpp"
+#include "memory_cgroup.hpp"
 
 namespace imgpack::cli {
 
@@ -19,36 +19,6 @@ namespace fs = std::filesystem;
 const char* const kElsewise =
     "; or run without --memory-limit inside a limit of your own, e.g. "
     "`systemd-run --scope -p MemoryMax=4G imgpack bench ...`";
-
-// This process's cgroup directory for the memory controller: v2's unified
-// hierarchy, or v1's memory hierarchy. Throws imgpack::Error if neither.
-fs::path own_cgroup(bool& v2) {
-  std::ifstream cgroups("/proc/self/cgroup");
-  std::string line;
-  fs::path unified;
-  while (std::getline(cgroups, line)) {
-    const std::size_t first = line.find(':');
-    const std::size_t second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1);
-    const fs::path path = line.substr(second + 1);
-    std::stringstream list(controllers);
-    std::string controller;
-    while (std::getline(list, controller, ',')) {
-      if (controller == "memory") {
-        v2 = false;
-        return fs::path("/sys/fs/cgroup/memory") / path.relative_path();
-      }
-    }
-    if (controllers.empty()) unified = fs::path("/sys/fs/cgroup") / path.relative_path();
-  }
-  if (unified.empty() || !fs::exists(unified / "cgroup.procs")) {
-    throw Error(std::string("--memory-limit: this process is in no memory cgroup (") +
-                "/proc/self/cgroup names none)" + kElsewise);
-  }
-  v2 = true;
-  return unified;
-}
 
 void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path);
@@ -68,7 +38,13 @@ uint64_t read_number(const fs::path& path) {
 }  // namespace
 
 MemoryLimit::MemoryLimit(uint64_t bytes) : bytes_(bytes) {
-  parent_ = own_cgroup(v2_);
+  const std::optional<detail::MemoryCgroup> own = detail::memory_cgroup();
+  if (!own) {
+    throw Error(std::string("--memory-limit: this process is in no memory cgroup ") +
+                "(/proc/self/cgroup names none)" + kElsewise);
+  }
+  parent_ = own->dir;
+  v2_ = own->v2;
   if (v2_) {
     std::ifstream controllers(parent_ / "cgroup.subtree_control");
     std::string enabled((std::istreambuf_iterator<char>(controllers)), {});
@@ -85,7 +61,7 @@ MemoryLimit::MemoryLimit(uint64_t bytes) : bytes_(bytes) {
                 " (creating cgroups needs root or a delegated subtree)" + kElsewise);
   }
   try {
-    write_file(made_ / (v2_ ? "memory.max" : "memory.limit_in_bytes"), std::to_string(bytes));
+    write_file(made_ / own->limit_file(), std::to_string(bytes));
     write_file(made_ / "cgroup.procs", std::to_string(::getpid()));
   } catch (...) {
     fs::remove(made_, error);

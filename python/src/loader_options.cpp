@@ -147,27 +147,9 @@ LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
   o.crop.hflip = probability(a.hflip, "hflip");
   o.crop.vflip = probability(a.vflip, "vflip");
   o.verify_checksums = flag(a.verify_checksums, "verify_checksums");
-  const std::string read_path = text(a.read_path, "read_path");
-  if (read_path == "auto") {
-    o.read_path = ReadPath::automatic;
-  } else if (read_path == "mapped") {
-    o.read_path = ReadPath::mapped;
-  } else if (read_path == "read") {
-    o.read_path = ReadPath::read;
-  } else {
-    throw UsageError("read_path must be 'auto', 'mapped' or 'read', not '" + read_path + "'");
-  }
+  o.read_path = parse_read_path(text(a.read_path, "read_path"));
   o.reads_in_flight = integer<unsigned>(a.reads_in_flight, "reads_in_flight", 1, 4096);
-  const std::string direct_io = text(a.direct_io, "direct_io");
-  if (direct_io == "auto") {
-    o.direct_io = DirectIo::automatic;
-  } else if (direct_io == "on") {
-    o.direct_io = DirectIo::on;
-  } else if (direct_io == "off") {
-    o.direct_io = DirectIo::off;
-  } else {
-    throw UsageError("direct_io must be 'auto', 'on' or 'off', not '" + direct_io + "'");
-  }
+  o.direct_io = parse_direct_io(text(a.direct_io, "direct_io"));
   return o;
 }
 

@@ -124,4 +124,23 @@ CropMode parse_crop_mode(std::string_view text) {
 
 std::string_view crop_mode_name(CropMode mode) { return name_of(kCropModeNames, mode); }
 
+constexpr std::array kReadPathNames{EnumName{ReadPath::automatic, "auto"},
+                                    EnumName{ReadPath::mapped, "mapped"},
+                                    EnumName{ReadPath::read, "read"}};
+
+ReadPath parse_read_path(std::string_view text) {
+  return parse_name(kReadPathNames, text, "read path");
+}
+
+std::string_view read_path_name(ReadPath path) { return name_of(kReadPathNames, path); }
+
+constexpr std::array kDirectIoNames{EnumName{DirectIo::automatic, "auto"},
+                                    EnumName{DirectIo::on, "on"}, EnumName{DirectIo::off, "off"}};
+
+DirectIo parse_direct_io(std::string_view text) {
+  return parse_name(kDirectIoNames, text, "direct I/O setting");
+}
+
+std::string_view direct_io_name(DirectIo io) { return name_of(kDirectIoNames, io); }
+
 }  // namespace imgpack

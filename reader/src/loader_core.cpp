@@ -11,6 +11,7 @@
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "loader_state.hpp"
+#include "memory_cgroup.hpp"
 #include "record_copy.hpp"
 #include "record_reads.hpp"
 #include "record_window.hpp"
@@ -88,11 +89,12 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
     }
   }
   const std::size_t batch = options_.batch_size;
+  const uint64_t memory = memory_for_page_cache();
   std::size_t chunk = kChunkBytes / slot_record_bytes_;
   if (options_.read_path != ReadPath::mapped && !direct_) {
-    const bool direct = options_.direct_io == DirectIo::on ||
-                        (options_.direct_io == DirectIo::automatic &&
-                         dataset_.num_records() * record_bytes_ > memory_for_page_cache());
+    const bool direct =
+        options_.direct_io == DirectIo::on || (options_.direct_io == DirectIo::automatic &&
+                                               dataset_.num_records() * record_bytes_ > memory);
     shard_files_ = std::make_unique<ShardFiles>(dataset_, direct);
     // A chunk is what one thread keeps in flight when it reads.
     chunk = std::max<std::size_t>(chunk, options_.reads_in_flight);
@@ -100,7 +102,7 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   chunk_records_ = std::clamp<std::size_t>(chunk, 1, batch);
   chunks_per_batch_ = (batch + chunk_records_ - 1) / chunk_records_;
   allocate_ring();
-  start_prefetch();
+  start_prefetch(memory);
 }
 
 // Every slot: host staging (or host output when converting on the host),
@@ -320,14 +322,13 @@ std::size_t LoaderCore::unit_end(const EpochBatches& work, std::size_t unit) con
 // where a window of the largest shards fits in that: a window that does not
 // fit would be evicted while it is read (the read path serves it instead,
 // record by record).
-void LoaderCore::start_prefetch() {
+void LoaderCore::start_prefetch(uint64_t memory) {
   const OrderMode mode = options_.order.mode;
   if (options_.read_path != ReadPath::automatic || direct_ ||
       options_.order.sampling != Sampling::uniform ||
       (mode != OrderMode::shard_window && mode != OrderMode::sequential)) {
     return;
   }
-  const uint64_t memory = memory_for_page_cache();
   const uint64_t budget = memory > ring_host_bytes_ ? (memory - ring_host_bytes_) / 2 : 0;
   uint64_t largest = 0;
   for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {

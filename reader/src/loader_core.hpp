@@ -135,8 +135,9 @@ class LoaderCore {
   bool claimable_unit(uint64_t base, std::size_t unit) const;
   // The entry after the last one of unit `unit` of `work`.
   std::size_t unit_end(const EpochBatches& work, std::size_t unit) const;
-  // Makes prefetch_ where the order and read path call for one.
-  void start_prefetch();
+  // Makes prefetch_ where the order and read path call for one; `memory` is
+  // what the page cache may use (memory_for_page_cache()).
+  void start_prefetch(uint64_t memory);
   // A reader thread should plan the epoch after the current one (mu_ held).
   bool plannable() const;
   // Plans epoch_ + 1 for reading ahead; called by a reader thread with `lock`

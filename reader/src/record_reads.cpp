@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "imgpack/error.hpp"
@@ -173,48 +172,6 @@ void RecordReader::drain() noexcept {
       return;  // the ring broke; the queue's destructor closes it
     }
   }
-}
-
-uint64_t memory_for_page_cache() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  uint64_t limit = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page : ~uint64_t{0};
-  // /proc/self/cgroup: "0::/path" (v2) or "N:memory:/path" (v1). A limit
-  // anywhere up the hierarchy applies; "max" or a huge v1 number means none.
-  std::ifstream cgroups("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(cgroups, line)) {
-    const std::size_t first = line.find(':');
-    const std::size_t second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1);
-    std::filesystem::path dir = line.substr(second + 1);
-    std::filesystem::path root;
-    std::string file;
-    if (controllers.empty()) {
-      root = "/sys/fs/cgroup";
-      file = "memory.max";
-    } else if (controllers == "memory" || controllers.find("memory,") != std::string::npos ||
-               controllers.find(",memory") != std::string::npos) {
-      root = "/sys/fs/cgroup/memory";
-      file = "memory.limit_in_bytes";
-    } else {
-      continue;
-    }
-    for (;;) {
-      std::ifstream value(root / dir.relative_path() / file);
-      std::string text;
-      if (value >> text && text != "max") {
-        try {
-          limit = std::min<uint64_t>(limit, std::stoull(text));
-        } catch (const std::exception&) {  // not a number: no limit read here
-        }
-      }
-      if (!dir.has_relative_path()) break;
-      dir = dir.parent_path();
-    }
-  }
-  return limit;
 }
 
 }  // namespace imgpack::detail

@@ -147,9 +147,4 @@ void RecordReader::read(std::span<const uint64_t> records, Into&& into, Arrived&
   }
 }
 
-// The memory the page cache may use for this process: physical memory, or
-// less where a memory cgroup (v2 memory.max, v1 memory.limit_in_bytes) of
-// this process or one of its ancestors sets a lower limit.
-uint64_t memory_for_page_cache();
-
 }  // namespace imgpack::detail

@@ -31,8 +31,8 @@ import imgpack
     (dict(output="float32", std=(0.5, 0.0, 0.5)), "stddev must be positive"),
     (dict(mean=(0.5, 0.5, 0.5)), "float output"),
     (dict(direct_upload=True), "direct upload needs a CUDA device"),
-    (dict(read_path="pread"), "read_path"),
-    (dict(direct_io="yes"), "direct_io"),
+    (dict(read_path="pread"), "read path"),
+    (dict(direct_io="yes"), "direct I/O"),
     (dict(reads_in_flight=0), "reads_in_flight"),
 ])
 def test_invalid_values_are_value_errors(dataset_dir, kwargs, message):

@@ -98,13 +98,5 @@ TEST(RecordReader, AShardTruncatedAfterOpenIsAnErrorNamingIt) {
   }
 }
 
-TEST(RecordReads, MemoryForThePageCacheIsAtMostPhysicalMemory) {
-  const uint64_t physical =
-      static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
-  const uint64_t memory = memory_for_page_cache();
-  EXPECT_GT(memory, 0u);
-  EXPECT_LE(memory, physical);
-}
-
 }  // namespace
 }  // namespace imgpack::detail

@@ -505,5 +505,11 @@ std::string_view last_batch_name(LastBatch last);
 // "auto", "random", "center". Throws imgpack::UsageError.
 CropMode parse_crop_mode(std::string_view text);
 std::string_view crop_mode_name(CropMode mode);
+// "auto", "mapped", "read". Throws imgpack::UsageError.
+ReadPath parse_read_path(std::string_view text);
+std::string_view read_path_name(ReadPath path);
+// "auto", "on", "off". Throws imgpack::UsageError.
+DirectIo parse_direct_io(std::string_view text);
+std::string_view direct_io_name(DirectIo io);
 
 }  // namespace imgpack
