@@ -17,8 +17,9 @@ namespace fs = std::filesystem;
 namespace {
 
 bool is_imgpack_output(const std::string& name) {
-  return name == format::kIndexFile || name == format::kReportFile || name == kJournalFile ||
-         format::is_shard_file_name(name) || name.ends_with(format::kTmpSuffix);
+  return name == format::kIndexFile || name == format::kSplitsFile || name == format::kReportFile ||
+         name == kJournalFile || format::is_shard_file_name(name) ||
+         name.ends_with(format::kTmpSuffix);
 }
 
 bool is_inside(const fs::path& child, const fs::path& parent) {

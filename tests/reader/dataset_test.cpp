@@ -83,7 +83,7 @@ TEST(Dataset, StorageOrderAndSampleTableAreConsistent) {
   test::write_synthetic_dataset(dir.path(), options);
   Dataset dataset = Dataset::open(dir.path());
   const DatasetIndex& index = dataset.index();
-  std::span<const uint64_t> order = dataset.storage_order();
+  const RecordIds order = dataset.storage_order();
   ASSERT_EQ(order.size(), dataset.num_records());
   for (std::size_t p = 1; p < order.size(); ++p) {
     auto key = [&](uint64_t r) { return std::pair(index.records.shard[r], index.records.row[r]); };
@@ -93,7 +93,7 @@ TEST(Dataset, StorageOrderAndSampleTableAreConsistent) {
   // Record data of consecutive storage positions is contiguous within a shard.
   EXPECT_EQ(dataset.record_data(order[1]), dataset.record_data(order[0]) + dataset.record_bytes());
   for (uint64_t s = 0; s < dataset.num_samples(); ++s) {
-    std::span<const uint64_t> records = dataset.sample_records(s);
+    const RecordIds records = dataset.sample_records(s);
     ASSERT_EQ(records.size(), 3u);
     for (uint16_t v = 0; v < 3; ++v) {
       EXPECT_EQ(dataset.record_sample(records[v]), static_cast<int64_t>(s));
@@ -253,7 +253,7 @@ void rewrite_images(const fs::path& shard, H5D_layout_t layout) {
   out.write(format::kSample, samples);
   out.write(format::kVariant, variants);
   out.write(format::kChecksum, checksums);
-  out.write_attr("/", format::kAttrFormat, int64_t{format::kVersion});
+  out.write_attr("/", format::kAttrFormat, int64_t{format::kShardVersion});
   out.write_attr("/", format::kAttrUuid, uuid);
   out.write_attr("/", format::kAttrShardIndex, shard_index);
   out.close();

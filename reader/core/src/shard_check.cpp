@@ -48,9 +48,10 @@ void check_identity(const h5::File& file, const ShardExpectation& expected) {
     throw file_error(path, "not an imgpack shard (no imgpack_format attribute)");
   }
   const int64_t version = file.read_int_attr("/", format::kAttrFormat);
-  if (version != format::kVersion) {
+  if (version != format::kShardVersion) {
     throw file_error(path, "format version " + std::to_string(version) +
-                               ", this imgpack reads version " + std::to_string(format::kVersion));
+                               ", this imgpack reads shards of version " +
+                               std::to_string(format::kShardVersion));
   }
   const std::string uuid = file.read_string_attr("/", format::kAttrUuid);
   if (uuid != expected.uuid) {
