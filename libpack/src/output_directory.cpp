@@ -111,9 +111,10 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
               path, "row " + std::to_string(row) + " does not continue the sample numbering");
         }
       }
-      records.push_back(
-          {path, fd.identity(path), contents.images_offset, std::move(contents.checksums)});
-      whole.push_back({entry, std::move(contents.samples), std::move(contents.variants)});
+      records.push_back({path, fd.identity(path), contents.images_offset,
+                         std::move(contents.checksums.values())});
+      whole.push_back(
+          {entry, std::move(contents.samples.values()), std::move(contents.variants.values())});
     } catch (const Error& e) {
       problem = e.what();
       break;

@@ -27,9 +27,12 @@ namespace {
 
 struct ShardView {
   fs::path path;
+  std::shared_ptr<const MappedRegion> file;  // the whole shard file, read-only
   uint64_t images_offset = 0;
-  MappedRegion images;
+  const uint8_t* images = nullptr;  // /images in `file`
+  uint64_t images_bytes = 0;
   uint64_t records = 0;
+  Column<uint64_t> checksums;  // /checksum, by row (in `file` where it lies contiguous)
 };
 
 }  // namespace
@@ -40,9 +43,8 @@ struct Dataset::State {
   std::shared_ptr<const detail::IndexStrings> strings;  // paths and names left out of `index`
   std::size_t record_bytes = 0;
   std::vector<ShardView> shards;
-  std::vector<const uint8_t*> shard_base;  // == shards[k].images.data(), for the hot path
-  std::vector<uint64_t> record_checksum;
-  detail::StorageTable storage;  // no table when the records are in storage order
+  std::vector<const uint8_t*> shard_base;  // == shards[k].images, for the hot path
+  detail::StorageTable storage;            // no table when the records are in storage order
   // The records of each sample, by ascending variant. Empty when every sample
   // s has the K records s*K .. s*K+K-1, variant by variant (as imgpack writes them).
   std::vector<uint64_t> sample_offsets;                   // [S + 1]
@@ -69,7 +71,6 @@ void Dataset::State::build_tables() {
     shards[k].records = index.shards.records[k];
     shard_fds[k] = -1;
   }
-  record_checksum.assign(index.num_records(), 0);
 }
 
 void Dataset::State::open_shard(std::size_t k) {
@@ -79,12 +80,14 @@ void Dataset::State::open_shard(std::size_t k) {
   // The descriptor that will be mapped is opened first, so the size checked
   // below is the size of the file that gets mapped.
   const FileDescriptor fd = open_for_reading(path);
+  const uint64_t size = fd.size(path);
+  // The whole file: the pixels and, viewed in place, the columns.
+  shard.file = std::make_shared<const MappedRegion>(fd.get(), path, 0, size);
   const RecordIds row_records = storage.shard_records(k, shard.records);
-  const ShardContents contents = detail::validate_shard(path, index, k, row_records, fd.size(path));
-  for (uint64_t row = 0; row < shard.records; ++row) {
-    record_checksum[row_records[row]] = contents.checksums[row];
-  }
-  shard.images = MappedRegion(fd.get(), path, contents.images_offset, contents.images_bytes);
+  ShardContents contents = detail::validate_shard(path, index, k, row_records, size, shard.file);
+  shard.checksums = std::move(contents.checksums);
+  shard.images = shard.file->data() + contents.images_offset;
+  shard.images_bytes = contents.images_bytes;
   shard.images_offset = contents.images_offset;
 }
 
@@ -154,7 +157,7 @@ Dataset Dataset::open(const fs::path& dir, const DatasetOpenOptions& options) {
   for (std::size_t k = 0; k < state->shards.size(); ++k) state->open_shard(k);
   state->shard_base.resize(state->shards.size());
   for (std::size_t k = 0; k < state->shards.size(); ++k) {
-    state->shard_base[k] = state->shards[k].images.data();
+    state->shard_base[k] = state->shards[k].images;
   }
   state->build_sample_table();
   Dataset dataset(std::move(state));
@@ -233,7 +236,10 @@ int32_t Dataset::record_label(uint64_t r) const {
 }
 int64_t Dataset::record_sample(uint64_t r) const { return state_->index.records.sample[r]; }
 uint16_t Dataset::record_variant(uint64_t r) const { return state_->index.records.variant[r]; }
-uint64_t Dataset::record_checksum(uint64_t r) const { return state_->record_checksum[r]; }
+uint64_t Dataset::record_checksum(uint64_t r) const {
+  const State& s = *state_;
+  return s.shards[s.index.records.shard[r]].checksums[s.index.records.row[r]];
+}
 
 RecordIds Dataset::storage_order() const { return state_->storage.records(); }
 uint64_t Dataset::storage_position(uint64_t r) const { return state_->storage.position_of(r); }
@@ -252,14 +258,14 @@ RecordIds Dataset::sample_records(uint64_t s) const {
 fs::path Dataset::shard_path(std::size_t k) const { return state_->shards[k].path; }
 
 std::span<const uint8_t> Dataset::shard_images(std::size_t k) const {
-  const MappedRegion& images = state_->shards[k].images;
-  return {images.data(), images.size()};
+  const ShardView& shard = state_->shards[k];
+  return {shard.images, static_cast<std::size_t>(shard.images_bytes)};
 }
 
 void Dataset::verify_checksums() const {
   const State& s = *state_;
   for (uint64_t r : s.storage.records()) {
-    if (checksum(record_data(r), s.record_bytes) != s.record_checksum[r]) {
+    if (checksum(record_data(r), s.record_bytes) != record_checksum(r)) {
       throw file_error(s.shards[s.index.records.shard[r]].path,
                        "row " + std::to_string(s.index.records.row[r]) + " (sample " +
                            std::to_string(s.index.records.sample[r]) +

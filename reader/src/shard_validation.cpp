@@ -53,13 +53,14 @@ void require_shard_exists(const fs::path& path) {
 }
 
 ShardContents validate_shard(const fs::path& path, const DatasetIndex& index, std::size_t k,
-                             RecordIds row_records, uint64_t file_size) {
+                             RecordIds row_records, uint64_t file_size,
+                             const std::shared_ptr<const MappedRegion>& mapping) {
   const ShardExpectation expected{
       index.uuid, k, row_records.size(), index.height, index.width, index.channels, "index.h5"};
-  ShardContents contents = read_shard(path, expected, file_size);
-  const std::vector<int32_t>& labels = contents.labels;
-  const std::vector<int64_t>& samples = contents.samples;
-  const std::vector<uint16_t>& variants = contents.variants;
+  ShardContents contents = read_shard(path, expected, file_size, mapping);
+  const Column<int32_t>& labels = contents.labels;
+  const Column<int64_t>& samples = contents.samples;
+  const Column<uint16_t>& variants = contents.variants;
   for (uint64_t row = 0; row < row_records.size(); ++row) {
     const uint64_t r = row_records[row];
     const int64_t sample = index.records.sample[r];

@@ -47,9 +47,11 @@ StorageTable build_storage_table(const DatasetIndex& index,
 // Validates shard `k` of `index`, the file at `path` whose open descriptor
 // reported `file_size` bytes: read_shard() with what the index expects of it,
 // then /labels, /sample and /variant agreeing with the index row by row.
+// With `mapping` (of the whole file), the columns are viewed in it (read_shard()).
 // `row_records[row]` is the record the index places at each row of the shard.
 ShardContents validate_shard(const std::filesystem::path& path, const DatasetIndex& index,
-                             std::size_t k, RecordIds row_records, uint64_t file_size);
+                             std::size_t k, RecordIds row_records, uint64_t file_size,
+                             const std::shared_ptr<const MappedRegion>& mapping = nullptr);
 
 // Throws "PATH: missing (listed in index.h5)" if the shard file does not exist.
 void require_shard_exists(const std::filesystem::path& path);

@@ -72,8 +72,8 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
       const FileDescriptor fd = open_for_reading(path);
       const RecordIds row_records = table.shard_records(k, index.shards.records[k]);
       ShardContents contents = detail::validate_shard(path, index, k, row_records, fd.size(path));
-      intact.push_back(
-          {path, fd.identity(path), contents.images_offset, std::move(contents.checksums)});
+      intact.push_back({path, fd.identity(path), contents.images_offset,
+                        std::move(contents.checksums.values())});
       intact_shard.push_back(static_cast<uint32_t>(k));
     } catch (const Error& e) {
       problems.push_back({k, e.what()});

@@ -29,6 +29,7 @@
 #include "imgpack/column.hpp"
 #include "imgpack/format.hpp"
 #include "index_checksum.hpp"
+#include "mapped_column.hpp"
 #include "mapped_region.hpp"
 
 namespace imgpack::detail {
@@ -36,7 +37,7 @@ namespace imgpack::detail {
 // A whole index file mapped read-only, and which file it is: numeric tables
 // are viewed in it in place of copies.
 struct FileMapping {
-  MappedRegion region;
+  std::shared_ptr<const MappedRegion> region;
   FileIdentity identity;
 };
 
@@ -83,14 +84,7 @@ class TableReader {
   // A numeric table and its checksum attribute, not yet compared.
   template <class T>
   Column<T> numbers_unchecked(const std::string& name) const {
-    if (mapping_) {
-      if (auto offset = file_.contiguous_offset<T>(name, mapping_->region.size());
-          offset && *offset % alignof(T) == 0) {
-        const auto* data = reinterpret_cast<const T*>(mapping_->region.data() + *offset);
-        return Column<T>::view({data, file_.length(name)}, mapping_);
-      }
-    }
-    return Column<T>(file_.read<T>(name));
+    return mapped_or_read<T>(file_, name, mapping_ ? mapping_->region : nullptr);
   }
 
   // A string table, checked, in the layout of the file's format.

@@ -29,7 +29,8 @@ std::shared_ptr<const FileMapping> map_file(const h5::File& file) {
   if (::fstat(fd, &st) != 0) throw system_error(file.path(), "cannot stat", errno);
   auto mapping = std::make_shared<FileMapping>();
   mapping->identity = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
-  mapping->region = MappedRegion(fd, file.path(), 0, static_cast<uint64_t>(st.st_size));
+  mapping->region =
+      std::make_shared<const MappedRegion>(fd, file.path(), 0, static_cast<uint64_t>(st.st_size));
   return mapping;
 }
 
