@@ -4,15 +4,16 @@
 // and the metadata of every shard once through HDF5, checks everything the
 // format promises (version, checksums, dataset uuid, dtype, shape, contiguous
 // allocated storage inside the file, per-record columns agreeing with the
-// index), closes every HDF5 handle and maps each shard's pixels read-only.
-// The index's numeric tables (labels, groups, records, split assignments) are
-// viewed in read-only mappings of index.h5 and splits.h5 where they lie there
-// contiguous, as imgpack writes them: shared with every other process that
-// maps the same dataset (one page cache for all the ranks of a job), never
-// the process's anonymous memory. The sample paths and group names are read
-// on first use. After open() no HDF5 call is made but by those reads (and, on
-// a format 1 index, that opens index.h5 again): record bytes are plain
-// pointers into the mappings.
+// index), closes every HDF5 handle and maps each shard file read-only. The
+// index's numeric tables (labels, groups, records, split assignments) and
+// the shards' columns (checksums) are viewed in read-only mappings of
+// index.h5, splits.h5 and the shards where they lie contiguous, as imgpack
+// writes them: shared with every other process that maps the same dataset
+// (one page cache for all the ranks of a job), never the process's anonymous
+// memory; tables laid out otherwise are copied. The sample paths and group
+// names are read on first use. After open() no HDF5 call is made but by
+// those reads (on a format 1 index, which opens index.h5 again): record
+// bytes are plain pointers into the mappings.
 //
 // A Dataset is a cheap handle: copies share the same mappings, which stay
 // valid while any copy (or a Loader made from one) lives. All const methods
