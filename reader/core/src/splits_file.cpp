@@ -68,6 +68,7 @@ std::vector<Split> read_split_groups(const TableReader& tables) {
 void write_split_groups(h5::File& file, TableWriter& tables, const std::vector<Split>& splits) {
   file.create_group(format::kSplitsGroup);
   std::vector<const Split*> sorted;
+  sorted.reserve(splits.size());
   for (const Split& split : splits) sorted.push_back(&split);
   std::sort(sorted.begin(), sorted.end(),
             [](const Split* a, const Split* b) { return a->name < b->name; });

@@ -39,10 +39,10 @@ class Column {
   Column(std::vector<T> values) : owned_(std::move(values)) {}  // NOLINT(google-explicit-*)
   Column(std::initializer_list<T> values) : owned_(values) {}
   // Views `values`, which stay valid and unchanged while `keeper` lives.
-  static Column view(std::span<const T> values, std::shared_ptr<const void> keeper) {
+  static Column view(std::span<const T> values, const std::shared_ptr<const void>& keeper) {
     Column column;
     column.view_ = values;
-    column.keeper_ = std::move(keeper);
+    column.keeper_ = keeper;
     return column;
   }
 
