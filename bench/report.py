@@ -1104,6 +1104,101 @@ def verify_section(page, record):
     commands_block(page, record)
 
 
+def scale_section(page, record):
+    d = record["data"]
+    sizes = d["sizes"]
+    rows = {}
+    files = {}
+    for row in d["rows"]:
+        if row["what"] == "files":
+            files[row["samples"]] = row
+        else:
+            rows.setdefault(row["what"], {})[row["samples"]] = row
+    largest = sizes[-1]
+    page.add("## Scale", "",
+             "What grows with the sample count, at %s samples, on synthetic datasets of "
+             "one-pixel records " % ", ".join("{:,}".format(n) for n in sizes) +
+             "(bench/scale/make_dataset.py: 100 classes; one group per image, and the same "
+             "samples in groups of 40), so that the index, not the pixels, is the work. Each "
+             "is written in index format 1, as imgpack wrote it before, and upgraded to format "
+             "2 (`imgpack upgrade`, timed once, on a hard-linked copy); format 1 is measured in "
+             "the same run as the reference. Times are end to end, the process's start "
+             "included (about 60 ms for the CLI, which loads OpenCV and oneTBB); `open` is "
+             "`Dataset::open` alone, through the Python module, and the reader's memory is the "
+             "anonymous memory (RssAnon) it added: the tables it views in the mappings of "
+             "index.h5, splits.h5 and the shard are page cache, shared by every process that "
+             "opens the dataset. The growth columns divide the medians of successive sizes "
+             "(10x more samples).", "", run_note(record), "")
+    header = "| | " + " | ".join("{:,}".format(n) for n in sizes) + " | " + " | ".join(
+        "growth %s" % ("{:,}".format(b) if b < 1000000 else "%dM" % (b // 1000000))
+        for b in sizes[1:]) + " |"
+    page.add(header, "|---|" + "---:|" * (2 * len(sizes) - 1))
+    for what, by_size in rows.items():
+        cells = []
+        for n in sizes:
+            row = by_size.get(n)
+            if row is None:
+                cells.append("-")
+                continue
+            page.need_summary("scale %s %d" % (what, n), row["summary"],
+                              zero_ok=row["unit"] != "s")
+            if row["unit"] == "s":
+                cells.append(mmm(row["summary"], fmt=secs))
+            else:
+                cells.append(mmm(row["summary"], 1) + " B")
+        growth = []
+        for a, b in zip(sizes, sizes[1:]):
+            ra, rb = by_size.get(a), by_size.get(b)
+            if ra and rb and ra["unit"] == "s" and ra["summary"]["median"] > 0:
+                growth.append("%.1fx" % (rb["summary"]["median"] / ra["summary"]["median"]))
+            else:
+                growth.append("-")
+        page.add("| %s | %s | %s |" % (what, " | ".join(cells), " | ".join(growth)))
+    if largest in files:
+        f = files[largest]
+        page.add("", "Files at {:,} samples: index.h5 {:.0f} MB in format 2 ({:.0f} MB in "
+                 "format 1), the shard {:.0f} MB (its columns: a sample id, variant, label "
+                 "and checksum per record).".format(largest, f["index_bytes"] / 1e6,
+                                                   f["format1_index_bytes"] / 1e6,
+                                                   f["shard_bytes"] / 1e6))
+
+    def median(what):
+        row = rows.get(what, {}).get(largest)
+        return row["summary"] if row else None
+
+    def judge(what, issue, summary, limit, unit="s"):
+        if summary is None:
+            page.target(what, issue, "unmeasured", None)
+            return
+        shown = mmm(summary, fmt=secs) if unit == "s" else mmm(summary, 1) + " B/sample"
+        page.target(what, issue, shown, summary["median"] < limit)
+
+    n = "{:,}".format(largest)
+    judge("`Dataset::open` of %s samples under 1 s" % n, 23, median("open, format 2"), 1.0)
+    judge("Reader memory under 32 bytes per sample beyond the mappings (%s samples)" % n, 23,
+          median("reader memory after open, format 2"), 32.0, unit="B")
+    judge("`imgpack inspect` of %s samples under 0.5 s" % n, 23, median("inspect, format 2"),
+          0.5)
+    judge("`imgpack split --list` of %s samples under 0.5 s" % n, 23,
+          median("split --list, format 2"), 0.5)
+    splits = [(what, median(what)) for what in rows if what.startswith("split ") and
+              "format 1" not in what and "--list" not in what]
+    splits = [(w, s) for w, s in splits if s is not None]
+    if splits:
+        slowest, summary = max(splits, key=lambda ws: ws[1]["median"])
+        judge("Every split kind of %s samples under 5 s end to end (slowest: %s)" % (
+            n, slowest[len("split "):]), 23, summary, 5.0)
+    verify, structure = median("verify"), median("verify: index and structure")
+    if verify and structure and largest in files:
+        f = files[largest]
+        page.target("`imgpack verify` of %s samples bounded by reading its files: the index and "
+                    "structure checks (index.h5, %.0f MB, and the shard's columns, read and "
+                    "hashed in bulk) under 1 s" % (n, f["index_bytes"] / 1e6), 23,
+                    "%s of %s in all" % (mmm(structure, fmt=secs), mmm(verify, fmt=secs)),
+                    structure["median"] < 1.0)
+    commands_block(page, record)
+
+
 # --- the page ------------------------------------------------------------------------------------
 
 def load(results, name):
@@ -1119,7 +1214,7 @@ def write(results, docs, quick=False, expect=()):
     page = Page(docs, quick)
     machine = load(results, "machine") or {}
     order = ("training", "convert", "parts", "augment", "splits", "reader", "cold", "python",
-             "verify", "gpu")
+             "verify", "scale", "gpu")
     records = {name: load(results, name) for name in order}
     # The GPU figures come from a GPU machine (bench/gpu/run.py) and are kept
     # with the page, so a run elsewhere renders them rather than losing them.
@@ -1133,7 +1228,7 @@ def write(results, docs, quick=False, expect=()):
     renderers = {"training": training_section, "convert": convert_section,
                  "parts": parts_section, "augment": augment_section, "splits": splits_section,
                  "reader": reader_section, "cold": cold_section, "python": python_section,
-                 "verify": verify_section,
+                 "verify": verify_section, "scale": scale_section,
                  "gpu": gpu_section}
     for name in order:
         if name == "gpu" and not records[name]:
@@ -1168,7 +1263,7 @@ def write(results, docs, quick=False, expect=()):
              "[conversion](#conversion) · [in parts](#conversion-in-parts) · "
              "[augmentation](#augmentation-k4-variants-against-k1) · [splits](#splits) · "
              "[reader](#reader) · [cold reads](#cold-reads-datasets-larger-than-memory) · "
-             "[Python](#python) · [verify](#verify) · [GPU](#gpu) · "
+             "[Python](#python) · [verify](#verify) · [scale](#scale) · [GPU](#gpu) · "
              "[machine](#machine)", "")
     # The headline first, then the verdicts, then the details.
     head, rest = split_headline(body.lines)

@@ -5,7 +5,7 @@ usage: bench/run-all [--quick] [--work DIR] [--repeat N] [--only SECTION,...]
                      [--report-only] [--docs DIR]
 
 Sections (in this order): convert, parts, augment, splits, reader, cold, python,
-verify, training. Each runs a script under bench/ that measures imgpack and its peers
+verify, scale, training. Each runs a script under bench/ that measures imgpack and its peers
 side by side in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
 leaves WORK/results/SECTION.json. Inputs are generated deterministically and
 cached in WORK (default out/bench; --quick: out/bench-quick), so a second run
@@ -38,7 +38,8 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import report  # noqa: E402
 
-SECTIONS = ("convert", "parts", "augment", "splits", "reader", "cold", "python", "verify", "training")
+SECTIONS = ("convert", "parts", "augment", "splits", "reader", "cold", "python", "verify", "scale",
+            "training")
 
 # Sizes: the full mode measures what the issues' targets are defined on.
 FULL = {
@@ -69,6 +70,8 @@ FULL = {
                   "--limit-windows", "2"],
     "training_args": ["--batch", "256", "--steps-ms", "2000,1000,500,200,100,50,20,10,5,2,1",
                       "--budget-s", "6", "--min-batches", "10", "--rate-images", "2048"],
+    # Synthetic datasets of one-pixel records: about 5 GB of files at 10M.
+    "scale_sizes": [100000, 1000000, 10000000],
 }
 QUICK = {
     "repeat": 1,
@@ -92,6 +95,7 @@ QUICK = {
                   "--read-paths", "auto,mapped", "--epochs", "1", "--batch", "64"],
     "training_args": ["--batch", "16", "--steps-ms", "50,10,2", "--budget-s", "0.5",
                       "--min-batches", "3", "--rate-images", "96"],
+    "scale_sizes": [10000, 100000],
 }
 READER_SOURCE = (640, 480)  # about the mean size of an ImageNet photo
 
@@ -228,6 +232,13 @@ class Runner:
         command = [benchlib.PYTHON, script("verify", "run.py"), dataset, out, "--repeat",
                    self.repeat]
         return [command], self.run_script("verify", command, os.path.join(out, "results.json"))
+
+    def scale(self):
+        out = self.scratch("scale")
+        result = os.path.join(out, "results.json")
+        command = [benchlib.PYTHON, script("scale", "run.py"), self.imgpack, out] + \
+            self.sizes["scale_sizes"] + ["--repeat", self.repeat, "--json", result]
+        return [command], self.run_script("scale", command, result)
 
     def training(self):
         src, dataset = self.reader_inputs()

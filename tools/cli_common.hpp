@@ -40,6 +40,7 @@ nlohmann::ordered_json split_json(const DatasetIndex& index, const Split& split)
 // A split and its quality in one line, with a per-fold table when `per_fold`.
 void print_split(std::ostream& out, const DatasetIndex& index, const Split& split, bool per_fold);
 void add_bench_command(CLI::App& app, Action& action);
+void add_upgrade_command(CLI::App& app, Action& action);
 void add_verify_command(CLI::App& app, Action& action);
 
 // Prints one JSON object on stdout, followed by a newline.

@@ -90,6 +90,7 @@ int run_inspect(const InspectArgs& args) {
     if (!group_used[g]) empty_groups.push_back(g);
   }
   uint64_t disk_bytes = file_length(dir / format::kIndexFile);
+  if (index.format_version >= 2) disk_bytes += file_length(dir / format::kSplitsFile);
   std::vector<std::string> missing_shards;
   for (const std::string& shard : index.shards.file) {
     std::error_code ec;
@@ -140,6 +141,11 @@ int run_inspect(const InspectArgs& args) {
   std::cout << args.dataset << "\n"
             << "  uuid        " << index.uuid << "  (imgpack format " << index.format_version
             << ", " << index.created_by << ")\n"
+            << (index.format_version < format::kIndexVersion
+                    ? "  index       format " + std::to_string(index.format_version) +
+                          ": imgpack upgrade rewrites it as format " +
+                          std::to_string(format::kIndexVersion) + " (faster to open and split)\n"
+                    : std::string())
             << "  records     " << index.num_records() << " (" << index.num_samples()
             << " images x " << index.variants << " variant" << (index.variants == 1 ? "" : "s")
             << ")\n"

@@ -29,6 +29,7 @@ int run(int argc, char** argv) {
   add_sample_data_command(app, action);
   add_split_command(app, action);
   add_bench_command(app, action);
+  add_upgrade_command(app, action);
   add_verify_command(app, action);
 
   std::string names;

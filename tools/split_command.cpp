@@ -1,7 +1,8 @@
-// imgpack split DATASET: create, list, export or delete the named splits in index.h5.
+// imgpack split DATASET: create, list, export or delete the named splits.
 //
-// Creating or deleting a split rewrites index.h5 alone, crash-safely (tmp,
-// fsync, rename); the shard files are never opened. Runs that change one
+// Creating or deleting a split replaces splits.h5 alone (format 2; a format 1
+// dataset's index.h5, which holds its splits), crash-safely (tmp, fsync,
+// rename); index.h5's sample table and the shard files are never touched. Runs that change one
 // dataset at the same time take turns (a lock on its directory), so none
 // loses another's split.
 #include <chrono>
@@ -46,7 +47,7 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The lock under which index.h5 is read, changed and replaced; says so on
+// The lock under which the splits are read, changed and replaced; says so on
 // stderr when another run holds it.
 DirectoryLock lock_for_change(const std::string& dataset, bool quiet) {
   // Without a dataset there is nothing to lock: read_index() throws the error
@@ -56,10 +57,21 @@ DirectoryLock lock_for_change(const std::string& dataset, bool quiet) {
     return std::move(*lock);
   }
   if (!quiet) {
-    std::cerr << "imgpack: waiting for another process changing " << dataset << "/"
-              << format::kIndexFile << "\n";
+    std::cerr << "imgpack: waiting for another process changing " << dataset << "\n";
   }
   return DirectoryLock(dataset);
+}
+
+// The index as changing its splits needs it. A format 2 dataset keeps its
+// splits in splits.h5, and a change rewrites that file alone: the sample
+// table is read only for what the split and its quality report need (the
+// labels and groups; the paths too for `paths`). A format 1 index.h5 holds
+// its splits, so a change rewrites it whole, and it is read whole.
+DatasetIndex read_for_change(const std::string& dataset, bool paths = false) {
+  DatasetIndex index =
+      read_index(dataset, {.sample_paths = paths, .group_names = false, .records = false});
+  if (index.format_version < 2) index = read_index(dataset);
+  return index;
 }
 
 std::string fixed(double value, int digits) {
@@ -116,7 +128,7 @@ int run_create(const SplitArgs& args) {
 
   Clock::time_point start = Clock::now();
   const DirectoryLock lock = lock_for_change(args.dataset, args.quiet);
-  DatasetIndex index = read_index(args.dataset);
+  DatasetIndex index = read_for_change(args.dataset);
   const double read_s = seconds_since(start);
   if (index.find_split(args.name) && !args.force) {
     throw UsageError(args.dataset + ": a split named '" + args.name +
@@ -132,7 +144,7 @@ int run_create(const SplitArgs& args) {
   }
   store_split(index, std::move(split), args.force);
   Clock::time_point write_start = Clock::now();
-  write_index(args.dataset, index);
+  write_splits(args.dataset, index);
   const double write_s = seconds_since(write_start);
   const Split& stored = *index.find_split(args.name);
 
@@ -168,10 +180,10 @@ int run_list(const SplitArgs& args) {
 
 int run_delete(const SplitArgs& args) {
   const DirectoryLock lock = lock_for_change(args.dataset, args.quiet);
-  DatasetIndex index = read_index(args.dataset);
+  DatasetIndex index = read_for_change(args.dataset);
   const Split& split = find_or_fail(index, args.remove, args.dataset);
   index.splits.erase(index.splits.begin() + (&split - index.splits.data()));
-  write_index(args.dataset, index);
+  write_splits(args.dataset, index);
   if (args.json) {
     print_json({{"deleted", args.remove}});
   } else if (!args.quiet) {
@@ -182,7 +194,7 @@ int run_delete(const SplitArgs& args) {
 
 int run_export(const SplitArgs& args) {
   if (args.out.empty()) throw UsageError("--export needs --out FILE.csv (or --out - for stdout)");
-  DatasetIndex index = read_index(args.dataset);
+  const DatasetIndex index = read_index(args.dataset, {.records = false});
   const Split& split = find_or_fail(index, args.export_name, args.dataset);
   std::string csv = "path,label,group,fold\n";
   for (std::size_t i = 0; i < index.num_samples(); ++i) {
@@ -221,7 +233,7 @@ int run_import(const SplitArgs& args) {
                      "; --kind, --folds, --val and --test do not apply");
   }
   const DirectoryLock lock = lock_for_change(args.dataset, args.quiet);
-  DatasetIndex index = read_index(args.dataset);
+  DatasetIndex index = read_for_change(args.dataset, true);
   if (index.find_split(args.name) && !args.force) {
     throw UsageError(args.dataset + ": a split named '" + args.name +
                      "' exists; pass --force to replace it");
@@ -229,7 +241,7 @@ int run_import(const SplitArgs& args) {
   Split split =
       import_split(index, args.import_file, args.import_columns, args.name, utc_timestamp());
   store_split(index, std::move(split), args.force);
-  write_index(args.dataset, index);
+  write_splits(args.dataset, index);
   const Split& stored = *index.find_split(args.name);
   if (args.json) {
     print_json(split_json(index, stored));
@@ -347,7 +359,7 @@ void print_split(std::ostream& out, const DatasetIndex& index, const Split& spli
 void add_split_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<SplitArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "split", "Create, list, export or delete named splits (rewrites index.h5 only)");
+      "split", "Create, list, export or delete named splits (rewrites splits.h5 only)");
   cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
   cmd->add_option("--name", args->name, "Create (or with --force replace) the split NAME");
   cmd->add_option("--kind", args->kind, "random | stratified | group | stratified-group | holdout");

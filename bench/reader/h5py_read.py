@@ -15,11 +15,19 @@ import h5py
 import numpy as np
 
 
+def strings(index, name):
+    """A string table of index.h5: bytes and offsets (format 2), or HDF5 strings (format 1)."""
+    if isinstance(index[name], h5py.Group):
+        data, offsets = index[name + "/bytes"][()], index[name + "/offsets"][()]
+        return [data[a:b].tobytes().decode() for a, b in zip(offsets[:-1], offsets[1:])]
+    return [s.decode() if isinstance(s, bytes) else s for s in index[name][()]]
+
+
 def open_dataset(path):
     with h5py.File(os.path.join(path, "index.h5"), "r") as index:
         shard_of = index["/records/shard"][()]
         row_of = index["/records/row"][()]
-        files = [f.decode() if isinstance(f, bytes) else f for f in index["/shards/file"][()]]
+        files = strings(index, "/shards/file")
         shape = (int(index.attrs["height"]), int(index.attrs["width"]), int(index.attrs["channels"]))
     shards = [h5py.File(os.path.join(path, f), "r") for f in files]
     return shards, shard_of, row_of, shape

@@ -42,6 +42,14 @@ from torchvision import transforms
 PREFETCH_FACTOR = 2  # the DataLoader default
 
 
+def strings(index, name):
+    """A string table of index.h5: bytes and offsets (format 2), or HDF5 strings (format 1)."""
+    if isinstance(index[name], h5py.Group):
+        data, offsets = index[name + "/bytes"][()], index[name + "/offsets"][()]
+        return [data[a:b].tobytes().decode() for a, b in zip(offsets[:-1], offsets[1:])]
+    return [s.decode() if isinstance(s, bytes) else s for s in index[name][()]]
+
+
 class H5Records(Dataset):
     """Records of an imgpack dataset read with h5py, one sample at a time."""
 
@@ -51,8 +59,7 @@ class H5Records(Dataset):
             self.row_of = index["/records/row"][()]
             sample = index["/records/sample"][()]
             self.label_of = index["/samples/label"][()][sample]
-            self.files = [os.path.join(path, f.decode() if isinstance(f, bytes) else f)
-                          for f in index["/shards/file"][()]]
+            self.files = [os.path.join(path, f) for f in strings(index, "/shards/file")]
         self.images = None
         self.pid = None
 

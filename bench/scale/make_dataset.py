@@ -1,19 +1,31 @@
 #!/usr/bin/python3
 """Writes a synthetic imgpack dataset of N one-pixel records, to time what
-grows with the sample count (index reads, splits) without the pixels.
+grows with the sample count (index reads, splits, the reader's open) without
+the pixels.
 
-usage: bench/scale/make_dataset.py OUT N [--classes C] [--groups G|per-sample] [--seed S]
+usage: bench/scale/make_dataset.py OUT N [--classes C] [--groups G|per-sample|size:S] [--seed S]
 
-index.h5 holds every table of format 1 (without the optional checksum
-attributes, which an index may lack); one shard holds the N 1x1 gray records.
-The records' checksums are zeros: `imgpack verify` reports every record of
-such a dataset as bad, on purpose, and every other subcommand accepts it.
+index.h5 is written in index format 1 (variable-length strings, no splits),
+as h5py writes it; `imgpack upgrade` turns a copy into format 2 (run.py does).
+One shard holds the N 1x1 gray records, each with the XXH3-64 of its pixel
+(from libxxhash), so `imgpack verify` passes. Groups: one per image
+(per-sample, the default), G groups drawn at random, or groups of exactly S
+images (size:S).
 """
 import argparse
+import ctypes
 import os
 
 import h5py
 import numpy as np
+
+
+def pixel_checksum():
+    """XXH3-64 (seed 0) of the one zero byte every record holds."""
+    lib = ctypes.CDLL("libxxhash.so.0")
+    lib.XXH3_64bits.restype = ctypes.c_uint64
+    lib.XXH3_64bits.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return lib.XXH3_64bits(bytes([0]), 1)
 
 
 def write_index(out, n, labels, groups, num_classes, num_groups):
@@ -57,7 +69,7 @@ def write_shard(out, n, labels, uuid):
         f.create_dataset("labels", data=labels)
         f.create_dataset("sample", data=np.arange(n, dtype=np.int64))
         f.create_dataset("variant", data=np.zeros(n, np.uint16))
-        f.create_dataset("checksum", data=np.zeros(n, np.uint64))
+        f.create_dataset("checksum", data=np.full(n, pixel_checksum(), np.uint64))
 
 
 def main():
@@ -66,7 +78,7 @@ def main():
     parser.add_argument("n", type=int)
     parser.add_argument("--classes", type=int, default=100)
     parser.add_argument("--groups", default="per-sample",
-                        help="number of groups, or per-sample (one group per image)")
+                        help="per-sample (one group per image), G groups, or size:S")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
@@ -75,6 +87,10 @@ def main():
     if args.groups == "per-sample":
         num_groups = n
         groups = rng.permutation(n).astype(np.int32)
+    elif args.groups.startswith("size:"):
+        size = int(args.groups[5:])
+        num_groups = (n + size - 1) // size
+        groups = (rng.permutation(n) // size).astype(np.int32)
     else:
         num_groups = int(args.groups)
         groups = rng.integers(0, num_groups, n, dtype=np.int32)

@@ -247,7 +247,7 @@ uint64_t inputs_fingerprint(const ConversionPlan& plan, uint64_t first, uint64_t
 
 DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& plan) {
   DatasetIndex index;
-  index.format_version = format::kVersion;
+  index.format_version = format::kIndexVersion;
   index.uuid = plan.uuid;
   index.height = plan.shape.height;
   index.width = plan.shape.width;

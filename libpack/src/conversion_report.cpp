@@ -14,7 +14,7 @@ void write_report(const ConvertOptions& options, const ConversionPlan& plan,
                   const ConversionTimings& timings, const std::string& failure) {
   json report;
   if (!failure.empty()) report["failed"] = failure;
-  report["imgpack_format"] = format::kVersion;
+  report["imgpack_format"] = format::kIndexVersion;
   report["created_by"] = created_by;
   report["dataset_uuid"] = plan.uuid;
   report["source"] = options.src.string();

@@ -3,8 +3,10 @@
 //
 // Crash points (crash_point() in files.hpp) for the crash-safety tests:
 // "merge-patch:K" (merged shard K renumbered but still open for writing),
-// "merge-shard:K" (renumbered and closed, not yet renamed into OUT) and
-// "merge-index-committed" (index.h5 in place, parts not yet removed).
+// "merge-shard:K" (renumbered and closed, not yet renamed into OUT),
+// "splits-committed" (splits.h5 in place, index.h5 not yet written; from
+// write_index()) and "merge-index-committed" (index.h5 in place, parts not
+// yet removed).
 #include "imgpack/merge.hpp"
 
 #include <hdf5.h>
@@ -120,7 +122,7 @@ void compute_splits(DatasetIndex& index, std::vector<std::string>& warnings) {
 void write_merged_report(const fs::path& out, const MergePlan& plan, const MergeResult& result) {
   const json first = json::parse(plan.parts.front().report);
   json report;
-  report["imgpack_format"] = format::kVersion;
+  report["imgpack_format"] = format::kIndexVersion;
   report["created_by"] = plan.index.created_by;
   report["dataset_uuid"] = plan.index.uuid;
   report["source"] = first.value("source", "");
@@ -152,12 +154,12 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
                     report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-// After index.h5: the parts' folders, holding only their index and report now.
+// After index.h5: the parts' folders, holding only their index, splits and report now.
 void remove_parts(const fs::path& out) {
   const fs::path parts = out / kPartsFolder;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(parts, ec)) {
-    for (const char* name : {format::kIndexFile, format::kReportFile}) {
+    for (const char* name : {format::kIndexFile, format::kSplitsFile, format::kReportFile}) {
       fs::remove(entry.path() / name, ec);
     }
     fs::remove(entry.path(), ec);  // only if empty: nothing else is ours to remove
@@ -176,7 +178,10 @@ void check_output(const fs::path& out, bool resuming) {
     if (name == kPartsFolder || name == kMergeJournalFile || name.ends_with(format::kTmpSuffix)) {
       continue;
     }
-    if (resuming && (format::is_shard_file_name(name) || name == format::kReportFile)) continue;
+    if (resuming && (format::is_shard_file_name(name) || name == format::kReportFile ||
+                     name == format::kSplitsFile)) {
+      continue;
+    }
     throw UsageError(out.string() + ": holds " + name +
                      " besides the parts; merge writes only into an OUT that holds nothing but "
                      "its parts folder");

@@ -167,7 +167,7 @@ void join_parts(MergePlan& plan) {
   DatasetIndex& merged = plan.index;
   const DatasetIndex& first = plan.parts.front().index;
   merged = DatasetIndex{};
-  merged.format_version = first.format_version;
+  merged.format_version = format::kIndexVersion;
   merged.uuid = first.uuid;
   merged.height = first.height;
   merged.width = first.width;

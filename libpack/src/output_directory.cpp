@@ -17,8 +17,9 @@ namespace fs = std::filesystem;
 namespace {
 
 bool is_imgpack_output(const std::string& name) {
-  return name == format::kIndexFile || name == format::kReportFile || name == kJournalFile ||
-         format::is_shard_file_name(name) || name.ends_with(format::kTmpSuffix);
+  return name == format::kIndexFile || name == format::kSplitsFile || name == format::kReportFile ||
+         name == kJournalFile || format::is_shard_file_name(name) ||
+         name.ends_with(format::kTmpSuffix);
 }
 
 bool is_inside(const fs::path& child, const fs::path& parent) {
@@ -110,9 +111,10 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
               path, "row " + std::to_string(row) + " does not continue the sample numbering");
         }
       }
-      records.push_back(
-          {path, fd.identity(path), contents.images_offset, std::move(contents.checksums)});
-      whole.push_back({entry, std::move(contents.samples), std::move(contents.variants)});
+      records.push_back({path, fd.identity(path), contents.images_offset,
+                         std::move(contents.checksums.values())});
+      whole.push_back(
+          {entry, std::move(contents.samples.values()), std::move(contents.variants.values())});
     } catch (const Error& e) {
       problem = e.what();
       break;

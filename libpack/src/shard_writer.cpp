@@ -146,7 +146,7 @@ void ShardWriter::write_columns_and_attrs(h5::File& file) {
   file.write(format::kSample, samples_);
   file.write(format::kVariant, variants_);
   file.write(format::kChecksum, checksums_);
-  file.write_attr("/", format::kAttrFormat, int64_t{format::kVersion});
+  file.write_attr("/", format::kAttrFormat, int64_t{format::kShardVersion});
   file.write_attr("/", format::kAttrUuid, uuid_);
   file.write_attr("/", format::kAttrShardIndex, int64_t{shard_index_});
 }

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "imgpack/error.hpp"
 #include "random.hpp"
@@ -29,6 +31,45 @@ void ItemTable::add_item(std::span<const int32_t> classes, std::span<const int32
   }
   size.push_back(total);
   first.push_back(cls.size());
+}
+
+std::vector<int32_t> by_decreasing_size(std::span<const int32_t> items,
+                                        std::span<const int64_t> size) {
+  // Each item's rank among the distinct sizes, largest first: sizes below
+  // kDense (nearly all: most groups are small) through a table, others
+  // through a map.
+  constexpr int64_t kDense = 1 << 16;
+  std::vector<int32_t> dense(kDense, -1);
+  std::unordered_map<int64_t, int32_t> sparse;
+  std::vector<int64_t> distinct;
+  auto slot = [&](int64_t value) -> int32_t& {
+    return value >= 0 && value < kDense ? dense[static_cast<std::size_t>(value)] : sparse[value];
+  };
+  for (int32_t item : items) {
+    const int64_t value = size[static_cast<std::size_t>(item)];
+    if (value >= 0 && value < kDense) {
+      if (dense[static_cast<std::size_t>(value)] < 0) {
+        dense[static_cast<std::size_t>(value)] = 0;
+        distinct.push_back(value);
+      }
+    } else if (sparse.emplace(value, 0).second) {
+      distinct.push_back(value);
+    }
+  }
+  std::sort(distinct.begin(), distinct.end(), std::greater<>());
+  for (std::size_t r = 0; r < distinct.size(); ++r) slot(distinct[r]) = static_cast<int32_t>(r);
+  std::vector<std::size_t> start(distinct.size() + 1, 0);
+  std::vector<int32_t> item_rank(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    item_rank[i] = slot(size[static_cast<std::size_t>(items[i])]);
+    ++start[static_cast<std::size_t>(item_rank[i]) + 1];
+  }
+  for (std::size_t r = 0; r < distinct.size(); ++r) start[r + 1] += start[r];
+  std::vector<int32_t> out(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out[start[static_cast<std::size_t>(item_rank[i])]++] = items[i];
+  }
+  return out;
 }
 
 namespace {
@@ -170,14 +211,18 @@ Attempt greedy_attempt(const ItemTable& items, const PartitionOptions& options,
   const auto n = static_cast<int32_t>(items.num_items());
   CounterRng rng(options.seed, options.stream, attempt << 32);
   std::vector<int32_t> order = local_shuffle(items.num_items(), rng);
-  std::vector<double> key(static_cast<std::size_t>(n));
-  for (int32_t i = 0; i < n; ++i) {
-    const auto size = static_cast<double>(items.size[static_cast<std::size_t>(i)]);
-    key[static_cast<std::size_t>(i)] = attempt == 0 ? size : size * (0.5 + rng.uniform());
+  if (attempt == 0) {
+    order = by_decreasing_size(order, items.size);
+  } else {
+    std::vector<double> key(static_cast<std::size_t>(n));
+    for (int32_t i = 0; i < n; ++i) {
+      const auto size = static_cast<double>(items.size[static_cast<std::size_t>(i)]);
+      key[static_cast<std::size_t>(i)] = size * (0.5 + rng.uniform());
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return key[static_cast<std::size_t>(a)] > key[static_cast<std::size_t>(b)];
+    });
   }
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return key[static_cast<std::size_t>(a)] > key[static_cast<std::size_t>(b)];
-  });
 
   PartitionStats stats;
   std::vector<int32_t> start;

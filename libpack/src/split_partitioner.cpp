@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <utility>
 
 #include "random.hpp"
@@ -143,29 +144,39 @@ struct PartBySize {
   std::vector<std::size_t> run_start;  // where each run begins in items, then items.size()
 };
 
+// `rank` numbers the distinct sizes 0, 1, ... in ascending order (`sizes`
+// lists them): a counting sort, O(items + parts x sizes) per pass.
 std::vector<PartBySize> parts_by_size(const std::vector<int32_t>& order,
                                       const std::vector<int32_t>& part,
-                                      const std::vector<int64_t>& size, int32_t parts) {
-  std::vector<std::vector<std::pair<int64_t, int32_t>>> sized(static_cast<std::size_t>(parts));
+                                      const std::vector<int32_t>& rank,
+                                      const std::vector<int64_t>& sizes, int32_t parts) {
+  const std::size_t runs = sizes.size();
+  std::vector<PartBySize> out(static_cast<std::size_t>(parts));
+  std::vector<std::size_t> start(static_cast<std::size_t>(parts) * (runs + 1), 0);
+  auto slot = [&](std::size_t p, std::size_t r) -> std::size_t& {
+    return start[p * (runs + 1) + r];
+  };
   for (int32_t item : order) {
     const auto i = static_cast<std::size_t>(item);
-    sized[static_cast<std::size_t>(part[i])].emplace_back(size[i], item);
+    ++slot(static_cast<std::size_t>(part[i]), static_cast<std::size_t>(rank[i]) + 1);
   }
-  std::vector<PartBySize> out(static_cast<std::size_t>(parts));
-  for (std::size_t p = 0; p < sized.size(); ++p) {
-    auto& list = sized[p];
-    std::stable_sort(list.begin(), list.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t p = 0; p < out.size(); ++p) {
     PartBySize& by_size = out[p];
-    by_size.items.reserve(list.size());
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      if (k == 0 || list[k].first != list[k - 1].first) {
-        by_size.run_size.push_back(list[k].first);
-        by_size.run_start.push_back(k);
+    for (std::size_t r = 0; r < runs; ++r) {
+      const std::size_t count = slot(p, r + 1);
+      slot(p, r + 1) = slot(p, r) + count;
+      if (count > 0) {
+        by_size.run_size.push_back(sizes[r]);
+        by_size.run_start.push_back(slot(p, r));
       }
-      by_size.items.push_back(list[k].second);
     }
-    by_size.run_start.push_back(list.size());
+    by_size.run_start.push_back(slot(p, runs));
+    by_size.items.resize(slot(p, runs));
+  }
+  for (int32_t item : order) {
+    const auto i = static_cast<std::size_t>(item);
+    const auto p = static_cast<std::size_t>(part[i]);
+    out[p].items[slot(p, static_cast<std::size_t>(rank[i]))++] = item;
   }
   return out;
 }
@@ -175,7 +186,9 @@ std::vector<PartBySize> parts_by_size(const std::vector<int32_t>& order,
 uint64_t Partitioner::swap_pass(const std::vector<int32_t>& order) {
   if (work_ >= work_limit_) return 0;
   // Per part, its items by size (ties by position in `order`, for determinism).
-  const std::vector<PartBySize> by_size = parts_by_size(order, part_, items_.size, parts_);
+  if (size_rank_.empty()) rank_sizes();
+  const std::vector<PartBySize> by_size =
+      parts_by_size(order, part_, size_rank_, distinct_size_, parts_);
 
   // Few items: look at many (up to all) partners; many items: a few each.
   const uint64_t per_item = options_.swap_budget /
@@ -185,8 +198,9 @@ uint64_t Partitioner::swap_pass(const std::vector<int32_t>& order) {
           {1, static_cast<uint64_t>(std::max(0, options_.swap_candidates)), per_item}),
       part_.size()));
   uint64_t swaps = 0;
-  for (int32_t item : order) {
+  for (std::size_t t = 0; t < order.size(); ++t) {
     if (work_ >= work_limit_) break;
+    const int32_t item = order[t];
     const int32_t a = part_[static_cast<std::size_t>(item)];
     const int64_t g = items_.size[static_cast<std::size_t>(item)];
     ++generation_;
@@ -212,14 +226,24 @@ uint64_t Partitioner::swap_pass(const std::vector<int32_t>& order) {
           static_cast<std::ptrdiff_t>(list.run_start[static_cast<std::size_t>(run)]);
       if (run < runs) {
         // Among many partners of the same size (groups of one sample, say)
-        // each item looks at its own few, not all at the same first ones.
+        // each item looks at its own few, not all at the same first ones:
+        // those about as far into the run as the item is into the pass, a
+        // hash of the item apart. A run keeps the pass's order, which visits
+        // blocks of neighbouring items together (local_shuffle), so the
+        // partners of a block lie near it in memory: on millions of items,
+        // partners drawn from anywhere missed the caches at every look.
         const auto length =
             static_cast<std::ptrdiff_t>(list.run_start[static_cast<std::size_t>(run) + 1] -
                                         list.run_start[static_cast<std::size_t>(run)]);
         if (length > window) {
-          center += static_cast<std::ptrdiff_t>(
+          const auto room = static_cast<uint64_t>(length - window + 1);
+          const auto along =
+              static_cast<uint64_t>(static_cast<double>(t) / static_cast<double>(order.size()) *
+                                    static_cast<double>(room));
+          const uint64_t apart =
               mix64(static_cast<uint64_t>(item) ^ (uint64_t{generation_} << 32)) %
-              static_cast<uint64_t>(length - window + 1));
+              (4 * static_cast<uint64_t>(window));
+          center += static_cast<std::ptrdiff_t>(std::min(along + apart, room - 1));
         }
       }
       const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(0, center - window / 2);
@@ -252,6 +276,18 @@ uint64_t Partitioner::swap_pass(const std::vector<int32_t>& order) {
     ++swaps;
   }
   return swaps;
+}
+
+void Partitioner::rank_sizes() {
+  std::vector<int32_t> all(items_.num_items());
+  std::iota(all.begin(), all.end(), 0);
+  const std::vector<int32_t> largest_first = by_decreasing_size(all, items_.size);
+  size_rank_.resize(all.size());
+  for (auto it = largest_first.rbegin(); it != largest_first.rend(); ++it) {
+    const int64_t size = items_.size[static_cast<std::size_t>(*it)];
+    if (distinct_size_.empty() || distinct_size_.back() != size) distinct_size_.push_back(size);
+    size_rank_[static_cast<std::size_t>(*it)] = static_cast<int32_t>(distinct_size_.size() - 1);
+  }
 }
 
 void Partitioner::refresh() {

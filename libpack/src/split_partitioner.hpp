@@ -177,6 +177,9 @@ class Partitioner {
 
   void apply(int32_t item, int32_t p, int sign);
 
+  // Numbers the items' distinct sizes, ascending (size_rank_, distinct_size_).
+  void rank_sizes();
+
   void move(int32_t item, int32_t from, int32_t to);
 
   const ItemTable& items_;
@@ -200,6 +203,9 @@ class Partitioner {
   double class_sum_ = 0;       // the criterion: sum of std_
   double size_scale_ = 0, size_dev2_ = 0, size_std_ = 0;
   Bounds bounds_;
+  // The items' sizes ranked, for the swap pass's counting sort (made on its first call).
+  std::vector<int32_t> size_rank_;      // [items] rank of the item's size in distinct_size_
+  std::vector<int64_t> distinct_size_;  // ascending
   // Scratch.
   std::vector<Cost> add_;        // [P]
   std::vector<int64_t> diff_;    // [C]

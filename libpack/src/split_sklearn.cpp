@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "imgpack/error.hpp"
+#include "split_partition.hpp"
 
 namespace imgpack::sklearn {
 
@@ -237,11 +238,10 @@ uint64_t stratified_group_kfold_work(const ItemTable& items, int32_t folds) {
 
 std::vector<int32_t> group_kfold(std::span<const int64_t> sizes, int32_t folds) {
   if (folds < 1) throw Error("sklearn::group_kfold: no folds");
-  std::vector<int32_t> order(sizes.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return sizes[static_cast<std::size_t>(a)] > sizes[static_cast<std::size_t>(b)];
-  });
+  std::vector<int32_t> all(sizes.size());
+  std::iota(all.begin(), all.end(), 0);
+  // Stably by decreasing size, as np.argsort(-sizes, kind="stable").
+  const std::vector<int32_t> order = by_decreasing_size(all, sizes);
   // The lightest fold, the first of equals as np.argmin takes it.
   using Fold = std::pair<int64_t, int32_t>;
   std::priority_queue<Fold, std::vector<Fold>, std::greater<>> lightest;

@@ -17,9 +17,10 @@ namespace {
 
 using namespace pybind11::literals;
 
-// A read-only numpy view of `values`, which live as long as `dataset` does.
+// A read-only numpy view of `values` (in the dataset's mapping of its index,
+// or in its memory), which live as long as `dataset` does.
 template <class T>
-py::array read_only_view(const Dataset& dataset, const std::vector<T>& values) {
+py::array read_only_view(const Dataset& dataset, const Column<T>& values) {
   // The capsule keeps a handle on the dataset (and so its index) alive.
   py::capsule owner(new Dataset(dataset), [](void* p) { delete static_cast<Dataset*>(p); });
   py::array_t<T> array({values.size()}, {sizeof(T)}, values.data(), owner);
@@ -134,8 +135,12 @@ void register_dataset(py::module_& m) {
           "classes", [](const Dataset& d) { return d.index().class_names; },
           "Class names by label (list of str).")
       .def_property_readonly(
-          "groups", [](const Dataset& d) { return d.index().group_names; },
-          "Group names by group id (list of str).")
+          "groups",
+          [](const Dataset& d) {
+            py::gil_scoped_release unlocked;
+            return d.group_names();
+          },
+          "Group names by group id (list of str), read from index.h5 on each access.")
       .def_property_readonly(
           "splits",
           [](const Dataset& d) {
@@ -147,8 +152,28 @@ void register_dataset(py::module_& m) {
           },
           "The stored splits by name (dict of str -> Split).")
       .def_property_readonly(
-          "sample_paths", [](const Dataset& d) { return string_array(d.index().sample_path); },
-          "Per sample: its source path relative to the converted directory (object array of str).")
+          "sample_paths",
+          [](const Dataset& d) {
+            std::vector<std::string> paths;
+            {
+              py::gil_scoped_release unlocked;
+              paths = d.sample_paths();
+            }
+            return string_array(paths);
+          },
+          "Per sample: its source path relative to the converted directory (object array of str),\n"
+          "read from index.h5 on each access: keep the array rather than asking again.")
+      .def(
+          "sample_path",
+          [](const Dataset& d, uint64_t s) {
+            if (s >= d.num_samples()) {
+              throw py::index_error("sample " + std::to_string(s) + " of " +
+                                    std::to_string(d.num_samples()));
+            }
+            py::gil_scoped_release unlocked;
+            return d.sample_path(s);
+          },
+          "sample"_a, "The source path of one sample, read from index.h5 without the others.")
       .def_property_readonly(
           "sample_labels",
           [](const Dataset& d) { return read_only_view(d, d.index().sample_label); },

@@ -15,6 +15,7 @@
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "index_file.hpp"
 #include "mapped_region.hpp"
 #include "shard_validation.hpp"
 
@@ -26,24 +27,26 @@ namespace {
 
 struct ShardView {
   fs::path path;
+  std::shared_ptr<const MappedRegion> file;  // the whole shard file, read-only
   uint64_t images_offset = 0;
-  MappedRegion images;
+  const uint8_t* images = nullptr;  // /images in `file`
+  uint64_t images_bytes = 0;
   uint64_t records = 0;
+  Column<uint64_t> checksums;  // /checksum, by row (in `file` where it lies contiguous)
 };
 
 }  // namespace
 
 struct Dataset::State {
   fs::path dir;
-  DatasetIndex index;
+  DatasetIndex index;  // numeric tables viewed in the mappings of index.h5 and splits.h5
+  std::shared_ptr<const detail::IndexStrings> strings;  // paths and names left out of `index`
   std::size_t record_bytes = 0;
   std::vector<ShardView> shards;
-  std::vector<const uint8_t*> shard_base;  // == shards[k].images.data(), for the hot path
-  std::vector<int32_t> record_label;
-  std::vector<uint64_t> record_checksum;
-  std::vector<uint64_t> storage_order;                    // position -> record
-  std::vector<uint64_t> storage_position;                 // record -> position
-  std::vector<uint64_t> first_position;                   // shard -> storage position of its row 0
+  std::vector<const uint8_t*> shard_base;  // == shards[k].images, for the hot path
+  detail::StorageTable storage;            // no table when the records are in storage order
+  // The records of each sample, by ascending variant. Empty when every sample
+  // s has the K records s*K .. s*K+K-1, variant by variant (as imgpack writes them).
   std::vector<uint64_t> sample_offsets;                   // [S + 1]
   std::vector<uint64_t> sample_records;                   // grouped by sample, ascending variant
   mutable std::unique_ptr<std::atomic<int>[]> shard_fds;  // -1 until shard_fd() opens one
@@ -60,10 +63,7 @@ struct Dataset::State {
 };
 
 void Dataset::State::build_tables() {
-  const std::size_t n_records = index.num_records();
-  detail::StorageTable table = detail::build_storage_table(index, dir / format::kIndexFile);
-  storage_order = std::move(table.order);
-  storage_position = std::move(table.position);
+  storage = detail::build_storage_table(index, dir / format::kIndexFile);
   shards.resize(index.num_shards());
   shard_fds = std::make_unique<std::atomic<int>[]>(shards.size());
   for (std::size_t k = 0; k < shards.size(); ++k) {
@@ -71,12 +71,6 @@ void Dataset::State::build_tables() {
     shards[k].records = index.shards.records[k];
     shard_fds[k] = -1;
   }
-  first_position = std::move(table.first_position);
-  record_label.resize(n_records);
-  for (uint64_t r = 0; r < n_records; ++r) {
-    record_label[r] = index.sample_label[static_cast<std::size_t>(index.records.sample[r])];
-  }
-  record_checksum.assign(n_records, 0);
 }
 
 void Dataset::State::open_shard(std::size_t k) {
@@ -86,13 +80,14 @@ void Dataset::State::open_shard(std::size_t k) {
   // The descriptor that will be mapped is opened first, so the size checked
   // below is the size of the file that gets mapped.
   const FileDescriptor fd = open_for_reading(path);
-  const std::span<const uint64_t> row_records =
-      std::span<const uint64_t>(storage_order).subspan(first_position[k], shard.records);
-  const ShardContents contents = detail::validate_shard(path, index, k, row_records, fd.size(path));
-  for (uint64_t row = 0; row < shard.records; ++row) {
-    record_checksum[row_records[row]] = contents.checksums[row];
-  }
-  shard.images = MappedRegion(fd.get(), path, contents.images_offset, contents.images_bytes);
+  const uint64_t size = fd.size(path);
+  // The whole file: the pixels and, viewed in place, the columns.
+  shard.file = std::make_shared<const MappedRegion>(fd.get(), path, 0, size);
+  const RecordIds row_records = storage.shard_records(k, shard.records);
+  ShardContents contents = detail::validate_shard(path, index, k, row_records, size, shard.file);
+  shard.checksums = std::move(contents.checksums);
+  shard.images = shard.file->data() + contents.images_offset;
+  shard.images_bytes = contents.images_bytes;
   shard.images_offset = contents.images_offset;
 }
 
@@ -126,20 +121,26 @@ Dataset::State::~State() {
 
 void Dataset::State::build_sample_table() {
   const std::size_t n_samples = index.num_samples();
+  const uint64_t k = index.variants;
+  const Column<int64_t>& sample = index.records.sample;
+  const Column<uint16_t>& variant = index.records.variant;
+  bool regular = index.num_records() == n_samples * k;
+  for (uint64_t r = 0; r < index.num_records() && regular; ++r) {
+    regular = static_cast<uint64_t>(sample[r]) == r / k && variant[r] == r % k;
+  }
+  if (regular) return;
   sample_offsets.assign(n_samples + 1, 0);
-  for (int64_t s : index.records.sample) ++sample_offsets[static_cast<std::size_t>(s) + 1];
+  for (int64_t s : sample) ++sample_offsets[static_cast<std::size_t>(s) + 1];
   for (std::size_t s = 0; s < n_samples; ++s) sample_offsets[s + 1] += sample_offsets[s];
   sample_records.resize(index.num_records());
   std::vector<uint64_t> fill(sample_offsets.begin(), sample_offsets.end() - 1);
   for (uint64_t r = 0; r < index.num_records(); ++r) {
-    sample_records[fill[static_cast<std::size_t>(index.records.sample[r])]++] = r;
+    sample_records[fill[static_cast<std::size_t>(sample[r])]++] = r;
   }
   for (std::size_t s = 0; s < n_samples; ++s) {
     std::stable_sort(sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s]),
                      sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s + 1]),
-                     [&](uint64_t a, uint64_t b) {
-                       return index.records.variant[a] < index.records.variant[b];
-                     });
+                     [&](uint64_t a, uint64_t b) { return variant[a] < variant[b]; });
   }
 }
 
@@ -148,13 +149,15 @@ Dataset Dataset::open(const fs::path& dir, const DatasetOpenOptions& options) {
   state->dir = dir;
   IndexReadOptions what = options.index;
   what.records = true;  // the mapping and every check need them
-  state->index = read_index(dir, what);
+  detail::DeferredIndex read = detail::read_index_deferred(dir, what, true);
+  state->index = std::move(read.index);
+  state->strings = std::move(read.strings);
   state->record_bytes = state->index.record_bytes();
   state->build_tables();
   for (std::size_t k = 0; k < state->shards.size(); ++k) state->open_shard(k);
   state->shard_base.resize(state->shards.size());
   for (std::size_t k = 0; k < state->shards.size(); ++k) {
-    state->shard_base[k] = state->shards[k].images.data();
+    state->shard_base[k] = state->shards[k].images;
   }
   state->build_sample_table();
   Dataset dataset(std::move(state));
@@ -164,6 +167,24 @@ Dataset Dataset::open(const fs::path& dir, const DatasetOpenOptions& options) {
 
 const fs::path& Dataset::path() const { return state_->dir; }
 const DatasetIndex& Dataset::index() const { return state_->index; }
+
+std::string Dataset::sample_path(uint64_t s) const {
+  const State& st = *state_;
+  if (st.index.has_sample_paths) return st.index.sample_path[static_cast<std::size_t>(s)];
+  return st.strings->sample_path(s);
+}
+
+std::vector<std::string> Dataset::sample_paths() const {
+  const State& st = *state_;
+  if (st.index.has_sample_paths) return st.index.sample_path;
+  return st.strings->sample_paths();
+}
+
+std::vector<std::string> Dataset::group_names() const {
+  const State& st = *state_;
+  if (st.index.has_group_names) return st.index.group_names;
+  return st.strings->group_names();
+}
 std::size_t Dataset::record_bytes() const { return state_->record_bytes; }
 std::size_t Dataset::num_records() const { return state_->index.num_records(); }
 std::size_t Dataset::num_samples() const { return state_->index.num_samples(); }
@@ -209,18 +230,29 @@ bool Dataset::record_cached(uint64_t r) const {
 }
 
 uint32_t Dataset::record_shard(uint64_t r) const { return state_->index.records.shard[r]; }
-int32_t Dataset::record_label(uint64_t r) const { return state_->record_label[r]; }
+int32_t Dataset::record_label(uint64_t r) const {
+  const DatasetIndex& index = state_->index;
+  return index.sample_label[static_cast<std::size_t>(index.records.sample[r])];
+}
 int64_t Dataset::record_sample(uint64_t r) const { return state_->index.records.sample[r]; }
 uint16_t Dataset::record_variant(uint64_t r) const { return state_->index.records.variant[r]; }
-uint64_t Dataset::record_checksum(uint64_t r) const { return state_->record_checksum[r]; }
+uint64_t Dataset::record_checksum(uint64_t r) const {
+  const State& s = *state_;
+  return s.shards[s.index.records.shard[r]].checksums[s.index.records.row[r]];
+}
 
-std::span<const uint64_t> Dataset::storage_order() const { return state_->storage_order; }
-uint64_t Dataset::storage_position(uint64_t r) const { return state_->storage_position[r]; }
+RecordIds Dataset::storage_order() const { return state_->storage.records(); }
+uint64_t Dataset::storage_position(uint64_t r) const { return state_->storage.position_of(r); }
 
-std::span<const uint64_t> Dataset::sample_records(uint64_t s) const {
+RecordIds Dataset::sample_records(uint64_t s) const {
   const State& st = *state_;
-  return std::span<const uint64_t>(st.sample_records)
-      .subspan(st.sample_offsets[s], st.sample_offsets[s + 1] - st.sample_offsets[s]);
+  if (st.sample_offsets.empty()) {
+    const uint64_t k = st.index.variants;
+    return {s * k, static_cast<std::size_t>(k)};
+  }
+  return RecordIds(
+      std::span<const uint64_t>(st.sample_records)
+          .subspan(st.sample_offsets[s], st.sample_offsets[s + 1] - st.sample_offsets[s]));
 }
 
 fs::path Dataset::shard_path(std::size_t k) const { return state_->shards[k].path; }
@@ -230,14 +262,14 @@ uint64_t Dataset::shard_images_offset(std::size_t k) const {
 }
 
 std::span<const uint8_t> Dataset::shard_images(std::size_t k) const {
-  const MappedRegion& images = state_->shards[k].images;
-  return {images.data(), images.size()};
+  const ShardView& shard = state_->shards[k];
+  return {shard.images, static_cast<std::size_t>(shard.images_bytes)};
 }
 
 void Dataset::verify_checksums() const {
   const State& s = *state_;
-  for (uint64_t r : s.storage_order) {
-    if (checksum(record_data(r), s.record_bytes) != s.record_checksum[r]) {
+  for (uint64_t r : s.storage.records()) {
+    if (checksum(record_data(r), s.record_bytes) != record_checksum(r)) {
       throw file_error(s.shards[s.index.records.shard[r]].path,
                        "row " + std::to_string(s.index.records.row[r]) + " (sample " +
                            std::to_string(s.index.records.sample[r]) +

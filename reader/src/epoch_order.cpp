@@ -64,9 +64,13 @@ std::vector<uint64_t> draw_weighted(const Dataset& dataset, std::span<const uint
   return out;
 }
 
-// " (PATH)" of sample s, for errors; nothing where the paths were not read.
-std::string path_note(const DatasetIndex& index, std::size_t s) {
-  return index.has_sample_paths ? " (" + index.sample_path[s] + ")" : "";
+// " (PATH)" of sample s, for errors; nothing where the path cannot be read.
+std::string path_note(const Dataset& dataset, std::size_t s) {
+  try {
+    return " (" + dataset.sample_path(s) + ")";
+  } catch (const Error&) {
+    return "";
+  }
 }
 
 }  // namespace
@@ -129,14 +133,13 @@ void EpochOrder::check_sampling() const {
       const double w = o.weights[sample];
       if (!std::isfinite(w) || w < 0) {
         throw UsageError("weight " + std::to_string(w) + " of sample " + std::to_string(s) +
-                         path_note(dataset_.index(), sample) +
-                         ": weights must be finite and not negative");
+                         path_note(dataset_, sample) + ": weights must be finite and not negative");
       }
       drawable = drawable || w > 0;
     } else {
       if (dataset_.index().sample_label[sample] < 0) {
         throw UsageError("class-balanced sampling needs labels: sample " + std::to_string(s) +
-                         path_note(dataset_.index(), sample) + " has none");
+                         path_note(dataset_, sample) + " has none");
       }
       drawable = true;
     }

@@ -79,7 +79,7 @@ std::vector<uint64_t> epoch_records(const Dataset& dataset, std::span<const int6
   std::vector<uint8_t> chosen(dataset.num_records(), 0);
   std::size_t count = 0;
   for (int64_t s : samples) {
-    std::span<const uint64_t> records = dataset.sample_records(static_cast<uint64_t>(s));
+    const RecordIds records = dataset.sample_records(static_cast<uint64_t>(s));
     if (records.empty()) continue;
     switch (policy) {
       case VariantPolicy::automatic:

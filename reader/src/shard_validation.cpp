@@ -17,12 +17,20 @@ constexpr uint64_t kUnset = ~uint64_t{0};
 StorageTable build_storage_table(const DatasetIndex& index, const fs::path& index_path) {
   StorageTable table;
   const std::size_t n_records = index.num_records();
+  table.record_count = n_records;
   table.first_position.resize(index.num_shards());
   uint64_t position = 0;
   for (std::size_t k = 0; k < index.num_shards(); ++k) {
     table.first_position[k] = position;
     position += index.shards.records[k];
   }
+  // Written in storage order (every record r at position r) needs no table:
+  // such positions are distinct by construction.
+  table.in_order = true;
+  for (uint64_t r = 0; r < n_records && table.in_order; ++r) {
+    table.in_order = table.first_position[index.records.shard[r]] + index.records.row[r] == r;
+  }
+  if (table.in_order) return table;
   table.order.assign(n_records, kUnset);
   table.position.resize(n_records);
   for (uint64_t r = 0; r < n_records; ++r) {
@@ -45,13 +53,14 @@ void require_shard_exists(const fs::path& path) {
 }
 
 ShardContents validate_shard(const fs::path& path, const DatasetIndex& index, std::size_t k,
-                             std::span<const uint64_t> row_records, uint64_t file_size) {
+                             RecordIds row_records, uint64_t file_size,
+                             const std::shared_ptr<const MappedRegion>& mapping) {
   const ShardExpectation expected{
       index.uuid, k, row_records.size(), index.height, index.width, index.channels, "index.h5"};
-  ShardContents contents = read_shard(path, expected, file_size);
-  const std::vector<int32_t>& labels = contents.labels;
-  const std::vector<int64_t>& samples = contents.samples;
-  const std::vector<uint16_t>& variants = contents.variants;
+  ShardContents contents = read_shard(path, expected, file_size, mapping);
+  const Column<int32_t>& labels = contents.labels;
+  const Column<int64_t>& samples = contents.samples;
+  const Column<uint16_t>& variants = contents.variants;
   for (uint64_t row = 0; row < row_records.size(); ++row) {
     const uint64_t r = row_records[row];
     const int64_t sample = index.records.sample[r];

@@ -8,6 +8,7 @@
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "index_file.hpp"
 #include "record_check.hpp"
 #include "shard_check.hpp"
 #include "shard_validation.hpp"
@@ -41,10 +42,17 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     return std::move(report);
   };
 
+  // The index with its tables mapped and its strings checked in bulk, but
+  // not turned into a string per sample: a bad record's path is read alone.
   DatasetIndex index;
+  std::shared_ptr<const detail::IndexStrings> strings;
   detail::StorageTable table;
   try {
-    index = read_index(dir);
+    detail::DeferredIndex read =
+        detail::read_index_deferred(dir, {.sample_paths = false, .group_names = false}, false);
+    index = std::move(read.index);
+    strings = std::move(read.strings);
+    strings->verify();
     report.records = index.num_records();
     report.shards = index.num_shards();
     table = detail::build_storage_table(index, dir / format::kIndexFile);
@@ -62,12 +70,10 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     try {
       detail::require_shard_exists(path);
       const FileDescriptor fd = open_for_reading(path);
-      const std::span<const uint64_t> row_records =
-          std::span<const uint64_t>(table.order)
-              .subspan(table.first_position[k], index.shards.records[k]);
+      const RecordIds row_records = table.shard_records(k, index.shards.records[k]);
       ShardContents contents = detail::validate_shard(path, index, k, row_records, fd.size(path));
-      intact.push_back(
-          {path, fd.identity(path), contents.images_offset, std::move(contents.checksums)});
+      intact.push_back({path, fd.identity(path), contents.images_offset,
+                        std::move(contents.checksums.values())});
       intact_shard.push_back(static_cast<uint32_t>(k));
     } catch (const Error& e) {
       problems.push_back({k, e.what()});
@@ -99,10 +105,10 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     record.shard = shard;
     record.shard_file = index.shards.file[shard];
     record.row = m.row;
-    record.record = table.order[table.first_position[shard] + m.row];
+    record.record = table.record_at(table.first_position[shard] + m.row);
     record.sample = index.records.sample[record.record];
     record.variant = index.records.variant[record.record];
-    record.sample_path = index.sample_path[static_cast<std::size_t>(record.sample)];
+    record.sample_path = strings->sample_path(static_cast<uint64_t>(record.sample));
     report.bad_records.push_back(std::move(record));
     report.bad_shards.push_back(shard);
   }

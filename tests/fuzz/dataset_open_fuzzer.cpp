@@ -2,10 +2,12 @@
 // read_index and every shard check) over a dataset with one damaged file.
 //
 // Input: byte 0 selects a file of the template datasets (fuzz_datasets.hpp),
-// the remaining bytes replace its contents. An imgpack::Error is the expected
-// answer to a damaged file; any other exception, a crash, a sanitizer report,
-// a hang or an HDF5 handle left open is a bug. When open() succeeds every
-// record is read in full, as a training program would.
+// the remaining bytes replace its contents (index.h5 and splits.h5 of format 2
+// datasets, index.h5 of a format 1 one, shards). An imgpack::Error is the
+// expected answer to a damaged file; any other exception, a crash, a
+// sanitizer report, a hang or an HDF5 handle left open is a bug. When open()
+// succeeds every record is read in full, as a training program would, and
+// the sample paths and group names it defers.
 #include <hdf5.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -68,6 +70,14 @@ uint64_t touch_every_record(const imgpack::Dataset& dataset) {
     dataset.verify_checksums();
   } catch (const imgpack::Error&) {
     // A damaged pixel is what verify_checksums() exists to report.
+  }
+  // The sample paths and group names open() defers, read on first use.
+  try {
+    for (const std::string& path : dataset.sample_paths()) sum += path.size();
+    for (const std::string& name : dataset.group_names()) sum += name.size();
+    if (dataset.num_samples() > 0) sum += dataset.sample_path(dataset.num_samples() - 1).size();
+  } catch (const imgpack::Error&) {
+    // Damage to them is found when they are read.
   }
   return sum;
 }

@@ -19,7 +19,8 @@ std::vector<uint8_t> read_all(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Files of one dataset directory: index.h5 first, then the shards by name.
+// Files of one dataset directory: index.h5 first, then the others by name
+// (the shards, splits.h5).
 void collect(const fs::path& root, const fs::path& dataset, std::vector<DatasetFile>& out) {
   std::vector<fs::path> names;
   for (const auto& entry : fs::directory_iterator(root / dataset)) {
@@ -39,7 +40,8 @@ void collect(const fs::path& root, const fs::path& dataset, std::vector<DatasetF
 std::vector<DatasetFile> write_fuzz_datasets(const fs::path& dir) {
   std::vector<DatasetFile> files;
 
-  // RGB, two variants per sample, labels and groups, three shards, a split.
+  // Index format 2 (index.h5, splits.h5): RGB, two variants per sample,
+  // labels and groups, three shards, a split.
   test::SyntheticOptions rgb;
   rgb.samples = 6;
   rgb.variants = 2;
@@ -67,6 +69,21 @@ std::vector<DatasetFile> write_fuzz_datasets(const fs::path& dir) {
   test::write_synthetic_dataset(dir / "gray", gray);
   test::add_split(dir / "gray", "holdout", 2, {0, 1, 1, -1}, "holdout");
   collect(dir, "gray", files);
+
+  // Index format 1 (strings in HDF5's global heap, the split inside
+  // index.h5), which the reader still opens.
+  test::SyntheticOptions legacy;
+  legacy.samples = 5;
+  legacy.height = 3;
+  legacy.width = 2;
+  legacy.records_per_shard = 3;
+  legacy.classes = 2;
+  legacy.groups = 2;
+  legacy.uuid = "f0220000-0000-4000-8000-000000000003";
+  legacy.format_version = 1;
+  test::write_synthetic_dataset(dir / "legacy", legacy);
+  test::add_split(dir / "legacy", "cv2", 2, {0, 1, 0, 1, -1}, "random");
+  collect(dir, "legacy", files);
   return files;
 }
 

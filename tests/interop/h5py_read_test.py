@@ -22,6 +22,12 @@ def run(*args):
     subprocess.run([IMGPACK, *args], check=True)
 
 
+def strings(index, name):
+    """A string table of a format 2 index.h5, read as docs/FORMAT.md says (two lines)."""
+    data, offsets = index[name + "/bytes"][:], index[name + "/offsets"][:]
+    return [data[a:b].tobytes().decode() for a, b in zip(offsets[:-1], offsets[1:])]
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         src, out = os.path.join(tmp, "src"), os.path.join(tmp, "out")
@@ -31,14 +37,14 @@ def main():
             "--shard-size", "20K", "--no-dct-scaling")
 
         index = h5py.File(os.path.join(out, "index.h5"), "r")
-        assert index.attrs["imgpack_format"] == 1
+        assert index.attrs["imgpack_format"] == 2
         height, width, channels = (int(index.attrs[k]) for k in ("height", "width", "channels"))
         assert (height, width, channels) == (30, 40, 3)
-        paths = [p.decode() for p in index["samples/path"][:]]
+        paths = strings(index, "samples/path")
         labels = index["samples/label"][:]
-        classes = [c.decode() for c in index["classes/name"][:]]
+        classes = strings(index, "classes/name")
         assert classes == sorted(classes) and len(classes) == 3
-        shard_files = [f.decode() for f in index["shards/file"][:]]
+        shard_files = strings(index, "shards/file")
         assert len(shard_files) > 1, "expected several shards with --shard-size 20K"
         rec_shard, rec_row = index["records/shard"][:], index["records/row"][:]
         rec_sample = index["records/sample"][:]
@@ -67,6 +73,10 @@ def main():
             diff = np.abs(got.astype(np.int16) - expected.astype(np.int16)).mean()
             worst = max(worst, diff)
         assert worst < 0.5, f"pixels differ from OpenCV decode + resize by {worst:.2f} on average"
+        # The splits live in splits.h5, beside index.h5 (none were made here).
+        with h5py.File(os.path.join(out, "splits.h5"), "r") as splits:
+            assert splits.attrs["dataset_uuid"] == index.attrs["dataset_uuid"]
+            assert int(splits.attrs["samples"]) == len(paths)
         report = json.load(open(os.path.join(out, "report.json")))
         assert report["records"] == 21 and report["skipped"] == []
         print(f"ok: 21 records in {len(shards)} shards, worst mean abs diff {worst:.3f}")

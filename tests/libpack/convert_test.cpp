@@ -85,7 +85,7 @@ TEST(Convert, WritesTheFormatContract) {
   EXPECT_TRUE(result.skipped.empty());
 
   DatasetIndex index = read_index(dir / "out");
-  EXPECT_EQ(index.format_version, 1);
+  EXPECT_EQ(index.format_version, 2);
   EXPECT_EQ(index.height, 24u);
   EXPECT_EQ(index.width, 32u);
   EXPECT_EQ(index.channels, 3u);
@@ -103,7 +103,7 @@ TEST(Convert, WritesTheFormatContract) {
 
   // Index file attributes and the shard columns agree with the record table.
   h5::File index_file = h5::File::open_read(dir / "out" / "index.h5");
-  EXPECT_EQ(index_file.read_int_attr("/", "imgpack_format"), 1);
+  EXPECT_EQ(index_file.read_int_attr("/", "imgpack_format"), 2);
   ASSERT_EQ(index.num_shards(), 1u);
   h5::File shard = h5::File::open_read(dir / "out" / index.shards.file[0]);
   EXPECT_EQ(shard.read_string_attr("/", "dataset_uuid"), index.uuid);

@@ -512,7 +512,7 @@ TEST(SplitRecords, MakeStoreAndParse) {
   EXPECT_EQ(split.created, "2026-01-01T00:00:00Z");
   EXPECT_FALSE(split.stratified);
   EXPECT_TRUE(split.grouped);
-  EXPECT_EQ(groups_on_two_sides(split.assign, index.sample_group), 0);
+  EXPECT_EQ(groups_on_two_sides(split.assign.to_vector(), index.sample_group.to_vector()), 0);
   Split hold = make_split(index, "hold", holdout(0.3), "");
   EXPECT_EQ(hold.kind, "holdout");
   EXPECT_EQ(hold.folds, 2);

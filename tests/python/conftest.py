@@ -48,6 +48,15 @@ def dataset_dir(tmp_path_factory):
     return make_dataset(str(tmp_path_factory.mktemp("dataset")))
 
 
+def h5_strings(index, name):
+    """A string table of index.h5: format 2 (bytes + offsets) or format 1 (strings)."""
+    table = index[name]
+    if isinstance(table, h5py.Group):
+        data, offsets = table["bytes"][()], table["offsets"][()]
+        return [data[a:b].tobytes().decode() for a, b in zip(offsets[:-1], offsets[1:])]
+    return [s.decode() if isinstance(s, bytes) else s for s in table[()]]
+
+
 class Reference:
     """An imgpack dataset read with h5py alone: the oracle the module is checked against."""
 
@@ -59,13 +68,14 @@ class Reference:
             self.record_variant = index["records/variant"][()]
             self.sample_label = index["samples/label"][()]
             self.sample_group = index["samples/group"][()]
-            self.sample_path = [p.decode() if isinstance(p, bytes) else p
-                                for p in index["samples/path"][()]]
-            self.classes = [c.decode() if isinstance(c, bytes) else c
-                            for c in index["classes/name"][()]]
-            files = [f.decode() if isinstance(f, bytes) else f for f in index["shards/file"][()]]
-            self.splits = {name: dict(group.attrs) | {"assign": group["assign"][()]}
-                           for name, group in index["splits"].items()}
+            self.sample_path = h5_strings(index, "samples/path")
+            self.classes = h5_strings(index, "classes/name")
+            files = h5_strings(index, "shards/file")
+            splits_file = os.path.join(path, "splits.h5")
+            with h5py.File(splits_file if index.attrs["imgpack_format"] >= 2 else
+                           os.path.join(path, "index.h5"), "r") as splits:
+                self.splits = {name: dict(group.attrs) | {"assign": group["assign"][()]}
+                               for name, group in splits["splits"].items()}
             self.shape = tuple(int(index.attrs[k]) for k in ("height", "width", "channels"))
         self.files = [os.path.join(path, f) for f in files]
         self.shards = []

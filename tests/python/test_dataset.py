@@ -27,6 +27,17 @@ def test_dataset_describes_the_index(dataset_dir, reference):
     assert repr(ds).startswith("<imgpack.Dataset '%s' 60 samples, 180 records" % dataset_dir)
 
 
+def test_sample_paths_are_read_on_demand(dataset_dir, reference):
+    ds = imgpack.Dataset(dataset_dir)
+    assert [ds.sample_path(s) for s in (0, 17, 59)] == [reference.sample_path[s]
+                                                        for s in (0, 17, 59)]
+    with pytest.raises(IndexError):
+        ds.sample_path(60)
+    # Each access reads them anew: the arrays are the caller's.
+    first, second = ds.sample_paths, ds.sample_paths
+    assert first is not second and first.tolist() == second.tolist()
+
+
 def test_splits(dataset_dir, reference):
     splits = imgpack.Dataset(dataset_dir).splits
     assert sorted(splits) == ["cv3", "hold"]

@@ -1,5 +1,7 @@
-// The reader on damaged datasets: an empty index.h5, an index.h5 of another
-// dataset, a damaged string heap; and damaged HDF5 metadata, byte by byte: every byte of index.h5
+// The reader on damaged datasets, of both index formats: an empty index.h5,
+// an index.h5 (and splits.h5) of another dataset, a damaged string heap,
+// damaged sample paths that open() defers; and damaged HDF5 metadata, byte by
+// byte: every byte of index.h5 (and splits.h5)
 // and of a shard outside its pixels is altered in turn (a stride of them by default; set
 // IMGPACK_DAMAGE_STRIDE=1 for all), and a child process opens the result
 // with Dataset::open, verify_dataset and render_preview. Each must either
@@ -21,6 +23,7 @@
 #include "h5.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
 #include "imgpack/preview.hpp"
 #include "imgpack/verify.hpp"
 #include "random.hpp"
@@ -53,7 +56,8 @@ int check_damaged(const fs::path& dir, const std::string& file) {
   try {
     bool open_failed = false;
     try {
-      Dataset dataset = Dataset::open(dir);
+      // Everything, the sample paths and group names included, as verify reads it.
+      Dataset dataset = Dataset::open(dir, {.index = {}});
     } catch (const Error& e) {
       if (!names_file(e.what())) return kUnnamed;
       open_failed = true;
@@ -163,19 +167,38 @@ TEST(DamagedDataset, EmptyIndexIsRefusedNamingIt) {
   expect_open_fails(dir.path(), "index.h5", "cannot open as HDF5");
 }
 
-TEST(DamagedDataset, IndexOfAnotherDatasetIsRefused) {
+// The tests below run on both index formats: 2, which this imgpack writes,
+// and 1, which it still reads.
+class EveryFormat : public ::testing::TestWithParam<int64_t> {
+ protected:
+  SyntheticOptions options() const {
+    SyntheticOptions options;
+    options.format_version = GetParam();
+    return options;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Damaged, EveryFormat, ::testing::Values(1, 2),
+                         [](const auto& param) { return "format" + std::to_string(param.param); });
+
+TEST_P(EveryFormat, IndexOfAnotherDatasetIsRefused) {
   TempDir dir;
-  test::write_synthetic_dataset(dir / "a", SyntheticOptions{});
-  test::write_foreign_twin(dir / "b", SyntheticOptions{});
+  test::write_synthetic_dataset(dir / "a", options());
+  test::write_foreign_twin(dir / "b", options());
   fs::copy_file(dir / "b/index.h5", dir / "a/index.h5", fs::copy_options::overwrite_existing);
+  if (GetParam() >= 2) {
+    // splits.h5 names the index it belongs to.
+    expect_open_fails(dir / "a", "splits.h5", "belongs to dataset");
+    fs::copy_file(dir / "b/splits.h5", dir / "a/splits.h5", fs::copy_options::overwrite_existing);
+  }
   expect_open_fails(dir / "a", "shard-00000.h5", "belongs to dataset");
 }
 
-TEST(DamagedDataset, DamagedStringHeapIsRefusedNotACrash) {
+TEST_P(EveryFormat, DamagedStringHeapIsRefusedNotACrash) {
   // The uuid's heap object grows by 256 bytes: HDF5 alone would copy them
-  // into a buffer sized for the uuid.
+  // into a buffer sized for the uuid. (A format 2 index keeps only its string
+  // attributes there; the shards keep their uuid there in both formats.)
   TempDir dir;
-  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  test::write_synthetic_dataset(dir.path(), options());
   for (const char* file : {"index.h5", "shard-00001.h5"}) {
     std::string bytes = test::read_bytes(dir / file);
     std::size_t gcol = 0;
@@ -183,22 +206,56 @@ TEST(DamagedDataset, DamagedStringHeapIsRefusedNotACrash) {
     bytes[gcol + 16 + 8 + 1] ^= 1;
     test::write_bytes(dir / file, bytes);
     expect_open_fails(dir.path(), file, "global heap collection");
-    EXPECT_EQ(run_in_child(dir.path(), file), kRefused << 8);       // exited normally with kRefused
-    test::write_synthetic_dataset(dir.path(), SyntheticOptions{});  // repair for the next file
+    EXPECT_EQ(run_in_child(dir.path(), file), kRefused << 8);  // exited normally with kRefused
+    test::write_synthetic_dataset(dir.path(), options());      // repair for the next file
   }
 }
 
-SyntheticOptions small_dataset() {
+// Damage to what Dataset::open() defers (a format 2 index's sample paths) is
+// not seen at open: the first read of a path refuses it, naming the table,
+// and verify reports it.
+TEST(DamagedDataset, DamagedDeferredPathsAreRefusedOnFirstUse) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  std::string bytes = test::read_bytes(dir / "index.h5");
+  const std::string path = read_index(dir.path()).sample_path[3];
+  const std::size_t at = bytes.find(path);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] ^= 0x01;
+  test::write_bytes(dir / "index.h5", bytes);
+  const Dataset dataset = Dataset::open(dir.path());
+  EXPECT_EQ(dataset.num_samples(), 40u);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // and again: no half-read state kept
+    try {
+      (void)dataset.sample_path(3);
+      ADD_FAILURE() << "read a damaged path";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("index.h5"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("/samples/path/bytes"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(Dataset::open(dir.path(), {.index = {}}), Error);
+  const VerifyReport report = verify_dataset(dir.path());
+  ASSERT_EQ(report.errors.size(), 1u);
+  EXPECT_NE(report.errors[0].find("/samples/path/bytes"), std::string::npos) << report.errors[0];
+}
+
+SyntheticOptions small_dataset(int64_t version = format::kIndexVersion) {
   SyntheticOptions options;
   options.samples = 20;
   options.records_per_shard = 10;
+  options.format_version = version;
   return options;
 }
 
-TEST(DamagedMetadata, EveryByteOfTheIndex) {
+TEST_P(EveryFormat, EveryByteOfTheIndex) {
   TempDir dir;
-  test::write_synthetic_dataset(dir.path(), small_dataset());
+  test::write_synthetic_dataset(dir.path(), small_dataset(GetParam()));
+  std::vector<int16_t> assign(20);
+  for (std::size_t s = 0; s < assign.size(); ++s) assign[s] = static_cast<int16_t>(s % 2);
+  test::add_split(dir.path(), "cv", 2, assign);
   sweep(dir.path(), "index.h5", 0, 0);
+  if (GetParam() >= 2) sweep(dir.path(), "splits.h5", 0, 0);
 }
 
 TEST(DamagedMetadata, EveryByteOfAShardOutsideItsPixels) {
@@ -223,11 +280,12 @@ enum FlipOutcome : uint8_t {
   kFlipOutcomes = 8,
 };
 
-FlipOutcome check_flipped_index(const fs::path& dir, const DatasetIndex& original) {
+FlipOutcome check_flipped_index(const fs::path& dir, const std::string& file,
+                                const DatasetIndex& original) {
   try {
     bool refused = false;
     try {
-      const Dataset dataset = Dataset::open(dir);
+      const Dataset dataset = Dataset::open(dir, {.index = {}});  // paths and names included
       const std::vector<std::string> changed = test::index_differences(dataset.index(), original);
       if (!changed.empty()) {
         std::fprintf(stderr, "opened with %zu changed fields, the first: %s\n", changed.size(),
@@ -235,8 +293,8 @@ FlipOutcome check_flipped_index(const fs::path& dir, const DatasetIndex& origina
         return kFlipChanged;
       }
     } catch (const Error& e) {
-      if (std::string(e.what()).find("index.h5") == std::string::npos) {
-        std::fprintf(stderr, "refused without naming index.h5: %s\n", e.what());
+      if (std::string(e.what()).find(file) == std::string::npos) {
+        std::fprintf(stderr, "refused without naming %s: %s\n", file.c_str(), e.what());
         return kFlipUnnamed;
       }
       refused = true;
@@ -247,8 +305,8 @@ FlipOutcome check_flipped_index(const fs::path& dir, const DatasetIndex& origina
     const bool reported = !report.errors.empty() || !report.bad_records.empty();
     if (refused != reported) return kFlipDisagree;
     for (const std::string& error : report.errors) {
-      if (error.find("index.h5") == std::string::npos) {
-        std::fprintf(stderr, "verify without naming index.h5: %s\n", error.c_str());
+      if (error.find(file) == std::string::npos) {
+        std::fprintf(stderr, "verify without naming %s: %s\n", file.c_str(), error.c_str());
         return kFlipUnnamed;
       }
     }
@@ -272,7 +330,8 @@ struct Flip {
 // the old one) and reports one outcome byte per flip on a pipe. The child
 // stops after a leak; a crash or a hang ends it. Returns the outcomes
 // received, then kFlipCrash for the flip that killed the child, if one did.
-std::vector<FlipOutcome> check_flips_in_child(const fs::path& dir, const std::string& pristine,
+std::vector<FlipOutcome> check_flips_in_child(const fs::path& dir, const std::string& file,
+                                              const std::string& pristine,
                                               const DatasetIndex& original,
                                               const std::vector<Flip>& flips, std::size_t first) {
   int fds[2];
@@ -283,10 +342,10 @@ std::vector<FlipOutcome> check_flips_in_child(const fs::path& dir, const std::st
     for (std::size_t i = first; i < flips.size(); ++i) {
       std::string damaged = pristine;
       damaged[flips[i].byte] = static_cast<char>(damaged[flips[i].byte] ^ (1 << flips[i].bit));
-      test::write_bytes(dir / "index.h5.new", damaged);
-      fs::rename(dir / "index.h5.new", dir / "index.h5");
+      test::write_bytes(dir / (file + ".new"), damaged);
+      fs::rename(dir / (file + ".new"), dir / file);
       ::alarm(30);  // a hang becomes SIGALRM
-      const FlipOutcome outcome = check_flipped_index(dir, original);
+      const FlipOutcome outcome = check_flipped_index(dir, file, original);
       if (::write(fds[1], &outcome, 1) != 1 || outcome == kFlipLeak) ::_exit(1);
     }
     ::_exit(0);
@@ -310,28 +369,11 @@ std::vector<FlipOutcome> check_flips_in_child(const fs::path& dir, const std::st
   return outcomes;
 }
 
-// Index contents are checksummed: one bit of index.h5 flipped at a time, at
-// a seeded sample of 2,000 offsets (IMGPACK_FLIP_ALL=1: every bit of every
-// byte). Every flip is either refused by the reader and reported by verify,
-// both naming index.h5, or provably harmless: the reader decodes exactly the
-// original index, field by field. HDF5 checksums its own metadata, not
-// dataset elements or the strings in its global heap, which is where flips
-// used to pass unnoticed (a sample path, a class name, a fold,
-// convert_options). Children check the flips in batches (a fork per flip
-// costs more than the check); a crash costs only its own flip.
-TEST(DamagedIndex, EveryFlipIsRefusedOrHarmless) {
-  TempDir dir;
-  SyntheticOptions options = small_dataset();
-  options.classes = 3;
-  options.groups = 4;
-  test::write_synthetic_dataset(dir.path(), options);
-  std::vector<int16_t> assign(options.samples);
-  for (std::size_t s = 0; s < assign.size(); ++s)
-    assign[s] = static_cast<int16_t>(static_cast<int>(s % 3) - 1);
-  test::add_split(dir.path(), "cv", 2, assign);
-  const DatasetIndex original = read_index(dir.path());
-  const std::string pristine = test::read_bytes(dir / "index.h5");
-
+// Flips one bit of DIR/FILE at a time and expects each to be refused or
+// harmless (below).
+void expect_flips_refused_or_harmless(const fs::path& dir, const std::string& file,
+                                      const DatasetIndex& original, std::size_t sample) {
+  const std::string pristine = test::read_bytes(dir / file);
   std::vector<Flip> flips;
   if (std::getenv("IMGPACK_FLIP_ALL") != nullptr) {
     for (uint64_t at = 0; at < pristine.size(); ++at) {
@@ -342,26 +384,52 @@ TEST(DamagedIndex, EveryFlipIsRefusedOrHarmless) {
     for (uint64_t at = 0; at < offsets.size(); ++at) offsets[at] = at;
     CounterRng rng(14, 0x666c6970);
     rng.shuffle(std::span(offsets));
-    offsets.resize(std::min<std::size_t>(offsets.size(), 2000));
+    offsets.resize(std::min<std::size_t>(offsets.size(), sample));
     for (uint64_t at : offsets) flips.push_back({at, static_cast<int>(rng.below(8))});
   }
 
   int counts[kFlipOutcomes] = {};
   std::size_t next = 0;
   while (next < flips.size()) {
-    for (FlipOutcome outcome : check_flips_in_child(dir.path(), pristine, original, flips, next)) {
+    for (FlipOutcome outcome : check_flips_in_child(dir, file, pristine, original, flips, next)) {
       ASSERT_LT(outcome, kFlipOutcomes);
       ++counts[outcome];
-      EXPECT_LE(outcome, kFlipRefused) << "byte " << flips[next].byte << " bit " << flips[next].bit
-                                       << ": outcome " << int{outcome};
+      EXPECT_LE(outcome, kFlipRefused) << file << " byte " << flips[next].byte << " bit "
+                                       << flips[next].bit << ": outcome " << int{outcome};
       ++next;
     }
   }
-  test::write_bytes(dir / "index.h5", pristine);
-  std::printf("index.h5 (%zu bytes): %zu flips: %d harmless, %d refused, %d changed unnoticed\n",
-              pristine.size(), flips.size(), counts[kFlipHarmless], counts[kFlipRefused],
-              counts[kFlipChanged]);
+  test::write_bytes(dir / file, pristine);
+  std::printf("%s (%zu bytes): %zu flips: %d harmless, %d refused, %d changed unnoticed\n",
+              file.c_str(), pristine.size(), flips.size(), counts[kFlipHarmless],
+              counts[kFlipRefused], counts[kFlipChanged]);
   EXPECT_GT(counts[kFlipRefused], 0);
+}
+
+// Index contents are checksummed: one bit of index.h5 (and of a format 2
+// dataset's splits.h5) flipped at a time, at a seeded sample of 2,000
+// offsets (500 of splits.h5; IMGPACK_FLIP_ALL=1: every bit of every byte). Every flip is either
+// refused by the reader and reported by verify, both naming the file, or
+// provably harmless: the reader decodes exactly the original index, field by
+// field. HDF5 checksums its own metadata, not dataset elements or the
+// strings in its global heap, which is where flips used to pass unnoticed (a
+// sample path, a class name, a fold, convert_options). Children check the
+// flips in batches (a fork per flip costs more than the check); a crash
+// costs only its own flip.
+TEST_P(EveryFormat, EveryFlipIsRefusedOrHarmless) {
+  TempDir dir;
+  SyntheticOptions options = small_dataset(GetParam());
+  options.classes = 3;
+  options.groups = 4;
+  test::write_synthetic_dataset(dir.path(), options);
+  std::vector<int16_t> assign(options.samples);
+  for (std::size_t s = 0; s < assign.size(); ++s)
+    assign[s] = static_cast<int16_t>(static_cast<int>(s % 3) - 1);
+  test::add_split(dir.path(), "cv", 2, assign);
+  const DatasetIndex original = read_index(dir.path());
+  expect_flips_refused_or_harmless(dir.path(), "index.h5", original, 2000);
+  // Far smaller: its root and one split.
+  if (GetParam() >= 2) expect_flips_refused_or_harmless(dir.path(), "splits.h5", original, 500);
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <set>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "h5.hpp"
 #include "imgpack/checksum.hpp"
@@ -83,7 +86,7 @@ TEST(Dataset, StorageOrderAndSampleTableAreConsistent) {
   test::write_synthetic_dataset(dir.path(), options);
   Dataset dataset = Dataset::open(dir.path());
   const DatasetIndex& index = dataset.index();
-  std::span<const uint64_t> order = dataset.storage_order();
+  const RecordIds order = dataset.storage_order();
   ASSERT_EQ(order.size(), dataset.num_records());
   for (std::size_t p = 1; p < order.size(); ++p) {
     auto key = [&](uint64_t r) { return std::pair(index.records.shard[r], index.records.row[r]); };
@@ -93,12 +96,108 @@ TEST(Dataset, StorageOrderAndSampleTableAreConsistent) {
   // Record data of consecutive storage positions is contiguous within a shard.
   EXPECT_EQ(dataset.record_data(order[1]), dataset.record_data(order[0]) + dataset.record_bytes());
   for (uint64_t s = 0; s < dataset.num_samples(); ++s) {
-    std::span<const uint64_t> records = dataset.sample_records(s);
+    const RecordIds records = dataset.sample_records(s);
     ASSERT_EQ(records.size(), 3u);
     for (uint16_t v = 0; v < 3; ++v) {
       EXPECT_EQ(dataset.record_sample(records[v]), static_cast<int64_t>(s));
       EXPECT_EQ(dataset.record_variant(records[v]), v);
     }
+  }
+}
+
+// A dataset written in order (as convert writes it: record r at storage
+// position r, sample s's records s*K .. s*K+K-1) is read without building
+// the storage or sample tables, and reads the same.
+TEST(Dataset, ADatasetWrittenInOrderIsReadWithoutTables) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.variants = 3;
+  options.shuffle = false;
+  const DatasetIndex written = test::write_synthetic_dataset(dir.path(), options);
+  const Dataset dataset = Dataset::open(dir.path());
+  const RecordIds order = dataset.storage_order();
+  ASSERT_EQ(order.size(), 120u);
+  for (uint64_t p = 0; p < order.size(); ++p) {
+    EXPECT_EQ(order[p], p);
+    EXPECT_EQ(dataset.storage_position(p), p);
+  }
+  EXPECT_EQ(std::vector<uint64_t>(order.begin(), order.end()).back(), 119u);
+  for (uint64_t s = 0; s < dataset.num_samples(); ++s) {
+    const RecordIds records = dataset.sample_records(s);
+    ASSERT_EQ(records.size(), 3u);
+    for (uint16_t v = 0; v < 3; ++v) {
+      EXPECT_EQ(records[v], 3 * s + v);
+      EXPECT_EQ(written.records.sample[records[v]], static_cast<int64_t>(s));
+      EXPECT_EQ(written.records.variant[records[v]], v);
+    }
+  }
+  for (uint64_t r = 0; r < dataset.num_records(); ++r) {
+    const std::vector<uint8_t> expected =
+        test::synthetic_pixels(options, written.records.sample[r], written.records.variant[r]);
+    const std::span<const uint8_t> got = dataset.record(r);
+    ASSERT_TRUE(std::equal(got.begin(), got.end(), expected.begin(), expected.end())) << r;
+  }
+}
+
+// The sample paths and group names are left out of index() and read on
+// first use, once, whichever thread asks first, for either index format.
+TEST(Dataset, PathsAndGroupNamesAreReadOnFirstUseFromAnyThread) {
+  for (int64_t version : {1, 2}) {
+    SCOPED_TRACE("format " + std::to_string(version));
+    TempDir dir;
+    SyntheticOptions options;
+    options.format_version = version;
+    const DatasetIndex written = test::write_synthetic_dataset(dir.path(), options);
+    const Dataset dataset = Dataset::open(dir.path());
+    EXPECT_FALSE(dataset.index().has_sample_paths);
+    EXPECT_TRUE(dataset.index().sample_path.empty());
+    EXPECT_EQ(dataset.index().num_groups(), written.group_names.size());
+    std::vector<std::vector<std::string>> seen(4);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < seen.size(); ++t) {
+      threads.emplace_back([&, t] {
+        for (uint64_t s = 0; s < dataset.num_samples(); ++s) {
+          seen[t].push_back(dataset.sample_path(s));
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (const std::vector<std::string>& paths : seen) EXPECT_EQ(paths, written.sample_path);
+    EXPECT_EQ(dataset.sample_paths(), written.sample_path);
+    EXPECT_EQ(dataset.group_names(), written.group_names);
+    // Asked for at open, they are in index() as before.
+    const Dataset eager = Dataset::open(dir.path(), {.index = {}});
+    EXPECT_EQ(eager.index().sample_path, written.sample_path);
+    EXPECT_EQ(eager.sample_path(3), written.sample_path[3]);
+  }
+}
+
+// A reader keeps the index it opened: a format 2 dataset's paths come from
+// its mapping of index.h5 even once another index.h5 is renamed into place;
+// a format 1 index, read again for them, is refused if it was replaced.
+TEST(Dataset, PathsComeFromTheIndexThatWasOpened) {
+  for (int64_t version : {1, 2}) {
+    SCOPED_TRACE("format " + std::to_string(version));
+    TempDir dir;
+    SyntheticOptions options;
+    options.format_version = version;
+    DatasetIndex index = test::write_synthetic_dataset(dir.path(), options);
+    const std::vector<std::string> old_paths = index.sample_path;
+    const Dataset dataset = Dataset::open(dir.path());
+    for (std::string& path : index.sample_path) path += ".renamed";
+    write_index(dir.path(), index);
+    if (version >= 2) {
+      EXPECT_EQ(dataset.sample_paths(), old_paths);
+    } else {
+      try {
+        (void)dataset.sample_path(0);
+        ADD_FAILURE() << "read the paths of another index.h5";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("index.h5"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("was replaced"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_EQ(Dataset::open(dir.path()).sample_path(0), old_paths[0] + ".renamed");
   }
 }
 
@@ -253,7 +352,7 @@ void rewrite_images(const fs::path& shard, H5D_layout_t layout) {
   out.write(format::kSample, samples);
   out.write(format::kVariant, variants);
   out.write(format::kChecksum, checksums);
-  out.write_attr("/", format::kAttrFormat, int64_t{format::kVersion});
+  out.write_attr("/", format::kAttrFormat, int64_t{format::kShardVersion});
   out.write_attr("/", format::kAttrUuid, uuid);
   out.write_attr("/", format::kAttrShardIndex, shard_index);
   out.close();

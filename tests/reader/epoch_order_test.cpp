@@ -54,7 +54,7 @@ class EpochOrderTest : public ::testing::Test {
 
 TEST_F(EpochOrderTest, SequentialIsStorageOrder) {
   EpochOrder order = make({.mode = OrderMode::sequential});
-  std::span<const uint64_t> storage = dataset_.storage_order();
+  const RecordIds storage = dataset_.storage_order();
   EXPECT_EQ(order.global_order(0), std::vector<uint64_t>(storage.begin(), storage.end()));
   EXPECT_EQ(order.global_order(5), order.global_order(0));
 }

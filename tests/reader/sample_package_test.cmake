@@ -65,10 +65,10 @@ endif()
 # The API, and nothing else: the reader's and the core's headers (a training
 # program's view), then the converter's.
 set(api_headers
-  checksum.hpp dataset.hpp dataset_index.hpp epoch_order.hpp error.hpp format.hpp loader.hpp
+  checksum.hpp column.hpp dataset.hpp dataset_index.hpp epoch_order.hpp error.hpp format.hpp loader.hpp
   output_format.hpp record_shape.hpp selection.hpp upload_backend.hpp verify.hpp
   verify_options.hpp version.hpp
-  convert.hpp convert_options.hpp merge.hpp preview.hpp sample_data.hpp split.hpp)
+  convert.hpp convert_options.hpp merge.hpp preview.hpp sample_data.hpp split.hpp upgrade.hpp)
 file(GLOB installed_headers RELATIVE "${prefix}/include/imgpack" "${prefix}/include/imgpack/*")
 list(SORT installed_headers)
 set(expected_headers ${api_headers})

@@ -140,6 +140,11 @@ TEST(Verify, IndexOfAnotherDatasetFailsEveryShard) {
   test::write_synthetic_dataset(dir / "a", SyntheticOptions{});
   test::write_foreign_twin(dir / "b", SyntheticOptions{});
   fs::copy_file(dir / "b/index.h5", dir / "a/index.h5", fs::copy_options::overwrite_existing);
+  // Alone, it does not match the splits.h5 beside it: one error, naming both.
+  VerifyReport alone = verify_dataset(dir / "a");
+  ASSERT_EQ(alone.errors.size(), 1u) << joined(alone.errors);
+  EXPECT_TRUE(mentions(alone.errors, "splits.h5", "belongs to dataset")) << joined(alone.errors);
+  fs::copy_file(dir / "b/splits.h5", dir / "a/splits.h5", fs::copy_options::overwrite_existing);
   VerifyReport report = verify_dataset(dir / "a");
   EXPECT_FALSE(report.ok());
   ASSERT_EQ(report.errors.size(), 3u) << joined(report.errors);

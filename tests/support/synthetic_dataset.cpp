@@ -23,7 +23,7 @@ std::vector<uint8_t> synthetic_pixels(const SyntheticOptions& o, int64_t sample,
 DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions& o) {
   fs::create_directories(dir);
   DatasetIndex index;
-  index.format_version = format::kVersion;
+  index.format_version = o.format_version;
   index.uuid = o.uuid;
   index.height = o.height;
   index.width = o.width;
@@ -90,7 +90,7 @@ void add_split(const fs::path& dir, const std::string& name, int32_t folds,
   split.created = "2026-01-01T00:00:00Z";
   split.assign = assign;
   index.splits.push_back(split);
-  write_index(dir, index);
+  write_splits(dir, index);
 }
 
 namespace {
@@ -100,9 +100,9 @@ void compare_field(std::vector<std::string>& out, const std::string& name, const
   if (a != b) out.push_back(name);
 }
 
-template <class T>
-void compare_column(std::vector<std::string>& out, const std::string& name, const std::vector<T>& a,
-                    const std::vector<T>& b) {
+template <class Values>
+void compare_column(std::vector<std::string>& out, const std::string& name, const Values& a,
+                    const Values& b) {
   if (a.size() != b.size()) {
     out.push_back(name + ".size()");
     return;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "imgpack/dataset_index.hpp"
+#include "imgpack/format.hpp"
 
 namespace imgpack::test {
 
@@ -26,6 +27,7 @@ struct SyntheticOptions {
   uint64_t seed = 1;
   bool shuffle = true;  // write records in a seeded order, as convert does
   std::string uuid = "5e7a0000-0000-4000-8000-000000000001";
+  int64_t format_version = format::kIndexVersion;  // of index.h5: 1 or 2
 };
 
 // The pixels of record (sample, variant): H*W*C bytes.
@@ -45,7 +47,8 @@ DatasetIndex write_foreign_twin(const std::filesystem::path& dir, SyntheticOptio
 std::string relabel_in_index_only(const std::filesystem::path& dir, DatasetIndex index,
                                   int64_t sample);
 
-// Adds (or replaces) a split with the given per-sample assignment and rewrites index.h5.
+// Adds (or replaces) a split with the given per-sample assignment and stores it with
+// write_splits().
 void add_split(const std::filesystem::path& dir, const std::string& name, int32_t folds,
                const std::vector<int16_t>& assign, const std::string& kind = "random");
 

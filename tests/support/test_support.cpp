@@ -49,11 +49,24 @@ void expect_same_dataset_bytes(const fs::path& dir, const fs::path& reference) {
   }
   EXPECT_EQ(read_bytes(dir / format::kIndexFile), read_bytes(reference / format::kIndexFile))
       << dir / format::kIndexFile;
+  EXPECT_EQ(fs::exists(dir / format::kSplitsFile), fs::exists(reference / format::kSplitsFile))
+      << dir / format::kSplitsFile;
+  if (fs::exists(reference / format::kSplitsFile)) {
+    EXPECT_EQ(read_bytes(dir / format::kSplitsFile), read_bytes(reference / format::kSplitsFile))
+        << dir / format::kSplitsFile;
+  }
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     EXPECT_FALSE(name.ends_with(format::kTmpSuffix)) << entry.path();
     EXPECT_NE(name, kJournalFile) << entry.path();
   }
+}
+
+void rewrite_as_format1(const fs::path& dir) {
+  DatasetIndex index = read_index(dir);
+  index.format_version = 1;
+  write_index(dir, index);
+  fs::remove(dir / format::kSplitsFile);
 }
 
 cv::Mat make_rgb_image(int width, int height, uint64_t seed) {

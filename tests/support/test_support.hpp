@@ -39,10 +39,15 @@ void write_bytes(const std::filesystem::path& path, const std::string& bytes);
 std::string read_bytes(const std::filesystem::path& path);
 
 // Expects `dir` to hold the very dataset in `reference`: the same shard
-// files and index.h5, byte for byte, and no temporary or journal file left
+// files, index.h5 and splits.h5, byte for byte, and no temporary or journal file left
 // (gtest failures name the file).
 void expect_same_dataset_bytes(const std::filesystem::path& dir,
                                const std::filesystem::path& reference);
+
+// Rewrites the dataset in `dir` as an imgpack of index format 1 wrote it:
+// index.h5 in format 1 (variable-length strings, the splits inside it), no
+// splits.h5. For tests of what still reads format 1, and of upgrading it.
+void rewrite_as_format1(const std::filesystem::path& dir);
 
 // OpenCV's decode of a file, converted to RGB (or gray), EXIF orientation applied.
 cv::Mat opencv_decode_rgb(const std::filesystem::path& path, bool gray = false);

@@ -1,9 +1,12 @@
-// Every subcommand that reads a dataset, run on damaged copies of one: a
+// Every subcommand that reads a dataset, run on damaged copies of one (index
+// format 2, and format 1 where the damage is to format 1's own layout): a
 // truncated shard, flipped pixels, flipped bytes in HDF5 metadata of a shard
-// and of index.h5, an index.h5 of another dataset, a deleted shard, an empty
-// or missing index.h5. Each command either succeeds (when it does not read
-// the damaged part) or exits 1 with a message naming the damaged file; none
-// dies from a signal or hangs. verify fails on every one of them.
+// and of index.h5, damaged strings (format 1's global heap, format 2's bytes
+// and offsets), an index.h5 of another dataset, a deleted shard, an empty or
+// missing index.h5, a missing, foreign or damaged splits.h5. Each command
+// either succeeds (when it does not read the damaged part) or exits 1 with a
+// message naming the damaged file; none dies from a signal or hangs. verify
+// fails on every one of them.
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>
@@ -82,7 +85,18 @@ struct Damage {
   std::string file;  // the file every error message must name
   Reach reach;
   std::function<void(const fs::path& dataset, const fs::path& other)> apply;
+  int format = 2;  // the index format of the dataset it damages
 };
+
+// Offset of the first occurrence of `text` in `file`, which must be its only one.
+uint64_t unique_offset(const fs::path& file, const std::string& text) {
+  const std::string bytes = test::read_bytes(file);
+  const std::size_t at = bytes.find(text);
+  if (at == std::string::npos || bytes.find(text, at + 1) != std::string::npos) {
+    throw std::runtime_error("'" + text + "' is not in " + file.string() + " exactly once");
+  }
+  return at;
+}
 
 // How GoogleTest (and so ctest) shows a Damage: its name, not its bytes.
 void PrintTo(const Damage& damage, std::ostream* out) { *out << damage.name; }
@@ -111,25 +125,60 @@ std::vector<Damage> damages() {
        [](const fs::path& d, const fs::path&) {
          flip_byte(d / "index.h5", object_header_address(d / "index.h5", "/records/shard") + 12);
        }},
-      // Strings live in HDF5's global heap, which has no checksum: damage to
-      // an object's size or to a string's reference to it crashed HDF5.
+      // Format 1 keeps its strings in HDF5's global heap, which has no
+      // checksum: damage to an object's size or to a string's reference to it
+      // crashed HDF5. (Format 2 keeps only its string attributes there.)
       {"index_string_heap_object_size", "index.h5", Reach::index,
        [](const fs::path& d, const fs::path&) {
          flip_byte(d / "index.h5", first_heap_collection(d / "index.h5") + 16 + 8 + 1, 0x01);
        }},
-      {"index_string_reference", "index.h5", Reach::paths,
+      {"format1_index_string_heap_object_size", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) {
+         flip_byte(d / "index.h5", first_heap_collection(d / "index.h5") + 16 + 8 + 1, 0x01);
+       },
+       1},
+      {"format1_index_string_reference", "index.h5", Reach::paths,
        [](const fs::path& d, const fs::path&) {
          flip_byte(d / "index.h5", dataset_offset(d / "index.h5", "/samples/path") + 12, 0x01);
-       }},
-      // A class name changed in the heap, its structure intact: HDF5 reads
-      // "Circle" happily; only the table's checksum tells.
+       },
+       1},
+      // A class name changed, its structure intact: HDF5 reads "Circle"
+      // happily; only the table's checksum tells.
+      {"format1_index_class_name", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) {
+         flip_byte(d / "index.h5", unique_offset(d / "index.h5", std::string("circle\0", 7)), 0x20);
+       },
+       1},
       {"index_class_name", "index.h5", Reach::index,
        [](const fs::path& d, const fs::path&) {
-         const std::string bytes = test::read_bytes(d / "index.h5");
-         const std::size_t at = bytes.find(std::string("circle\0", 7));
-         ASSERT_NE(at, std::string::npos);
-         ASSERT_EQ(bytes.find(std::string("circle\0", 7), at + 1), std::string::npos);
-         flip_byte(d / "index.h5", at, 0x20);
+         flip_byte(d / "index.h5", unique_offset(d / "index.h5", "circlesquare"), 0x20);
+       }},
+      // Format 2's sample paths, which only what prints or matches paths reads.
+      {"index_path_bytes", "index.h5", Reach::paths,
+       [](const fs::path& d, const fs::path&) {
+         flip_byte(d / "index.h5", dataset_offset(d / "index.h5", "/samples/path/bytes") + 5, 0x01);
+       }},
+      {"index_path_offsets", "index.h5", Reach::paths,
+       [](const fs::path& d, const fs::path&) {
+         flip_byte(d / "index.h5", dataset_offset(d / "index.h5", "/samples/path/offsets") + 9,
+                   0x01);
+       }},
+      // Format 2's splits.h5: every command reads the splits.
+      {"splits_missing", "splits.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) { fs::remove(d / "splits.h5"); }},
+      {"splits_of_another_dataset", "splits.h5", Reach::index,
+       [](const fs::path& d, const fs::path& other) {
+         fs::copy_file(other / "splits.h5", d / "splits.h5", fs::copy_options::overwrite_existing);
+       }},
+      {"splits_assign", "splits.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) {
+         flip_byte(d / "splits.h5", dataset_offset(d / "splits.h5", "/splits/cv/assign") + 2, 0x01);
+       }},
+      {"splits_superblock", "splits.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) { flip_byte(d / "splits.h5", 20); }},
+      {"index_h5_alone_of_another_dataset", "splits.h5", Reach::index,
+       [](const fs::path& d, const fs::path& other) {
+         fs::copy_file(other / "index.h5", d / "index.h5", fs::copy_options::overwrite_existing);
        }},
       {"shard_string_heap_object_size", "shard-00001.h5", Reach::shard,
        [](const fs::path& d, const fs::path&) {
@@ -138,7 +187,9 @@ std::vector<Damage> damages() {
        }},
       {"index_of_another_dataset", "shard-00000.h5", Reach::uuid,
        [](const fs::path& d, const fs::path& other) {
-         fs::copy_file(other / "index.h5", d / "index.h5", fs::copy_options::overwrite_existing);
+         for (const char* file : {"index.h5", "splits.h5"}) {
+           fs::copy_file(other / file, d / file, fs::copy_options::overwrite_existing);
+         }
        }},
       {"shard_replaced_by_fifo", "shard-00002.h5", Reach::shard,
        [](const fs::path& d, const fs::path&) {
@@ -157,15 +208,22 @@ std::vector<Damage> damages() {
 struct Command {
   std::string name;
   std::function<std::string(const fs::path& dataset, const fs::path& scratch)> arguments;
-  // Must this command fail on a damage of this reach?
-  std::function<bool(Reach)> must_fail;
+  // Must this command fail on a damage of this reach, to an index of this format?
+  std::function<bool(Reach, int format)> must_fail;
 };
 
 std::vector<Command> commands() {
-  auto index_only = [](Reach r) { return r == Reach::index; };
-  auto index_or_paths = [](Reach r) { return r == Reach::index || r == Reach::paths; };
-  auto reads_shards = [](Reach r) { return r != Reach::pixels; };
-  auto summary = [](Reach r) { return r != Reach::pixels && r != Reach::paths; };
+  auto index_only = [](Reach r, int) { return r == Reach::index; };
+  auto index_or_paths = [](Reach r, int) { return r == Reach::index || r == Reach::paths; };
+  // A split change reads the paths only where it rewrites them: format 1.
+  auto changes_splits = [](Reach r, int format) {
+    return r == Reach::index || (r == Reach::paths && format == 1);
+  };
+  auto reads_shards = [](Reach r, int) { return r != Reach::pixels; };
+  // The reader defers the paths: what opens a dataset without printing them works.
+  auto opens = [](Reach r, int) { return r != Reach::pixels && r != Reach::paths; };
+  auto summary = [](Reach r, int) { return r != Reach::pixels && r != Reach::paths; };
+  auto always = [](Reach, int) { return true; };
   return {
       // inspect opens through the reader's checks; --force shows what the
       // index says even when a shard is damaged, but not a damaged index.
@@ -175,11 +233,10 @@ std::vector<Command> commands() {
       {"inspect --force",
        [](const fs::path& d, const fs::path&) { return "inspect " + q(d) + " --force"; },
        index_only},
-      {"verify", [](const fs::path& d, const fs::path&) { return "verify " + q(d); },
-       [](Reach) { return true; }},
+      {"verify", [](const fs::path& d, const fs::path&) { return "verify " + q(d); }, always},
       {"verify --json --threads 3",
        [](const fs::path& d, const fs::path&) { return "verify " + q(d) + " --json --threads 3"; },
-       [](Reach) { return true; }},
+       always},
       {"split --list",
        [](const fs::path& d, const fs::path&) { return "split " + q(d) + " --list"; }, index_only},
       {"split --export",
@@ -191,7 +248,7 @@ std::vector<Command> commands() {
        [](const fs::path& d, const fs::path&) {
          return "split " + q(d) + " --name again --kind random --folds 2";
        },
-       index_or_paths},
+       changes_splits},
       {"preview",
        [](const fs::path& d, const fs::path& s) {
          return "preview " + q(d) + " --out " + q(s / "p.png") + " --samples 1000";
@@ -201,7 +258,7 @@ std::vector<Command> commands() {
        [](const fs::path& d, const fs::path&) {
          return "bench " + q(d) + " --batch 4 --threads 1 --epochs 1 --json --quiet";
        },
-       reads_shards},
+       opens},
   };
 }
 
@@ -223,23 +280,31 @@ class DamagedDatasetTest : public ::testing::TestWithParam<Damage> {
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
     ASSERT_TRUE(fs::exists(*dir_ / "data-1/shard-00003.h5"));
+    // The same dataset as an imgpack of index format 1 wrote it.
+    fs::copy(pristine(2), pristine(1), fs::copy_options::recursive);
+    test::rewrite_as_format1(pristine(1));
   }
   static void TearDownTestSuite() {
     delete dir_;
     dir_ = nullptr;
   }
-  static fs::path pristine() { return *dir_ / "data-1"; }
+  static fs::path pristine(int format = 2) {
+    return *dir_ / (format == 2 ? "data-1" : "data-1-format1");
+  }
   static fs::path other() { return *dir_ / "data-2"; }
 
   static inline test::TempDir* dir_ = nullptr;
 };
 
 TEST_F(DamagedDatasetTest, PristineDatasetPassesEveryCommand) {
-  test::TempDir scratch;
-  fs::copy(pristine(), scratch / "data", fs::copy_options::recursive);
-  for (const Command& command : commands()) {
-    CommandResult r = run_limited(command.arguments(scratch / "data", scratch.path()));
-    EXPECT_EQ(r.exit_code, 0) << command.name << ": " << r.err;
+  for (int format : {1, 2}) {
+    SCOPED_TRACE("format " + std::to_string(format));
+    test::TempDir scratch;
+    fs::copy(pristine(format), scratch / "data", fs::copy_options::recursive);
+    for (const Command& command : commands()) {
+      CommandResult r = run_limited(command.arguments(scratch / "data", scratch.path()));
+      EXPECT_EQ(r.exit_code, 0) << command.name << ": " << r.err;
+    }
   }
 }
 
@@ -249,13 +314,13 @@ TEST_P(DamagedDatasetTest, EveryCommandFailsCleanlyNamingTheFile) {
     SCOPED_TRACE(command.name);
     test::TempDir scratch;
     const fs::path data = scratch / "data";
-    fs::copy(pristine(), data, fs::copy_options::recursive);
+    fs::copy(pristine(damage.format), data, fs::copy_options::recursive);
     damage.apply(data, other());
     CommandResult r = run_limited(command.arguments(data, scratch.path()));
     EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1)
         << "exit " << r.exit_code << " (>= 128 is a signal, 124 a hang)\n"
         << r.err;
-    if (command.must_fail(damage.reach)) {
+    if (command.must_fail(damage.reach, damage.format)) {
       EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     } else if (damage.reach == Reach::paths) {
       EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -309,7 +374,9 @@ TEST_F(DamagedDatasetTest, InspectRefusesDamagedDatasetsUnlessForced) {
        }},
       {"index of another dataset", "shard-00000.h5",
        [](const fs::path& d) {
-         fs::copy_file(other() / "index.h5", d / "index.h5", fs::copy_options::overwrite_existing);
+         for (const char* file : {"index.h5", "splits.h5"}) {
+           fs::copy_file(other() / file, d / file, fs::copy_options::overwrite_existing);
+         }
        }},
       {"deleted shard", "shard-00002.h5",
        [](const fs::path& d) { fs::remove(d / "shard-00002.h5"); }},

@@ -234,10 +234,13 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
       std::string(IMGPACK_SYSTEM_PYTHON) + " -c " +
       shell_quote("import h5py, sys\n"
                   "f = h5py.File(sys.argv[1], 'r')\n"
-                  "for p in f['samples/path'][:]:\n"
-                  "    print((p if isinstance(p, bytes) else p.encode()).hex())\n"
-                  "for c in f['classes/name'][:]:\n"
-                  "    print('class', (c if isinstance(c, bytes) else c.encode()).hex())\n") +
+                  "def strings(name):\n"
+                  "    data, offsets = f[name + '/bytes'][:], f[name + '/offsets'][:]\n"
+                  "    return [data[a:b].tobytes() for a, b in zip(offsets[:-1], offsets[1:])]\n"
+                  "for p in strings('samples/path'):\n"
+                  "    print(p.hex())\n"
+                  "for c in strings('classes/name'):\n"
+                  "    print('class', c.hex())\n") +
       " " + q(out_ / "index.h5"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto hex = [](const std::string& s) {

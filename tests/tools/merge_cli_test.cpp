@@ -71,7 +71,8 @@ TEST_F(MergeCli, ArrayTasksThenMergeAndKilledMergesFinishWhenRunAgain) {
   ASSERT_EQ(test::run_imgpack(convert_args("single")).exit_code, 0);
   auto tasks = array_tasks("parts", 3);
   ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
-  for (const std::string point : {"", "merge-patch:1", "merge-shard:2", "merge-index-committed"}) {
+  for (const std::string point :
+       {"", "merge-patch:1", "merge-shard:2", "splits-committed", "merge-index-committed"}) {
     SCOPED_TRACE(point);
     const fs::path out = dir_ / ("out" + point);
     fs::copy(dir_ / "parts", out, fs::copy_options::recursive);

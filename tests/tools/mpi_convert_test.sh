@@ -25,14 +25,18 @@ args=(--size 16x12 --variants 2 --augment hflip --shard-size 4K --threads 1
 import os, sys
 import h5py
 
+def strings(index, name):
+    data, offsets = index[name + "/bytes"][:], index[name + "/offsets"][:]
+    return [data[a:b].tobytes().decode() for a, b in zip(offsets[:-1], offsets[1:])]
+
 def records(path):
     keys = []
     with h5py.File(os.path.join(path, "index.h5"), "r") as index:
-        paths = [p.decode() for p in index["samples/path"][:]]
+        paths = strings(index, "samples/path")
         labels = index["samples/label"][:]
         groups = index["samples/group"][:]
-        for name in index["shards/file"][:]:
-            with h5py.File(os.path.join(path, name.decode()), "r") as shard:
+        for name in strings(index, "shards/file"):
+            with h5py.File(os.path.join(path, name), "r") as shard:
                 for s, v, c in zip(shard["sample"][:], shard["variant"][:], shard["checksum"][:]):
                     keys.append((paths[s], int(v), int(c), int(labels[s]), int(groups[s])))
     return sorted(keys)

@@ -15,6 +15,7 @@
 
 #include "files.hpp"
 #include "h5.hpp"
+#include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/split.hpp"
@@ -195,7 +196,7 @@ TEST_F(SplitCli, ImportStoresFoldsMadeElsewhere) {
   EXPECT_EQ(index.find_split("theirs")->assign, index.find_split("cv")->assign);
   EXPECT_EQ(index.find_split("theirs")->folds, 3);
 
-  const std::string before = test::read_bytes(dataset() / "index.h5");
+  const std::string before = test::read_bytes(dataset() / "splits.h5");
   test::write_bytes(csv, test::read_bytes(csv) + "z/none.png,,,1\n");
   r = split("--import " + shell_quote(csv.string()) + " --name other");
   EXPECT_EQ(r.exit_code, 2);
@@ -206,18 +207,27 @@ TEST_F(SplitCli, ImportStoresFoldsMadeElsewhere) {
   r = split("--import " + shell_quote(csv.string()) + " --name x --fold-column k");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no column 'k' (--fold-column)"), std::string::npos) << r.err;
-  EXPECT_EQ(test::read_bytes(dataset() / "index.h5"), before);
+  EXPECT_EQ(test::read_bytes(dataset() / "splits.h5"), before);
 }
 
-TEST_F(SplitCli, RegeneratingRewritesTheIndexOnlyAndLeavesShardsUntouched) {
+// The inode of `path`, or 0 when it does not exist.
+ino_t inode_of(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+TEST_F(SplitCli, ChangingSplitsReplacesSplitsH5AloneLeavingTheSampleTableAndShardsUntouched) {
   const std::map<std::string, FileState> before = shard_states(dataset());
   ASSERT_GT(before.size(), 1u);  // 4K shards: several
-  // Holding the old index open keeps its inode allocated, so a rename shows as
-  // a different inode number.
-  const int old_index = ::open((dataset() / "index.h5").c_str(), O_RDONLY);
-  ASSERT_GE(old_index, 0);
+  const fs::path index_path = dataset() / format::kIndexFile;
+  const fs::path splits_path = dataset() / format::kSplitsFile;
+  const std::string index_bytes = test::read_bytes(index_path);
   struct stat index_before {};
-  ASSERT_EQ(::fstat(old_index, &index_before), 0);
+  ASSERT_EQ(::stat(index_path.c_str(), &index_before), 0);
+  // Holding the old splits.h5 open keeps its inode allocated, so a rename
+  // shows as a different inode number.
+  const int old_splits = ::open(splits_path.c_str(), O_RDONLY);
+  ASSERT_GE(old_splits, 0);
 
   ASSERT_EQ(split("--name cv --kind group --folds 3").exit_code, 0);
   ASSERT_EQ(split("--name cv --kind stratified-group --folds 4 --seed 1 --force").exit_code, 0);
@@ -232,29 +242,57 @@ TEST_F(SplitCli, RegeneratingRewritesTheIndexOnlyAndLeavesShardsUntouched) {
     EXPECT_EQ(after.at(name).mtime.tv_sec, state.mtime.tv_sec) << name;
     EXPECT_EQ(after.at(name).mtime.tv_nsec, state.mtime.tv_nsec) << name;
   }
-  // index.h5 was replaced by rename (a new inode), never edited in place, and
-  // no temporary file is left.
+  // index.h5, the sample table, is the very same file with the same bytes.
   struct stat index_after {};
-  ASSERT_EQ(::stat((dataset() / "index.h5").c_str(), &index_after), 0);
-  EXPECT_NE(index_after.st_ino, index_before.st_ino);
-  ::close(old_index);
+  ASSERT_EQ(::stat(index_path.c_str(), &index_after), 0);
+  EXPECT_EQ(index_after.st_ino, index_before.st_ino);
+  EXPECT_EQ(index_after.st_mtim.tv_sec, index_before.st_mtim.tv_sec);
+  EXPECT_EQ(index_after.st_mtim.tv_nsec, index_before.st_mtim.tv_nsec);
+  EXPECT_EQ(test::read_bytes(index_path), index_bytes);
+  // splits.h5 was replaced by rename (a new inode), never edited in place,
+  // and no temporary file is left.
+  struct stat splits_before {};
+  ASSERT_EQ(::fstat(old_splits, &splits_before), 0);
+  EXPECT_NE(inode_of(splits_path), splits_before.st_ino);
+  ::close(old_splits);
+  EXPECT_FALSE(fs::exists(dataset() / "splits.h5.tmp"));
   EXPECT_FALSE(fs::exists(dataset() / "index.h5.tmp"));
   EXPECT_EQ(read_index(dataset()).find_split("cv")->folds, 4);
 }
 
+TEST_F(SplitCli, AFormat1DatasetKeepsItsSplitsInIndexH5AndStaysFormat1) {
+  test::rewrite_as_format1(dataset());
+  const fs::path index_path = dataset() / format::kIndexFile;
+  const ino_t index_before = inode_of(index_path);
+  const int hold = ::open(index_path.c_str(), O_RDONLY);  // keeps the old inode allocated
+  ASSERT_GE(hold, 0);
+  ASSERT_EQ(split("--name cv --kind stratified --folds 3").exit_code, 0);
+  ::close(hold);
+  EXPECT_NE(inode_of(index_path), index_before);  // rewritten whole, by rename
+  EXPECT_FALSE(fs::exists(dataset() / format::kSplitsFile));
+  h5::File file = h5::File::open_read(index_path);
+  EXPECT_EQ(file.read_int_attr("/", format::kAttrFormat), 1);
+  EXPECT_TRUE(file.exists("/splits/cv/assign"));
+  const DatasetIndex index = read_index(dataset());
+  EXPECT_EQ(index.format_version, 1);
+  ASSERT_NE(index.find_split("cv"), nullptr);
+  EXPECT_EQ(split("--delete cv").exit_code, 0);
+  EXPECT_EQ(read_index(dataset()).find_split("cv"), nullptr);
+}
+
 TEST_F(SplitCli, AReaderThatOpenedTheDatasetBeforeKeepsItsView) {
-  const fs::path index_path = dataset() / "index.h5";
-  const std::string old_bytes = test::read_bytes(index_path);
+  const fs::path splits_path = dataset() / format::kSplitsFile;
+  const std::string old_bytes = test::read_bytes(splits_path);
   const DatasetIndex old_index = read_index(dataset());
-  h5::File old_file = h5::File::open_read(index_path);
-  const int fd = ::open(index_path.c_str(), O_RDONLY);
+  const Dataset opened = Dataset::open(dataset());  // maps index.h5 and splits.h5
+  h5::File old_file = h5::File::open_read(splits_path);
+  const int fd = ::open(splits_path.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
 
   ASSERT_EQ(split("--name cv --kind stratified --folds 3").exit_code, 0);
 
-  // The open HDF5 file still reads the old, complete index: no split in it.
+  // The open HDF5 file still reads the old, complete splits: no split in it.
   EXPECT_FALSE(old_file.exists("/splits/cv"));
-  EXPECT_EQ(old_file.read<int32_t>("/samples/label"), old_index.sample_label);
   // And the old file's bytes are intact through a descriptor opened before.
   std::string through_fd(old_bytes.size() + 1, '\0');
   const ssize_t n = ::pread(fd, through_fd.data(), through_fd.size(), 0);
@@ -262,14 +300,19 @@ TEST_F(SplitCli, AReaderThatOpenedTheDatasetBeforeKeepsItsView) {
   ASSERT_EQ(n, static_cast<ssize_t>(old_bytes.size()));
   through_fd.resize(static_cast<std::size_t>(n));
   EXPECT_EQ(through_fd, old_bytes);
-  // A new open sees the new split; the old in-memory index is unchanged.
+  // A new open sees the new split; the old in-memory index and the dataset
+  // opened before are unchanged, their sample paths still readable.
   EXPECT_NE(read_index(dataset()).find_split("cv"), nullptr);
+  EXPECT_NE(Dataset::open(dataset()).index().find_split("cv"), nullptr);
   EXPECT_EQ(old_index.find_split("cv"), nullptr);
+  EXPECT_EQ(opened.index().find_split("cv"), nullptr);
+  EXPECT_EQ(opened.sample_paths(), old_index.sample_path);
 }
 
 TEST_F(SplitCli, RequestsThatCannotBeMetExitTwoAndChangeNothing) {
   ASSERT_EQ(split("--name cv --kind group --folds 3").exit_code, 0);
   const std::string index_bytes = test::read_bytes(dataset() / "index.h5");
+  const std::string splits_bytes = test::read_bytes(dataset() / "splits.h5");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--name x --kind stratfied --folds 3", "unknown split kind 'stratfied'"},
       {"--name cv --kind group --folds 3", "exists; pass --force"},
@@ -294,6 +337,7 @@ TEST_F(SplitCli, RequestsThatCannotBeMetExitTwoAndChangeNothing) {
     EXPECT_NE(r.err.find(reason), std::string::npos) << arguments << ": " << r.err;
   }
   EXPECT_EQ(test::read_bytes(dataset() / "index.h5"), index_bytes);
+  EXPECT_EQ(test::read_bytes(dataset() / "splits.h5"), splits_bytes);
 
   // A group kind on a dataset converted without groups.
   convert(dir_ / "src", dir_ / "plain", "");
@@ -324,6 +368,8 @@ TEST_F(SplitCli, ConvertSplitUsesTheSameCodeAndStaysByteIdentical) {
   convert(dir_ / "src", dir_ / "two", option);
   EXPECT_EQ(test::read_bytes(dir_ / "one" / "index.h5"),
             test::read_bytes(dir_ / "two" / "index.h5"));
+  EXPECT_EQ(test::read_bytes(dir_ / "one" / "splits.h5"),
+            test::read_bytes(dir_ / "two" / "splits.h5"));
 
   DatasetIndex index = read_index(dir_ / "one");
   const Split* cv = index.find_split("cv");

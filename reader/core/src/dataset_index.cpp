@@ -8,6 +8,10 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "index_checksum.hpp"
+#include "index_file.hpp"
+#include "index_strings.hpp"
+#include "index_tables.hpp"
+#include "splits_file.hpp"
 
 namespace imgpack {
 
@@ -58,9 +62,10 @@ void validate_records(const DatasetIndex& index, const std::string& where) {
 
 void DatasetIndex::validate(const std::string& where) const {
   auto fail = [&](const std::string& problem) { throw Error(where + ": " + problem); };
-  if (format_version != format::kVersion) {
-    fail("format version " + std::to_string(format_version) + ", this imgpack reads version " +
-         std::to_string(format::kVersion));
+  if (format_version < format::kOldestIndexVersion || format_version > format::kIndexVersion) {
+    fail("format version " + std::to_string(format_version) + ", this imgpack reads versions " +
+         std::to_string(format::kOldestIndexVersion) + " to " +
+         std::to_string(format::kIndexVersion));
   }
   if (height == 0 || width == 0 || (channels != 1 && channels != 3)) {
     fail("invalid image shape " + std::to_string(height) + "x" + std::to_string(width) + "x" +
@@ -106,78 +111,17 @@ void DatasetIndex::validate(const std::string& where) const {
 
 namespace {
 
-std::string split_group(const std::string& name) {
-  return std::string(format::kSplitsGroup) + "/" + name;
-}
-
-// Reads the tables of index.h5, each checked against its checksum attribute
-// (index_checksum.hpp). An index written before the checksums has none and
-// is read as it is; one that has them on its root must have them everywhere,
-// so damage that hides an attribute is caught too.
-class CheckedIndexReader {
- public:
-  explicit CheckedIndexReader(const h5::File& file)
-      : file_(file), checksummed_(file.has_attr("/", format::kAttrAttributesChecksum)) {}
-
-  template <class T>
-  std::vector<T> numbers(const std::string& name) const {
-    std::vector<T> values = file_.read<T>(name);
-    check(name, format::kAttrChecksum, index_checksum::of_numbers(values));
-    return values;
-  }
-
-  std::vector<std::string> strings(const std::string& name) const {
-    std::vector<std::string> values = file_.read_strings(name);
-    check(name, format::kAttrChecksum, index_checksum::of_strings(values));
-    return values;
-  }
-
-  // Throws naming the file and `object` unless its checksum `attr` is
-  // `actual` (or absent from an index written without checksums).
-  void check(const std::string& object, const char* attr, uint64_t actual) const {
-    if (!file_.has_attr(object, attr)) {
-      if (!checksummed_) return;
-      throw file_error(file_.path(), object + " has no " + attr +
-                                         " checksum, which every table of this index has: the "
-                                         "file is damaged");
-    }
-    if (file_.read_uint64_attr(object, attr) != actual) {
-      throw file_error(file_.path(), object +
-                                         (std::string_view(attr) == format::kAttrChecksum
-                                              ? " does not match its checksum"
-                                              : ": its attributes do not match their checksum") +
-                                         " (" + attr + "): the index is damaged");
-    }
-  }
-
- private:
-  const h5::File& file_;
-  const bool checksummed_;
+// A read of index.h5, with what the reader keeps of it besides the index.
+struct IndexRead {
+  DatasetIndex index;
+  std::shared_ptr<const detail::IndexStrings> strings;  // with `map` only
 };
 
-// Writes the tables of index.h5, each with its checksum attribute.
-class ChecksummedIndexWriter {
- public:
-  explicit ChecksummedIndexWriter(h5::File& file) : file_(file) {}
-
-  template <class T>
-  void numbers(const std::string& name, const std::vector<T>& values) {
-    file_.write(name, values);
-    file_.write_uint64_attr(name, format::kAttrChecksum, index_checksum::of_numbers(values));
-  }
-
-  void strings(const std::string& name, const std::vector<std::string>& values) {
-    file_.write_strings(name, values);
-    file_.write_uint64_attr(name, format::kAttrChecksum, index_checksum::of_strings(values));
-  }
-
- private:
-  h5::File& file_;
-};
-
-}  // namespace
-
-DatasetIndex read_index(const fs::path& dataset_dir, const IndexReadOptions& options) {
+// Reads DIR/index.h5 (and, for format 2, DIR/splits.h5). With `map`, the
+// numeric tables are viewed in mappings of the files. With `defer`, the sample
+// paths and group names left out are kept for reading on first use.
+IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& options, bool map,
+                           bool defer) {
   fs::path path = dataset_dir / format::kIndexFile;
   std::error_code ec;
   if (!fs::is_directory(dataset_dir, ec)) {
@@ -187,14 +131,18 @@ DatasetIndex read_index(const fs::path& dataset_dir, const IndexReadOptions& opt
     throw file_error(path, "missing: not a complete imgpack dataset (conversion unfinished?)");
   }
   h5::File file = h5::File::open_read(path);
-  DatasetIndex index;
+  IndexRead read;
+  DatasetIndex& index = read.index;
   if (!file.has_attr("/", format::kAttrFormat)) {
     throw file_error(path, "not an imgpack index (no imgpack_format attribute)");
   }
   index.format_version = file.read_int_attr("/", format::kAttrFormat);
-  if (index.format_version != format::kVersion) {
+  if (index.format_version < format::kOldestIndexVersion ||
+      index.format_version > format::kIndexVersion) {
     throw file_error(path, "format version " + std::to_string(index.format_version) +
-                               ", this imgpack reads version " + std::to_string(format::kVersion));
+                               ", this imgpack reads versions " +
+                               std::to_string(format::kOldestIndexVersion) + " to " +
+                               std::to_string(format::kIndexVersion));
   }
   auto read_u32_attr = [&](const char* name) {
     int64_t v = file.read_int_attr("/", name);
@@ -213,81 +161,71 @@ DatasetIndex read_index(const fs::path& dataset_dir, const IndexReadOptions& opt
   index.convert_options = file.read_string_attr("/", format::kAttrConvertOptions);
   index.created_by = file.read_string_attr("/", format::kAttrCreatedBy);
 
-  const CheckedIndexReader checked(file);
-  checked.check("/", format::kAttrAttributesChecksum, index_checksum::of_root_attributes(index));
+  // Format 2 always has checksums; a format 1 index has them when its root does.
+  const bool format2 = index.format_version >= 2;
+  const bool checksummed = format2 || file.has_attr("/", format::kAttrAttributesChecksum);
+  std::shared_ptr<const detail::FileMapping> mapping = map ? detail::map_file(file) : nullptr;
+  const detail::TableReader tables(file, index.format_version, checksummed, mapping);
+  tables.check("/", format::kAttrAttributesChecksum, index_checksum::of_root_attributes(index));
 
   index.has_sample_paths = options.sample_paths;
   index.has_group_names = options.group_names;
+  index.sample_label = tables.numbers<int32_t>(format::kSamplesLabel);
+  index.sample_group = tables.numbers<int32_t>(format::kSamplesGroup);
   if (options.sample_paths) {
-    index.sample_path = checked.strings(format::kSamplesPath);
-  }
-  index.sample_label = checked.numbers<int32_t>(format::kSamplesLabel);
-  index.sample_group = checked.numbers<int32_t>(format::kSamplesGroup);
-  if (!options.sample_paths && file.length(format::kSamplesPath) != index.sample_label.size()) {
+    index.sample_path = tables.strings(format::kSamplesPath);
+  } else if (tables.string_count(format::kSamplesPath) != index.sample_label.size()) {
     throw file_error(path, std::string(format::kSamplesPath) + " and " + format::kSamplesLabel +
                                " have different lengths");
   }
-  index.class_names = checked.strings(format::kClassesName);
+  index.class_names = tables.strings(format::kClassesName);
   if (options.group_names) {
-    index.group_names = checked.strings(format::kGroupsName);
+    index.group_names = tables.strings(format::kGroupsName);
   } else {
-    index.unread_groups = file.length(format::kGroupsName);
+    index.unread_groups = tables.string_count(format::kGroupsName);
   }
   index.has_records = options.records;
   if (options.records) {
-    index.records.shard = checked.numbers<uint32_t>(format::kRecordsShard);
-    index.records.row = checked.numbers<uint32_t>(format::kRecordsRow);
-    index.records.sample = checked.numbers<int64_t>(format::kRecordsSample);
-    index.records.variant = checked.numbers<uint16_t>(format::kRecordsVariant);
+    index.records.shard = tables.numbers<uint32_t>(format::kRecordsShard);
+    index.records.row = tables.numbers<uint32_t>(format::kRecordsRow);
+    index.records.sample = tables.numbers<int64_t>(format::kRecordsSample);
+    index.records.variant = tables.numbers<uint16_t>(format::kRecordsVariant);
   } else {
     index.unread_records = file.length(format::kRecordsShard);
   }
-  index.shards.file = checked.strings(format::kShardsFile);
-  index.shards.records = checked.numbers<uint64_t>(format::kShardsRecords);
+  index.shards.file = tables.strings(format::kShardsFile);
+  index.shards.records = tables.numbers<uint64_t>(format::kShardsRecords).to_vector();
 
-  if (file.exists(format::kSplitsGroup)) {
-    for (const std::string& name : file.list(format::kSplitsGroup)) {
-      std::string group = split_group(name);
-      Split split;
-      split.name = name;
-      split.kind = file.read_string_attr(group, format::kSplitKind);
-      split.folds = static_cast<int32_t>(file.read_int_attr(group, format::kSplitFolds));
-      split.seed = static_cast<uint64_t>(file.read_int_attr(group, format::kSplitSeed));
-      split.test_fraction = file.read_double_attr(group, format::kSplitTestFraction);
-      if (file.has_attr(group, format::kSplitValFraction)) {
-        split.val_fraction = file.read_double_attr(group, format::kSplitValFraction);
-      }
-      split.created = file.read_string_attr(group, format::kSplitCreated);
-      // Absent in indexes written before these attributes: the kind tells.
-      split.stratified = file.has_attr(group, format::kSplitStratified)
-                             ? file.read_int_attr(group, format::kSplitStratified) != 0
-                             : split.kind == "stratified" || split.kind == "stratified-group";
-      split.grouped = file.has_attr(group, format::kSplitGrouped)
-                          ? file.read_int_attr(group, format::kSplitGrouped) != 0
-                          : split.kind == "group" || split.kind == "stratified-group";
-      split.assign = checked.numbers<int16_t>(group + "/assign");
-      checked.check(group, format::kAttrAttributesChecksum,
-                    index_checksum::of_split_attributes(split));
-      index.splits.push_back(std::move(split));
+  if (format2) {
+    index.splits =
+        detail::read_splits_file(dataset_dir, index.uuid, index.sample_label.size(), map);
+  } else {
+    index.splits = detail::read_split_groups(tables);
+  }
+  if (defer && (!options.sample_paths || !options.group_names)) {
+    if (format2) {
+      read.strings = std::make_shared<const detail::IndexStrings>(
+          path, tables.string_table(format::kSamplesPath),
+          tables.string_table(format::kGroupsName));
+    } else {
+      read.strings =
+          std::make_shared<const detail::IndexStrings>(path, file.identity(), checksummed);
     }
   }
   index.validate(path.string());
-  return index;
+  return read;
 }
 
-void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
-  if (!index.has_sample_paths || !index.has_group_names || !index.has_records) {
-    throw Error(
-        "write_index: the index was read without its sample paths, group names or "
-        "records, which writing it would lose");
-  }
-  index.validate((dataset_dir / format::kIndexFile).string());
+// index.h5 of `index.format_version`: format 1 holds the splits, format 2
+// leaves them to splits.h5.
+void write_index_file(const fs::path& dataset_dir, const DatasetIndex& index) {
   fs::path final_path = dataset_dir / format::kIndexFile;
   fs::path tmp_path = final_path;
   tmp_path += format::kTmpSuffix;
   try {
     h5::File file = h5::File::create(tmp_path);
-    file.write_attr("/", format::kAttrFormat, int64_t{format::kVersion});
+    detail::TableWriter tables(file, index.format_version);
+    file.write_attr("/", format::kAttrFormat, int64_t{index.format_version});
     file.write_attr("/", format::kAttrUuid, index.uuid);
     file.write_attr("/", format::kAttrHeight, int64_t{index.height});
     file.write_attr("/", format::kAttrWidth, int64_t{index.width});
@@ -299,7 +237,6 @@ void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
     file.write_uint64_attr("/", format::kAttrAttributesChecksum,
                            index_checksum::of_root_attributes(index));
 
-    ChecksummedIndexWriter tables(file);
     tables.strings(format::kSamplesPath, index.sample_path);
     tables.numbers(format::kSamplesLabel, index.sample_label);
     tables.numbers(format::kSamplesGroup, index.sample_group);
@@ -311,26 +248,7 @@ void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
     tables.numbers(format::kRecordsVariant, index.records.variant);
     tables.strings(format::kShardsFile, index.shards.file);
     tables.numbers(format::kShardsRecords, index.shards.records);
-
-    file.create_group(format::kSplitsGroup);
-    std::vector<const Split*> splits;
-    for (const Split& split : index.splits) splits.push_back(&split);
-    std::sort(splits.begin(), splits.end(),
-              [](const Split* a, const Split* b) { return a->name < b->name; });
-    for (const Split* split : splits) {
-      std::string group = split_group(split->name);
-      tables.numbers(group + "/assign", split->assign);
-      file.write_attr(group, format::kSplitKind, split->kind);
-      file.write_attr(group, format::kSplitFolds, int64_t{split->folds});
-      file.write_attr(group, format::kSplitSeed, static_cast<int64_t>(split->seed));
-      file.write_attr(group, format::kSplitTestFraction, split->test_fraction);
-      file.write_attr(group, format::kSplitValFraction, split->val_fraction);
-      file.write_attr(group, format::kSplitCreated, split->created);
-      file.write_attr(group, format::kSplitStratified, int64_t{split->stratified});
-      file.write_attr(group, format::kSplitGrouped, int64_t{split->grouped});
-      file.write_uint64_attr(group, format::kAttrAttributesChecksum,
-                             index_checksum::of_split_attributes(*split));
-    }
+    if (index.format_version < 2) detail::write_split_groups(file, tables, index.splits);
     file.close();
     crash_point("index-commit");
     commit_file(tmp_path, final_path);
@@ -339,6 +257,56 @@ void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
     fs::remove(tmp_path, ec);
     throw;
   }
+}
+
+void check_writable_version(const DatasetIndex& index, const fs::path& dataset_dir) {
+  if (index.format_version < format::kOldestIndexVersion ||
+      index.format_version > format::kIndexVersion) {
+    throw Error((dataset_dir / format::kIndexFile).string() + ": cannot write format version " +
+                std::to_string(index.format_version));
+  }
+}
+
+}  // namespace
+
+DatasetIndex read_index(const fs::path& dataset_dir, const IndexReadOptions& options) {
+  return read_index_files(dataset_dir, options, false, false).index;
+}
+
+namespace detail {
+
+DeferredIndex read_index_deferred(const fs::path& dataset_dir, const IndexReadOptions& options,
+                                  bool map) {
+  IndexRead read = read_index_files(dataset_dir, options, map, true);
+  return {std::move(read.index), std::move(read.strings)};
+}
+
+}  // namespace detail
+
+void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
+  if (!index.has_sample_paths || !index.has_group_names || !index.has_records) {
+    throw Error(
+        "write_index: the index was read without its sample paths, group names or "
+        "records, which writing it would lose");
+  }
+  check_writable_version(index, dataset_dir);
+  index.validate((dataset_dir / format::kIndexFile).string());
+  // splits.h5 first: index.h5, last, is what makes a dataset complete.
+  if (index.format_version >= 2) {
+    detail::write_splits_file(dataset_dir, index);
+    crash_point("splits-committed");
+  }
+  write_index_file(dataset_dir, index);
+}
+
+void write_splits(const fs::path& dataset_dir, const DatasetIndex& index) {
+  check_writable_version(index, dataset_dir);
+  if (index.format_version < 2) {
+    write_index(dataset_dir, index);
+    return;
+  }
+  index.validate((dataset_dir / format::kIndexFile).string());
+  detail::write_splits_file(dataset_dir, index);
 }
 
 std::string utc_timestamp() {

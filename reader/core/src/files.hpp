@@ -138,8 +138,10 @@ uint64_t file_length(const std::filesystem::path& path);
 // would. Otherwise it costs one comparison (the variable is read once).
 // Points used by the writer: "record:N" (after the N-th record of a
 // conversion is staged), "shard-commit:K" (shard K written, not yet renamed),
-// "index-commit" (index.h5.tmp written, not yet renamed), "index-committed"
-// (index.h5 in place, journal not yet removed).
+// "splits-commit" (splits.h5.tmp written, not yet renamed), "splits-committed"
+// (splits.h5 in place, index.h5 not yet written), "index-commit" (index.h5.tmp
+// written, not yet renamed), "index-committed" (index.h5 in place, journal not
+// yet removed).
 void crash_point(std::string_view name, uint64_t count = 0);
 
 }  // namespace imgpack

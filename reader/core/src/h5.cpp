@@ -261,7 +261,15 @@ uint64_t File::length(const std::string& name) const {
 void File::read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed,
                     bool is_float, void* out, uint64_t n) const {
   Handle dataset = open_dataset(name);
-  Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
+  check_element_type(dataset.get(), name, size, is_signed, is_float);
+  if (n == 0) return;
+  check_status(H5Dread(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread",
+               name);
+}
+
+void File::check_element_type(hid_t dataset, const std::string& name, size_t size, int is_signed,
+                              bool is_float) const {
+  Handle type(check(H5Dget_type(dataset), "H5Dget_type", name));
   H5T_class_t cls = H5Tget_class(type.get());
   bool ok = is_float ? cls == H5T_FLOAT
                      : cls == H5T_INTEGER &&
@@ -269,9 +277,47 @@ void File::read_raw(const std::string& name, hid_t mem_type, size_t size, int is
   if (!ok || H5Tget_size(type.get()) != size) {
     throw Error(path_.string() + ": " + name + " has an unexpected element type");
   }
-  if (n == 0) return;
-  check_status(H5Dread(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread",
-               name);
+}
+
+std::optional<uint64_t> File::contiguous_offset_raw(const std::string& name, size_t size,
+                                                    int is_signed, bool is_float,
+                                                    uint64_t file_size) const {
+  const uint64_t n = length(name);
+  Handle dataset = open_dataset(name);
+  check_element_type(dataset.get(), name, size, is_signed, is_float);
+  Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
+  if (H5Tget_order(type.get()) != H5T_ORDER_LE && size > 1) return std::nullopt;
+  Handle dcpl(check(H5Dget_create_plist(dataset.get()), "H5Dget_create_plist", name));
+  if (H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS || H5Pget_external_count(dcpl.get()) != 0 ||
+      H5Pget_nfilters(dcpl.get()) != 0) {
+    return std::nullopt;
+  }
+  H5D_space_status_t status{};
+  if (n == 0 || H5Dget_space_status(dataset.get(), &status) < 0 ||
+      status != H5D_SPACE_STATUS_ALLOCATED) {
+    return std::nullopt;
+  }
+  if (n > file_size / size || H5Dget_storage_size(dataset.get()) != n * size) return std::nullopt;
+  const haddr_t offset = H5Dget_offset(dataset.get());
+  if (offset == HADDR_UNDEF || offset > file_size || n * size > file_size - offset) {
+    return std::nullopt;
+  }
+  return offset;
+}
+
+int File::descriptor() const {
+  Handle fapl(check(H5Fget_access_plist(id()), "H5Fget_access_plist", "/"));
+  if (H5Pget_driver(fapl.get()) != H5FD_SEC2) return -1;
+  void* handle = nullptr;
+  check_status(H5Fget_vfd_handle(id(), fapl.get(), &handle), "H5Fget_vfd_handle", "/");
+  return handle != nullptr ? *static_cast<int*>(handle) : -1;
+}
+
+FileIdentity File::identity() const {
+  struct stat st {};
+  const int fd = descriptor();
+  if (fd < 0 || ::fstat(fd, &st) != 0) throw system_error(path_, "cannot stat", errno);
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
 }
 
 void File::write_raw(const std::string& name, hid_t mem_type, const void* data, uint64_t n) {

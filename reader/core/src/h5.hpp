@@ -15,11 +15,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "files.hpp"
 #include "imgpack/format.hpp"
 
 namespace imgpack::h5 {
@@ -151,6 +153,24 @@ class File {
   std::vector<std::string> read_strings(const std::string& name) const;
   void write_strings(const std::string& name, const std::vector<std::string>& values);
 
+  // Where the elements of 1-D dataset `name` lie in the file, when they can
+  // be used in place (memory-mapped): contiguous, allocated, not external,
+  // little-endian, exactly length() * sizeof(T) bytes that end inside the
+  // file's `file_size` bytes; std::nullopt where they cannot (read() them
+  // instead). Throws, as read() does, for an element type other than T's.
+  template <class T>
+  std::optional<uint64_t> contiguous_offset(const std::string& name, uint64_t file_size) const {
+    return contiguous_offset_raw(name, sizeof(T), std::is_signed_v<T> ? 1 : 0,
+                                 std::is_floating_point_v<T>, file_size);
+  }
+
+  // The descriptor HDF5 reads the open file through (its default sec2
+  // driver), for mapping or identifying the very file HDF5 opened; -1 under
+  // another driver. Owned by HDF5: valid until the file is closed.
+  int descriptor() const;
+  // Which file HDF5 has open (st_dev, st_ino of its descriptor).
+  FileIdentity identity() const;
+
   // Attributes on the object at `object` ("/" for the root).
   bool has_attr(const std::string& object, const std::string& attr) const;
   int64_t read_int_attr(const std::string& object, const std::string& attr) const;
@@ -177,6 +197,11 @@ class File {
   void read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed, bool is_float,
                 void* out, uint64_t n) const;
   void write_raw(const std::string& name, hid_t mem_type, const void* data, uint64_t n);
+  // Throws unless the dataset's element type is of this class, size and sign.
+  void check_element_type(hid_t dataset, const std::string& name, size_t size, int is_signed,
+                          bool is_float) const;
+  std::optional<uint64_t> contiguous_offset_raw(const std::string& name, size_t size, int is_signed,
+                                                bool is_float, uint64_t file_size) const;
   Handle open_attr(const std::string& object, const std::string& attr) const;
   Handle create_attr(const std::string& object, const std::string& attr, hid_t type);
 

@@ -67,6 +67,15 @@ uint64_t of_root_attributes(const DatasetIndex& index) {
   return hasher.digest();
 }
 
+uint64_t of_splits_file_attributes(int64_t format_version, const std::string& uuid,
+                                   int64_t samples) {
+  Hasher hasher;
+  add_attribute(hasher, format::kAttrFormat, format_version);
+  add_attribute(hasher, format::kAttrUuid, uuid);
+  add_attribute(hasher, format::kAttrSamples, samples);
+  return hasher.digest();
+}
+
 uint64_t of_split_attributes(const Split& split) {
   Hasher hasher;
   hasher.add_string(split.name);

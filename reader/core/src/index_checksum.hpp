@@ -76,6 +76,10 @@ template <class T>
 uint64_t of_numbers(const std::vector<T>& values) {
   return of_numbers(std::span<const T>(values));
 }
+template <class T>
+uint64_t of_numbers(const Column<T>& values) {
+  return of_numbers(values.span());
+}
 
 // The checksum of a string table: each string's length and bytes, in order.
 uint64_t of_strings(const std::vector<std::string>& values);
@@ -84,6 +88,11 @@ uint64_t of_strings(const std::vector<std::string>& values);
 // height, width, channels, variants, color, convert_options, created_by, in
 // that order, each as its name and its value).
 uint64_t of_root_attributes(const DatasetIndex& index);
+
+// The checksum of splits.h5's root attributes (imgpack_format, dataset_uuid,
+// samples, in that order, each as its name and its value).
+uint64_t of_splits_file_attributes(int64_t format_version, const std::string& uuid,
+                                   int64_t samples);
 
 // The checksum of a split's name and its group's attributes (kind, folds,
 // seed, test_fraction, val_fraction, created, stratified, grouped).

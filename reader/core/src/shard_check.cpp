@@ -6,6 +6,7 @@
 #include "h5.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "mapped_column.hpp"
 
 namespace imgpack {
 
@@ -48,9 +49,10 @@ void check_identity(const h5::File& file, const ShardExpectation& expected) {
     throw file_error(path, "not an imgpack shard (no imgpack_format attribute)");
   }
   const int64_t version = file.read_int_attr("/", format::kAttrFormat);
-  if (version != format::kVersion) {
+  if (version != format::kShardVersion) {
     throw file_error(path, "format version " + std::to_string(version) +
-                               ", this imgpack reads version " + std::to_string(format::kVersion));
+                               ", this imgpack reads shards of version " +
+                               std::to_string(format::kShardVersion));
   }
   const std::string uuid = file.read_string_attr("/", format::kAttrUuid);
   if (uuid != expected.uuid) {
@@ -123,29 +125,30 @@ uint64_t check_images(const h5::File& file, const ShardExpectation& expected, ui
 }
 
 template <class T>
-std::vector<T> read_column(const h5::File& file, const char* name, uint64_t records) {
+Column<T> read_column(const h5::File& file, const char* name, uint64_t records,
+                      const std::shared_ptr<const MappedRegion>& mapping) {
   // Check the length before reading: a damaged file can declare any size.
   const uint64_t length = file.length(name);
   if (length != records) {
     throw file_error(file.path(), std::string(name) + " has " + std::to_string(length) +
                                       " entries, expected " + std::to_string(records));
   }
-  return file.read<T>(name);
+  return detail::mapped_or_read<T>(file, name, mapping);
 }
 
 }  // namespace
 
-ShardContents read_shard(const fs::path& path, const ShardExpectation& expected,
-                         uint64_t file_size) {
+ShardContents read_shard(const fs::path& path, const ShardExpectation& expected, uint64_t file_size,
+                         const std::shared_ptr<const MappedRegion>& mapping) {
   h5::File file = h5::File::open_read(path);
   check_identity(file, expected);
   ShardContents contents;
   contents.images_offset = check_images(file, expected, file_size);
   contents.images_bytes = expected.records * expected.height * expected.width * expected.channels;
-  contents.labels = read_column<int32_t>(file, format::kLabels, expected.records);
-  contents.samples = read_column<int64_t>(file, format::kSample, expected.records);
-  contents.variants = read_column<uint16_t>(file, format::kVariant, expected.records);
-  contents.checksums = read_column<uint64_t>(file, format::kChecksum, expected.records);
+  contents.labels = read_column<int32_t>(file, format::kLabels, expected.records, mapping);
+  contents.samples = read_column<int64_t>(file, format::kSample, expected.records, mapping);
+  contents.variants = read_column<uint16_t>(file, format::kVariant, expected.records, mapping);
+  contents.checksums = read_column<uint64_t>(file, format::kChecksum, expected.records, mapping);
   return contents;
 }
 

@@ -12,9 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "imgpack/column.hpp"
+#include "mapped_region.hpp"
 
 namespace imgpack {
 
@@ -36,10 +40,10 @@ struct ShardExpectation {
 struct ShardContents {
   uint64_t images_offset = 0;  // byte offset of /images in the file (0 if no records)
   uint64_t images_bytes = 0;   // records * height * width * channels
-  std::vector<int32_t> labels;
-  std::vector<int64_t> samples;
-  std::vector<uint16_t> variants;
-  std::vector<uint64_t> checksums;  // stored XXH3-64 of each row's bytes
+  Column<int32_t> labels;
+  Column<int64_t> samples;
+  Column<uint16_t> variants;
+  Column<uint64_t> checksums;  // stored XXH3-64 of each row's bytes
 };
 
 // Checks the shard at `path`, whose open descriptor reported `file_size`
@@ -49,9 +53,13 @@ struct ShardContents {
 // contiguous, unfiltered, not external, allocated and inside the file;
 // /labels, /sample, /variant and /checksum of length `records`. Whether the
 // columns agree with an index is the caller's business.
+// With `mapping`, a read-only mapping of the whole file (file_size bytes),
+// the columns are viewed in it where they lie contiguous (as imgpack writes
+// them) and keep it alive; without, they are read.
 // Throws imgpack::Error naming `path` and the first problem found. Keeps no
 // HDF5 handle open after it returns.
 ShardContents read_shard(const std::filesystem::path& path, const ShardExpectation& expected,
-                         uint64_t file_size);
+                         uint64_t file_size,
+                         const std::shared_ptr<const MappedRegion>& mapping = nullptr);
 
 }  // namespace imgpack

@@ -1,11 +1,19 @@
 // A validated, memory-mapped, read-only view of an imgpack dataset.
 //
-// Dataset::open() reads index.h5 and the metadata of every shard once through
-// HDF5, checks everything the format promises (version, dataset uuid, dtype,
-// shape, contiguous allocated storage inside the file, per-record columns
-// agreeing with the index), closes every HDF5 handle and maps each shard's
-// pixels read-only. After open() no HDF5 call is ever made: record bytes are
-// plain pointers into the mappings.
+// Dataset::open() reads index.h5 (format 1 or 2; with format 2, splits.h5)
+// and the metadata of every shard once through HDF5, checks everything the
+// format promises (version, checksums, dataset uuid, dtype, shape, contiguous
+// allocated storage inside the file, per-record columns agreeing with the
+// index), closes every HDF5 handle and maps each shard file read-only. The
+// index's numeric tables (labels, groups, records, split assignments) and
+// the shards' columns (checksums) are viewed in read-only mappings of
+// index.h5, splits.h5 and the shards where they lie contiguous, as imgpack
+// writes them: shared with every other process that maps the same dataset
+// (one page cache for all the ranks of a job), never the process's anonymous
+// memory; tables laid out otherwise are copied. The sample paths and group
+// names are read on first use. After open() no HDF5 call is made but by
+// those reads (on a format 1 index, which opens index.h5 again): record
+// bytes are plain pointers into the mappings.
 //
 // A Dataset is a cheap handle: copies share the same mappings, which stay
 // valid while any copy (or a Loader made from one) lives. All const methods
@@ -16,29 +24,97 @@
 // crash later. The one thing open() cannot guard against is a shard being
 // truncated or rewritten in place *after* it was mapped: do not modify a
 // dataset that is being read (imgpack's own tools never do; they write new
-// files and rename them into place, which leaves open mappings intact).
+// files and rename them into place, which leaves open mappings intact). The
+// same holds for index.h5 and splits.h5, which are mapped too: a program
+// that edits them in place (h5py) must not do so under a running reader.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "imgpack/dataset_index.hpp"
 
 namespace imgpack {
+
+// A sequence of record ids: a view of a table the Dataset holds, or a run of
+// consecutive ids where that table would hold exactly those (a dataset written
+// in order needs no table: record r at storage position r, sample s's K
+// records s*K .. s*K+K-1). Valid while the Dataset lives; cheap to copy.
+class RecordIds {
+ public:
+  // Holds what it reads, not the RecordIds: valid as long as the Dataset.
+  class iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = uint64_t;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = uint64_t;
+    iterator() = default;
+    iterator(const uint64_t* table, uint64_t first, std::size_t i)
+        : table_(table), first_(first), i_(i) {}
+    uint64_t operator*() const { return table_ != nullptr ? table_[i_] : first_ + i_; }
+    uint64_t operator[](difference_type n) const { return *(*this + n); }
+    iterator& operator++() { return ++i_, *this; }
+    iterator operator++(int) { return {table_, first_, i_++}; }
+    iterator& operator--() { return --i_, *this; }
+    iterator operator--(int) { return {table_, first_, i_--}; }
+    iterator& operator+=(difference_type n) { return i_ += static_cast<std::size_t>(n), *this; }
+    iterator& operator-=(difference_type n) { return i_ -= static_cast<std::size_t>(n), *this; }
+    friend iterator operator+(iterator it, difference_type n) { return it += n; }
+    friend iterator operator+(difference_type n, iterator it) { return it += n; }
+    friend iterator operator-(iterator it, difference_type n) { return it -= n; }
+    friend difference_type operator-(iterator a, iterator b) {
+      return static_cast<difference_type>(a.i_) - static_cast<difference_type>(b.i_);
+    }
+    friend bool operator==(iterator a, iterator b) { return a.i_ == b.i_; }
+    friend auto operator<=>(iterator a, iterator b) { return a.i_ <=> b.i_; }
+
+   private:
+    const uint64_t* table_ = nullptr;
+    uint64_t first_ = 0;
+    std::size_t i_ = 0;
+  };
+
+  RecordIds() = default;
+  explicit RecordIds(std::span<const uint64_t> table) : table_(table.data()), size_(table.size()) {}
+  RecordIds(uint64_t first, std::size_t count) : first_(first), size_(count) {}
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  uint64_t operator[](std::size_t i) const { return table_ != nullptr ? table_[i] : first_ + i; }
+  uint64_t front() const { return (*this)[0]; }
+  uint64_t back() const { return (*this)[size_ - 1]; }
+  // The ids [offset, offset + count) of these.
+  RecordIds subspan(std::size_t offset, std::size_t count) const {
+    return table_ != nullptr ? RecordIds(std::span<const uint64_t>(table_ + offset, count))
+                             : RecordIds(first_ + offset, count);
+  }
+  iterator begin() const { return {table_, first_, 0}; }
+  iterator end() const { return {table_, first_, size_}; }
+
+ private:
+  const uint64_t* table_ = nullptr;  // null: the run first_, first_ + 1, ...
+  uint64_t first_ = 0;
+  std::size_t size_ = 0;
+};
 
 struct DatasetOpenOptions {
   // Also read every record once and compare it with its stored XXH3-64
   // checksum (slow: reads the whole dataset). Off by default; `imgpack verify`
   // does this for a whole dataset, Loader can do it per record as it reads.
   bool verify_checksums = false;
-  // What of index.h5 to read (all of it by default; the records always). A
-  // Dataset opened without the sample paths or group names has them empty in
-  // index(); everything else works as usual, and errors that would quote a
-  // sample's path give only its number.
-  IndexReadOptions index;
+  // What of index.h5 to read into index(); the records always. By default
+  // the sample paths and group names are left out, which a training program
+  // does not need: index().sample_path and group_names are then empty, and
+  // sample_path(), sample_paths() and group_names() read them on first use.
+  IndexReadOptions index{.sample_paths = false, .group_names = false};
 };
 
 class Dataset {
@@ -55,8 +131,21 @@ class Dataset {
   Dataset() = default;  // an empty handle; only assignment and destruction are valid
 
   const std::filesystem::path& path() const;
-  // The whole index (samples, records, shards, splits), as read at open().
+  // The index (samples, records, shards, splits) as read at open(), without
+  // the sample paths and group names unless DatasetOpenOptions::index asked
+  // for them.
   const DatasetIndex& index() const;
+
+  // The source path of sample `s` (< num_samples()) relative to the converted
+  // directory; every sample's path; every group's name, by group id. Read from
+  // index.h5 on first use (then kept: a format 2 index's strings stay in its
+  // mapping, a format 1 index's are copied out), from the very file open()
+  // read: a format 1 index.h5 replaced since (a split, an upgrade) is an
+  // imgpack::Error saying to open the dataset again, as is a damaged table.
+  // Thread-safe.
+  std::string sample_path(uint64_t s) const;
+  std::vector<std::string> sample_paths() const;
+  std::vector<std::string> group_names() const;
 
   uint32_t height() const { return index().height; }
   uint32_t width() const { return index().width; }
@@ -94,17 +183,17 @@ class Dataset {
   // Per-record metadata (r < num_records(), unchecked).
   uint32_t record_shard(uint64_t r) const;
   int32_t record_label(uint64_t r) const;   // label of the record's source sample, -1 = none
-  int64_t record_sample(uint64_t r) const;  // row in index().sample_path
+  int64_t record_sample(uint64_t r) const;  // its source sample (sample_path(), labels)
   uint16_t record_variant(uint64_t r) const;
   uint64_t record_checksum(uint64_t r) const;  // XXH3-64 stored in the shard
 
   // Every record, in the order they lie in the files (shard by shard, row by row).
-  std::span<const uint64_t> storage_order() const;
+  RecordIds storage_order() const;
   // Position of record `r` in storage_order().
   uint64_t storage_position(uint64_t r) const;
   // The records of source sample `s`, by ascending variant (empty if the
   // sample has no record).
-  std::span<const uint64_t> sample_records(uint64_t s) const;
+  RecordIds sample_records(uint64_t s) const;
 
   // Path of shard `k` and the bytes of its mapped /images.
   std::filesystem::path shard_path(std::size_t k) const;

@@ -11,9 +11,9 @@
 namespace imgpack {
 namespace {
 
-DatasetIndex small_index() {
+DatasetIndex small_index(int64_t version = format::kIndexVersion) {
   DatasetIndex index;
-  index.format_version = format::kVersion;
+  index.format_version = version;
   index.uuid = "00000000-0000-8000-8000-000000000001";
   index.height = 4;
   index.width = 5;
@@ -47,12 +47,21 @@ DatasetIndex small_index() {
   return index;
 }
 
-TEST(DatasetIndex, RoundTripsEveryField) {
+// Both index formats: 2, which this imgpack writes, and 1, which it still
+// reads and writes back (a split of a format 1 dataset).
+class EveryFormat : public ::testing::TestWithParam<int64_t> {};
+INSTANTIATE_TEST_SUITE_P(DatasetIndex, EveryFormat, ::testing::Values(1, 2),
+                         [](const auto& param) { return "format" + std::to_string(param.param); });
+
+TEST_P(EveryFormat, RoundTripsEveryField) {
   test::TempDir dir;
-  DatasetIndex written = small_index();
+  DatasetIndex written = small_index(GetParam());
   write_index(dir.path(), written);
   EXPECT_FALSE(std::filesystem::exists(dir / "index.h5.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "splits.h5.tmp"));
+  EXPECT_EQ(std::filesystem::exists(dir / "splits.h5"), GetParam() >= 2);
   DatasetIndex read = read_index(dir.path());
+  EXPECT_EQ(read.format_version, GetParam());
   EXPECT_EQ(read.uuid, written.uuid);
   EXPECT_EQ(read.height, 4u);
   EXPECT_EQ(read.width, 5u);
@@ -84,9 +93,9 @@ TEST(DatasetIndex, RoundTripsEveryField) {
   EXPECT_EQ(read.find_split("nope"), nullptr);
 }
 
-TEST(DatasetIndex, ASummaryReadLeavesOutPathsGroupNamesAndRecordsButCountsThem) {
+TEST_P(EveryFormat, ASummaryReadLeavesOutPathsGroupNamesAndRecordsButCountsThem) {
   test::TempDir dir;
-  const DatasetIndex written = small_index();
+  const DatasetIndex written = small_index(GetParam());
   write_index(dir.path(), written);
   DatasetIndex read =
       read_index(dir.path(), {.sample_paths = false, .group_names = false, .records = false});
@@ -171,32 +180,50 @@ void overwrite_strings(const std::filesystem::path& dir, const std::string& name
   file.close();
 }
 
-void expect_refused_naming(const std::filesystem::path& dir, const std::string& table) {
+void expect_refused_naming(const std::filesystem::path& dir, const std::string& table,
+                           const std::string& file = "index.h5",
+                           const std::string& problem = "checksum") {
   try {
     read_index(dir);
     ADD_FAILURE() << "read an index whose " << table << " was changed";
   } catch (const Error& e) {
     const std::string message = e.what();
-    EXPECT_NE(message.find("index.h5"), std::string::npos) << message;
+    EXPECT_NE(message.find(file), std::string::npos) << message;
     EXPECT_NE(message.find(table), std::string::npos) << message;
-    EXPECT_NE(message.find("checksum"), std::string::npos) << message;
+    EXPECT_NE(message.find(problem), std::string::npos) << message;
   }
+}
+
+// Overwrites element `i` of the numeric dataset `name` of DIR/FILE in place,
+// leaving its checksum attribute as it was.
+template <class T>
+void overwrite_number(const std::filesystem::path& path, const std::string& name, std::size_t i,
+                      T value) {
+  h5::File file = h5::File::open_write(path);
+  std::vector<T> values = file.read<T>(name);
+  ASSERT_LT(i, values.size());
+  values[i] = value;
+  h5::Handle dataset = file.open_dataset(name);
+  ASSERT_GE(
+      H5Dwrite(dataset.get(), h5::native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+      0);
+  file.close();
 }
 
 // Index contents are checksummed: a class name, a sample path, a fold, a
 // record's row or a root attribute changed behind the checksums is refused,
 // naming the table, where HDF5 alone reads the new values happily.
-TEST(DatasetIndex, ContentsChangedBehindTheirChecksumsAreRefusedNamingTheTable) {
+TEST(DatasetIndex, Format1ContentsChangedBehindTheirChecksumsAreRefusedNamingTheTable) {
   test::TempDir dir;
-  write_index(dir.path(), small_index());
+  write_index(dir.path(), small_index(1));
   overwrite_strings(dir.path(), format::kClassesName, {"cat", "dig"});
   expect_refused_naming(dir.path(), format::kClassesName);
 
-  write_index(dir.path(), small_index());
+  write_index(dir.path(), small_index(1));
   overwrite_strings(dir.path(), format::kSamplesPath, {"cat/a.jpg", "dog/b.png", "dog/d.jpg"});
   expect_refused_naming(dir.path(), format::kSamplesPath);
 
-  write_index(dir.path(), small_index());
+  write_index(dir.path(), small_index(1));
   {
     h5::File file = h5::File::open_write(dir / "index.h5");
     h5::Handle assign = file.open_dataset("/splits/cv5/assign");
@@ -206,7 +233,7 @@ TEST(DatasetIndex, ContentsChangedBehindTheirChecksumsAreRefusedNamingTheTable) 
   }
   expect_refused_naming(dir.path(), "/splits/cv5/assign");
 
-  write_index(dir.path(), small_index());
+  write_index(dir.path(), small_index(1));
   {
     h5::File file = h5::File::open_write(dir / "index.h5");
     file.write_attr("/", format::kAttrConvertOptions, std::string(R"({"seed":2})"));
@@ -214,7 +241,7 @@ TEST(DatasetIndex, ContentsChangedBehindTheirChecksumsAreRefusedNamingTheTable) 
   }
   expect_refused_naming(dir.path(), "/: its attributes");
 
-  write_index(dir.path(), small_index());
+  write_index(dir.path(), small_index(1));
   {
     h5::File file = h5::File::open_write(dir / "index.h5");
     file.write_attr("/splits/cv5", format::kSplitKind, std::string("random"));
@@ -223,11 +250,166 @@ TEST(DatasetIndex, ContentsChangedBehindTheirChecksumsAreRefusedNamingTheTable) 
   expect_refused_naming(dir.path(), "/splits/cv5: its attributes");
 }
 
-// Indexes written before the checksums (no xxh3 attributes at all) still
-// open; one that has them must have them on every table.
-TEST(DatasetIndex, IndexesWithoutChecksumsStillOpen) {
+// Format 2 keeps the same promise over its own layout: the bytes and offsets
+// of every string table, the numeric tables, splits.h5's assignments and the
+// attributes of its root and of every split.
+TEST(DatasetIndex, Format2ContentsChangedBehindTheirChecksumsAreRefusedNamingTheTable) {
+  test::TempDir dir;
+  const std::filesystem::path index_file = dir / "index.h5";
+  const std::filesystem::path splits_file = dir / "splits.h5";
+  write_index(dir.path(), small_index());
+  overwrite_number<uint8_t>(index_file, "/classes/name/bytes", 4, 'i');  // "dog" -> "dig"
+  expect_refused_naming(dir.path(), "/classes/name/bytes");
+
+  write_index(dir.path(), small_index());
+  overwrite_number<uint64_t>(index_file, "/samples/path/offsets", 1, 8);
+  expect_refused_naming(dir.path(), "/samples/path/offsets");
+
+  write_index(dir.path(), small_index());
+  overwrite_number<uint8_t>(index_file, "/shards/file/bytes", 0, 'S');
+  expect_refused_naming(dir.path(), "/shards/file/bytes");
+
+  write_index(dir.path(), small_index());
+  overwrite_number<uint32_t>(index_file, format::kRecordsRow, 1, 0);
+  expect_refused_naming(dir.path(), format::kRecordsRow);
+
+  write_index(dir.path(), small_index());
+  overwrite_number<int16_t>(splits_file, "/splits/cv5/assign", 0, 1);
+  expect_refused_naming(dir.path(), "/splits/cv5/assign", "splits.h5");
+
+  write_index(dir.path(), small_index());
+  {
+    h5::File file = h5::File::open_write(splits_file);
+    file.write_attr("/splits/cv5", format::kSplitKind, std::string("random"));
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/splits/cv5: its attributes", "splits.h5");
+
+  write_index(dir.path(), small_index());
+  {
+    h5::File file = h5::File::open_write(splits_file);
+    file.write_attr("/", format::kAttrSamples, int64_t{4});
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/: its attributes", "splits.h5");
+
+  write_index(dir.path(), small_index());
+  {
+    h5::File file = h5::File::open_write(index_file);
+    file.write_attr("/", format::kAttrConvertOptions, std::string(R"({"seed":2})"));
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/: its attributes");
+}
+
+// A format 2 string table whose offsets run backwards or past its bytes, with
+// checksums to match (a writer other than imgpack), is refused too.
+TEST(DatasetIndex, Format2StringTablesWithBadOffsetsAreRefused) {
   test::TempDir dir;
   write_index(dir.path(), small_index());
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    std::vector<uint64_t> offsets = file.read<uint64_t>("/classes/name/offsets");
+    ASSERT_EQ(offsets, (std::vector<uint64_t>{0, 3, 6}));
+    offsets = {0, 7, 6};
+    file.unlink("/classes/name/offsets");
+    file.write("/classes/name/offsets", offsets);
+    file.write_uint64_attr("/classes/name/offsets", format::kAttrChecksum,
+                           index_checksum::of_numbers(offsets));
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/classes/name/offsets", "index.h5", "decreases");
+}
+
+// A format 2 dataset keeps its splits in splits.h5: one that is missing, or
+// that belongs to another index (another uuid, another sample count), is
+// refused naming it; a format 1 index ignores a splits.h5 beside it.
+TEST(DatasetIndex, SplitsFileMustBelongToTheIndex) {
+  test::TempDir dir, other;
+  write_index(dir.path(), small_index());
+  std::filesystem::remove(dir / "splits.h5");
+  expect_refused_naming(dir.path(), "splits.h5", "splits.h5", "missing");
+
+  DatasetIndex foreign = small_index();
+  foreign.uuid = "00000000-0000-8000-8000-00000000beef";
+  write_index(other.path(), foreign);
+  std::filesystem::copy_file(other / "splits.h5", dir / "splits.h5");
+  expect_refused_naming(dir.path(), "splits.h5", "splits.h5", "belongs to dataset");
+
+  write_index(dir.path(), small_index(1));
+  DatasetIndex read = read_index(dir.path());
+  EXPECT_EQ(read.format_version, 1);
+  ASSERT_EQ(read.splits.size(), 1u);  // index.h5's own, not splits.h5's
+  EXPECT_EQ(read.splits[0].assign, small_index().splits[0].assign);
+}
+
+// Format 2 has checksums on every table, always.
+TEST(DatasetIndex, Format2WithoutAChecksumIsRefused) {
+  test::TempDir dir;
+  write_index(dir.path(), small_index());
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    ASSERT_GE(H5Adelete(file.open_dataset("/samples/path/bytes").get(), format::kAttrChecksum), 0);
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/samples/path/bytes", "index.h5", "has no xxh3");
+}
+
+// Format 2 is strings in bulk: every string table a group of two numeric
+// datasets, and no variable-length string dataset anywhere.
+TEST(DatasetIndex, Format2StoresStringsAsBytesAndOffsets) {
+  test::TempDir dir;
+  write_index(dir.path(), small_index());
+  h5::File file = h5::File::open_read(dir / "index.h5");
+  EXPECT_EQ(file.read_int_attr("/", format::kAttrFormat), 2);
+  EXPECT_FALSE(file.exists(format::kSplitsGroup));
+  const std::string paths = "cat/a.jpgdog/b.pngdog/c.jpg";
+  EXPECT_EQ(file.read<uint8_t>("/samples/path/bytes"),
+            std::vector<uint8_t>(paths.begin(), paths.end()));
+  EXPECT_EQ(file.read<uint64_t>("/samples/path/offsets"), (std::vector<uint64_t>{0, 9, 18, 27}));
+  EXPECT_EQ(file.read<uint64_t>("/groups/name/offsets"), (std::vector<uint64_t>{0, 2, 4}));
+  EXPECT_EQ(file.read<uint64_t>("/shards/file/offsets"), (std::vector<uint64_t>{0, 14, 28}));
+  h5::File splits = h5::File::open_read(dir / "splits.h5");
+  EXPECT_EQ(splits.read_int_attr("/", format::kAttrFormat), 2);
+  EXPECT_EQ(splits.read_string_attr("/", format::kAttrUuid), small_index().uuid);
+  EXPECT_EQ(splits.read_int_attr("/", format::kAttrSamples), 3);
+  EXPECT_EQ(splits.read<int16_t>("/splits/cv5/assign"), (std::vector<int16_t>{0, 1, -1}));
+}
+
+// Changing a split of a format 2 dataset replaces splits.h5 alone: index.h5,
+// the sample table, keeps its bytes, so an index read without its paths or
+// records will do. Format 1 rewrites index.h5 (which holds the splits).
+TEST_P(EveryFormat, WriteSplitsStoresTheSplits) {
+  test::TempDir dir;
+  DatasetIndex index = small_index(GetParam());
+  write_index(dir.path(), index);
+  const std::string index_bytes = test::read_bytes(dir / "index.h5");
+  DatasetIndex summary =
+      read_index(dir.path(), {.sample_paths = false, .group_names = false, .records = false});
+  summary.splits[0].assign = {1, 0, 0};
+  summary.splits[0].created = "2026-02-02T00:00:00Z";
+  if (GetParam() >= 2) {
+    write_splits(dir.path(), summary);
+    EXPECT_EQ(test::read_bytes(dir / "index.h5"), index_bytes);
+  } else {
+    EXPECT_THROW(write_splits(dir.path(), summary), Error);  // would lose the paths
+    index.splits[0].assign = {1, 0, 0};
+    index.splits[0].created = "2026-02-02T00:00:00Z";
+    write_splits(dir.path(), index);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "splits.h5.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "index.h5.tmp"));
+  const DatasetIndex read = read_index(dir.path());
+  EXPECT_EQ(read.splits.at(0).assign, (std::vector<int16_t>{1, 0, 0}));
+  EXPECT_EQ(read.splits.at(0).created, "2026-02-02T00:00:00Z");
+  EXPECT_EQ(read.sample_path, small_index().sample_path);
+}
+
+// Indexes written before the checksums (no xxh3 attributes at all) still
+// open; one that has them must have them on every table.
+TEST(DatasetIndex, Format1IndexesWithoutChecksumsStillOpen) {
+  test::TempDir dir;
+  write_index(dir.path(), small_index(1));
   const std::vector<std::string> tables = {
       format::kSamplesPath, format::kSamplesLabel,  format::kSamplesGroup,
       format::kClassesName, format::kGroupsName,    format::kRecordsShard,
@@ -260,28 +442,47 @@ TEST(DatasetIndex, IndexesWithoutChecksumsStillOpen) {
   EXPECT_EQ(read.splits.at(0).assign, small_index().splits.at(0).assign);
 }
 
-// A split rewrite (write_index of the changed index) writes the new split's
-// checksums with it.
-TEST(DatasetIndex, ASplitRewriteUpdatesItsChecksums) {
+// A split rewrite (write_splits of the changed index) writes the new split's
+// checksums with it, in the file that holds the splits.
+TEST_P(EveryFormat, ASplitRewriteUpdatesItsChecksums) {
   test::TempDir dir;
-  DatasetIndex index = small_index();
+  DatasetIndex index = small_index(GetParam());
   write_index(dir.path(), index);
   index.splits[0].assign = {1, 0, 0};
   index.splits[0].kind = "random";
-  write_index(dir.path(), index);
+  write_splits(dir.path(), index);
   EXPECT_EQ(read_index(dir.path()).splits.at(0).assign, (std::vector<int16_t>{1, 0, 0}));
-  h5::File file = h5::File::open_read(dir / "index.h5");
+  h5::File file = h5::File::open_read(dir / (GetParam() >= 2 ? "splits.h5" : "index.h5"));
   EXPECT_EQ(file.read_uint64_attr("/splits/cv5/assign", format::kAttrChecksum),
             index_checksum::of_numbers(index.splits[0].assign));
   EXPECT_EQ(file.read_uint64_attr("/splits/cv5", format::kAttrAttributesChecksum),
             index_checksum::of_split_attributes(index.splits[0]));
 }
 
-TEST(DatasetIndex, RewriteIsByteIdentical) {
+TEST_P(EveryFormat, RewriteIsByteIdentical) {
   test::TempDir a, b;
-  write_index(a.path(), small_index());
-  write_index(b.path(), small_index());
+  write_index(a.path(), small_index(GetParam()));
+  write_index(b.path(), small_index(GetParam()));
   EXPECT_EQ(test::read_bytes(a / "index.h5"), test::read_bytes(b / "index.h5"));
+  if (GetParam() >= 2) {
+    EXPECT_EQ(test::read_bytes(a / "splits.h5"), test::read_bytes(b / "splits.h5"));
+  }
+}
+
+// An index of a format this imgpack does not know is refused naming the file
+// and the versions it reads.
+TEST(DatasetIndex, UnknownFormatVersionsAreRefused) {
+  test::TempDir dir;
+  write_index(dir.path(), small_index());
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    file.write_attr("/", format::kAttrFormat, int64_t{3});
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "format version 3", "index.h5", "reads versions 1 to 2");
+  DatasetIndex three = small_index();
+  three.format_version = 3;
+  EXPECT_THROW(write_index(dir.path(), three), Error);
 }
 
 }  // namespace

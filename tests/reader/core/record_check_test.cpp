@@ -30,7 +30,7 @@ ShardRecords records_of(const fs::path& dir, const DatasetIndex& index, std::siz
   const fs::path path = dir / index.shards.file[k];
   const FileDescriptor fd = open_for_reading(path);
   ShardContents contents = read_shard(path, expectation_for(index, k), fd.size(path));
-  return {path, fd.identity(path), contents.images_offset, std::move(contents.checksums)};
+  return {path, fd.identity(path), contents.images_offset, std::move(contents.checksums.values())};
 }
 
 TEST(CheckRecords, FindsTheSameRowsWhateverTheThreadsAndReadSize) {

@@ -1,10 +1,20 @@
-// The dataset index: everything in index.h5, in memory.
+// The dataset index: everything in index.h5 (and, in format 2, splits.h5),
+// in memory.
 //
 // DatasetIndex is a plain value: read_index() loads all of it (or, for a
 // summary, all but the sample paths, group names or records), write_index()
-// writes all of it crash-safely (index.h5.tmp, fsync, rename, fsync dir), so a
-// reader that opened the old file keeps a consistent view. It holds no HDF5
+// writes all of it crash-safely (NAME.tmp, fsync, rename, fsync dir), so a
+// reader that opened the old files keeps a consistent view. It holds no HDF5
 // handles and is safe to share between threads for reading.
+//
+// Two index formats exist (docs/FORMAT.md). Format 2, which this imgpack
+// writes, stores strings as bytes plus offsets and keeps the splits in
+// splits.h5 beside index.h5, so that changing a split (write_splits())
+// replaces that small file alone. Format 1 stores strings as HDF5
+// variable-length strings and the splits inside index.h5; it is read as
+// before, and written where its index.format_version says 1 (a split of a
+// format 1 dataset rewrites its index.h5 as format 1; `imgpack upgrade`
+// rewrites it as format 2).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "imgpack/column.hpp"
 #include "imgpack/record_shape.hpp"
 
 namespace imgpack {
@@ -34,16 +45,16 @@ struct Split {
   bool stratified = false;
   bool grouped = false;
   std::string created;  // ISO 8601 UTC
-  std::vector<int16_t> assign;
+  Column<int16_t> assign;
 };
 
 // Where each record lives and what it holds: /records in index.h5, one entry
 // per record, all columns of the same length.
 struct RecordTable {
-  std::vector<uint32_t> shard;    // shard index
-  std::vector<uint32_t> row;      // row in that shard
-  std::vector<int64_t> sample;    // source sample (row of /samples)
-  std::vector<uint16_t> variant;  // 0 = clean, 1..K-1 = augmented
+  Column<uint32_t> shard;    // shard index
+  Column<uint32_t> row;      // row in that shard
+  Column<int64_t> sample;    // source sample (row of /samples)
+  Column<uint16_t> variant;  // 0 = clean, 1..K-1 = augmented
 
   std::size_t size() const { return shard.size(); }
   void push_back(uint32_t shard_index, uint32_t shard_row, int64_t source_sample,
@@ -64,7 +75,8 @@ struct ShardTable {
 };
 
 struct DatasetIndex {
-  // Root attributes.
+  // Root attributes. format_version is the index format (1 or 2): what
+  // read_index() found, and what write_index() writes.
   int64_t format_version = 0;
   std::string uuid;
   uint32_t height = 0;
@@ -77,8 +89,8 @@ struct DatasetIndex {
 
   // Source samples [S].
   std::vector<std::string> sample_path;  // relative to the input root
-  std::vector<int32_t> sample_label;     // -1 = unlabeled
-  std::vector<int32_t> sample_group;     // -1 = none
+  Column<int32_t> sample_label;          // -1 = unlabeled
+  Column<int32_t> sample_group;          // -1 = none
   // Names [L] and [G].
   std::vector<std::string> class_names;
   std::vector<std::string> group_names;
@@ -125,15 +137,28 @@ struct IndexReadOptions {
   bool records = true;  // the record table, [R] entries of 18 bytes
 };
 
-// Reads DIR/index.h5. Throws imgpack::Error naming the file if it is missing
-// ("not a complete imgpack dataset"), of another format version, or damaged.
+// Reads DIR/index.h5 (format 1 or 2) and, for format 2, DIR/splits.h5.
+// Throws imgpack::Error naming the file if it is missing ("not a complete
+// imgpack dataset"), of an unknown format version, or damaged, or if
+// splits.h5 is missing, damaged or of another index.
 DatasetIndex read_index(const std::filesystem::path& dataset_dir,
                         const IndexReadOptions& options = {});
 
-// Writes DIR/index.h5 crash-safely. Byte-identical for identical input.
-// Throws imgpack::Error for an index read without its sample paths, group
-// names or records.
+// Writes the index crash-safely in index.format_version: format 2 writes
+// DIR/splits.h5, then DIR/index.h5 (last: its presence makes a dataset
+// complete); format 1 writes DIR/index.h5 with the splits inside.
+// Byte-identical for identical input. Throws imgpack::Error for an index read
+// without its sample paths, group names or records, or of a version this
+// imgpack does not write.
 void write_index(const std::filesystem::path& dataset_dir, const DatasetIndex& index);
+
+// Stores index.splits, the rest of `index` being as read from DIR: format 2
+// replaces DIR/splits.h5 alone (index.h5, the sample table, is not touched,
+// so an index read without its paths, group names or records will do);
+// format 1 rewrites DIR/index.h5 whole, as write_index() does. Crash-safe;
+// a reader that opened the dataset before keeps the splits it read. Throws
+// imgpack::Error as write_index() does.
+void write_splits(const std::filesystem::path& dataset_dir, const DatasetIndex& index);
 
 // Current UTC time as "2026-11-22T03:46:16Z".
 std::string utc_timestamp();

@@ -10,9 +10,19 @@
 
 namespace imgpack::format {
 
-inline constexpr int kVersion = 1;
+// The index format (index.h5, splits.h5) this imgpack writes, and the oldest
+// it reads. Format 2 stores strings as bytes plus offsets and keeps the splits
+// in splits.h5; `imgpack upgrade` rewrites a format 1 index as format 2.
+inline constexpr int kIndexVersion = 2;
+inline constexpr int kOldestIndexVersion = 1;
+// The shard layout, the same in both index formats: every shard carries
+// imgpack_format = 1.
+inline constexpr int kShardVersion = 1;
 
 inline constexpr const char* kIndexFile = "index.h5";
+// Format 2: the splits, beside index.h5, so that changing one rewrites this
+// small file alone.
+inline constexpr const char* kSplitsFile = "splits.h5";
 inline constexpr const char* kReportFile = "report.json";
 inline constexpr const char* kTmpSuffix = ".tmp";
 
@@ -63,7 +73,16 @@ inline constexpr const char* kRecordsSample = "/records/sample";
 inline constexpr const char* kRecordsVariant = "/records/variant";
 inline constexpr const char* kShardsFile = "/shards/file";
 inline constexpr const char* kShardsRecords = "/shards/records";
-inline constexpr const char* kSplitsGroup = "/splits";
+inline constexpr const char* kSplitsGroup = "/splits";  // in index.h5 (1) or splits.h5 (2)
+
+// Format 2 string tables: a group holding the UTF-8 bytes of every string,
+// concatenated, and offsets [n + 1] into them (string i is bytes
+// [offsets[i], offsets[i + 1])).
+inline constexpr const char* kStringBytes = "bytes";
+inline constexpr const char* kStringOffsets = "offsets";
+
+// splits.h5 root attribute: the number of samples of the index it belongs to.
+inline constexpr const char* kAttrSamples = "samples";
 
 // Checksums (additive to format 1; absent in indexes written before them):
 // on every table of index.h5, the XXH3-64 of its decoded contents; on the root

@@ -1,4 +1,5 @@
-// A read-only memory mapping of part of a file (internal to the reader).
+// A read-only memory mapping of part of a file (internal to imgpack: the
+// reader's shards, and index.h5's tables viewed in place).
 #pragma once
 
 #include <cstddef>

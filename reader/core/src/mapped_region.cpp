@@ -22,7 +22,7 @@ MappedRegion::MappedRegion(int fd, const std::filesystem::path& path, uint64_t o
   void* base = ::mmap(nullptr, base_length_, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
   if (base == MAP_FAILED) {
     base_length_ = 0;
-    throw system_error(path, "cannot map /images", errno);
+    throw system_error(path, "cannot map", errno);
   }
   base_ = base;
   data_ = static_cast<const uint8_t*>(base) + lead;

@@ -1,0 +1,36 @@
+#include "imgpack/upgrade.hpp"
+
+#include <chrono>
+
+#include "files.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+
+UpgradeResult upgrade_dataset(const fs::path& dir) {
+  const auto start = std::chrono::steady_clock::now();
+  // Without a dataset there is nothing to lock: read_index() says what is wrong.
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) read_index(dir);
+  const DirectoryLock lock(dir);
+  DatasetIndex index = read_index(dir);
+  UpgradeResult result;
+  result.from_version = index.format_version;
+  result.to_version = format::kIndexVersion;
+  result.samples = index.num_samples();
+  result.records = index.num_records();
+  result.splits = index.splits.size();
+  if (index.format_version < format::kIndexVersion) {
+    index.format_version = format::kIndexVersion;
+    write_index(dir, index);
+    result.upgraded = true;
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace imgpack

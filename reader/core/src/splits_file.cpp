@@ -1,0 +1,148 @@
+#include "splits_file.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "files.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "index_checksum.hpp"
+
+namespace imgpack::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string split_group(const std::string& name) {
+  return std::string(format::kSplitsGroup) + "/" + name;
+}
+
+}  // namespace
+
+std::shared_ptr<const FileMapping> map_file(const h5::File& file) {
+  const int fd = file.descriptor();
+  if (fd < 0) throw file_error(file.path(), "cannot be mapped (not opened through a descriptor)");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw system_error(file.path(), "cannot stat", errno);
+  auto mapping = std::make_shared<FileMapping>();
+  mapping->identity = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  mapping->region =
+      std::make_shared<const MappedRegion>(fd, file.path(), 0, static_cast<uint64_t>(st.st_size));
+  return mapping;
+}
+
+std::vector<Split> read_split_groups(const TableReader& tables) {
+  const h5::File& file = tables.file();
+  std::vector<Split> splits;
+  if (!file.exists(format::kSplitsGroup)) return splits;
+  for (const std::string& name : file.list(format::kSplitsGroup)) {
+    std::string group = split_group(name);
+    Split split;
+    split.name = name;
+    split.kind = file.read_string_attr(group, format::kSplitKind);
+    split.folds = static_cast<int32_t>(file.read_int_attr(group, format::kSplitFolds));
+    split.seed = static_cast<uint64_t>(file.read_int_attr(group, format::kSplitSeed));
+    split.test_fraction = file.read_double_attr(group, format::kSplitTestFraction);
+    if (file.has_attr(group, format::kSplitValFraction)) {
+      split.val_fraction = file.read_double_attr(group, format::kSplitValFraction);
+    }
+    split.created = file.read_string_attr(group, format::kSplitCreated);
+    // Absent in indexes written before these attributes: the kind tells.
+    split.stratified = file.has_attr(group, format::kSplitStratified)
+                           ? file.read_int_attr(group, format::kSplitStratified) != 0
+                           : split.kind == "stratified" || split.kind == "stratified-group";
+    split.grouped = file.has_attr(group, format::kSplitGrouped)
+                        ? file.read_int_attr(group, format::kSplitGrouped) != 0
+                        : split.kind == "group" || split.kind == "stratified-group";
+    split.assign = tables.numbers<int16_t>(group + "/assign");
+    tables.check(group, format::kAttrAttributesChecksum,
+                 index_checksum::of_split_attributes(split));
+    splits.push_back(std::move(split));
+  }
+  return splits;
+}
+
+void write_split_groups(h5::File& file, TableWriter& tables, const std::vector<Split>& splits) {
+  file.create_group(format::kSplitsGroup);
+  std::vector<const Split*> sorted;
+  sorted.reserve(splits.size());
+  for (const Split& split : splits) sorted.push_back(&split);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Split* a, const Split* b) { return a->name < b->name; });
+  for (const Split* split : sorted) {
+    std::string group = split_group(split->name);
+    tables.numbers(group + "/assign", split->assign);
+    file.write_attr(group, format::kSplitKind, split->kind);
+    file.write_attr(group, format::kSplitFolds, int64_t{split->folds});
+    file.write_attr(group, format::kSplitSeed, static_cast<int64_t>(split->seed));
+    file.write_attr(group, format::kSplitTestFraction, split->test_fraction);
+    file.write_attr(group, format::kSplitValFraction, split->val_fraction);
+    file.write_attr(group, format::kSplitCreated, split->created);
+    file.write_attr(group, format::kSplitStratified, int64_t{split->stratified});
+    file.write_attr(group, format::kSplitGrouped, int64_t{split->grouped});
+    file.write_uint64_attr(group, format::kAttrAttributesChecksum,
+                           index_checksum::of_split_attributes(*split));
+  }
+}
+
+std::vector<Split> read_splits_file(const fs::path& dataset_dir, const std::string& uuid,
+                                    uint64_t samples, bool map) {
+  const fs::path path = dataset_dir / format::kSplitsFile;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    throw file_error(path, std::string("missing: a format 2 dataset keeps its splits there (") +
+                               format::kIndexFile + " is format 2)");
+  }
+  const h5::File file = h5::File::open_read(path);
+  if (!file.has_attr("/", format::kAttrFormat)) {
+    throw file_error(path, "not an imgpack splits file (no imgpack_format attribute)");
+  }
+  const int64_t version = file.read_int_attr("/", format::kAttrFormat);
+  if (version != format::kIndexVersion) {
+    throw file_error(path, "format version " + std::to_string(version) + ", but " +
+                               format::kIndexFile + " is format " +
+                               std::to_string(format::kIndexVersion));
+  }
+  const std::string file_uuid = file.read_string_attr("/", format::kAttrUuid);
+  const int64_t file_samples = file.read_int_attr("/", format::kAttrSamples);
+  const TableReader tables(file, version, true, map ? map_file(file) : nullptr);
+  tables.check("/", format::kAttrAttributesChecksum,
+               index_checksum::of_splits_file_attributes(version, file_uuid, file_samples));
+  if (file_uuid != uuid || file_samples < 0 || static_cast<uint64_t>(file_samples) != samples) {
+    throw file_error(path, "belongs to dataset " + file_uuid + " of " +
+                               std::to_string(file_samples) + " samples, but " +
+                               format::kIndexFile + " is dataset " + uuid + " of " +
+                               std::to_string(samples) + " (left from another conversion?)");
+  }
+  return read_split_groups(tables);
+}
+
+void write_splits_file(const fs::path& dataset_dir, const DatasetIndex& index) {
+  const fs::path final_path = dataset_dir / format::kSplitsFile;
+  fs::path tmp_path = final_path;
+  tmp_path += format::kTmpSuffix;
+  try {
+    h5::File file = h5::File::create(tmp_path);
+    TableWriter tables(file, format::kIndexVersion);
+    const auto samples = static_cast<int64_t>(index.num_samples());
+    file.write_attr("/", format::kAttrFormat, int64_t{format::kIndexVersion});
+    file.write_attr("/", format::kAttrUuid, index.uuid);
+    file.write_attr("/", format::kAttrSamples, samples);
+    file.write_uint64_attr(
+        "/", format::kAttrAttributesChecksum,
+        index_checksum::of_splits_file_attributes(format::kIndexVersion, index.uuid, samples));
+    write_split_groups(file, tables, index.splits);
+    file.close();
+    crash_point("splits-commit");
+    commit_file(tmp_path, final_path);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp_path, ec);
+    throw;
+  }
+}
+
+}  // namespace imgpack::detail

@@ -1,0 +1,44 @@
+// The splits of a dataset (internal to imgpack::core): the /splits group of
+// a format 1 index.h5, or of splits.h5 beside a format 2 one.
+//
+// Both files lay the splits out alike: /splits/NAME/assign (int16 [S], with
+// its `xxh3`) and NAME's attributes (kind, folds, seed, test_fraction,
+// val_fraction, created, stratified, grouped, attributes_xxh3). splits.h5
+// adds root attributes naming the index it belongs to (imgpack_format,
+// dataset_uuid, samples, attributes_xxh3), so that a splits.h5 of another
+// dataset, or of another conversion into the same directory, is refused.
+// Changing a split of a format 2 dataset replaces splits.h5 alone
+// (splits.h5.tmp, fsync, rename): index.h5 is never rewritten for it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "h5.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "index_tables.hpp"
+
+namespace imgpack::detail {
+
+// Every split under /splits of the file `tables` reads (none without the group).
+std::vector<Split> read_split_groups(const TableReader& tables);
+
+// Writes `splits` under /splits, in name order.
+void write_split_groups(h5::File& file, TableWriter& tables, const std::vector<Split>& splits);
+
+// DIR/splits.h5 of the format 2 index of dataset `uuid` with `samples`
+// samples. Throws imgpack::Error naming the file when it is missing, belongs
+// to another index or is damaged. With `map`, the assignments are viewed in a
+// mapping of the file.
+std::vector<Split> read_splits_file(const std::filesystem::path& dataset_dir,
+                                    const std::string& uuid, uint64_t samples, bool map);
+
+// Replaces DIR/splits.h5 crash-safely with the splits of `index` (format 2).
+void write_splits_file(const std::filesystem::path& dataset_dir, const DatasetIndex& index);
+
+// A mapping of the whole file `file` has open, and its identity.
+std::shared_ptr<const FileMapping> map_file(const h5::File& file);
+
+}  // namespace imgpack::detail
