@@ -66,8 +66,9 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
           std::span<const uint64_t>(table.order)
               .subspan(table.first_position[k], index.shards.records[k]);
       ShardContents contents = detail::validate_shard(path, index, k, row_records, fd.size(path));
-      intact.push_back(
-          {path, fd.identity(path), contents.images_offset, std::move(contents.checksums)});
+      intact.push_back({path, fd.identity(path), contents.images_offset,
+                        std::move(contents.checksums), index.mask_bytes(), contents.masks_offset,
+                        std::move(contents.mask_checksums)});
       intact_shard.push_back(static_cast<uint32_t>(k));
     } catch (const Error& e) {
       problems.push_back({k, e.what()});
@@ -99,6 +100,7 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     record.shard = shard;
     record.shard_file = index.shards.file[shard];
     record.row = m.row;
+    record.mask = m.mask;
     record.record = table.order[table.first_position[shard] + m.row];
     record.sample = index.records.sample[record.record];
     record.variant = index.records.variant[record.record];

@@ -67,6 +67,7 @@ void DatasetIndex::validate(const std::string& where) const {
          std::to_string(channels));
   }
   if (variants == 0) fail("variants is 0");
+  if (!masks && !mask_class_names.empty()) fail("mask class names without masks");
   const std::size_t s = num_samples();
   if (sample_label.size() != s || sample_group.size() != s) {
     fail("/samples arrays have different lengths");
@@ -175,6 +176,44 @@ class ChecksummedIndexWriter {
   h5::File& file_;
 };
 
+// The mask attributes of the root (format.hpp): absent in a dataset without
+// masks, which reads as before.
+void read_mask_attributes(const h5::File& file, DatasetIndex& index) {
+  if (!file.has_attr("/", format::kAttrMasks)) return;
+  const int64_t masks = file.read_int_attr("/", format::kAttrMasks);
+  if (masks != 0 && masks != 1) {
+    throw file_error(file.path(), std::string("attribute ") + format::kAttrMasks + " = " +
+                                      std::to_string(masks) + ", expected 0 or 1");
+  }
+  index.masks = masks == 1;
+  if (!index.masks) return;
+  const int64_t fill = file.read_int_attr("/", format::kAttrMaskFill);
+  if (fill < 0 || fill > 255) {
+    throw file_error(file.path(), std::string("attribute ") + format::kAttrMaskFill + " = " +
+                                      std::to_string(fill) + " is not a uint8 label");
+  }
+  index.mask_fill = static_cast<uint8_t>(fill);
+}
+
+void read_mask_tables(const h5::File& file, const CheckedIndexReader& checked,
+                      DatasetIndex& index) {
+  if (index.masks && file.exists(format::kMaskClassesName)) {
+    index.mask_class_names = checked.strings(format::kMaskClassesName);
+  }
+}
+
+void write_mask_attributes(h5::File& file, const DatasetIndex& index) {
+  if (!index.masks) return;
+  file.write_attr("/", format::kAttrMasks, int64_t{1});
+  file.write_attr("/", format::kAttrMaskFill, int64_t{index.mask_fill});
+}
+
+void write_mask_tables(ChecksummedIndexWriter& tables, const DatasetIndex& index) {
+  if (!index.mask_class_names.empty()) {
+    tables.strings(format::kMaskClassesName, index.mask_class_names);
+  }
+}
+
 }  // namespace
 
 DatasetIndex read_index(const fs::path& dataset_dir, const IndexReadOptions& options) {
@@ -212,6 +251,7 @@ DatasetIndex read_index(const fs::path& dataset_dir, const IndexReadOptions& opt
   index.color = file.read_string_attr("/", format::kAttrColor);
   index.convert_options = file.read_string_attr("/", format::kAttrConvertOptions);
   index.created_by = file.read_string_attr("/", format::kAttrCreatedBy);
+  read_mask_attributes(file, index);
 
   const CheckedIndexReader checked(file);
   checked.check("/", format::kAttrAttributesChecksum, index_checksum::of_root_attributes(index));
@@ -244,6 +284,7 @@ DatasetIndex read_index(const fs::path& dataset_dir, const IndexReadOptions& opt
   }
   index.shards.file = checked.strings(format::kShardsFile);
   index.shards.records = checked.numbers<uint64_t>(format::kShardsRecords);
+  read_mask_tables(file, checked, index);
 
   if (file.exists(format::kSplitsGroup)) {
     for (const std::string& name : file.list(format::kSplitsGroup)) {
@@ -296,6 +337,7 @@ void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
     file.write_attr("/", format::kAttrColor, index.color);
     file.write_attr("/", format::kAttrConvertOptions, index.convert_options);
     file.write_attr("/", format::kAttrCreatedBy, index.created_by);
+    write_mask_attributes(file, index);
     file.write_uint64_attr("/", format::kAttrAttributesChecksum,
                            index_checksum::of_root_attributes(index));
 
@@ -311,6 +353,7 @@ void write_index(const fs::path& dataset_dir, const DatasetIndex& index) {
     tables.numbers(format::kRecordsVariant, index.records.variant);
     tables.strings(format::kShardsFile, index.shards.file);
     tables.numbers(format::kShardsRecords, index.shards.records);
+    write_mask_tables(tables, index);
 
     file.create_group(format::kSplitsGroup);
     std::vector<const Split*> splits;
