@@ -28,8 +28,26 @@ struct ShardView {
   fs::path path;
   uint64_t images_offset = 0;
   MappedRegion images;
+  uint64_t masks_offset = 0;
+  MappedRegion masks;  // with masks only
   uint64_t records = 0;
 };
+
+// Reads exactly `bytes` at `offset` of a shard file, for `row`.
+void read_row(int fd, const fs::path& path, uint64_t row, uint8_t* out, std::size_t bytes,
+              uint64_t offset) {
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t got = ::pread(fd, out + done, bytes - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw system_error(path, "cannot read row " + std::to_string(row), errno);
+    if (got == 0) {
+      throw file_error(path, "ends inside row " + std::to_string(row) +
+                                 ": the file was truncated after it was opened");
+    }
+    done += static_cast<std::size_t>(got);
+  }
+}
 
 }  // namespace
 
@@ -38,9 +56,12 @@ struct Dataset::State {
   DatasetIndex index;
   std::size_t record_bytes = 0;
   std::vector<ShardView> shards;
+  std::size_t mask_bytes = 0;
   std::vector<const uint8_t*> shard_base;  // == shards[k].images.data(), for the hot path
+  std::vector<const uint8_t*> mask_base;   // == shards[k].masks.data()
   std::vector<int32_t> record_label;
   std::vector<uint64_t> record_checksum;
+  std::vector<uint64_t> record_mask_checksum;             // with masks
   std::vector<uint64_t> storage_order;                    // position -> record
   std::vector<uint64_t> storage_position;                 // record -> position
   std::vector<uint64_t> first_position;                   // shard -> storage position of its row 0
@@ -77,6 +98,7 @@ void Dataset::State::build_tables() {
     record_label[r] = index.sample_label[static_cast<std::size_t>(index.records.sample[r])];
   }
   record_checksum.assign(n_records, 0);
+  if (index.masks) record_mask_checksum.assign(n_records, 0);
 }
 
 void Dataset::State::open_shard(std::size_t k) {
@@ -94,6 +116,12 @@ void Dataset::State::open_shard(std::size_t k) {
   }
   shard.images = MappedRegion(fd.get(), path, contents.images_offset, contents.images_bytes);
   shard.images_offset = contents.images_offset;
+  if (!index.masks) return;
+  for (uint64_t row = 0; row < shard.records; ++row) {
+    record_mask_checksum[row_records[row]] = contents.mask_checksums[row];
+  }
+  shard.masks = MappedRegion(fd.get(), path, contents.masks_offset, contents.masks_bytes);
+  shard.masks_offset = contents.masks_offset;
 }
 
 // The shard's descriptor for Dataset::read_record, opened on first use (a
@@ -150,11 +178,14 @@ Dataset Dataset::open(const fs::path& dir, const DatasetOpenOptions& options) {
   what.records = true;  // the mapping and every check need them
   state->index = read_index(dir, what);
   state->record_bytes = state->index.record_bytes();
+  state->mask_bytes = state->index.mask_bytes();
   state->build_tables();
   for (std::size_t k = 0; k < state->shards.size(); ++k) state->open_shard(k);
   state->shard_base.resize(state->shards.size());
+  state->mask_base.resize(state->shards.size());
   for (std::size_t k = 0; k < state->shards.size(); ++k) {
     state->shard_base[k] = state->shards[k].images.data();
+    state->mask_base[k] = state->shards[k].masks.data();
   }
   state->build_sample_table();
   Dataset dataset(std::move(state));
@@ -174,27 +205,25 @@ const uint8_t* Dataset::record_data(uint64_t r) const {
   return s.shard_base[s.index.records.shard[r]] + uint64_t{s.index.records.row[r]} * s.record_bytes;
 }
 
+const uint8_t* Dataset::mask_data(uint64_t r) const {
+  const State& s = *state_;
+  return s.mask_base[s.index.records.shard[r]] + uint64_t{s.index.records.row[r]} * s.mask_bytes;
+}
+
 void Dataset::read_record(uint64_t r, uint8_t* out) const {
   const State& s = *state_;
   const uint32_t k = s.index.records.shard[r];
-  const ShardView& shard = s.shards[k];
-  const int fd = s.shard_fd(k);
-  const uint64_t offset = shard.images_offset + uint64_t{s.index.records.row[r]} * s.record_bytes;
-  std::size_t done = 0;
-  while (done < s.record_bytes) {
-    const ssize_t got =
-        ::pread(fd, out + done, s.record_bytes - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      throw system_error(shard.path, "cannot read row " + std::to_string(s.index.records.row[r]),
-                         errno);
-    }
-    if (got == 0) {
-      throw file_error(shard.path, "ends inside row " + std::to_string(s.index.records.row[r]) +
-                                       ": the file was truncated after it was opened");
-    }
-    done += static_cast<std::size_t>(got);
-  }
+  const uint64_t row = s.index.records.row[r];
+  read_row(s.shard_fd(k), s.shards[k].path, row, out, s.record_bytes,
+           s.shards[k].images_offset + row * s.record_bytes);
+}
+
+void Dataset::read_mask(uint64_t r, uint8_t* out) const {
+  const State& s = *state_;
+  const uint32_t k = s.index.records.shard[r];
+  const uint64_t row = s.index.records.row[r];
+  read_row(s.shard_fd(k), s.shards[k].path, row, out, s.mask_bytes,
+           s.shards[k].masks_offset + row * s.mask_bytes);
 }
 
 bool Dataset::record_cached(uint64_t r) const {
@@ -213,6 +242,9 @@ int32_t Dataset::record_label(uint64_t r) const { return state_->record_label[r]
 int64_t Dataset::record_sample(uint64_t r) const { return state_->index.records.sample[r]; }
 uint16_t Dataset::record_variant(uint64_t r) const { return state_->index.records.variant[r]; }
 uint64_t Dataset::record_checksum(uint64_t r) const { return state_->record_checksum[r]; }
+uint64_t Dataset::record_mask_checksum(uint64_t r) const {
+  return state_->record_mask_checksum.empty() ? 0 : state_->record_mask_checksum[r];
+}
 
 std::span<const uint64_t> Dataset::storage_order() const { return state_->storage_order; }
 uint64_t Dataset::storage_position(uint64_t r) const { return state_->storage_position[r]; }
@@ -230,15 +262,24 @@ std::span<const uint8_t> Dataset::shard_images(std::size_t k) const {
   return {images.data(), images.size()};
 }
 
+std::span<const uint8_t> Dataset::shard_masks(std::size_t k) const {
+  const MappedRegion& masks = state_->shards[k].masks;
+  return {masks.data(), masks.size()};
+}
+
 void Dataset::verify_checksums() const {
   const State& s = *state_;
   for (uint64_t r : s.storage_order) {
-    if (checksum(record_data(r), s.record_bytes) != s.record_checksum[r]) {
-      throw file_error(s.shards[s.index.records.shard[r]].path,
-                       "row " + std::to_string(s.index.records.row[r]) + " (sample " +
-                           std::to_string(s.index.records.sample[r]) +
-                           ") does not match its stored checksum");
+    const bool image_ok = checksum(record_data(r), s.record_bytes) == s.record_checksum[r];
+    if (image_ok &&
+        (!has_masks() || checksum(mask_data(r), s.mask_bytes) == s.record_mask_checksum[r])) {
+      continue;
     }
+    throw file_error(s.shards[s.index.records.shard[r]].path,
+                     std::string(image_ok ? "the mask of " : "") + "row " +
+                         std::to_string(s.index.records.row[r]) + " (sample " +
+                         std::to_string(s.index.records.sample[r]) +
+                         ") does not match its stored checksum");
   }
 }
 

@@ -59,6 +59,8 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       record_bytes_(dataset_.record_bytes()),
       slot_record_bytes_(shape_.bytes()),
       output_record_bytes_(slot_record_bytes_ * output_element_bytes(options_.output)),
+      mask_bytes_(dataset_.mask_bytes()),
+      slot_mask_bytes_(dataset_.has_masks() ? shape_.pixels() : 0),
       norm_(Normalization::from_mean_std(options_.mean.data(), options_.stddev.data(),
                                          dataset_.channels())),
       windowed_(!options_.crop.is_identity()),
@@ -76,6 +78,10 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       if (images.empty()) continue;
       try {
         registrations_.push_back(backend_->register_host(images.data(), images.size()));
+        const std::span<const uint8_t> masks = dataset_.shard_masks(k);
+        if (!masks.empty()) {
+          registrations_.push_back(backend_->register_host(masks.data(), masks.size()));
+        }
       } catch (const Error& e) {
         throw file_error(dataset_.shard_path(k),
                          std::string("cannot register for direct upload: ") + e.what());
@@ -83,7 +89,8 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
     }
   }
   const std::size_t batch = options_.batch_size;
-  chunk_records_ = std::clamp<std::size_t>(kChunkBytes / slot_record_bytes_, 1, batch);
+  chunk_records_ =
+      std::clamp<std::size_t>(kChunkBytes / (slot_record_bytes_ + slot_mask_bytes_), 1, batch);
   chunks_per_batch_ = (batch + chunk_records_ - 1) / chunk_records_;
   allocate_ring();
 }
@@ -98,20 +105,34 @@ void LoaderCore::allocate_ring() {
   slots_.resize(options_.prefetch);
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     Slot& slot = slots_[i];
+    const std::size_t masks = batch * slot_mask_bytes_;
     if (convert_on_host_) {
       slot.output = backend_->allocate_host(batch * output_record_bytes_);
       slot.images = slot.output.data();
       ring_host_bytes_ += slot.output.size();
+      if (masks > 0) {
+        slot.staging = backend_->allocate_host(masks);
+        slot.host_masks = static_cast<uint8_t*>(slot.staging.data());
+        ring_host_bytes_ += slot.staging.size();
+      }
     } else if (direct_) {
       slot.sources.resize(batch);  // the copy engine reads the mapping: no staging
+      slot.mask_sources.resize(masks > 0 ? batch : 0);
     } else {
-      slot.staging = backend_->allocate_host(batch * slot_record_bytes_);
+      slot.staging = backend_->allocate_host(batch * slot_record_bytes_ + masks);
       slot.images = slot.staging.data();
+      if (masks > 0) {
+        slot.host_masks = static_cast<uint8_t*>(slot.staging.data()) + batch * slot_record_bytes_;
+      }
       ring_host_bytes_ += slot.staging.size();
     }
+    slot.masks = slot.host_masks;
     if (device_copy) {
-      slot.device = backend_->allocate_device(batch * slot_record_bytes_);
+      slot.device = backend_->allocate_device(batch * slot_record_bytes_ + masks);
       slot.images = slot.device.data();
+      if (masks > 0) {
+        slot.masks = static_cast<const uint8_t*>(slot.device.data()) + batch * slot_record_bytes_;
+      }
       ring_device_bytes_ += slot.device.size();
       if (converting) {
         slot.output = backend_->allocate_device(batch * output_record_bytes_);
@@ -409,10 +430,14 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
                            std::to_string(dataset_.record_sample(record)) +
                            ") does not match its stored checksum");
     }
+    RecordWindow window;
     if (windowed_) {
-      const RecordWindow window =
+      window =
           draw_window(options_.crop, random_crop_, stored_shape_, shape_, options_.order.seed,
                       work.epoch, dataset_.record_sample(record), dataset_.record_variant(record));
+    }
+    if (slot_mask_bytes_ > 0) fill_mask(record, pos, read, windowed_ ? &window : nullptr, slot);
+    if (windowed_) {
       if (convert_on_host_) {
         // The window first, then the conversion; one buffer per reader thread.
         thread_local std::vector<uint8_t> window_pixels;
@@ -437,6 +462,42 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
     slot.labels[pos] = dataset_.record_label(record);
     slot.samples[pos] = dataset_.record_sample(record);
     slot.records[pos] = record;
+  }
+}
+
+void LoaderCore::fill_mask(uint64_t record, std::size_t pos, bool read, const RecordWindow* window,
+                           Slot& slot) const {
+  const uint8_t* src = dataset_.mask_data(record);
+  uint8_t* dst = direct_ ? nullptr : slot.host_masks + pos * slot_mask_bytes_;
+  if (read) {
+    // Whole masks straight into the slot; cut ones through a per-thread buffer.
+    thread_local std::vector<uint8_t> mask_pixels;
+    uint8_t* into = dst;
+    if (window != nullptr) {
+      mask_pixels.resize(mask_bytes_);
+      into = mask_pixels.data();
+    }
+    dataset_.read_mask(record, into);
+    src = into;
+  }
+  if (options_.verify_checksums &&
+      checksum(src, mask_bytes_) != dataset_.record_mask_checksum(record)) {
+    throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
+                     "the mask of row " + std::to_string(dataset_.index().records.row[record]) +
+                         " (sample " + std::to_string(dataset_.record_sample(record)) +
+                         ") does not match its stored checksum");
+  }
+  if (direct_) {
+    slot.mask_sources[pos] = src;
+  } else if (window != nullptr) {
+    copy_window(src, {stored_shape_.height, stored_shape_.width, 1}, dst,
+                {shape_.height, shape_.width, 1}, *window);
+  } else if (src == dst) {
+    // Read into the slot already.
+  } else if (staging_read_by_device_) {
+    copy_streaming(dst, src, mask_bytes_);
+  } else {
+    std::memcpy(dst, src, mask_bytes_);
   }
 }
 
@@ -484,11 +545,24 @@ void LoaderCore::upload_main() {
     try {
       if (backend_->separate_device_memory()) {
         if (wait_for_consumer) backend_->stream_wait(*slot.consumer_done);
+        // Masks ride in the same upload: after the batch's images in both
+        // staging and device memory.
+        auto* device_masks =
+            static_cast<uint8_t*>(slot.device.data()) + options_.batch_size * slot_record_bytes_;
         if (direct_) {
           backend_->gather_to_device(slot.device.data(), slot.sources.data(), count, record_bytes_);
+          if (slot_mask_bytes_ > 0) {
+            backend_->gather_to_device(device_masks, slot.mask_sources.data(), count, mask_bytes_);
+          }
+        } else if (slot_mask_bytes_ > 0 && count == options_.batch_size) {
+          backend_->copy_to_device(slot.device.data(), slot.staging.data(),
+                                   count * (slot_record_bytes_ + slot_mask_bytes_));
         } else {
           backend_->copy_to_device(slot.device.data(), slot.staging.data(),
                                    count * slot_record_bytes_);
+          if (slot_mask_bytes_ > 0) {
+            backend_->copy_to_device(device_masks, slot.host_masks, count * slot_mask_bytes_);
+          }
         }
         if (options_.output != OutputFormat::uint8_nhwc) {
           ConvertJob job;
@@ -595,6 +669,8 @@ Batch::View LoaderCore::batch_view(std::size_t b, const Slot& slot) const {
   view.device = backend_->device();
   view.data = slot.images;
   view.bytes = view.size * output_record_bytes_;
+  view.masks = slot.masks;
+  view.mask_bytes = view.size * slot_mask_bytes_;
   view.shape = shape_;
   view.labels = slot.labels.data();
   view.samples = slot.samples.data();
@@ -624,7 +700,8 @@ LoaderStats LoaderCore::stats() const {
   s.batches = batches_;
   s.images = images_;
   s.padding = padding_;
-  s.bytes = images_ * slot_record_bytes_;
+  s.bytes = images_ * (slot_record_bytes_ + slot_mask_bytes_);
+  s.mask_bytes = images_ * slot_mask_bytes_;
   if (consumer_started_) {
     s.consumer_seconds = std::chrono::duration<double>(consumer_last_ - consumer_first_).count();
   }

@@ -26,6 +26,7 @@
 
 #include "epoch_batches.hpp"
 #include "imgpack/loader.hpp"
+#include "record_window.hpp"
 
 namespace imgpack::detail {
 
@@ -47,15 +48,22 @@ inline double seconds(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
 enum class Stage { empty, opening, filling, filled, uploading, ready };
 
 // The memory and events of one slot of the ring; reused batch after batch.
+// With masks, a slot's staging (and device) memory holds the batch's masks
+// right after room for batch_size images: [images][masks], so that one copy
+// uploads a full batch's images and masks.
 struct Slot {
-  Memory staging;  // uint8 records written by reader threads (unless converting on the host)
+  Memory staging;  // uint8 records written by reader threads (only their masks when converting on
+                   // the host)
   Memory device;   // device copy of `staging` (CUDA)
   Memory output;   // converted images (float formats)
-  const void* images = nullptr;  // what Batch::data() shows
+  const void* images = nullptr;    // what Batch::data() shows
+  uint8_t* host_masks = nullptr;   // where reader threads write the masks (in `staging`)
+  const uint8_t* masks = nullptr;  // what Batch::masks() shows
   std::vector<int32_t> labels;
   std::vector<int64_t> samples;
   std::vector<uint64_t> records;
   std::vector<const void*> sources;            // direct upload: where each record is in the mapping
+  std::vector<const void*> mask_sources;       // and its mask
   std::unique_ptr<UploadEvent> upload_done;    // fires when the slot's upload is complete
   std::unique_ptr<UploadEvent> consumer_done;  // recorded on the consumer's stream
   bool consumer_pending = false;               // the next upload must wait for consumer_done
@@ -141,6 +149,10 @@ class LoaderCore {
   void reader_main();
   void upload_main();
   void fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk, Slot& slot);
+  // The mask of `record` into entry `pos` of the slot: read with pread when
+  // `read`, cut to `window` when set, checked when verifying checksums.
+  void fill_mask(uint64_t record, std::size_t pos, bool read, const RecordWindow* window,
+                 Slot& slot) const;
   // Whether the chunk starting at `first_record` is read with pread (ReadPath).
   bool reads_chunk(uint64_t first_record) const;
   void fail(std::exception_ptr error);  // with mu_ held
@@ -153,6 +165,9 @@ class LoaderCore {
   const std::size_t record_bytes_;       // stored_shape_.bytes(): what the checksums cover
   const std::size_t slot_record_bytes_;  // shape_.bytes(): uint8 bytes per image in a slot
   const std::size_t output_record_bytes_;
+  // Masks (0 without): bytes of a stored mask, and of a delivered one (the window's).
+  const std::size_t mask_bytes_;
+  const std::size_t slot_mask_bytes_;
   const Normalization norm_;
   // Crop or flip records while copying them (LoaderOptions::crop), and how.
   const bool windowed_;

@@ -140,6 +140,8 @@ void copy_window(const uint8_t* src, RecordShape stored, uint8_t* dst, RecordSha
     const uint8_t* pixel = row + row_bytes;
     if (channels == 3) {
       mirror_rgb_row(row, out, delivered.width);
+    } else if (channels == 1) {
+      std::reverse_copy(row, row + row_bytes, out);  // gray images and masks
     } else {
       for (uint32_t x = 0; x < delivered.width; ++x, out += channels) {
         pixel -= channels;
@@ -162,6 +164,18 @@ void copy_delivered_view(const Dataset& dataset, const LoaderOptions& options, u
       detail::draw_window(options.crop, detail::random_windows(options), stored, delivered,
                           options.order.seed, epoch, sample, variant);
   detail::copy_window(record, stored, out, delivered, window);
+}
+
+void copy_delivered_mask(const Dataset& dataset, const LoaderOptions& options, uint64_t epoch,
+                         int64_t sample, uint16_t variant, const uint8_t* mask, uint8_t* out) {
+  const RecordShape stored{dataset.height(), dataset.width(), dataset.channels()};
+  detail::check_crop(options.crop, stored);
+  const RecordShape delivered = detail::delivered_shape(options.crop, stored);
+  const detail::RecordWindow window =
+      detail::draw_window(options.crop, detail::random_windows(options), stored, delivered,
+                          options.order.seed, epoch, sample, variant);
+  detail::copy_window(mask, {stored.height, stored.width, 1}, out,
+                      {delivered.height, delivered.width, 1}, window);
 }
 
 }  // namespace imgpack
