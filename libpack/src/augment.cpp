@@ -493,7 +493,7 @@ void Augmenter::render_mask(const cv::Mat& mask, const AugmentParams& params, cv
                             const SourceFrame& frame, uint8_t fill, uint8_t* dst) const {
   const int w = static_cast<int>(output_.width), h = static_cast<int>(output_.height);
   cv::Mat out(h, w, CV_8UC1, dst);
-  warp_mask(mask, mask_map(transform(params, source), frame), cv::Rect(0, 0, w, h),
+  warp_mask(mask, transform(params, source), source, frame, cv::Rect(0, 0, w, h),
             border_mode(spec_.fill), fill, out);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace imgpack {
@@ -15,30 +16,36 @@ namespace {
 bool reverses_x(int o) { return o == 2 || o == 3 || o == 6 || o == 7; }
 bool reverses_y(int o) { return o == 3 || o == 4 || o == 7 || o == 8; }
 
-// The mask index a sample position `p` (nearest pixel, already rounded)
-// reads along an axis of `n` pixels, or -1 for the fill.
-int border_index(int64_t p, int n, int border) {
-  if (p >= 0 && p < n) return static_cast<int>(p);
+// Where an image position `p` (OpenCV's convention: pixel centres at
+// integers) reads along an axis of `n` pixels under `border`, as warpAffine
+// reads it; NaN for the fill.
+double border_position(double p, int n, int border) {
+  const double last = n - 1;
+  if (p >= 0 && p <= last) return p;
   switch (border) {
     case cv::BORDER_REPLICATE:
-      return p < 0 ? 0 : n - 1;
+      return p < 0 ? 0 : last;
     case cv::BORDER_REFLECT_101: {
       if (n == 1) return 0;
-      const int64_t period = 2 * static_cast<int64_t>(n) - 2;
-      int64_t q = p % period;
+      const double period = 2 * last;
+      double q = std::fmod(p, period);
       if (q < 0) q += period;
-      return static_cast<int>(q < n ? q : period - q);
+      return q <= last ? q : period - q;
     }
     default:
-      return -1;
+      // Bilinear sampling reaches half a pixel past the edge centres.
+      return p >= -0.5 && p <= last + 0.5 ? std::clamp(p, 0.0, last)
+                                          : std::numeric_limits<double>::quiet_NaN();
   }
 }
 
-// The nearest pixel to position `v` (OpenCV's convention): ties go up, as in
-// OpenCV's own nearest-neighbour warps. Far-off positions are clamped so the
-// conversion stays defined; they lie outside any mask either way.
-int64_t nearest(double v) {
-  return static_cast<int64_t>(std::floor(std::clamp(v, -4e9, 4e9) + 0.5));
+// The mask pixel (index along an axis of `n`) under image position `p`, or
+// -1 for the fill: the image pixel's continuous position p + 1/2, carried
+// into the frame (u' = scale u + offset, inverted), floored.
+int mask_index(double p, double scale, double offset, int n) {
+  if (std::isnan(p)) return -1;
+  const double u = (p + 0.5 - offset) / scale;
+  return static_cast<int>(std::clamp(std::floor(u), 0.0, static_cast<double>(n - 1)));
 }
 
 }  // namespace
@@ -60,16 +67,6 @@ SourceFrame decoded_frame(const DecodedImage& image, cv::Size full) {
   return frame;
 }
 
-cv::Matx23d mask_map(const cv::Matx23d& m, const SourceFrame& frame) {
-  // Mask pixel x: continuous x + 0.5 in the frame, so image position
-  // k (x + 0.5) + offset, image pixel k x + (k / 2 + offset - 1/2).
-  const double kx = frame.scale_x, ky = frame.scale_y;
-  const double cx = kx / 2 + frame.offset_x - 0.5;
-  const double cy = ky / 2 + frame.offset_y - 0.5;
-  return cv::Matx23d(m(0, 0) * kx, m(0, 1) * ky, m(0, 0) * cx + m(0, 1) * cy + m(0, 2),
-                     m(1, 0) * kx, m(1, 1) * ky, m(1, 0) * cx + m(1, 1) * cy + m(1, 2));
-}
-
 cv::Matx23d resize_map(cv::Size source, const ResizeSpec& spec) {
   const ResizeWindow window = resize_window(source, spec);
   // Continuous u of the source window lands at target.x + (u - source.x) * r.
@@ -79,24 +76,29 @@ cv::Matx23d resize_map(cv::Size source, const ResizeSpec& spec) {
                      0, ry, window.target.y + (0.5 - window.source.y) * ry - 0.5);
 }
 
-void warp_mask(const cv::Mat& mask, const cv::Matx23d& map, cv::Rect target, int border,
-               uint8_t fill, cv::Mat& out) {
+void warp_mask(const cv::Mat& mask, const cv::Matx23d& image_map, cv::Size image_size,
+               const SourceFrame& frame, cv::Rect target, int border, uint8_t fill, cv::Mat& out) {
   CV_Assert(mask.type() == CV_8UC1 && out.type() == CV_8UC1);
   if (target != cv::Rect(0, 0, out.cols, out.rows)) out.setTo(fill);
   cv::Matx23d inverse;
-  cv::invertAffineTransform(map, inverse);
-  const int w = mask.cols, h = mask.rows;
-  const bool axis_aligned = inverse(0, 1) == 0 && inverse(1, 0) == 0;
-  if (axis_aligned) {
-    // Flips, scales and shifts: one column table, one source row per row.
+  cv::invertAffineTransform(image_map, inverse);
+  auto column = [&](double p) {
+    return mask_index(border_position(p, image_size.width, border), frame.scale_x, frame.offset_x,
+                      mask.cols);
+  };
+  auto row_of = [&](double p) {
+    return mask_index(border_position(p, image_size.height, border), frame.scale_y, frame.offset_y,
+                      mask.rows);
+  };
+  if (inverse(0, 1) == 0 && inverse(1, 0) == 0) {
+    // Flips, scales and shifts: one column table, one mask row per row.
     std::vector<int> columns(static_cast<std::size_t>(target.width));
     for (int x = 0; x < target.width; ++x) {
-      columns[static_cast<std::size_t>(x)] =
-          border_index(nearest(inverse(0, 0) * (target.x + x) + inverse(0, 2)), w, border);
+      columns[static_cast<std::size_t>(x)] = column(inverse(0, 0) * (target.x + x) + inverse(0, 2));
     }
     for (int y = target.y; y < target.y + target.height; ++y) {
       uint8_t* row = out.ptr<uint8_t>(y) + target.x;
-      const int from = border_index(nearest(inverse(1, 1) * y + inverse(1, 2)), h, border);
+      const int from = row_of(inverse(1, 1) * y + inverse(1, 2));
       if (from < 0) {
         std::fill(row, row + target.width, fill);
         continue;
@@ -114,8 +116,8 @@ void warp_mask(const cv::Mat& mask, const cv::Matx23d& map, cv::Rect target, int
     const double row_x = inverse(0, 1) * y + inverse(0, 2);
     const double row_y = inverse(1, 1) * y + inverse(1, 2);
     for (int x = target.x; x < target.x + target.width; ++x) {
-      const int sx = border_index(nearest(inverse(0, 0) * x + row_x), w, border);
-      const int sy = border_index(nearest(inverse(1, 0) * x + row_y), h, border);
+      const int sx = column(inverse(0, 0) * x + row_x);
+      const int sy = row_of(inverse(1, 0) * x + row_y);
       row[x] = sx < 0 || sy < 0 ? fill : mask.ptr<uint8_t>(sy)[sx];
     }
   }
@@ -127,7 +129,7 @@ void resize_mask_into(const cv::Mat& mask, cv::Size source, const SourceFrame& f
   const ResizeWindow window = resize_window(source, spec);
   // Inside the target every position is inside the image up to the last
   // partial pixel of a DCT-scaled decode: the edge holds there.
-  warp_mask(mask, mask_map(resize_map(source, spec), frame), window.target, cv::BORDER_REPLICATE,
+  warp_mask(mask, resize_map(source, spec), source, frame, window.target, cv::BORDER_REPLICATE,
             fill, out);
 }
 

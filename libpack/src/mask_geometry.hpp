@@ -3,11 +3,15 @@
 // The image is resampled from what the decoder delivered: a JPEG may be
 // decoded at a reduced DCT scale (and rotated upright), and a strongly
 // shrinking augmentation reduces it further first. The mask is never
-// reduced: it is sampled once, nearest neighbour, from its full resolution,
-// through the image's own map composed with the map from the full-resolution
-// upright frame to the image's pixels (SourceFrame). So a label lands where
-// the image's pixels of that spot land, and every mask value is a value of
-// the source mask or the fill: nearest neighbour creates no label.
+// reduced: each output pixel takes, nearest neighbour, the label of the
+// full-resolution mask at the spot the image's own map sampled the image
+// from, carried into the full-resolution upright frame (SourceFrame). Where
+// the image's map looks outside the image, the border rule is applied where
+// the image applied it, in the image's pixels: a reflection about the image's
+// edge pixel centres (which depend on its resolution) reflects the mask
+// about the very same line. So a label lands where the image's pixels of
+// that spot land, and every mask value is a value of the source mask or the
+// fill: nearest neighbour creates no label.
 //
 // Coordinates: continuous positions have pixel centres at +0.5 (a W-pixel
 // image spans [0, W)); affine maps passed to OpenCV and to warp_mask() use
@@ -43,23 +47,20 @@ struct SourceFrame {
 // EXIF orientation reversed starts that much early.
 SourceFrame decoded_frame(const DecodedImage& image, cv::Size full);
 
-// The map from the mask's pixels to the output's, both in OpenCV's
-// convention, for an image whose pixels went to the output through
-// `image_map` (OpenCV's convention) and lie in the full-resolution frame as
-// `frame` says.
-cv::Matx23d mask_map(const cv::Matx23d& image_map, const SourceFrame& frame);
-
-// resize_into()'s geometry for an image of `source` pixels as such a map.
+// resize_into()'s geometry for an image of `source` pixels as an affine map
+// from image pixels to output pixels (OpenCV's convention).
 cv::Matx23d resize_map(cv::Size source, const ResizeSpec& spec);
 
-// Fills `out` (CV_8UC1, the output size): pixels of `target` from `mask` by
-// nearest neighbour through the inverse of `map` (mask pixel -> output pixel,
-// OpenCV's convention; a tie between two mask pixels takes the right or
-// lower one), positions outside the mask handled by `border`
-// (cv::BORDER_REFLECT_101, BORDER_REPLICATE or BORDER_CONSTANT with
-// `fill`); pixels outside `target` get `fill`.
-void warp_mask(const cv::Mat& mask, const cv::Matx23d& map, cv::Rect target, int border,
-               uint8_t fill, cv::Mat& out);
+// Fills `out` (CV_8UC1, the output size): each pixel of `target` looks up,
+// through the inverse of `image_map` (image pixel -> output pixel, OpenCV's
+// convention, as warpAffine takes it), its position in an image of
+// `image_size` pixels; a position outside the image follows `border` there
+// (cv::BORDER_REFLECT_101 about the edge pixels' centres, BORDER_REPLICATE
+// clamped to them, BORDER_CONSTANT: `fill`); the position, carried into the
+// full-resolution frame by `frame`, picks the label of the mask pixel it
+// falls in (clamped to the mask). Pixels outside `target` get `fill`.
+void warp_mask(const cv::Mat& mask, const cv::Matx23d& image_map, cv::Size image_size,
+               const SourceFrame& frame, cv::Rect target, int border, uint8_t fill, cv::Mat& out);
 
 // The mask of a clean record (variant 0): `mask` (full-resolution upright,
 // CV_8UC1) given the geometry resize_into() gave the image decoded as
