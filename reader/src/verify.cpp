@@ -47,6 +47,7 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     index = read_index(dir);
     report.records = index.num_records();
     report.shards = index.num_shards();
+    report.masks = index.masks;
     table = detail::build_storage_table(index, dir / format::kIndexFile);
   } catch (const Error& e) {
     report.errors.emplace_back(e.what());

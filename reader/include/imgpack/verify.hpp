@@ -41,6 +41,7 @@ struct VerifyReport {
   // Counts from index.h5 (0 if it could not be read).
   uint64_t records = 0;
   std::size_t shards = 0;
+  bool masks = false;  // the dataset has masks, checked with their records
   // Records (and their pixel bytes) whose checksum was computed: those of
   // every shard whose structure is intact.
   uint64_t records_checked = 0;
