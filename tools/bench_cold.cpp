@@ -216,20 +216,26 @@ Eviction evict_dataset(const Dataset& dataset) {
   Eviction result;
   for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
     const std::filesystem::path path = dataset.shard_path(k);
-    const std::span<const uint8_t> images = dataset.shard_images(k);
-    const MappedSpan span = mapped_span(images);
-    // This process's own page-table entries first: the page cache keeps any
-    // page a process maps. The mapping is read-only and shared, so
-    // MADV_DONTNEED only unmaps; the next access faults the page in again.
-    if (span.length > 0 && ::madvise(span.base, span.length, MADV_DONTNEED) != 0) {
-      throw system_error(path, "madvise(MADV_DONTNEED) failed on its mapping", errno);
+    // The pixels, and the masks of a dataset with masks.
+    const std::span<const uint8_t> mapped[] = {dataset.shard_images(k), dataset.shard_masks(k)};
+    for (const std::span<const uint8_t> bytes : mapped) {
+      const MappedSpan span = mapped_span(bytes);
+      // This process's own page-table entries first: the page cache keeps any
+      // page a process maps. The mapping is read-only and shared, so
+      // MADV_DONTNEED only unmaps; the next access faults the page in again.
+      if (span.length > 0 && ::madvise(span.base, span.length, MADV_DONTNEED) != 0) {
+        throw system_error(path, "madvise(MADV_DONTNEED) failed on its mapping", errno);
+      }
     }
     const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) throw system_error(path, "cannot open for reading", errno);
     const int error = ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
     if (error != 0) throw system_error(path, "posix_fadvise(DONTNEED) failed", error);
-    result.bytes += images.size();
-    result.resident_bytes += std::min<uint64_t>(resident_bytes(span, path), images.size());
+    for (const std::span<const uint8_t> bytes : mapped) {
+      result.bytes += bytes.size();
+      result.resident_bytes +=
+          std::min<uint64_t>(resident_bytes(mapped_span(bytes), path), bytes.size());
+    }
   }
   return result;
 }
