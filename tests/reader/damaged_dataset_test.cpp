@@ -107,16 +107,20 @@ uint64_t sweep_stride() {
 #endif
 }
 
-// Alters every `stride`-th byte of `file` in `dir` outside [skip_begin,
-// skip_end), one at a time (restoring it after), and checks each result.
-void sweep(const fs::path& dir, const std::string& file, uint64_t skip_begin, uint64_t skip_end) {
+// Alters every `stride`-th byte of `file` in `dir` outside the `skipped`
+// ranges [begin, end), one at a time (restoring it after), and checks each result.
+void sweep(const fs::path& dir, const std::string& file,
+           const std::vector<std::pair<uint64_t, uint64_t>>& skipped) {
   const fs::path path = dir / file;
   const std::string original = test::read_bytes(path);
   const uint64_t stride = sweep_stride();
   int counts[6] = {};
   uint64_t tried = 0;
   for (uint64_t pos = 0; pos < original.size(); pos += stride) {
-    if (pos >= skip_begin && pos < skip_end) continue;
+    if (std::any_of(skipped.begin(), skipped.end(),
+                    [&](const auto& range) { return pos >= range.first && pos < range.second; })) {
+      continue;
+    }
     std::string damaged = original;
     // Vary the change: single bits and whole bytes.
     const uint8_t mask = pos % 3 == 0 ? 0xff : static_cast<uint8_t>(1u << (pos % 8));
@@ -198,7 +202,7 @@ SyntheticOptions small_dataset() {
 TEST(DamagedMetadata, EveryByteOfTheIndex) {
   TempDir dir;
   test::write_synthetic_dataset(dir.path(), small_dataset());
-  sweep(dir.path(), "index.h5", 0, 0);
+  sweep(dir.path(), "index.h5", {});
 }
 
 TEST(DamagedMetadata, EveryByteOfAShardOutsideItsPixels) {
@@ -207,7 +211,21 @@ TEST(DamagedMetadata, EveryByteOfAShardOutsideItsPixels) {
   test::write_synthetic_dataset(dir.path(), options);
   const uint64_t offset = test::images_offset(dir / "shard-00001.h5");
   const uint64_t bytes = uint64_t{10} * options.height * options.width * options.channels;
-  sweep(dir.path(), "shard-00001.h5", offset, offset + bytes);
+  sweep(dir.path(), "shard-00001.h5", {{offset, offset + bytes}});
+}
+
+// A shard with masks: its mask layout and /mask_checksum are checked like
+// the rest, the damage refused or found by the checksums.
+TEST(DamagedMetadata, EveryByteOfAShardWithMasksOutsideItsPixelsAndMasks) {
+  TempDir dir;
+  SyntheticOptions options = small_dataset();
+  options.masks = true;
+  test::write_synthetic_dataset(dir.path(), options);
+  const fs::path shard = dir / "shard-00001.h5";
+  const uint64_t images = test::images_offset(shard), masks = test::masks_offset(shard);
+  const uint64_t pixels = uint64_t{10} * options.height * options.width;
+  sweep(dir.path(), "shard-00001.h5",
+        {{images, images + pixels * options.channels}, {masks, masks + pixels}});
 }
 
 // What a child found for one flipped bit of index.h5.
@@ -311,7 +329,7 @@ std::vector<FlipOutcome> check_flips_in_child(const fs::path& dir, const std::st
 }
 
 // Index contents are checksummed: one bit of index.h5 flipped at a time, at
-// a seeded sample of 2,000 offsets (IMGPACK_FLIP_ALL=1: every bit of every
+// a seeded sample of `sampled_flips` offsets (IMGPACK_FLIP_ALL=1: every bit of every
 // byte). Every flip is either refused by the reader and reported by verify,
 // both naming index.h5, or provably harmless: the reader decodes exactly the
 // original index, field by field. HDF5 checksums its own metadata, not
@@ -319,11 +337,8 @@ std::vector<FlipOutcome> check_flips_in_child(const fs::path& dir, const std::st
 // used to pass unnoticed (a sample path, a class name, a fold,
 // convert_options). Children check the flips in batches (a fork per flip
 // costs more than the check); a crash costs only its own flip.
-TEST(DamagedIndex, EveryFlipIsRefusedOrHarmless) {
+void check_index_flips(SyntheticOptions options, std::size_t sampled_flips) {
   TempDir dir;
-  SyntheticOptions options = small_dataset();
-  options.classes = 3;
-  options.groups = 4;
   test::write_synthetic_dataset(dir.path(), options);
   std::vector<int16_t> assign(options.samples);
   for (std::size_t s = 0; s < assign.size(); ++s)
@@ -342,7 +357,7 @@ TEST(DamagedIndex, EveryFlipIsRefusedOrHarmless) {
     for (uint64_t at = 0; at < offsets.size(); ++at) offsets[at] = at;
     CounterRng rng(14, 0x666c6970);
     rng.shuffle(std::span(offsets));
-    offsets.resize(std::min<std::size_t>(offsets.size(), 2000));
+    offsets.resize(std::min<std::size_t>(offsets.size(), sampled_flips));
     for (uint64_t at : offsets) flips.push_back({at, static_cast<int>(rng.below(8))});
   }
 
@@ -362,6 +377,25 @@ TEST(DamagedIndex, EveryFlipIsRefusedOrHarmless) {
               pristine.size(), flips.size(), counts[kFlipHarmless], counts[kFlipRefused],
               counts[kFlipChanged]);
   EXPECT_GT(counts[kFlipRefused], 0);
+}
+
+TEST(DamagedIndex, EveryFlipIsRefusedOrHarmless) {
+  SyntheticOptions options = small_dataset();
+  options.classes = 3;
+  options.groups = 4;
+  check_index_flips(options, 2000);
+}
+
+// The mask attributes are covered by the root's checksum, the label names
+// by their table's.
+TEST(DamagedIndex, EveryFlipOfAnIndexWithMasksIsRefusedOrHarmless) {
+  SyntheticOptions options = small_dataset();
+  options.classes = 3;
+  options.groups = 4;
+  options.masks = true;
+  options.mask_fill = 250;
+  options.mask_class_names = {"background", "road", "car"};
+  check_index_flips(options, 1000);
 }
 
 }  // namespace

@@ -120,6 +120,9 @@ class CheckedIndexReader {
   explicit CheckedIndexReader(const h5::File& file)
       : file_(file), checksummed_(file.has_attr("/", format::kAttrAttributesChecksum)) {}
 
+  // Whether the index carries checksums (every index imgpack writes does).
+  bool checksummed() const { return checksummed_; }
+
   template <class T>
   std::vector<T> numbers(const std::string& name) const {
     std::vector<T> values = file_.read<T>(name);
@@ -195,10 +198,18 @@ void read_mask_attributes(const h5::File& file, DatasetIndex& index) {
   index.mask_fill = static_cast<uint8_t>(fill);
 }
 
+// The label names. imgpack writes the table (empty when nothing names the
+// labels) into every index with masks, so that in a checksummed index its
+// absence is damage (a flipped link name), not a dataset without names.
 void read_mask_tables(const h5::File& file, const CheckedIndexReader& checked,
                       DatasetIndex& index) {
-  if (index.masks && file.exists(format::kMaskClassesName)) {
+  if (!index.masks) return;
+  if (file.exists(format::kMaskClassesName)) {
     index.mask_class_names = checked.strings(format::kMaskClassesName);
+  } else if (checked.checksummed()) {
+    throw file_error(file.path(), std::string("has masks but no ") + format::kMaskClassesName +
+                                      ", which every index with masks and checksums has: the "
+                                      "file is damaged");
   }
 }
 
@@ -209,9 +220,7 @@ void write_mask_attributes(h5::File& file, const DatasetIndex& index) {
 }
 
 void write_mask_tables(ChecksummedIndexWriter& tables, const DatasetIndex& index) {
-  if (!index.mask_class_names.empty()) {
-    tables.strings(format::kMaskClassesName, index.mask_class_names);
-  }
+  if (index.masks) tables.strings(format::kMaskClassesName, index.mask_class_names);
 }
 
 }  // namespace

@@ -306,6 +306,26 @@ TEST(DatasetIndex, MaskAttributesAndClassNamesRoundTripChecksummed) {
     EXPECT_EQ(file.read_int_attr("/", format::kAttrMasks), 1);
     EXPECT_EQ(file.read_int_attr("/", format::kAttrMaskFill), 254);
   }
+  // Without names the table is there, empty: its absence would be damage.
+  DatasetIndex unnamed = index;
+  unnamed.mask_class_names.clear();
+  write_index(dir.path(), unnamed);
+  EXPECT_TRUE(read_index(dir.path()).mask_class_names.empty());
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    EXPECT_EQ(file.length(format::kMaskClassesName), 0u);
+    file.unlink("/mask_classes");
+    file.close();
+  }
+  try {
+    read_index(dir.path());
+    ADD_FAILURE() << "an index with masks but no /mask_classes/name was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has masks but no /mask_classes/name"),
+              std::string::npos)
+        << e.what();
+  }
+  write_index(dir.path(), index);
 
   // The fill is covered by the root's checksum, the names by their table's.
   {
