@@ -39,13 +39,21 @@ double border_position(double p, int n, int border) {
   }
 }
 
+// Positions within this of a pixel boundary count as on it. Ratios of whole
+// sizes put output pixel centres exactly on mask pixel boundaries (2x + 1
+// for a halving), which the inverted map may miss by an ulp either way;
+// positions that are not on one lie far farther from it than this.
+constexpr double kBoundarySlack = 1e-7;
+
 // The mask pixel (index along an axis of `n`) under image position `p`, or
 // -1 for the fill: the image pixel's continuous position p + 1/2, carried
-// into the frame (u' = scale u + offset, inverted), floored.
+// into the frame (u' = scale u + offset, inverted), floored, a position on
+// a boundary belonging to the pixel that starts there.
 int mask_index(double p, double scale, double offset, int n) {
   if (std::isnan(p)) return -1;
   const double u = (p + 0.5 - offset) / scale;
-  return static_cast<int>(std::clamp(std::floor(u), 0.0, static_cast<double>(n - 1)));
+  return static_cast<int>(
+      std::clamp(std::floor(u + kBoundarySlack), 0.0, static_cast<double>(n - 1)));
 }
 
 }  // namespace
@@ -81,7 +89,13 @@ void warp_mask(const cv::Mat& mask, const cv::Matx23d& image_map, cv::Size image
   CV_Assert(mask.type() == CV_8UC1 && out.type() == CV_8UC1);
   if (target != cv::Rect(0, 0, out.cols, out.rows)) out.setTo(fill);
   cv::Matx23d inverse;
-  cv::invertAffineTransform(image_map, inverse);
+  if (image_map(0, 1) == 0 && image_map(1, 0) == 0) {
+    // Axis by axis, so that exact ratios stay exact.
+    inverse = cv::Matx23d(1 / image_map(0, 0), 0, -image_map(0, 2) / image_map(0, 0),  //
+                          0, 1 / image_map(1, 1), -image_map(1, 2) / image_map(1, 1));
+  } else {
+    cv::invertAffineTransform(image_map, inverse);
+  }
   auto column = [&](double p) {
     return mask_index(border_position(p, image_size.width, border), frame.scale_x, frame.offset_x,
                       mask.cols);
