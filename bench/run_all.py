@@ -5,7 +5,7 @@ usage: bench/run-all [--quick] [--work DIR] [--repeat N] [--only SECTION,...]
                      [--report-only] [--docs DIR]
 
 Sections (in this order): convert, parts, augment, splits, reader, cold, python,
-verify, training. Each runs a script under bench/ that measures imgpack and its peers
+verify, masks, training. Each runs a script under bench/ that measures imgpack and its peers
 side by side in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
 leaves WORK/results/SECTION.json. Inputs are generated deterministically and
 cached in WORK (default out/bench; --quick: out/bench-quick), so a second run
@@ -38,7 +38,8 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 import report  # noqa: E402
 
-SECTIONS = ("convert", "parts", "augment", "splits", "reader", "cold", "python", "verify", "training")
+SECTIONS = ("convert", "parts", "augment", "splits", "reader", "cold", "python", "verify", "masks",
+            "training")
 
 # Sizes: the full mode measures what the issues' targets are defined on.
 FULL = {
@@ -67,6 +68,9 @@ FULL = {
                   "--read-paths", "auto,mapped", "--epochs", "2"],
     "training_args": ["--batch", "256", "--steps-ms", "2000,1000,500,200,100,50,20,10,5,2,1",
                       "--budget-s", "6", "--min-batches", "10", "--rate-images", "2048"],
+    # Image/mask pairs of about 640x480 (sample-data --masks).
+    "masks_pairs": 2000,
+    "masks_args": ["--batch", "256", "--epochs", "3"],
 }
 QUICK = {
     "repeat": 1,
@@ -90,6 +94,8 @@ QUICK = {
                   "--epochs", "1", "--batch", "64"],
     "training_args": ["--batch", "16", "--steps-ms", "50,10,2", "--budget-s", "0.5",
                       "--min-batches", "3", "--rate-images", "96"],
+    "masks_pairs": 48,
+    "masks_args": ["--batch", "16", "--epochs", "1"],
 }
 READER_SOURCE = (640, 480)  # about the mean size of an ImageNet photo
 
@@ -226,6 +232,12 @@ class Runner:
         command = [benchlib.PYTHON, script("verify", "run.py"), dataset, out, "--repeat",
                    self.repeat]
         return [command], self.run_script("verify", command, os.path.join(out, "results.json"))
+
+    def masks(self):
+        out = self.scratch("masks")
+        command = [benchlib.PYTHON, script("masks", "run.py"), self.sizes["masks_pairs"], out,
+                   "--repeat", self.repeat] + self.sizes["masks_args"]
+        return [command], self.run_script("masks", command, os.path.join(out, "results.json"))
 
     def training(self):
         src, dataset = self.reader_inputs()

@@ -125,13 +125,30 @@ void warp_mask(const cv::Mat& mask, const cv::Matx23d& image_map, cv::Size image
     }
     return;
   }
+  // Rotations and shears. Positions inside the image (most of them) take
+  // the fast way: the mask index straight from the image position, by one
+  // multiply-add and a truncation (the same as flooring there: the index is
+  // never below -1 and is clamped to 0); the others go through the border rule.
+  const double last_x = image_size.width - 1, last_y = image_size.height - 1;
+  const double ax = 1 / frame.scale_x, ay = 1 / frame.scale_y;
+  const double bx = (0.5 - frame.offset_x) / frame.scale_x + kBoundarySlack;
+  const double by = (0.5 - frame.offset_y) / frame.scale_y + kBoundarySlack;
+  const int max_x = mask.cols - 1, max_y = mask.rows - 1;
   for (int y = target.y; y < target.y + target.height; ++y) {
     uint8_t* row = out.ptr<uint8_t>(y);
     const double row_x = inverse(0, 1) * y + inverse(0, 2);
     const double row_y = inverse(1, 1) * y + inverse(1, 2);
     for (int x = target.x; x < target.x + target.width; ++x) {
-      const int sx = column(inverse(0, 0) * x + row_x);
-      const int sy = row_of(inverse(1, 0) * x + row_y);
+      const double px = inverse(0, 0) * x + row_x;
+      const double py = inverse(1, 0) * x + row_y;
+      if (px >= 0 && px <= last_x && py >= 0 && py <= last_y) {
+        const int sx = std::min(static_cast<int>(px * ax + bx), max_x);
+        const int sy = std::min(static_cast<int>(py * ay + by), max_y);
+        row[x] = mask.ptr<uint8_t>(sy)[sx];
+        continue;
+      }
+      const int sx = column(px);
+      const int sy = row_of(py);
       row[x] = sx < 0 || sy < 0 ? fill : mask.ptr<uint8_t>(sy)[sx];
     }
   }

@@ -28,8 +28,10 @@
 // Segmentation masks: with a dataset that has them, every batch carries each
 // record's mask beside its image (Batch::masks()), in the same slot and the
 // same upload: the reader threads copy both (cutting the same crop window
-// and flips from each), and one copy puts both on the device. Masks stay
-// uint8 labels whatever the output format.
+// and flips from each) and the upload stage puts both on the device before
+// the batch's ready event, a full batch's images and masks in one copy
+// (direct upload gathers both from the mappings). Masks stay uint8 labels
+// whatever the output format.
 //
 // What is delivered, and in which order, is a pure function of the dataset,
 // the selection and the order options (see epoch_order.hpp): the thread count
