@@ -35,12 +35,12 @@ struct Scene {
 };
 
 Scene make_scene(int width, int height) {
+  const auto w = static_cast<float>(width), h = static_cast<float>(height);
   Scene scene{cv::Mat(height, width, CV_8UC3, cv::Scalar(0, 0, 0)),
               cv::Mat(height, width, CV_8UC1, cv::Scalar(1))};
-  const cv::RotatedRect ellipse(cv::Point2f(width * 0.35f, height * 0.4f),
-                                cv::Size2f(width * 0.3f, height * 0.45f), 20);
-  const cv::RotatedRect box(cv::Point2f(width * 0.7f, height * 0.65f),
-                            cv::Size2f(width * 0.25f, height * 0.2f), -35);
+  const cv::RotatedRect ellipse(cv::Point2f(w * 0.35f, h * 0.4f), cv::Size2f(w * 0.3f, h * 0.45f),
+                                20);
+  const cv::RotatedRect box(cv::Point2f(w * 0.7f, h * 0.65f), cv::Size2f(w * 0.25f, h * 0.2f), -35);
   cv::ellipse(scene.mask, ellipse, cv::Scalar(3), cv::FILLED, cv::LINE_8);
   cv::ellipse(scene.rgb, ellipse, cv::Scalar(255, 255, 255), cv::FILLED, cv::LINE_8);
   cv::Point2f corners[4];

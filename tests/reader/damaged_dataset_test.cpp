@@ -337,7 +337,7 @@ std::vector<FlipOutcome> check_flips_in_child(const fs::path& dir, const std::st
 // used to pass unnoticed (a sample path, a class name, a fold,
 // convert_options). Children check the flips in batches (a fork per flip
 // costs more than the check); a crash costs only its own flip.
-void check_index_flips(SyntheticOptions options, std::size_t sampled_flips) {
+void check_index_flips(const SyntheticOptions& options, std::size_t sampled_flips) {
   TempDir dir;
   test::write_synthetic_dataset(dir.path(), options);
   std::vector<int16_t> assign(options.samples);

@@ -113,7 +113,7 @@ TEST(Dataset, MapsEachRecordsMaskBesideItsPixels) {
   // A damaged mask is found by the checksums, not at open.
   const fs::path shard = dir / "shard-00001.h5";
   std::string bytes = test::read_bytes(shard);
-  bytes[test::masks_offset(shard) + 5 * 30 + 1] ^= 0x02;  // row 5's mask
+  bytes[test::masks_offset(shard) + uint64_t{5} * 30 + 1] ^= 0x02;  // row 5's mask
   test::write_bytes(shard, bytes);
   try {
     Dataset::open(dir.path(), DatasetOpenOptions{.verify_checksums = true, .index = {}});

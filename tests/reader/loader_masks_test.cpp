@@ -166,7 +166,7 @@ TEST_F(LoaderMasksTest, ADamagedMaskIsAnErrorNamingItsRow) {
   const DatasetIndex& index = dataset_.index();
   const std::filesystem::path shard = dir_ / index.shards.file[0];
   std::string bytes = test::read_bytes(shard);
-  bytes[test::masks_offset(shard) + 2 * 63 + 7] ^= 0x40;  // row 2's mask
+  bytes[test::masks_offset(shard) + uint64_t{2} * 63 + 7] ^= 0x40;  // row 2's mask
   test::write_bytes(shard, bytes);
   const Dataset damaged = Dataset::open(dir_.path());
   EXPECT_THROW(damaged.verify_checksums(), Error);

@@ -101,7 +101,7 @@ TEST(Verify, ChecksEveryMaskAndNamesABadOneApartFromItsImage) {
 
   const fs::path shard = dir / "shard-00001.h5";
   std::string bytes = test::read_bytes(shard);
-  bytes[test::masks_offset(shard) + 6 * 30 + 3] ^= 0x01;  // row 6's mask
+  bytes[test::masks_offset(shard) + uint64_t{6} * 30 + 3] ^= 0x01;  // row 6's mask
   test::write_bytes(shard, bytes);
   flip_pixel(shard, 9, 90);  // row 9's image
   VerifyReport report = verify_dataset(dir.path());

@@ -363,7 +363,7 @@ TEST_F(DamagedMasksTest, VerifyNamesTheDamagedMask) {
   const fs::path data = scratch / "data";
   fs::copy(*dir_ / "data-1", data, fs::copy_options::recursive);
   flip_byte(data / "shard-00001.h5",
-            dataset_offset(data / "shard-00001.h5", "/masks") + 2 * 1024 + 7);
+            dataset_offset(data / "shard-00001.h5", "/masks") + uint64_t{2} * 1024 + 7);
   CommandResult r = run_limited("verify " + q(data) + " --json");
   EXPECT_EQ(r.exit_code, 1);
   const nlohmann::json report = nlohmann::json::parse(r.out);

@@ -107,7 +107,7 @@ TEST_F(MasksCli, EveryVariantsMaskMarksItsImagesShapeWithTheInputsLabelsOnly) {
           for (int dx = -1; dx <= 1; ++dx) edge = edge || mask.at<uint8_t>(y + dy, x + dx) != m;
         }
         if (edge) continue;
-        const cv::Vec3b p = image.at<cv::Vec3b>(y, x);
+        const cv::Vec3b& p = image.at<cv::Vec3b>(y, x);
         int distance = 0;
         for (int c = 0; c < 3; ++c) distance = std::max(distance, std::abs(p[c] - colour[c]));
         const bool shape = distance < 45, labelled = m != 0;
@@ -187,7 +187,7 @@ class BadMasks : public ::testing::Test {
     for (const std::string name : {"palette", "deep", "too_deep", "small", "missing", "colour"}) {
       test::write_image(dir_ / "src/c" / (name + ".png"), test::make_rgb_image(16, 12, 1));
     }
-    std::vector<uint16_t> labels(16 * 12);
+    std::vector<uint16_t> labels(std::size_t{16} * 12);
     for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = (i % 16) < 8 ? 0 : (i < 96 ? 3 : 5);
     labels_ = labels;
     std::string plte;
@@ -198,7 +198,7 @@ class BadMasks : public ::testing::Test {
     wide[20] = 1000;
     write_bytes(dir_ / "masks/c/too_deep.png", test::png_raw(16, 12, 0, 16, wide));
     write_bytes(dir_ / "masks/c/small.png",
-                test::png_raw(12, 16, 0, 8, std::vector<uint16_t>(12 * 16, 1)));
+                test::png_raw(12, 16, 0, 8, std::vector<uint16_t>(std::size_t{12} * 16, 1)));
     std::vector<uint16_t> rgb;
     for (uint16_t l : labels)
       rgb.insert(rgb.end(), {uint16_t(l == 0 ? 0 : 200), uint16_t(l * 20), 0});
@@ -303,16 +303,17 @@ TEST(MasksCliInputs, CsvMaskColumnsAndTheImagesUprightSize) {
   write_bytes(
       dir / "src/photo.jpg",
       test::jpeg_with_exif(test::encode_image(".jpg", stored, {cv::IMWRITE_JPEG_QUALITY, 98}), 6));
-  std::vector<uint16_t> labels(40 * 30, 0);
+  std::vector<uint16_t> labels(std::size_t{40} * 30, 0);
   for (int y = 5; y < 25; ++y) {
-    for (int x = 5; x < 17; ++x) labels[static_cast<std::size_t>(y * 40 + x)] = 1;
+    for (int x = 5; x < 17; ++x)
+      labels[std::size_t{40} * static_cast<std::size_t>(y) + static_cast<std::size_t>(x)] = 1;
   }
   write_bytes(dir / "labels/photo_seg.png", test::png_raw(40, 30, 0, 8, labels));
   // The same mask stored sideways, as the JPEG's pixels are: the wrong size.
   write_bytes(dir / "src/sideways.jpg",
               test::jpeg_with_exif(test::encode_image(".jpg", stored), 6));
   write_bytes(dir / "labels/sideways_seg.png",
-              test::png_raw(30, 40, 0, 8, std::vector<uint16_t>(30 * 40, 1)));
+              test::png_raw(30, 40, 0, 8, std::vector<uint16_t>(std::size_t{30} * 40, 1)));
   write_bytes(dir / "list.csv",
               "image,mask\nphoto.jpg,photo_seg.png\nsideways.jpg,sideways_seg.png\n");
   const auto r =

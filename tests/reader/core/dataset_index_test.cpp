@@ -321,8 +321,7 @@ TEST(DatasetIndex, MaskAttributesAndClassNamesRoundTripChecksummed) {
     read_index(dir.path());
     ADD_FAILURE() << "an index with masks but no /mask_classes/name was read";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("has masks but no /mask_classes/name"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("has masks but no /mask_classes/name"), std::string::npos)
         << e.what();
   }
   write_index(dir.path(), index);

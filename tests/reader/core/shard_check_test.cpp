@@ -157,7 +157,7 @@ TEST(ReadShard, MasksMustBeThereExactlyWhenTheIndexHasThem) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
               masked_shard.string() + ": truncated: /masks ends at byte " +
-                  std::to_string(test::masks_offset(masked_shard) + 16 * 30) +
+                  std::to_string(test::masks_offset(masked_shard) + uint64_t{16} * 30) +
                   " but the file has " + std::to_string(end) + " bytes");
   }
 }
