@@ -151,6 +151,7 @@ int run_convert(const ConvertArgs& args) {
     j["width"] = result.width;
     j["height"] = result.height;
     j["channels"] = result.channels;
+    j["masks"] = options.has_masks();
     j["dataset_uuid"] = result.uuid;
     j["resize_notes"] = result.resize_notes;
     if (args.resume) {
