@@ -1199,6 +1199,60 @@ def scale_section(page, record):
     commands_block(page, record)
 
 
+def masks_section(page, record):
+    d = record["data"]
+    page.add("## Segmentation masks", "",
+             "`imgpack convert --masks` against the same conversion without masks, and the "
+             "reader over both datasets (bench/masks/run.py). %d image/mask pairs from "
+             "`imgpack sample-data --masks`, about %s (each side varies by up to 25%%; three "
+             "JPEGs to one PNG, every mask an 8-bit PNG label map), converted to %dx%d with %d "
+             "threads, once with K=1 and once with K=4 augmented variants (`%s`), interleaved in "
+             "every repeat. A conversion is timed by its conversion time and its CPU time (user + "
+             "system); what the masks cost is the CPU time they add (reading, decoding, checking "
+             "and resampling each mask from full resolution, nearest neighbour, with its image's "
+             "geometry), against the conversion without them, which is mostly JPEG decoding. "
+             "The reader (`imgpack bench --batch %d --epochs %d`, random order) counts the masks' "
+             "bytes with the images' and compares with memcpy of the same mapped bytes (images "
+             "and masks) in the same run, page-cached." % (
+                 d["pairs"], d["source"], d["size"], d["size"], d["threads"], d["spec"],
+                 d["batch"], d["epochs"]),
+             "", run_note(record), "",
+             "| conversion | without masks | with masks | time ratio | CPU ratio | masks' CPU per "
+             "image | the rest's CPU per image |", "|---|---:|---:|---:|---:|---:|---:|")
+    for name, key in (("K=1", "convert"), ("K=4", "convert_k4")):
+        c = d[key]
+        for k in ("plain_s", "masks_s", "time_ratio", "cpu_ratio", "image_cpu_ms_per_image"):
+            page.need_summary("masks %s %s" % (key, k), c[k])
+        page.need_summary("masks %s mask_cpu_ms_per_image" % key, c["mask_cpu_ms_per_image"],
+                          zero_ok=True)
+        page.add("| %s | %s | %s | %s | %s | %s | %s |" % (
+            name, mmm(c["plain_s"], fmt=secs), mmm(c["masks_s"], fmt=secs), ratio(c["time_ratio"]),
+            ratio(c["cpu_ratio"]), mmm(c["mask_cpu_ms_per_image"], 2, unit=" ms"),
+            mmm(c["image_cpu_ms_per_image"], 2, unit=" ms")))
+    page.add("", "| reader | GB/s | memcpy GB/s (same bytes, same run) | reader / memcpy | "
+             "images/s |", "|---|---:|---:|---:|---:|")
+    for key, name in (("plain", "without masks"), ("masks", "with masks (images + masks)")):
+        r = d["reader"][key]
+        for k in ("gb_per_s", "memcpy_gb_per_s", "ratio", "images_per_s"):
+            page.need_summary("masks reader %s %s" % (key, k), r[k])
+        page.add("| %s | %s | %s | %s | %s |" % (
+            name, mmm(r["gb_per_s"], 2), mmm(r["memcpy_gb_per_s"], 2), ratio(r["ratio"], 2),
+            mmm(r["images_per_s"], 0)))
+    page.need_summary("masks reader images_per_s_ratio", d["reader"]["images_per_s_ratio"])
+    share = d["convert"]["mask_cpu_share"]
+    page.need_summary("masks convert mask_cpu_share", share, zero_ok=True)
+    page.add("", "With masks the reader delivers %s the images per second it delivers without "
+             "(each image now carries a third more bytes: its H x W mask)." %
+             ratio(d["reader"]["images_per_s_ratio"], 2))
+    page.target("Masks cost well under the image decode: their CPU time under 0.25x that of the "
+                "conversion without them (K=1, %d pairs of about %s)" % (d["pairs"], d["source"]),
+                16, "%s (%s per image against %s)" % (
+                    ratio(share, 2), mmm(d["convert"]["mask_cpu_ms_per_image"], 2, unit=" ms"),
+                    mmm(d["convert"]["image_cpu_ms_per_image"], 2, unit=" ms")),
+                share["median"] < 0.25)
+    commands_block(page, record)
+
+
 # --- the page ------------------------------------------------------------------------------------
 
 def load(results, name):
@@ -1214,7 +1268,7 @@ def write(results, docs, quick=False, expect=()):
     page = Page(docs, quick)
     machine = load(results, "machine") or {}
     order = ("training", "convert", "parts", "augment", "splits", "reader", "cold", "python",
-             "verify", "scale", "gpu")
+             "verify", "scale", "masks", "gpu")
     records = {name: load(results, name) for name in order}
     # The GPU figures come from a GPU machine (bench/gpu/run.py) and are kept
     # with the page, so a run elsewhere renders them rather than losing them.
@@ -1228,7 +1282,7 @@ def write(results, docs, quick=False, expect=()):
     renderers = {"training": training_section, "convert": convert_section,
                  "parts": parts_section, "augment": augment_section, "splits": splits_section,
                  "reader": reader_section, "cold": cold_section, "python": python_section,
-                 "verify": verify_section, "scale": scale_section,
+                 "verify": verify_section, "scale": scale_section, "masks": masks_section,
                  "gpu": gpu_section}
     for name in order:
         if name == "gpu" and not records[name]:
@@ -1263,7 +1317,8 @@ def write(results, docs, quick=False, expect=()):
              "[conversion](#conversion) · [in parts](#conversion-in-parts) · "
              "[augmentation](#augmentation-k4-variants-against-k1) · [splits](#splits) · "
              "[reader](#reader) · [cold reads](#cold-reads-datasets-larger-than-memory) · "
-             "[Python](#python) · [verify](#verify) · [scale](#scale) · [GPU](#gpu) · "
+             "[Python](#python) · [verify](#verify) · [scale](#scale) · "
+             "[masks](#segmentation-masks) · [GPU](#gpu) · "
              "[machine](#machine)", "")
     # The headline first, then the verdicts, then the details.
     head, rest = split_headline(body.lines)

@@ -5,7 +5,7 @@ usage: bench/run-all [--quick] [--work DIR] [--repeat N] [--only SECTION,...]
                      [--report-only] [--docs DIR]
 
 Sections (in this order): convert, parts, augment, splits, reader, cold, python,
-verify, scale, training. Each runs a script under bench/ that measures imgpack and its peers
+verify, scale, masks, training. Each runs a script under bench/ that measures imgpack and its peers
 side by side in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
 leaves WORK/results/SECTION.json. Inputs are generated deterministically and
 cached in WORK (default out/bench; --quick: out/bench-quick), so a second run
@@ -39,6 +39,7 @@ import benchlib  # noqa: E402
 import report  # noqa: E402
 
 SECTIONS = ("convert", "parts", "augment", "splits", "reader", "cold", "python", "verify", "scale",
+            "masks",
             "training")
 
 # Sizes: the full mode measures what the issues' targets are defined on.
@@ -72,6 +73,9 @@ FULL = {
                       "--budget-s", "6", "--min-batches", "10", "--rate-images", "2048"],
     # Synthetic datasets of one-pixel records: about 5 GB of files at 10M.
     "scale_sizes": [100000, 1000000, 10000000],
+    # Image/mask pairs of about 640x480 (sample-data --masks).
+    "masks_pairs": 2000,
+    "masks_args": ["--batch", "256", "--epochs", "3"],
 }
 QUICK = {
     "repeat": 1,
@@ -96,6 +100,8 @@ QUICK = {
     "training_args": ["--batch", "16", "--steps-ms", "50,10,2", "--budget-s", "0.5",
                       "--min-batches", "3", "--rate-images", "96"],
     "scale_sizes": [10000, 100000],
+    "masks_pairs": 48,
+    "masks_args": ["--batch", "16", "--epochs", "1"],
 }
 READER_SOURCE = (640, 480)  # about the mean size of an ImageNet photo
 
@@ -239,6 +245,12 @@ class Runner:
         command = [benchlib.PYTHON, script("scale", "run.py"), self.imgpack, out] + \
             self.sizes["scale_sizes"] + ["--repeat", self.repeat, "--json", result]
         return [command], self.run_script("scale", command, result)
+
+    def masks(self):
+        out = self.scratch("masks")
+        command = [benchlib.PYTHON, script("masks", "run.py"), self.sizes["masks_pairs"], out,
+                   "--repeat", self.repeat] + self.sizes["masks_args"]
+        return [command], self.run_script("masks", command, os.path.join(out, "results.json"))
 
     def training(self):
         src, dataset = self.reader_inputs()

@@ -166,10 +166,15 @@ Eviction evict_dataset(const Dataset& dataset) {
   Eviction result;
   for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
     const std::filesystem::path path = dataset.shard_path(k);
-    const std::span<const uint8_t> images = dataset.shard_images(k);
-    detail::evict(images, path, dataset.shard_images_offset(k));
-    result.bytes += images.size();
-    result.resident_bytes += detail::resident_bytes(images, path);
+    // The pixels, and the masks of a dataset with masks.
+    const std::pair<std::span<const uint8_t>, uint64_t> layers[] = {
+        {dataset.shard_images(k), dataset.shard_images_offset(k)},
+        {dataset.shard_masks(k), dataset.shard_masks_offset(k)}};
+    for (const auto& [bytes, offset] : layers) {
+      detail::evict(bytes, path, offset);
+      result.bytes += bytes.size();
+      result.resident_bytes += detail::resident_bytes(bytes, path);
+    }
   }
   return result;
 }

@@ -62,7 +62,7 @@ struct BenchResult {
 BenchResult measure(const Dataset& dataset, const BenchArgs& a, const Device& device) {
   const bool say = !a.json && !a.quiet;
   BenchResult r;
-  const std::size_t batch_bytes = a.batch * dataset.record_bytes();
+  const std::size_t batch_bytes = a.batch * (dataset.record_bytes() + dataset.mask_bytes());
   r.memory_bound = (a.prefetch + 2) * batch_bytes + (uint64_t{64} << 20);
   r.cores = cores_available();
   r.step_images_per_s = a.step_ms > 0 ? static_cast<double>(a.batch) * 1000.0 / a.step_ms : 0;
@@ -179,6 +179,7 @@ void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device&
   j["step_ms"] = a.step_ms;
   j["images"] = r.run.stats.images;
   j["bytes"] = r.run.stats.bytes;
+  j["mask_bytes"] = r.run.stats.mask_bytes;
   j["seconds"] = r.run.seconds;
   j["wait_seconds"] = r.run.stats.wait_seconds;
   j["reader_busy_seconds"] = r.run.stats.reader_busy_seconds;
@@ -196,6 +197,7 @@ void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device&
   j["records_read"] = r.run.stats.records_read;
   j["prefetched_bytes"] = r.run.stats.prefetched_bytes;
   j["record_bytes"] = dataset.record_bytes();
+  j["masks"] = dataset.has_masks();
   j["records"] = dataset.num_records();
   j["shards"] = dataset.num_shards();
   j["open_seconds"] = r.open_seconds;
@@ -260,8 +262,12 @@ void print_result_text(const Dataset& dataset, const BenchArgs& a, const Device&
                        const BenchResult& r) {
   std::cout << a.dataset << ": " << dataset.num_records() << " records of " << dataset.height()
             << "x" << dataset.width() << "x" << dataset.channels() << " ("
-            << human_bytes(dataset.num_records() * dataset.record_bytes()) << ") in "
-            << dataset.num_shards() << " shard" << (dataset.num_shards() == 1 ? "" : "s")
+            << human_bytes(dataset.num_records() * dataset.record_bytes())
+            << (dataset.has_masks()
+                    ? " + " + human_bytes(dataset.num_records() * dataset.mask_bytes()) +
+                          " of masks"
+                    : "")
+            << ") in " << dataset.num_shards() << " shard" << (dataset.num_shards() == 1 ? "" : "s")
             << ", opened in " << fixed(r.open_seconds, 3) << " s\n";
   std::cout << "  reading   "
             << (a.split.empty() ? "all samples"

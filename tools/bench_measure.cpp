@@ -60,7 +60,7 @@ uint64_t anon_rss_bytes() {
   return 0;
 }
 
-// Copies every shard's mapped pixels in batch-sized pieces with `threads`
+// Copies every shard's mapped pixels (and masks) in batch-sized pieces with `threads`
 // threads, each into its own buffer; returns bytes per second. The first
 // pass (untimed) faults the mapping in and warms the page cache, so the
 // timed passes and the reader see the same memory state.
@@ -72,10 +72,12 @@ double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned thre
   std::vector<Piece> pieces;
   uint64_t total = 0;
   for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
-    std::span<const uint8_t> images = dataset.shard_images(k);
-    for (std::size_t at = 0; at < images.size(); at += piece) {
-      pieces.push_back({images.data() + at, std::min(piece, images.size() - at)});
-      total += pieces.back().size;
+    // The images, then the masks (empty without): what the reader copies.
+    for (const std::span<const uint8_t> bytes : {dataset.shard_images(k), dataset.shard_masks(k)}) {
+      for (std::size_t at = 0; at < bytes.size(); at += piece) {
+        pieces.push_back({bytes.data() + at, std::min(piece, bytes.size() - at)});
+        total += pieces.back().size;
+      }
     }
   }
   if (total == 0) return 0;
@@ -232,7 +234,8 @@ Capacity measure_capacity(const Dataset& dataset, const BenchArgs& a, unsigned t
     c.stable = last.size() >= kStableRuns && c.spread <= kStableSpread;
     if ((c.stable && c.seconds >= kMinSeconds) || c.seconds >= kMaxSeconds) break;
   }
-  c.gb_per_s = c.images_per_s * static_cast<double>(dataset.record_bytes()) / 1e9;
+  c.gb_per_s =
+      c.images_per_s * static_cast<double>(dataset.record_bytes() + dataset.mask_bytes()) / 1e9;
   return c;
 }
 

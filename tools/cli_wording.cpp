@@ -10,7 +10,7 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 39> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 45> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"ConvertOptions::variants", "--variants"},
@@ -27,6 +27,12 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 39> kWording
     {"CsvInput::path", "--csv-path"},
     {"CsvInput::label", "--csv-label"},
     {"CsvInput::group", "--csv-group"},
+    {"CsvInput::mask", "--csv-mask"},
+    {"MaskOptions::dir", "--masks"},
+    {"MaskOptions::suffix", "--mask-suffix"},
+    {"MaskOptions::fill", "--mask-fill"},
+    {"MaskOptions::colors", "--mask-colors FILE"},
+    {"MaskOptions::classes", "--mask-classes"},
     {"ScanOptions::group_regex", "--group-regex"},
     {"ScanOptions::group_missing_ok", "--group-missing ok"},
     {"ScanOptions::labels", "--labels"},

@@ -20,7 +20,9 @@ struct ConvertArgs {
   std::string src, out;
   std::string size, resize = "crop", fill = "0", color = "rgb";
   std::string labels;  // empty: dirs, or with --csv: csv when --csv-label is given, else none
-  std::string csv, csv_path = "path", csv_label, csv_group;
+  std::string csv, csv_path = "path", csv_label, csv_group, csv_mask;
+  std::string masks, mask_suffix, mask_colors, mask_classes;
+  int mask_fill = 255;
   std::string group_regex, group_missing = "error";
   uint32_t variants = 1;
   std::string augment;
@@ -62,8 +64,12 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.resize = parse_resize_mode(a.resize);
   o.fill = parse_fill(a.fill);
   o.color = parse_color_mode(a.color);
-  if (a.csv.empty() && (!a.csv_label.empty() || !a.csv_group.empty() || a.csv_path != "path")) {
-    throw UsageError("--csv-path, --csv-label and --csv-group need --csv FILE");
+  if (a.csv.empty() && (!a.csv_label.empty() || !a.csv_group.empty() || a.csv_path != "path" ||
+                        !a.csv_mask.empty())) {
+    throw UsageError("--csv-path, --csv-label, --csv-group and --csv-mask need --csv FILE");
+  }
+  if (a.mask_fill < 0 || a.mask_fill > 255) {
+    throw UsageError("--mask-fill " + std::to_string(a.mask_fill) + ": a label from 0 to 255");
   }
   if (a.labels.empty()) {
     o.scan.labels = a.csv.empty()         ? LabelSource::dirs
@@ -75,7 +81,14 @@ ConvertOptions to_options(const ConvertArgs& a) {
   if (o.scan.labels == LabelSource::csv && a.csv.empty()) {
     throw UsageError("--labels csv needs --csv FILE and --csv-label COLUMN");
   }
-  if (!a.csv.empty()) o.scan.csv = CsvInput{a.csv, a.csv_path, a.csv_label, a.csv_group};
+  if (!a.csv.empty()) {
+    o.scan.csv = CsvInput{a.csv, a.csv_path, a.csv_label, a.csv_group, a.csv_mask};
+  }
+  o.masks.dir = a.masks;
+  o.masks.suffix = a.mask_suffix;
+  o.masks.fill = static_cast<uint8_t>(a.mask_fill);
+  o.masks.colors = a.mask_colors;
+  o.masks.classes = a.mask_classes;
   o.scan.group_regex = a.group_regex;
   o.scan.group_missing_ok = a.group_missing == "ok";
   o.variants = a.variants;
@@ -138,6 +151,7 @@ int run_convert(const ConvertArgs& args) {
     j["width"] = result.width;
     j["height"] = result.height;
     j["channels"] = result.channels;
+    j["masks"] = options.has_masks();
     j["dataset_uuid"] = result.uuid;
     j["resize_notes"] = result.resize_notes;
     if (args.resume) {
@@ -204,6 +218,24 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("--csv-group", args->csv_group,
                   "Column naming each image's group (driver, patient, ...); an empty cell is an "
                   "error unless --group-missing ok");
+  cmd->add_option("--masks", args->masks,
+                  "Segmentation masks: the mask of SRC/a/b.jpg is DIR/a/b.<png|tif|bmp|...>, a "
+                  "label map (8-bit gray, palette PNG indices, 16-bit values up to 255) the size "
+                  "of its image; packed beside it with the same geometry (nearest neighbour)");
+  cmd->add_option("--mask-suffix", args->mask_suffix,
+                  "Text before a mask's extension: '_mask' for DIR/a/b_mask.png (DIR may then "
+                  "be SRC itself)");
+  cmd->add_option("--csv-mask", args->csv_mask,
+                  "Column (or template, like --csv-path) holding each image's mask path, "
+                  "relative to --masks DIR, or to SRC without it");
+  cmd->add_option("--mask-fill", args->mask_fill,
+                  "Label of mask areas outside the image (letterbox, fill=constant warps)")
+      ->capture_default_str();
+  cmd->add_option("--mask-colors", args->mask_colors,
+                  "CSV with columns r,g,b,label (and name) mapping the colours of RGB masks to "
+                  "labels");
+  cmd->add_option("--mask-classes", args->mask_classes,
+                  "Text file naming the mask labels, one per line (line i names label i)");
   cmd->add_option("--group-regex", args->group_regex,
                   "ECMAScript regex searched in each path relative to SRC (class folder "
                   "included); its first capture names the group, e.g. '([^/_]+)_[^/]*$' for "

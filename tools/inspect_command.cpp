@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli_common.hpp"
 #include "files.hpp"
@@ -14,6 +15,7 @@
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "imgpack/mask_stats.hpp"
 
 namespace imgpack::cli {
 
@@ -31,12 +33,18 @@ struct InspectArgs {
 // the name of one group without images, read when there is one).
 constexpr IndexReadOptions kSummary{.sample_paths = false, .group_names = false};
 
-// The index of a dataset that passes the reader's checks. With --force, the
-// index alone when the shards do not, and the problem (an index.h5 that
-// cannot be read is an error either way).
-DatasetIndex open_index(const InspectArgs& args, std::string& problem) {
+// The masks' label frequencies are counted over at most this many bytes of
+// clean masks (an evenly spaced subset of the samples beyond).
+constexpr uint64_t kMaskCountBytes = uint64_t{1} << 30;
+
+// The dataset when it passes the reader's checks, and its index. With
+// --force, the index alone when the shards do not, and the problem (an
+// index.h5 that cannot be read is an error either way).
+DatasetIndex open_index(const InspectArgs& args, std::string& problem,
+                        std::optional<Dataset>& dataset) {
   try {
-    return Dataset::open(args.dataset, {.index = kSummary}).index();
+    dataset = Dataset::open(args.dataset, {.index = kSummary});
+    return dataset->index();
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
@@ -65,9 +73,76 @@ std::string group_name(const std::string& dataset, std::size_t g) {
   return read_index(dataset, {.sample_paths = false, .group_names = true}).group_names.at(g);
 }
 
+// The mask labels that occur (or that the names table names), in order.
+std::vector<int> mask_labels_to_show(const DatasetIndex& index, const MaskLabelCounts& counts) {
+  std::vector<int> labels;
+  for (int label = 0; label < 256; ++label) {
+    if (counts.pixels[static_cast<std::size_t>(label)] > 0 ||
+        static_cast<std::size_t>(label) < index.mask_class_names.size()) {
+      labels.push_back(label);
+    }
+  }
+  return labels;
+}
+
+std::string mask_label_name(const DatasetIndex& index, int label) {
+  if (static_cast<std::size_t>(label) < index.mask_class_names.size()) {
+    return index.mask_class_names[static_cast<std::size_t>(label)];
+  }
+  return label == index.mask_fill ? "(fill)" : "";
+}
+
+nlohmann::ordered_json masks_json(const DatasetIndex& index,
+                                  const std::optional<MaskLabelCounts>& counts) {
+  nlohmann::ordered_json j;
+  j["fill"] = index.mask_fill;
+  j["classes"] = index.mask_class_names;
+  if (!counts) return j;
+  j["masks_counted"] = counts->masks_counted;
+  j["masks_total"] = counts->masks_total;
+  nlohmann::ordered_json labels = nlohmann::ordered_json::array();
+  for (int label : mask_labels_to_show(index, *counts)) {
+    const auto l = static_cast<std::size_t>(label);
+    labels.push_back({{"label", label},
+                      {"name", mask_label_name(index, label)},
+                      {"pixels", counts->pixels[l]},
+                      {"fraction", counts->fraction(static_cast<uint8_t>(label))},
+                      {"masks", counts->masks[l]}});
+  }
+  j["labels"] = std::move(labels);
+  return j;
+}
+
+void print_masks(const DatasetIndex& index, const std::optional<MaskLabelCounts>& counts) {
+  std::cout << "  masks       " << index.height << " x " << index.width
+            << " uint8 labels per record, fill " << int{index.mask_fill};
+  if (!counts) {
+    std::cout << " (labels not counted: the shards did not open)\n";
+    return;
+  }
+  std::cout << "; label pixels in " << counts->masks_counted;
+  if (counts->masks_counted < counts->masks_total) std::cout << " of " << counts->masks_total;
+  std::cout << " clean masks:\n";
+  std::size_t width = 0;
+  const std::vector<int> labels = mask_labels_to_show(index, *counts);
+  for (int label : labels) width = std::max(width, mask_label_name(index, label).size());
+  for (int label : labels) {
+    std::string name = mask_label_name(index, label);
+    name.resize(width, ' ');
+    char line[160];
+    std::snprintf(line, sizeof line, "    %3d %s  %6.2f%%  in %llu masks\n", label, name.c_str(),
+                  100 * counts->fraction(static_cast<uint8_t>(label)),
+                  static_cast<unsigned long long>(counts->masks[static_cast<std::size_t>(label)]));
+    std::cout << line;
+  }
+}
+
 int run_inspect(const InspectArgs& args) {
   std::string problem;
-  const DatasetIndex index = open_index(args, problem);
+  std::optional<Dataset> dataset;
+  const DatasetIndex index = open_index(args, problem, dataset);
+  std::optional<MaskLabelCounts> mask_counts;
+  if (index.masks && dataset) mask_counts = count_mask_labels(*dataset, kMaskCountBytes);
   std::filesystem::path dir(args.dataset);
 
   std::vector<uint64_t> class_counts(index.class_names.size(), 0);
@@ -115,6 +190,7 @@ int run_inspect(const InspectArgs& args) {
     j["channels"] = index.channels;
     j["variants"] = index.variants;
     j["color"] = index.color;
+    if (index.masks) j["masks"] = masks_json(index, mask_counts);
     j["pixel_bytes"] = pixel_bytes;
     j["disk_bytes"] = disk_bytes;
     nlohmann::ordered_json classes = nlohmann::ordered_json::array();
@@ -176,6 +252,7 @@ int run_inspect(const InspectArgs& args) {
               << group_name(args.dataset, empty_groups[0]) << ")";
   }
   std::cout << "\n";
+  if (index.masks) print_masks(index, mask_counts);
   std::cout << "  augment     " << augment_summary(index) << "\n";
   std::cout << "  splits      "
             << (index.splits.empty() ? std::string("none") : std::to_string(index.splits.size()))
@@ -193,7 +270,7 @@ void add_inspect_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect",
                                      "Summarise a dataset: sizes, classes, groups, "
-                                     "shards, splits");
+                                     "shards, splits, mask label frequencies");
   cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress output (inspect prints none)");

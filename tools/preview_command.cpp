@@ -52,6 +52,10 @@ void add_crop_views(const PreviewArgs& args, PreviewOptions& options) {
                                    uint8_t* out) {
     copy_delivered_view(*dataset, *loader, epoch, sample, 0, record, out);
   };
+  options.mask_view = [dataset, loader](const uint8_t* mask, int64_t sample, uint32_t epoch,
+                                        uint8_t* out) {
+    copy_delivered_mask(*dataset, *loader, epoch, sample, 0, mask, out);
+  };
 }
 
 int run_preview(const PreviewArgs& args) {
@@ -69,6 +73,7 @@ int run_preview(const PreviewArgs& args) {
     j["samples"] = sheet.samples;
     j["variants"] = sheet.variants;
     j["epochs"] = sheet.views;
+    j["masks"] = sheet.masks;
     print_json(j);
   } else if (!args.quiet) {
     const uint32_t columns = sheet.views > 0 ? sheet.views : sheet.variants;
@@ -107,6 +112,10 @@ void add_preview_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--epochs", args->epochs, "Epoch columns with --crop or a flip")
       ->capture_default_str();
+  cmd->add_flag(
+      "--no-masks", [args](std::int64_t) { args->options.overlay_masks = false; },
+      "Do not draw a dataset's masks over its records (drawn half transparent, a "
+      "colour per label, label 0 clear)");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No summary line on stderr");
   cmd->callback([args, &action] { action = [args] { return run_preview(*args); }; });

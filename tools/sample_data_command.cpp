@@ -26,6 +26,7 @@ int run_sample_data(SampleDataArgs& args) {
   if (args.json) {
     nlohmann::ordered_json j;
     j["images"] = result.images;
+    j["masks"] = result.masks;
     j["bytes"] = result.bytes;
     j["classes"] = args.options.classes;
     j["groups"] = args.options.groups;
@@ -54,6 +55,9 @@ void add_sample_data_command(CLI::App& app, Action& action) {
   cmd->add_option("--size", args->size, "Typical image size WxH (each varies by +-25%)")
       ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "Seed")->capture_default_str();
+  cmd->add_flag("--masks", args->options.masks,
+                "Also write each image's label map (shape = class id + 1, background 0) to "
+                "OUT/masks/<class>/, and the label names to OUT/masks/classes.txt");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No summary line");
   cmd->callback([args, &action] { action = [args] { return run_sample_data(*args); }; });

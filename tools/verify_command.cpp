@@ -22,10 +22,10 @@ struct VerifyArgs {
 constexpr std::size_t kListedBadRecords = 50;
 
 std::string bad_record_text(const std::string& dataset, const BadRecord& b) {
-  return (std::filesystem::path(dataset) / b.shard_file).string() + ": row " +
-         std::to_string(b.row) + " (record " + std::to_string(b.record) + ", sample " +
-         std::to_string(b.sample) + " '" + b.sample_path + "', variant " +
-         std::to_string(b.variant) + ") does not match its stored checksum";
+  return (std::filesystem::path(dataset) / b.shard_file).string() + ": " +
+         (b.mask ? "the mask of " : "") + "row " + std::to_string(b.row) + " (record " +
+         std::to_string(b.record) + ", sample " + std::to_string(b.sample) + " '" + b.sample_path +
+         "', variant " + std::to_string(b.variant) + ") does not match its stored checksum";
 }
 
 double gb_per_s(const VerifyReport& report) {
@@ -37,6 +37,7 @@ nlohmann::ordered_json report_json(const VerifyReport& report) {
   j["ok"] = report.ok();
   j["records"] = report.records;
   j["records_checked"] = report.records_checked;
+  j["masks"] = report.masks;
   nlohmann::ordered_json bad = nlohmann::ordered_json::array();
   for (const BadRecord& b : report.bad_records) {
     bad.push_back({{"shard", b.shard},
@@ -45,7 +46,8 @@ nlohmann::ordered_json report_json(const VerifyReport& report) {
                    {"sample", b.sample},
                    {"record", b.record},
                    {"variant", b.variant},
-                   {"path", b.sample_path}});
+                   {"path", b.sample_path},
+                   {"mask", b.mask}});
   }
   j["bad_records"] = std::move(bad);
   j["errors"] = report.errors;
@@ -91,9 +93,9 @@ int run_verify(const VerifyArgs& args) {
                   human_bytes(report.bytes_checked).c_str(), report.seconds, gb_per_s(report),
                   report.threads, report.threads == 1 ? "" : "s");
     if (report.ok()) {
-      std::cout << args.dataset << ": ok: " << report.records_checked << " records in "
-                << report.shards << " shard" << (report.shards == 1 ? "" : "s")
-                << " match their checksums (" << rate << ")\n";
+      std::cout << args.dataset << ": ok: " << report.records_checked << " records"
+                << (report.masks ? " and their masks" : "") << " in " << report.shards << " shard"
+                << (report.shards == 1 ? "" : "s") << " match their checksums (" << rate << ")\n";
     } else {
       std::cout << args.dataset << ": DAMAGED: " << report.errors.size() << " error"
                 << (report.errors.size() == 1 ? "" : "s") << ", " << report.bad_records.size()

@@ -489,6 +489,14 @@ void Augmenter::render(const cv::Mat& source, const AugmentParams& params, uint8
   apply_color(params, out);
 }
 
+void Augmenter::render_mask(const cv::Mat& mask, const AugmentParams& params, cv::Size source,
+                            const SourceFrame& frame, uint8_t fill, uint8_t* dst) const {
+  const int w = static_cast<int>(output_.width), h = static_cast<int>(output_.height);
+  cv::Mat out(h, w, CV_8UC1, dst);
+  warp_mask(mask, transform(params, source), source, frame, cv::Rect(0, 0, w, h),
+            border_mode(spec_.fill), fill, out);
+}
+
 void apply_color(const AugmentParams& params, cv::Mat& image) {
   CV_Assert(image.depth() == CV_8U && (image.channels() == 1 || image.channels() == 3));
   if (params.brightness != 1 || params.contrast != 1) apply_levels(params, image);

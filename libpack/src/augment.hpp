@@ -17,6 +17,10 @@
 // positive rotation turns the picture counter-clockwise as seen on screen;
 // a positive shift moves it right / down; zoom > 1 shows objects larger.
 //
+// A variant's mask (render_mask) goes through the same warp, nearest
+// neighbour, from its full resolution (mask_geometry.hpp); colour operations
+// never touch it.
+//
 // Everything here is a pure function or a const method: an Augmenter is safe
 // to share between threads once constructed.
 #pragma once
@@ -28,6 +32,7 @@
 #include <string>
 #include <string_view>
 
+#include "mask_geometry.hpp"
 #include "resize.hpp"
 
 namespace imgpack {
@@ -139,6 +144,14 @@ class Augmenter {
   // continuous buffer of height x width x source.channels() bytes: one warp,
   // then the colour operations in place.
   void render(const cv::Mat& source, const AugmentParams& params, uint8_t* dst) const;
+
+  // Renders the mask of the variant that render() made from an image of
+  // `source` pixels lying in the full-resolution frame as `frame` says:
+  // `mask` (CV_8UC1, full resolution) through the same warp, nearest
+  // neighbour, with the spec's fill mode (FillMode::constant fills with
+  // `fill`), and no colour operation. Writes height x width bytes to `dst`.
+  void render_mask(const cv::Mat& mask, const AugmentParams& params, cv::Size source,
+                   const SourceFrame& frame, uint8_t fill, uint8_t* dst) const;
 
  private:
   AugmentSpec spec_;

@@ -21,6 +21,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/version.hpp"
+#include "mask_scan.hpp"
 #include "random.hpp"
 #include "tbb_tsan.hpp"
 
@@ -47,7 +48,7 @@ std::string format_uuid(Hash128 h) {
 
 // The dataset uuid is derived from what determines the output, so a rerun of
 // the same conversion yields the same bytes.
-std::string derive_uuid(const std::string& options_json, const SourceList& list) {
+std::string derive_uuid(const std::string& options_json, const SourceList& list, bool masks) {
   std::string key = options_json;
   for (const SourceSample& s : list.samples) {
     key += '\n';
@@ -58,6 +59,12 @@ std::string derive_uuid(const std::string& options_json, const SourceList& list)
     key += std::to_string(s.label);
     key += '\t';
     key += std::to_string(s.group);
+    if (masks) {
+      key += '\t';
+      key += s.mask_path;
+      key += '\t';
+      key += std::to_string(s.mask_stamp.size);
+    }
   }
   return format_uuid(hash128(key, 0x696d677061636bULL));
 }
@@ -194,12 +201,39 @@ void select_part(const ConvertOptions& options, ConversionPlan& plan) {
   plan.part = std::move(record);
 }
 
+// The colour table and label names of MaskOptions, and the options JSON
+// extended with the table's fingerprint: its colours decide the labels, so
+// they are part of what the dataset uuid covers.
+void plan_masks(const ConvertOptions& options, ConversionPlan& plan) {
+  const MaskOptions& masks = options.masks;
+  if (!masks.colors.empty()) {
+    plan.mask_colors = MaskColors::read(masks.colors);
+    plan.mask_class_names = plan.mask_colors.names();
+    nlohmann::ordered_json json = nlohmann::ordered_json::parse(plan.options_json);
+    char text[20];
+    std::snprintf(text, sizeof text, "%016llx",
+                  static_cast<unsigned long long>(plan.mask_colors.fingerprint()));
+    json["masks"]["colors_xxh3"] = text;
+    plan.options_json = json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  }
+  if (!masks.classes.empty()) {
+    if (!plan.mask_class_names.empty()) {
+      throw UsageError(
+          "MaskOptions::classes and the name column of MaskOptions::colors both name the "
+          "labels; give only one");
+    }
+    plan.mask_class_names = read_mask_class_names(masks.classes);
+  }
+}
+
 }  // namespace
 
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) {
   ConversionPlan plan;
-  plan.list = options.scan.csv ? scan_csv(options.src, options.scan)
-                               : scan_directory(options.src, options.scan);
+  plan.list = options.scan.csv
+                  ? scan_csv(options.src, options.scan)
+                  : scan_directory(options.src, options.scan, mask_folder_inside_source(options));
+  attach_masks(plan.list, options);
   if (plan.list.samples.empty()) {
     throw UsageError(options.src.string() +
                      ": no images found (extensions: jpg, jpeg, png, bmp, "
@@ -217,7 +251,8 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
   }
   plan.shape = {size.second, size.first, options.color == ColorMode::gray ? 1u : 3u};
   plan.options_json = options.to_json();
-  plan.uuid = derive_uuid(plan.options_json, plan.list);
+  plan_masks(options, plan);
+  plan.uuid = derive_uuid(plan.options_json, plan.list, options.has_masks());
   plan.order.resize(plan.list.samples.size());
   for (std::size_t i = 0; i < plan.order.size(); ++i) plan.order[i] = i;
   if (options.order == WriteOrder::shuffle) {
@@ -241,6 +276,13 @@ uint64_t inputs_fingerprint(const ConversionPlan& plan, uint64_t first, uint64_t
     key += '\0';
     key += std::to_string(sample.stamp.size) + ' ' + std::to_string(sample.stamp.mtime_ns) + ' ' +
            std::to_string(sample.stamp.ctime_ns) + '\n';
+    if (!sample.mask_path.empty()) {
+      key += sample.mask_path;
+      key += '\0';
+      key += std::to_string(sample.mask_stamp.size) + ' ' +
+             std::to_string(sample.mask_stamp.mtime_ns) + ' ' +
+             std::to_string(sample.mask_stamp.ctime_ns) + '\n';
+    }
   }
   return checksum(key.data(), key.size());
 }
@@ -267,6 +309,11 @@ DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& 
   index.created_by = std::string("imgpack ") + kVersionString;
   index.class_names = plan.list.class_names;
   index.group_names = plan.list.group_names;
+  if (options.has_masks()) {
+    index.masks = true;
+    index.mask_fill = options.masks.fill;
+    index.mask_class_names = plan.mask_class_names;
+  }
   return index;
 }
 

@@ -12,6 +12,7 @@
 #include "conversion_parts.hpp"
 #include "imgpack/convert_options.hpp"
 #include "imgpack/dataset_index.hpp"
+#include "mask_decode.hpp"
 #include "scan.hpp"
 
 namespace imgpack {
@@ -30,6 +31,10 @@ struct ConversionPlan {
   // what the dataset stores when no input is skipped. For a part, computed
   // over the whole listing only to refuse an impossible request early.
   std::vector<SplitResult> splits;
+  // With masks: the colour table of MaskOptions::colors (empty without one)
+  // and the label names of MaskOptions::classes or of the table's names.
+  MaskColors mask_colors;
+  std::vector<std::string> mask_class_names;
 };
 
 // Scans the inputs and fixes the samples, the record shape (probing every
@@ -42,7 +47,7 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena);
 
 // A fingerprint of the inputs at write positions [first, end): each one's
 // path, size, and modification and status-change times (FileStamp) as the
-// scan saw them. A resumed conversion keeps a shard only if the fingerprint
+// scan saw them, and those of its mask. A resumed conversion keeps a shard only if the fingerprint
 // of its inputs is what the interrupted run journaled.
 uint64_t inputs_fingerprint(const ConversionPlan& plan, uint64_t first, uint64_t end);
 

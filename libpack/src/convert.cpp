@@ -116,11 +116,15 @@ class ConversionPipeline {
         writer_(writer),
         journal_(journal),
         result_(result),
-        renderer_(options, plan.shape, plan.list),
+        renderer_(options, plan.shape, plan.list, plan.mask_colors),
         slots_(std::size_t{threads} * 4) {
     for (InputSlot& slot : slots_) {
       slot.pixels.resize(options.variants * plan.shape.bytes());
       slot.checksums.resize(options.variants);
+      if (options.has_masks()) {
+        slot.masks.resize(options.variants * plan.shape.pixels());
+        slot.mask_checksums.resize(options.variants);
+      }
     }
   }
 
@@ -213,9 +217,12 @@ class ConversionPipeline {
       ++source_sizes_[{slot.source_width, slot.source_height}];
       journal_.inputs_done(slot.position + 1);  // a shard committed now ends here
       const std::size_t record_bytes = plan_.shape.bytes();
+      const std::size_t mask_bytes = plan_.shape.pixels();
+      const bool masks = options_.has_masks();
       for (uint32_t v = 0; v < variants; ++v) {
         writer_.add(slot.pixels.data() + v * record_bytes, slot.checksums[v], sample.label, id,
-                    static_cast<uint16_t>(v));
+                    static_cast<uint16_t>(v), masks ? slot.masks.data() + v * mask_bytes : nullptr,
+                    masks ? slot.mask_checksums[v] : 0);
       }
     }
     ++status_.done;
@@ -302,7 +309,7 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   DatasetIndex index = planned_index(options, plan);
   DatasetWriter writer(options.out, plan.shape, options.shard_size, plan.uuid,
                        uint64_t{options.variants} * (plan.order.size() - resume.next_position),
-                       options.variants);
+                       options.variants, options.has_masks());
   ConversionStart begin = restore_kept_shards(options, plan, resume, index, writer);
   writer.on_commit([&](std::size_t k) {
     begin.journal.committed(static_cast<uint32_t>(k), writer.shard_file(k),

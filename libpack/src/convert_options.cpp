@@ -112,6 +112,16 @@ void ConvertOptions::validate() const {
                      std::to_string(part->count) + ": parts are numbered from 0, so the part " +
                      "must be below " + std::to_string(part->count));
   }
+  if (!has_masks() && (!masks.suffix.empty() || !masks.colors.empty() || !masks.classes.empty())) {
+    throw UsageError(
+        "MaskOptions: a mask suffix, colour map or class list needs masks (MaskOptions::dir or "
+        "CsvInput::mask)");
+  }
+  if (!masks.suffix.empty() && (masks.suffix.find('/') != std::string::npos ||
+                                masks.suffix.find('.') != std::string::npos)) {
+    throw UsageError("MaskOptions::suffix '" + masks.suffix +
+                     "' goes before the extension and may hold neither '/' nor '.'");
+  }
   for (std::size_t i = 0; i < splits.size(); ++i) {
     check_split_name(splits[i].name);
     splits[i].spec.validate();
@@ -142,6 +152,13 @@ std::string ConvertOptions::to_json() const {
                 {"path", scan.csv->path},
                 {"label", scan.csv->label},
                 {"group", scan.csv->group}};
+  }
+  if (has_masks()) {
+    json m = {{"dir", masks.dir.string()}, {"suffix", masks.suffix}, {"fill", masks.fill}};
+    if (scan.csv) m["csv"] = scan.csv->mask;
+    if (!masks.colors.empty()) m["colors"] = masks.colors.string();
+    if (!masks.classes.empty()) m["classes"] = masks.classes.string();
+    j["masks"] = std::move(m);
   }
   j["variants"] = variants;
   j["augment"] = augment;

@@ -122,7 +122,7 @@ void check_turbo_call(int status, tjhandle tj, const char* what) {
 }
 
 cv::Mat decode_jpeg_turbo(std::span<const uint8_t> bytes, const ImageInfo& info,
-                          const DecodeOptions& options) {
+                          const DecodeOptions& options, DecodedImage& decoded_image) {
   tjhandle tj = ThreadDecompressor::get();
   const auto size = static_cast<unsigned long>(bytes.size());
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
@@ -138,6 +138,8 @@ cv::Mat decode_jpeg_turbo(std::span<const uint8_t> bytes, const ImageInfo& info,
       may_scale ? choose_scale(width, height, min_w, min_h) : tjscalingfactor{1, 1};
   int out_w = TJSCALED(width, scale);
   int out_h = TJSCALED(height, scale);
+  decoded_image.scale_num = scale.num;
+  decoded_image.scale_denom = scale.denom;
   // LIMITSCANS refuses progressive files with absurd scan counts (a CPU bomb).
   const int flags = TJFLAG_LIMITSCANS;
   const bool gray = options.color == ColorMode::gray;
@@ -338,12 +340,13 @@ DecodedImage decode_image(std::span<const uint8_t> bytes, const DecodeOptions& o
   decoded.info = *info;
   int orientation = info->orientation;
   if (format == ImageFormat::jpeg) {
-    decoded.pixels = decode_jpeg_turbo(bytes, *info, options);
+    decoded.pixels = decode_jpeg_turbo(bytes, *info, options, decoded);
   } else {
     decoded.pixels = decode_opencv(bytes, format, options);
     if (format == ImageFormat::tiff && opencv_applies_tiff_orientation()) orientation = 1;
   }
   decoded.pixels = apply_orientation(decoded.pixels, orientation);
+  decoded.orientation_applied = orientation;
   return decoded;
 }
 

@@ -59,6 +59,13 @@ struct DecodeOptions {
 struct DecodedImage {
   cv::Mat pixels;  // CV_8UC3 (RGB) or CV_8UC1, upright
   ImageInfo info;  // header of the source (stored size, orientation)
+  // The DCT scale the JPEG path decoded at (1/1 otherwise): `pixels` holds
+  // ceil(stored size * num / denom) pixels per side before orientation.
+  int scale_num = 1;
+  int scale_denom = 1;
+  // The EXIF orientation imgpack applied to `pixels` (1 where none was, or
+  // where the decoder applied it itself at full size).
+  int orientation_applied = 1;
 };
 
 // Throws DecodeError with the reason on any failure (empty, not an image,

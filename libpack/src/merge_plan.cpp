@@ -129,7 +129,9 @@ void check_parts(const std::vector<PartDataset>& parts) {
     }
     if (p.index.uuid != first.index.uuid || p.index.height != first.index.height ||
         p.index.width != first.index.width || p.index.channels != first.index.channels ||
-        p.index.variants != first.index.variants) {
+        p.index.variants != first.index.variants || p.index.masks != first.index.masks ||
+        p.index.mask_fill != first.index.mask_fill ||
+        p.index.mask_class_names != first.index.mask_class_names) {
       throw UsageError(
           name + " is dataset " + p.index.uuid + " of " + std::to_string(p.index.width) + "x" +
           std::to_string(p.index.height) + "x" + std::to_string(p.index.channels) +
@@ -180,6 +182,9 @@ void join_parts(MergePlan& plan) {
   merged.created_by = first.created_by;
   merged.class_names = first.class_names;
   merged.group_names = first.group_names;
+  merged.masks = first.masks;
+  merged.mask_fill = first.mask_fill;
+  merged.mask_class_names = first.mask_class_names;
   for (const PartDataset& part : plan.parts) {
     const DatasetIndex& index = part.index;
     const auto sample_base = static_cast<int64_t>(merged.num_samples());

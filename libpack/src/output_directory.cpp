@@ -101,7 +101,8 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
                                       shape.height,
                                       shape.width,
                                       shape.channels,
-                                      "the conversion being resumed"};
+                                      "the conversion being resumed",
+                                      options.has_masks()};
       ShardContents contents = read_shard(path, expected, fd.size(path));
       // Records must be the variants of the next samples, in order.
       for (uint64_t row = 0; row < entry.records; ++row) {
@@ -112,7 +113,9 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
         }
       }
       records.push_back({path, fd.identity(path), contents.images_offset,
-                         std::move(contents.checksums.values())});
+                         std::move(contents.checksums.values()),
+                         options.has_masks() ? shape.pixels() : 0, contents.masks_offset,
+                         std::move(contents.mask_checksums.values())});
       whole.push_back(
           {entry, std::move(contents.samples.values()), std::move(contents.variants.values())});
     } catch (const Error& e) {
@@ -135,8 +138,9 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
   if (!check.mismatched.empty() && check.mismatched.front().shard < keep) {
     const MismatchedRow& bad = check.mismatched.front();
     keep = bad.shard;
-    problem = file_error(records[bad.shard].path,
-                         "record " + std::to_string(bad.row) + " does not match its checksum")
+    problem = file_error(records[bad.shard].path, std::string(bad.mask ? "the mask of " : "") +
+                                                      "record " + std::to_string(bad.row) +
+                                                      " does not match its checksum")
                   .what();
   }
 
@@ -166,6 +170,10 @@ DirectoryLock lock_output(const ConvertOptions& options) {
   if (is_inside(out, options.src)) {
     throw UsageError(out.string() + ": the output directory must not be inside SRC (" +
                      options.src.string() + "), which imgpack never modifies");
+  }
+  if (!options.masks.dir.empty() && is_inside(out, options.masks.dir)) {
+    throw UsageError(out.string() + ": the output directory must not be inside the mask folder (" +
+                     options.masks.dir.string() + "), which imgpack never modifies");
   }
   std::error_code ec;
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {

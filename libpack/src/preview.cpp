@@ -61,31 +61,45 @@ class ShardRecords {
       throw file_error(path, std::string(format::kImages) + " is not uint8");
     }
     rows_ = records;
+    if (index.masks) {
+      masks_ = file_.open_dataset(format::kMasks);
+      if (file_.shape(format::kMasks) != std::vector<uint64_t>{rows_, index.height, index.width}) {
+        throw file_error(path,
+                         std::string(format::kMasks) + " does not have the shape index.h5 gives");
+      }
+    }
   }
 
-  void read(uint64_t row, uint8_t* out) const {
+  // Row `row`'s mask (H x W bytes), from a shard with masks.
+  void read_mask(uint64_t row, uint8_t* out) const { read_row(masks_, format::kMasks, row, out); }
+
+  void read(uint64_t row, uint8_t* out) const { read_row(images_, format::kImages, row, out); }
+
+ private:
+  // Row `row` of a pixel dataset (/images or /masks), whole.
+  void read_row(const h5::Handle& dataset, const char* name, uint64_t row, uint8_t* out) const {
     if (row >= rows_) {
       throw file_error(file_.path(), "record row " + std::to_string(row) + " is out of range");
     }
-    h5::Handle space(file_.check(H5Dget_space(images_.get()), "H5Dget_space", format::kImages));
+    h5::Handle space(file_.check(H5Dget_space(dataset.get()), "H5Dget_space", name));
     hsize_t dims[4] = {};
-    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-    const hsize_t start[4] = {row, 0, 0, 0};
-    const hsize_t count[4] = {1, dims[1], dims[2], dims[3]};
+    const int rank = H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+    hsize_t start[4] = {row, 0, 0, 0};
+    hsize_t count[4] = {1, dims[1], dims[2], dims[3]};
+    hsize_t bytes = 1;
+    for (int d = 1; d < rank; ++d) bytes *= count[d];
     file_.check_status(
         H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
-        "H5Sselect_hyperslab", format::kImages);
-    const hsize_t bytes = record_bytes_;
-    h5::Handle memory(
-        file_.check(H5Screate_simple(1, &bytes, nullptr), "H5Screate_simple", format::kImages));
+        "H5Sselect_hyperslab", name);
+    h5::Handle memory(file_.check(H5Screate_simple(1, &bytes, nullptr), "H5Screate_simple", name));
     file_.check_status(
-        H5Dread(images_.get(), H5T_NATIVE_UINT8, memory.get(), space.get(), H5P_DEFAULT, out),
-        "H5Dread", format::kImages);
+        H5Dread(dataset.get(), H5T_NATIVE_UINT8, memory.get(), space.get(), H5P_DEFAULT, out),
+        "H5Dread", name);
   }
 
- private:
   h5::File file_;
   h5::Handle images_;
+  h5::Handle masks_;
   std::size_t record_bytes_;
   uint64_t rows_ = 0;
 };
@@ -115,14 +129,16 @@ std::string tile_label(const std::string& class_name, char kind, uint32_t n, int
   return suffix.substr(1);
 }
 
+// Draws `record` (with `mask` over it, when not empty) into its tile.
 void draw_tile(cv::Mat& sheet, cv::Point origin, cv::Size tile, const cv::Mat& record,
-               const std::string& label) {
+               const cv::Mat& mask, const std::string& label) {
   cv::Mat rgb;
   if (record.channels() == 1) {
     cv::cvtColor(record, rgb, cv::COLOR_GRAY2RGB);
   } else {
-    rgb = record;
+    rgb = mask.empty() ? record : record.clone();
   }
+  if (!mask.empty()) overlay_mask(rgb, mask);
   cv::Mat target = sheet(cv::Rect(origin, tile));
   if (rgb.size() == tile) {
     rgb.copyTo(target);
@@ -170,6 +186,34 @@ std::vector<int64_t> choose_samples(const DatasetIndex& index, const fs::path& d
 }
 
 }  // namespace
+
+cv::Vec3b mask_label_color(uint8_t label) {
+  // PASCAL VOC's colour map: the label's bits spread over the three
+  // channels' high bits.
+  uint8_t r = 0, g = 0, b = 0;
+  unsigned c = label;
+  for (int shift = 7; shift >= 0 && c != 0; --shift, c >>= 3) {
+    r |= static_cast<uint8_t>((c & 1) << shift);
+    g |= static_cast<uint8_t>(((c >> 1) & 1) << shift);
+    b |= static_cast<uint8_t>(((c >> 2) & 1) << shift);
+  }
+  return {r, g, b};
+}
+
+void overlay_mask(cv::Mat& rgb, const cv::Mat& mask) {
+  CV_Assert(rgb.type() == CV_8UC3 && mask.type() == CV_8UC1 && rgb.size() == mask.size());
+  for (int y = 0; y < rgb.rows; ++y) {
+    auto* pixel = rgb.ptr<cv::Vec3b>(y);
+    const uint8_t* label = mask.ptr<uint8_t>(y);
+    for (int x = 0; x < rgb.cols; ++x) {
+      if (label[x] == 0) continue;
+      const cv::Vec3b colour = mask_label_color(label[x]);
+      for (int c = 0; c < 3; ++c) {
+        pixel[x][c] = static_cast<uint8_t>((pixel[x][c] + colour[c] + 1) / 2);
+      }
+    }
+  }
+}
 
 cv::Size preview_tile_size(int width, int height) {
   const int longest = std::max(width, height);
@@ -237,6 +281,19 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
                                    index.channels);
   const cv::Mat view(static_cast<int>(options.view_height), static_cast<int>(options.view_width),
                      CV_8UC(static_cast<int>(index.channels)), view_pixels.data());
+  // The masks drawn over the tiles, when the dataset has them.
+  const bool masks = index.masks && options.overlay_masks && (!views || options.mask_view);
+  sheet.masks = masks;
+  std::vector<uint8_t> mask_pixels(masks ? index.mask_bytes() : 0);
+  const cv::Mat mask = masks ? cv::Mat(static_cast<int>(index.height),
+                                       static_cast<int>(index.width), CV_8UC1, mask_pixels.data())
+                             : cv::Mat();
+  std::vector<uint8_t> mask_view_pixels(
+      masks && views ? std::size_t{options.view_height} * options.view_width : 0);
+  const cv::Mat mask_view = masks && views ? cv::Mat(static_cast<int>(options.view_height),
+                                                     static_cast<int>(options.view_width), CV_8UC1,
+                                                     mask_view_pixels.data())
+                                           : cv::Mat();
   const auto origin = [&](int row, int column) {
     return cv::Point(kPreviewMargin + column * (tile.width + kPreviewMargin),
                      kPreviewMargin + row * (tile.height + kPreviewLabelHeight + kPreviewMargin));
@@ -245,6 +302,7 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
     ShardRecords reader(dataset_dir / index.shards.file[shard], index, index.shards.records[shard]);
     for (std::size_t r : records) {
       reader.read(index.records.row[r], pixels.data());
+      if (masks) reader.read_mask(index.records.row[r], mask_pixels.data());
       const int64_t sample = index.records.sample[r];
       const int i = position[sample];
       const int32_t label = index.sample_label[static_cast<std::size_t>(sample)];
@@ -253,7 +311,8 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
       if (views) {
         for (uint32_t k = 0; k < options.views; ++k) {
           options.view(pixels.data(), sample, k, view_pixels.data());
-          draw_tile(sheet.image, origin(i, static_cast<int>(k)), tile, view,
+          if (masks) options.mask_view(mask_pixels.data(), sample, k, mask_view_pixels.data());
+          draw_tile(sheet.image, origin(i, static_cast<int>(k)), tile, view, mask_view,
                     tile_label(name, 'e', k, tile.width - 2));
         }
         continue;
@@ -261,7 +320,7 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
       const uint32_t variant = index.records.variant[r];
       const int row = index.variants > 1 ? i : i / layout.columns;
       const int column = index.variants > 1 ? static_cast<int>(variant) : i % layout.columns;
-      draw_tile(sheet.image, origin(row, column), tile, record,
+      draw_tile(sheet.image, origin(row, column), tile, record, mask,
                 tile_label(name, 'v', variant, tile.width - 2));
     }
   }

@@ -1,12 +1,23 @@
 #include "record_renderer.hpp"
 
+#include "files.hpp"
 #include "imgpack/checksum.hpp"
+#include "mask_geometry.hpp"
+#include "mask_scan.hpp"
 
 namespace imgpack {
 
 RecordRenderer::RecordRenderer(const ConvertOptions& options, RecordShape shape,
-                               const SourceList& list)
-    : list_(list), variants_(options.variants), record_bytes_(shape.bytes()) {
+                               const SourceList& list, const MaskColors& mask_colors)
+    : list_(list),
+      masks_(options.has_masks()),
+      mask_root_(mask_root(options)),
+      mask_colors_(&mask_colors),
+      mask_fill_(options.masks.fill),
+      max_pixels_(options.max_pixels),
+      mask_bytes_(shape.pixels()),
+      variants_(options.variants),
+      record_bytes_(shape.bytes()) {
   decode_.color = options.color;
   decode_.max_pixels = options.max_pixels;
   decode_.fill = options.fill;
@@ -20,7 +31,31 @@ RecordRenderer::RecordRenderer(const ConvertOptions& options, RecordShape shape,
   }
 }
 
+cv::Mat RecordRenderer::read_mask(InputSlot& slot, cv::Size full) const {
+  const SourceSample& sample = list_.samples[slot.sample];
+  const std::filesystem::path path = mask_root_ / sample.mask_path;
+  const std::string problem = read_file(path, slot.mask_file_bytes);
+  if (!problem.empty()) throw DecodeError("mask " + path.string() + ": " + problem);
+  cv::Mat mask;
+  try {
+    mask = decode_mask(slot.mask_file_bytes, mask_colors_, max_pixels_);
+  } catch (const DecodeError& e) {
+    throw DecodeError("mask " + path.string() + ": " + e.what());
+  }
+  if (mask.size() != full) {
+    throw DecodeError("mask " + path.string() + " is " + std::to_string(mask.cols) + "x" +
+                      std::to_string(mask.rows) + ", its image " + std::to_string(full.width) +
+                      "x" + std::to_string(full.height) +
+                      " (after the image's EXIF orientation): a mask must be the size of its "
+                      "image");
+  }
+  return mask;
+}
+
 void RecordRenderer::render(InputSlot& slot) const {
+  if (masks_ && !list_.samples[slot.sample].mask_problem.empty()) {
+    throw DecodeError(list_.samples[slot.sample].mask_problem);
+  }
   DecodeOptions decode = decode_;
   std::optional<ImageInfo> info = probe_image(slot.file_bytes);
   if (info) {
@@ -33,11 +68,20 @@ void RecordRenderer::render(InputSlot& slot) const {
   slot.source_height = info ? info->upright_height() : static_cast<uint32_t>(image.pixels.rows);
   resize_into(image.pixels, spec_, slot.pixels.data());
   slot.checksums[0] = checksum(slot.pixels.data(), record_bytes_);
-  if (augmenter_) render_augmented(slot, info, image, decode);
+  cv::Mat mask;
+  if (masks_) {
+    const cv::Size full(static_cast<int>(slot.source_width), static_cast<int>(slot.source_height));
+    mask = read_mask(slot, full);
+    resize_mask_into(mask, image.pixels.size(), decoded_frame(image, full), spec_, mask_fill_,
+                     slot.masks.data());
+    slot.mask_checksums[0] = checksum(slot.masks.data(), mask_bytes_);
+  }
+  if (augmenter_) render_augmented(slot, info, image, mask, decode);
 }
 
 void RecordRenderer::render_augmented(InputSlot& slot, const std::optional<ImageInfo>& info,
-                                      const DecodedImage& image, DecodeOptions decode) const {
+                                      const DecodedImage& image, const cv::Mat& mask,
+                                      DecodeOptions decode) const {
   const cv::Size full = info ? cv::Size(static_cast<int>(info->upright_width()),
                                         static_cast<int>(info->upright_height()))
                              : image.pixels.size();
@@ -51,19 +95,28 @@ void RecordRenderer::render_augmented(InputSlot& slot, const std::optional<Image
   // JPEG decode has: decode again rather than upsample.
   const cv::Size need = augmenter_->required_source_size(slot.augment, full);
   DecodedImage larger;
-  const cv::Mat* source = &image.pixels;
-  if (source->cols < need.width || source->rows < need.height) {
+  const DecodedImage* decoded = &image;
+  if (image.pixels.cols < need.width || image.pixels.rows < need.height) {
     decode.min_width = static_cast<uint32_t>(need.width);
     decode.min_height = static_cast<uint32_t>(need.height);
     larger = decode_image(slot.file_bytes, decode);
-    source = &larger.pixels;
+    decoded = &larger;
   }
+  const cv::Mat* source = &decoded->pixels;
   cv::Mat reduced;
   const cv::Mat& from = augmenter_->reduce_source(*source, slot.augment, reduced);
   for (uint32_t v = 1; v < variants_; ++v) {
     uint8_t* out = slot.pixels.data() + v * record_bytes_;
     augmenter_->render(from, slot.augment[v - 1], out);
     slot.checksums[v] = checksum(out, record_bytes_);
+  }
+  if (!masks_) return;
+  // The masks through the warps of the very pixels the images came from.
+  const SourceFrame frame = decoded_frame(*decoded, full).resized(source->size(), from.size());
+  for (uint32_t v = 1; v < variants_; ++v) {
+    uint8_t* out = slot.masks.data() + v * mask_bytes_;
+    augmenter_->render_mask(mask, slot.augment[v - 1], from.size(), frame, mask_fill_, out);
+    slot.mask_checksums[v] = checksum(out, mask_bytes_);
   }
 }
 

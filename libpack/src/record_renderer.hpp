@@ -12,6 +12,7 @@
 #include "decode.hpp"
 #include "imgpack/convert_options.hpp"
 #include "imgpack/record_shape.hpp"
+#include "mask_decode.hpp"
 #include "resize.hpp"
 #include "scan.hpp"
 
@@ -25,6 +26,10 @@ struct InputSlot {
   std::vector<uint8_t> file_bytes;
   std::vector<uint8_t> pixels;  // variants x record bytes
   std::vector<uint64_t> checksums;
+  // With masks: the mask file, and the variants' masks (variants x H x W) and checksums.
+  std::vector<uint8_t> mask_file_bytes;
+  std::vector<uint8_t> masks;
+  std::vector<uint64_t> mask_checksums;
   std::vector<AugmentParams> augment;  // variants 1..K-1
   uint32_t source_width = 0;           // the input's upright size, set by render()
   uint32_t source_height = 0;
@@ -36,19 +41,32 @@ struct InputSlot {
 // its own slot.
 class RecordRenderer {
  public:
-  RecordRenderer(const ConvertOptions& options, RecordShape shape, const SourceList& list);
+  // `mask_colors` (with masks; may be empty) must outlive the renderer.
+  RecordRenderer(const ConvertOptions& options, RecordShape shape, const SourceList& list,
+                 const MaskColors& mask_colors);
 
   // Decodes slot.file_bytes and renders every variant into slot.pixels:
   // variant 0 exactly as a conversion without augmentation, the others from
-  // the same decode when it is large enough for them. Throws DecodeError or
-  // cv::Exception for an input that cannot be used.
+  // the same decode when it is large enough for them. With masks, reads and
+  // decodes the sample's mask too and renders each variant's mask into
+  // slot.masks with its image's geometry. Throws DecodeError or
+  // cv::Exception for an input (or mask) that cannot be used.
   void render(InputSlot& slot) const;
 
  private:
+  // The sample's mask, full resolution, checked against its image's upright size.
+  cv::Mat read_mask(InputSlot& slot, cv::Size full) const;
   void render_augmented(InputSlot& slot, const std::optional<ImageInfo>& info,
-                        const DecodedImage& image, DecodeOptions decode) const;
+                        const DecodedImage& image, const cv::Mat& mask, DecodeOptions decode) const;
 
   const SourceList& list_;
+  // Masks: where they are, their colour table, the label outside the source.
+  bool masks_ = false;
+  std::filesystem::path mask_root_;
+  const MaskColors* mask_colors_ = nullptr;
+  uint8_t mask_fill_ = 255;
+  uint64_t max_pixels_ = 0;
+  std::size_t mask_bytes_ = 0;
   uint32_t variants_ = 1;
   DecodeOptions decode_;  // the conversion's; min_width/min_height set per input
   ResizeSpec spec_;

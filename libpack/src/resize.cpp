@@ -37,37 +37,44 @@ cv::Size ResizeSpec::required_source_size(uint32_t w, uint32_t h) const {
   return {static_cast<int>(std::ceil(w * s - 1e-9)), static_cast<int>(std::ceil(h * s - 1e-9))};
 }
 
-void resize_into(const cv::Mat& src, const ResizeSpec& spec, uint8_t* dst) {
+ResizeWindow resize_window(cv::Size source, const ResizeSpec& spec) {
   const int w = static_cast<int>(spec.width);
   const int h = static_cast<int>(spec.height);
-  cv::Mat out(h, w, CV_8UC(src.channels()), dst);
-  const double sx = static_cast<double>(w) / src.cols;
-  const double sy = static_cast<double>(h) / src.rows;
+  const double sx = static_cast<double>(w) / source.width;
+  const double sy = static_cast<double>(h) / source.height;
+  ResizeWindow window{cv::Rect(cv::Point(0, 0), source), cv::Rect(0, 0, w, h)};
   switch (spec.mode) {
-    case ResizeMode::stretch: {
-      cv::resize(src, out, out.size(), 0, 0, interpolation_for(src.size(), out.size()));
+    case ResizeMode::stretch:
       break;
-    }
     case ResizeMode::crop: {
       // The source window that maps onto the whole output at scale s.
       const double s = std::max(sx, sy);
-      int roi_w = std::clamp(static_cast<int>(std::lround(w / s)), 1, src.cols);
-      int roi_h = std::clamp(static_cast<int>(std::lround(h / s)), 1, src.rows);
-      cv::Rect roi((src.cols - roi_w) / 2, (src.rows - roi_h) / 2, roi_w, roi_h);
-      cv::resize(src(roi), out, out.size(), 0, 0, interpolation_for(roi.size(), out.size()));
+      int roi_w = std::clamp(static_cast<int>(std::lround(w / s)), 1, source.width);
+      int roi_h = std::clamp(static_cast<int>(std::lround(h / s)), 1, source.height);
+      window.source =
+          cv::Rect((source.width - roi_w) / 2, (source.height - roi_h) / 2, roi_w, roi_h);
       break;
     }
     case ResizeMode::pad: {
       const double s = std::min(sx, sy);
-      int fit_w = std::clamp(static_cast<int>(std::lround(src.cols * s)), 1, w);
-      int fit_h = std::clamp(static_cast<int>(std::lround(src.rows * s)), 1, h);
-      out.setTo(fill_scalar(spec.fill, src.channels()));
-      cv::Rect inner((w - fit_w) / 2, (h - fit_h) / 2, fit_w, fit_h);
-      cv::Mat target = out(inner);
-      cv::resize(src, target, target.size(), 0, 0, interpolation_for(src.size(), target.size()));
+      int fit_w = std::clamp(static_cast<int>(std::lround(source.width * s)), 1, w);
+      int fit_h = std::clamp(static_cast<int>(std::lround(source.height * s)), 1, h);
+      window.target = cv::Rect((w - fit_w) / 2, (h - fit_h) / 2, fit_w, fit_h);
       break;
     }
   }
+  return window;
+}
+
+void resize_into(const cv::Mat& src, const ResizeSpec& spec, uint8_t* dst) {
+  const int w = static_cast<int>(spec.width);
+  const int h = static_cast<int>(spec.height);
+  cv::Mat out(h, w, CV_8UC(src.channels()), dst);
+  const ResizeWindow window = resize_window(src.size(), spec);
+  if (spec.mode == ResizeMode::pad) out.setTo(fill_scalar(spec.fill, src.channels()));
+  cv::Mat target = out(window.target);
+  cv::resize(src(window.source), target, target.size(), 0, 0,
+             interpolation_for(window.source.size(), target.size()));
 }
 
 }  // namespace imgpack

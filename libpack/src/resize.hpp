@@ -28,6 +28,16 @@ struct ResizeSpec {
   cv::Size required_source_size(uint32_t source_width, uint32_t source_height) const;
 };
 
+// What resize_into() does to an image of `source` pixels: the rectangle of
+// the source it scales (crop: the centred window; else the whole image)
+// onto the rectangle of the output it fills (pad: the letterboxed inner
+// rectangle, the rest is fill; else the whole output).
+struct ResizeWindow {
+  cv::Rect source;
+  cv::Rect target;
+};
+ResizeWindow resize_window(cv::Size source, const ResizeSpec& spec);
+
 // Resizes `src` (CV_8UC3 or CV_8UC1) into `dst`, a continuous buffer of
 // spec.height x spec.width x src.channels() bytes.
 void resize_into(const cv::Mat& src, const ResizeSpec& spec, uint8_t* dst);

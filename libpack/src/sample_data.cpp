@@ -3,6 +3,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -44,15 +45,17 @@ std::vector<cv::Point> polygon(cv::Point2d centre, double radius, int corners, d
   return points;
 }
 
+// Draws the shape anti-aliased (`line` cv::LINE_AA, the image) or with hard
+// edges (cv::LINE_8, its label map).
 void draw_shape(cv::Mat& image, uint32_t shape, cv::Point2d centre, double radius, double angle,
-                const cv::Scalar& colour) {
+                const cv::Scalar& colour, int line = cv::LINE_AA) {
   const int thickness = std::max(2, static_cast<int>(radius / 4));
   auto fill = [&](const std::vector<cv::Point>& points) {
-    cv::fillPoly(image, std::vector<std::vector<cv::Point>>{points}, colour, cv::LINE_AA);
+    cv::fillPoly(image, std::vector<std::vector<cv::Point>>{points}, colour, line);
   };
   switch (shape % kShapeCount) {
     case 0:
-      cv::circle(image, centre, static_cast<int>(radius), colour, cv::FILLED, cv::LINE_AA);
+      cv::circle(image, centre, static_cast<int>(radius), colour, cv::FILLED, line);
       break;
     case 1:
       fill(polygon(centre, radius, 4, angle + std::numbers::pi / 4));
@@ -66,12 +69,12 @@ void draw_shape(cv::Mat& image, uint32_t shape, cv::Point2d centre, double radiu
     case 4: {
       for (double a : {angle, angle + std::numbers::pi / 2}) {
         cv::Point2d d(radius * std::cos(a), radius * std::sin(a));
-        cv::line(image, centre - d, centre + d, colour, thickness, cv::LINE_AA);
+        cv::line(image, centre - d, centre + d, colour, thickness, line);
       }
       break;
     }
     case 5:
-      cv::circle(image, centre, static_cast<int>(radius * 0.8), colour, thickness, cv::LINE_AA);
+      cv::circle(image, centre, static_cast<int>(radius * 0.8), colour, thickness, line);
       break;
     case 6:
       fill(polygon(centre, radius, 4, angle));
@@ -106,6 +109,25 @@ void paint_background(cv::Mat& image, uint32_t group, CounterRng& rng) {
   }
 }
 
+void write_encoded(const fs::path& path, const cv::Mat& image, const char* extension,
+                   const std::vector<int>& params, SampleDataResult& result) {
+  std::vector<uint8_t> encoded;
+  if (!cv::imencode(extension, image, encoded, params)) {
+    throw file_error(path, "cannot encode image");
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file.write(reinterpret_cast<const char*>(encoded.data()),
+             static_cast<std::streamsize>(encoded.size()));
+  if (!file) throw file_error(path, "cannot write");
+  result.bytes += encoded.size();
+}
+
+void make_directory(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw file_error(dir, "cannot create directory: " + ec.message());
+}
+
 }  // namespace
 
 std::string sample_class_name(uint32_t class_id) {
@@ -123,19 +145,24 @@ SampleDataResult write_sample_data(const fs::path& out, const SampleDataOptions&
   if (options.width < 16 || options.height < 16 || options.width > 8192 || options.height > 8192) {
     throw UsageError("SampleDataOptions::width and height must be between 16 and 8192 pixels");
   }
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) throw file_error(out, "cannot create directory: " + ec.message());
+  make_directory(out);
 
   SampleDataResult result;
+  // Mask labels number the classes as a conversion does (names sorted), from 1.
+  std::vector<std::string> sorted_names;
+  for (uint32_t c = 0; c < options.classes; ++c) sorted_names.push_back(sample_class_name(c));
+  std::sort(sorted_names.begin(), sorted_names.end());
   std::string csv = "path,class,group\n";
   const int group_digits = options.groups > 100 ? 5 : 2;
   for (uint32_t c = 0; c < options.classes; ++c) {
     const std::string class_name = sample_class_name(c);
-    fs::create_directories(out / class_name, ec);
-    if (ec) throw file_error(out / class_name, "cannot create directory: " + ec.message());
+    make_directory(out / class_name);
+    if (options.masks) make_directory(out / kSampleMasksFolder / class_name);
     // Hues spread over the circle, so each class has its own colour.
     const cv::Scalar colour = hsv_to_bgr(360.0 * c / options.classes, 0.85, 0.95);
+    const auto mask_label =
+        static_cast<double>(1 + (std::find(sorted_names.begin(), sorted_names.end(), class_name) -
+                                 sorted_names.begin()));
     for (uint32_t i = 0; i < options.per_class; ++i) {
       CounterRng rng(options.seed, c, i);
       const uint32_t group = (i + c) % options.groups;
@@ -147,7 +174,8 @@ SampleDataResult write_sample_data(const fs::path& out, const SampleDataOptions&
       paint_background(image, group, rng);
       double radius = std::min(w, h) * rng.uniform(0.18, 0.32);
       cv::Point2d centre(rng.uniform(radius, w - radius), rng.uniform(radius, h - radius));
-      draw_shape(image, c, centre, radius, rng.uniform(0, 2 * std::numbers::pi), colour);
+      const double angle = rng.uniform(0, 2 * std::numbers::pi);
+      draw_shape(image, c, centre, radius, angle, colour);
 
       char group_name[16];
       std::snprintf(group_name, sizeof group_name, "g%0*u", group_digits, group);
@@ -155,24 +183,32 @@ SampleDataResult write_sample_data(const fs::path& out, const SampleDataOptions&
       char file_name[64];
       std::snprintf(file_name, sizeof file_name, "%s_%05u.%s", group_name, i, png ? "png" : "jpg");
       fs::path path = out / class_name / file_name;
-      std::vector<uint8_t> encoded;
       std::vector<int> params = png ? std::vector<int>{cv::IMWRITE_PNG_COMPRESSION, 3}
                                     : std::vector<int>{cv::IMWRITE_JPEG_QUALITY, 90};
-      if (!cv::imencode(png ? ".png" : ".jpg", image, encoded, params)) {
-        throw file_error(path, "cannot encode image");
-      }
-      std::ofstream file(path, std::ios::binary | std::ios::trunc);
-      file.write(reinterpret_cast<const char*>(encoded.data()),
-                 static_cast<std::streamsize>(encoded.size()));
-      if (!file) throw file_error(path, "cannot write");
+      write_encoded(path, image, png ? ".png" : ".jpg", params, result);
       result.images += 1;
-      result.bytes += encoded.size();
+      if (options.masks) {
+        // The same shape, hard-edged, in its class's label on background 0.
+        cv::Mat mask(h, w, CV_8UC1, cv::Scalar(0));
+        draw_shape(mask, c, centre, radius, angle, cv::Scalar(mask_label), cv::LINE_8);
+        fs::path mask_path = out / kSampleMasksFolder / class_name / file_name;
+        mask_path.replace_extension(".png");
+        write_encoded(mask_path, mask, ".png", {cv::IMWRITE_PNG_COMPRESSION, 3}, result);
+        result.masks += 1;
+      }
       csv += class_name + "/" + file_name + "," + class_name + "," + group_name + "\n";
     }
   }
   std::ofstream labels(out / "labels.csv", std::ios::trunc);
   labels << csv;
   if (!labels) throw file_error(out / "labels.csv", "cannot write");
+  if (options.masks) {
+    const fs::path names = out / kSampleMasksFolder / "classes.txt";
+    std::ofstream classes(names, std::ios::trunc);
+    classes << "background\n";
+    for (const std::string& name : sorted_names) classes << name << "\n";
+    if (!classes) throw file_error(names, "cannot write");
+  }
   return result;
 }
 

@@ -54,12 +54,19 @@ class Walker {
  public:
   Walker(const fs::path& root, SourceList& out) : root_(root), out_(out) {}
 
+  // Directories never walked, silently.
+  void exclude(const fs::path& dir) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0) excluded_.insert({st.st_dev, st.st_ino});
+  }
+
   void walk(const fs::path& dir, const std::string& rel) {
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) {
       skip(rel, std::string("cannot stat directory: ") + std::strerror(errno));
       return;
     }
+    if (excluded_.contains({st.st_dev, st.st_ino})) return;
     if (!visited_.insert({st.st_dev, st.st_ino}).second) {
       skip(rel, "directory already visited (symbolic link loop or duplicate link)");
       return;
@@ -112,6 +119,7 @@ class Walker {
   fs::path root_;
   SourceList& out_;
   std::set<DirId> visited_;
+  std::set<DirId> excluded_;
   std::vector<std::pair<std::string, FileStamp>> files_;  // path, stat
 };
 
@@ -119,9 +127,10 @@ class Walker {
 // {column} parts such as "train/{classname}/{img}".
 class PathTemplate {
  public:
-  PathTemplate(const std::string& spec, const CsvTable& table, const std::string& csv_name) {
+  PathTemplate(const std::string& spec, const CsvTable& table, const std::string& csv_name,
+               const char* option = "CsvInput::path") {
     if (spec.find_first_of("{}") == std::string::npos) {
-      parts_.push_back({"", table.require_column(spec, csv_name, "CsvInput::path")});
+      parts_.push_back({"", table.require_column(spec, csv_name, option)});
       return;
     }
     std::size_t pos = 0;
@@ -129,7 +138,7 @@ class PathTemplate {
       std::size_t open = spec.find('{', pos);
       std::size_t stray = spec.find('}', pos);
       if (stray < open) {
-        throw UsageError("CsvInput::path '" + spec + "': '}' without a matching '{'");
+        throw UsageError(std::string(option) + " '" + spec + "': '}' without a matching '{'");
       }
       if (open == std::string::npos) {
         parts_.push_back({spec.substr(pos), std::nullopt});
@@ -137,11 +146,11 @@ class PathTemplate {
       }
       std::size_t close = spec.find('}', open);
       if (close == std::string::npos) {
-        throw UsageError("CsvInput::path '" + spec + "': '{' without a matching '}'");
+        throw UsageError(std::string(option) + " '" + spec + "': '{' without a matching '}'");
       }
       if (open > pos) parts_.push_back({spec.substr(pos, open - pos), std::nullopt});
-      parts_.push_back({"", table.require_column(spec.substr(open + 1, close - open - 1), csv_name,
-                                                 "CsvInput::path")});
+      parts_.push_back(
+          {"", table.require_column(spec.substr(open + 1, close - open - 1), csv_name, option)});
       pos = close + 1;
     }
   }
@@ -173,9 +182,9 @@ class PathTemplate {
   std::vector<Part> parts_;
 };
 
-// The path relative to SRC, '/'-separated and without "." or ".." parts, or
-// "" if it points outside SRC (or at SRC itself).
-std::string relative_to_source(const std::string& listed, const fs::path& src) {
+}  // namespace
+
+std::string relative_to_root(const std::string& listed, const fs::path& src) {
   fs::path path = fs::path(listed).lexically_normal();
   if (path.is_absolute()) {
     std::error_code ec;
@@ -187,6 +196,8 @@ std::string relative_to_source(const std::string& listed, const fs::path& src) {
   if (text.empty() || text == "." || text == ".." || text.starts_with("../")) return "";
   return text;
 }
+
+namespace {
 
 // Sorted distinct non-empty names -> ids.
 std::map<std::string, int32_t> number_names(const std::set<std::string>& names,
@@ -262,13 +273,15 @@ void assign_groups_by_regex(SourceList& list, const std::string& pattern, bool m
   }
 }
 
-SourceList scan_directory(const fs::path& src, const ScanOptions& options) {
+SourceList scan_directory(const fs::path& src, const ScanOptions& options,
+                          const fs::path& exclude) {
   std::error_code ec;
   if (!fs::exists(src, ec)) throw UsageError(src.string() + ": no such directory");
   if (!fs::is_directory(src, ec)) throw UsageError(src.string() + ": not a directory");
 
   SourceList list;
   Walker walker(src, list);
+  if (!exclude.empty()) walker.exclude(exclude);
   walker.walk(src, "");
   std::vector<std::pair<std::string, FileStamp>>& files = walker.files();
   std::sort(files.begin(), files.end(),
@@ -333,6 +346,8 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
   std::optional<std::size_t> label_column, group_column;
   if (!csv.label.empty()) label_column = table.require_column(csv.label, name, "CsvInput::label");
   if (!csv.group.empty()) group_column = table.require_column(csv.group, name, "CsvInput::group");
+  std::optional<PathTemplate> mask_template;
+  if (!csv.mask.empty()) mask_template.emplace(csv.mask, table, name, "CsvInput::mask");
 
   struct Row {
     std::string path;
@@ -348,7 +363,7 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
     std::string empty_column;
     const std::string listed = path_template.build(record, &empty_column, table);
     if (listed.empty()) throw UsageError(where + "empty '" + empty_column + "' cell; no path");
-    std::string path = relative_to_source(listed, src);
+    std::string path = relative_to_root(listed, src);
     if (path.empty()) {
       throw UsageError(where + "path '" + listed + "' is outside SRC (" + src.string() +
                        "); CSV paths are relative to SRC");
@@ -408,6 +423,13 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
     if (group_column) {
       const std::string& group = row.record->fields[*group_column];
       sample.group = group.empty() ? -1 : group_ids.at(group);
+    }
+    if (mask_template) {
+      std::string empty_column;
+      sample.mask_path = mask_template->build(*row.record, &empty_column, table);
+      if (sample.mask_path.empty()) {
+        sample.mask_problem = "no mask: empty '" + empty_column + "' cell on " + line;
+      }
     }
     sample.path = std::move(row.path);
     list.samples.push_back(std::move(sample));

@@ -37,6 +37,13 @@ struct SourceSample {
   int32_t group = -1;
   uint64_t file_size = 0;  // bytes, when scanned
   FileStamp stamp;         // when scanned
+  // With masks (MaskOptions): the mask's path relative to the mask root
+  // ('/'-separated) and its stamp when scanned, or, when the sample has no
+  // usable mask (none found, two found, missing, empty CSV cell), why: the
+  // conversion then skips the sample with that reason.
+  std::string mask_path;
+  FileStamp mask_stamp;
+  std::string mask_problem;
 };
 
 // The stamp of a file from its stat().
@@ -55,7 +62,10 @@ bool has_image_extension(const std::filesystem::path& path);
 
 // Throws UsageError if SRC is not a readable directory or the group regex is
 // invalid or misses samples; unreadable subdirectories become skipped inputs.
-SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& options);
+// `exclude`, when set, is a directory below SRC that is not walked (a mask
+// folder inside SRC).
+SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& options,
+                          const std::filesystem::path& exclude = {});
 
 // The samples listed in options.csv->file, paths relative to SRC.
 //
@@ -67,8 +77,15 @@ SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& o
 // exist, an empty or outside-SRC path, a path listed twice, an empty group
 // cell (unless group_missing_ok), a group column together with a group
 // regex, a label column without LabelSource::csv or the reverse, and a CSV
-// none of whose files exist.
+// none of whose files exist. With a mask column (CsvInput::mask) each
+// sample's mask_path is the path its row lists, as listed (attach_masks() in
+// mask_scan.hpp resolves it), or its mask_problem says the cell is empty.
 SourceList scan_csv(const std::filesystem::path& src, const ScanOptions& options);
+
+// The path `listed` (relative to `root`, or absolute inside it) relative to
+// `root`, '/'-separated and without "." or ".." parts, or "" if it points
+// outside `root` (or at `root` itself).
+std::string relative_to_root(const std::string& listed, const std::filesystem::path& root);
 
 // Assigns group ids from the first capture of `regex` over each path
 // (sorted group names); throws UsageError listing the first unmatched paths

@@ -20,32 +20,62 @@ namespace {
 // Pixels are gathered into writes of about this size.
 constexpr std::size_t kStagingBytes = 32u << 20;
 
-// Creates /images [n, H, W, C] uint8: contiguous, unfiltered, allocated at
-// creation, never filled, so its bytes are one aligned run at H5Dget_offset.
-h5::Handle create_images(h5::File& file, RecordShape shape, uint64_t n) {
-  hsize_t dims[4] = {n, shape.height, shape.width, shape.channels};
-  h5::Handle space(
-      file.check(H5Screate_simple(4, dims, nullptr), "H5Screate_simple", format::kImages));
+// Creates a uint8 pixel dataset of `rank` dimensions: contiguous, unfiltered,
+// allocated at creation, never filled, so its bytes are one aligned run at
+// H5Dget_offset.
+h5::Handle create_pixels(h5::File& file, const char* name, const hsize_t* dims, int rank) {
+  h5::Handle space(file.check(H5Screate_simple(rank, dims, nullptr), "H5Screate_simple", name));
   h5::Handle dcpl = h5::dataset_creation_plist();
-  file.check_status(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "H5Pset_layout", format::kImages);
-  file.check_status(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time",
-                    format::kImages);
-  file.check_status(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time",
-                    format::kImages);
-  return h5::Handle(file.check(H5Dcreate2(file.id(), format::kImages, H5T_NATIVE_UINT8, space.get(),
+  file.check_status(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), "H5Pset_layout", name);
+  file.check_status(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time", name);
+  file.check_status(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time", name);
+  return h5::Handle(file.check(H5Dcreate2(file.id(), name, H5T_NATIVE_UINT8, space.get(),
                                           H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-                               "H5Dcreate2", format::kImages));
+                               "H5Dcreate2", name));
 }
 
-// /images must start on a 4096-byte boundary however small it is.
-uint64_t alignment_threshold(RecordShape shape, uint64_t records) {
-  return std::min<uint64_t>(format::kAlignmentThreshold, shape.bytes() * records);
+// /images [n, H, W, C].
+h5::Handle create_images(h5::File& file, RecordShape shape, uint64_t n) {
+  const hsize_t dims[4] = {n, shape.height, shape.width, shape.channels};
+  return create_pixels(file, format::kImages, dims, 4);
 }
 
-uint64_t images_offset(h5::File& file, const h5::Handle& images) {
-  haddr_t offset = H5Dget_offset(images.get());
-  if (offset == HADDR_UNDEF) throw file_error(file.path(), "/images has no storage offset");
+// /masks [n, H, W], laid out like /images.
+h5::Handle create_masks(h5::File& file, RecordShape shape, uint64_t n) {
+  const hsize_t dims[3] = {n, shape.height, shape.width};
+  return create_pixels(file, format::kMasks, dims, 3);
+}
+
+// /images (and /masks) must start on a 4096-byte boundary however small they are.
+uint64_t alignment_threshold(RecordShape shape, uint64_t records, bool masks) {
+  const uint64_t smallest = masks ? shape.pixels() * records : shape.bytes() * records;
+  return std::min<uint64_t>(format::kAlignmentThreshold, smallest);
+}
+
+uint64_t pixels_offset(h5::File& file, const h5::Handle& pixels, const char* name) {
+  haddr_t offset = H5Dget_offset(pixels.get());
+  if (offset == HADDR_UNDEF) {
+    throw file_error(file.path(), std::string(name) + " has no storage offset");
+  }
   return offset;
+}
+
+// Writes rows [first, first + rows) of a pixel dataset whose rows have the
+// shape dims[1..rank) from `data`.
+void write_rows(h5::File& file, const h5::Handle& dataset, const char* name, int rank,
+                const hsize_t* row_dims, uint64_t first, uint64_t rows, const uint8_t* data) {
+  hsize_t start[4] = {first, 0, 0, 0};
+  hsize_t count[4] = {rows, 0, 0, 0};
+  for (int d = 1; d < rank; ++d) count[d] = row_dims[d];
+  h5::Handle file_space(file.check(H5Dget_space(dataset.get()), "H5Dget_space", name));
+  file.check_status(
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
+      "H5Sselect_hyperslab", name);
+  h5::Handle mem_space(
+      file.check(H5Screate_simple(rank, count, nullptr), "H5Screate_simple", name));
+  file.check_status(H5Dwrite(dataset.get(), H5T_NATIVE_UINT8, mem_space.get(), file_space.get(),
+                             H5P_DEFAULT, data),
+                    "H5Dwrite", name);
 }
 
 // Copies `size` bytes between two files, in the kernel where it can.
@@ -83,28 +113,33 @@ void copy_range(const fs::path& from, uint64_t from_offset, const fs::path& to, 
 }  // namespace
 
 ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capacity,
-                         std::string dataset_uuid, uint32_t shard_index)
+                         std::string dataset_uuid, uint32_t shard_index, bool masks)
     : final_path_(std::move(final_path)),
       shape_(shape),
       capacity_(capacity),
       uuid_(std::move(dataset_uuid)),
-      shard_index_(shard_index) {
+      shard_index_(shard_index),
+      masks_(masks) {
   if (capacity_ == 0 || shape_.bytes() == 0) throw Error("ShardWriter: empty shard requested");
   tmp_path_ = final_path_;
   tmp_path_ += format::kTmpSuffix;
-  file_ = h5::File::create(tmp_path_, alignment_threshold(shape_, capacity_));
+  file_ = h5::File::create(tmp_path_, alignment_threshold(shape_, capacity_, masks_));
   images_ = create_images(file_, shape_, capacity_);
+  if (masks_) masks_dataset_ = create_masks(file_, shape_, capacity_);
   staging_capacity_ = std::clamp<uint64_t>(kStagingBytes / shape_.bytes(), 1, capacity_);
   staging_.resize(staging_capacity_ * shape_.bytes());
+  if (masks_) mask_staging_.resize(staging_capacity_ * shape_.pixels());
   labels_.reserve(capacity_);
   samples_.reserve(capacity_);
   variants_.reserve(capacity_);
   checksums_.reserve(capacity_);
+  if (masks_) mask_checksums_.reserve(capacity_);
 }
 
 ShardWriter::~ShardWriter() {
   if (!committed_) {
     images_.reset();
+    masks_dataset_.reset();
     file_ = h5::File();
     std::error_code ec;
     fs::remove(tmp_path_, ec);
@@ -112,9 +147,14 @@ ShardWriter::~ShardWriter() {
 }
 
 void ShardWriter::append(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
-                         uint16_t variant) {
+                         uint16_t variant, const uint8_t* mask, uint64_t mask_checksum) {
   if (full()) throw file_error(tmp_path_, "shard is full");
+  if (masks_ && mask == nullptr) throw file_error(tmp_path_, "a record without its mask");
   std::memcpy(staging_.data() + staged_ * shape_.bytes(), pixels, shape_.bytes());
+  if (masks_) {
+    std::memcpy(mask_staging_.data() + staged_ * shape_.pixels(), mask, shape_.pixels());
+    mask_checksums_.push_back(mask_checksum);
+  }
   ++staged_;
   labels_.push_back(label);
   samples_.push_back(sample);
@@ -126,17 +166,12 @@ void ShardWriter::append(const uint8_t* pixels, uint64_t checksum, int32_t label
 void ShardWriter::flush_staging() {
   if (staged_ == 0) return;
   h5::silence_errors();  // the writer may run on any pipeline thread
-  hsize_t start[4] = {staging_first_, 0, 0, 0};
-  hsize_t count[4] = {staged_, shape_.height, shape_.width, shape_.channels};
-  h5::Handle file_space(file_.check(H5Dget_space(images_.get()), "H5Dget_space", format::kImages));
-  file_.check_status(
-      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
-      "H5Sselect_hyperslab", format::kImages);
-  h5::Handle mem_space(
-      file_.check(H5Screate_simple(4, count, nullptr), "H5Screate_simple", format::kImages));
-  file_.check_status(H5Dwrite(images_.get(), H5T_NATIVE_UINT8, mem_space.get(), file_space.get(),
-                              H5P_DEFAULT, staging_.data()),
-                     "H5Dwrite", format::kImages);
+  const hsize_t dims[4] = {capacity_, shape_.height, shape_.width, shape_.channels};
+  write_rows(file_, images_, format::kImages, 4, dims, staging_first_, staged_, staging_.data());
+  if (masks_) {
+    write_rows(file_, masks_dataset_, format::kMasks, 3, dims, staging_first_, staged_,
+               mask_staging_.data());
+  }
   staging_first_ += staged_;
   staged_ = 0;
 }
@@ -146,6 +181,7 @@ void ShardWriter::write_columns_and_attrs(h5::File& file) {
   file.write(format::kSample, samples_);
   file.write(format::kVariant, variants_);
   file.write(format::kChecksum, checksums_);
+  if (masks_) file.write(format::kMaskChecksum, mask_checksums_);
   file.write_attr("/", format::kAttrFormat, int64_t{format::kShardVersion});
   file.write_attr("/", format::kAttrUuid, uuid_);
   file.write_attr("/", format::kAttrShardIndex, int64_t{shard_index_});
@@ -160,6 +196,7 @@ void ShardWriter::commit() {
   } else {
     write_columns_and_attrs(file_);
     images_.reset();
+    masks_dataset_.reset();
     file_.close();
     crash_point("shard-commit", shard_index_);
     commit_file(tmp_path_, final_path_);
@@ -170,8 +207,11 @@ void ShardWriter::commit() {
 void ShardWriter::compact_and_commit() {
   // /images cannot shrink (contiguous layout), so write an exactly sized file
   // and move the pixels across without passing them through user space.
-  uint64_t old_offset = images_offset(file_, images_);
+  const uint64_t old_offset = pixels_offset(file_, images_, format::kImages);
+  const uint64_t old_masks_offset =
+      masks_ ? pixels_offset(file_, masks_dataset_, format::kMasks) : 0;
   images_.reset();
+  masks_dataset_.reset();
   file_.close();
 
   fs::path compact_path = final_path_;
@@ -179,15 +219,26 @@ void ShardWriter::compact_and_commit() {
   compact_path += format::kTmpSuffix;
   try {
     uint64_t new_offset = 0;
+    uint64_t new_masks_offset = 0;
     {
-      h5::File file = h5::File::create(compact_path, alignment_threshold(shape_, size()));
+      h5::File file = h5::File::create(compact_path, alignment_threshold(shape_, size(), masks_));
       h5::Handle images = create_images(file, shape_, size());
-      new_offset = images_offset(file, images);
+      new_offset = pixels_offset(file, images, format::kImages);
+      h5::Handle masks;
+      if (masks_) {
+        masks = create_masks(file, shape_, size());
+        new_masks_offset = pixels_offset(file, masks, format::kMasks);
+      }
       write_columns_and_attrs(file);
       images.reset();
+      masks.reset();
       file.close();
     }
     copy_range(tmp_path_, old_offset, compact_path, new_offset, size() * shape_.bytes());
+    if (masks_) {
+      copy_range(tmp_path_, old_masks_offset, compact_path, new_masks_offset,
+                 size() * shape_.pixels());
+    }
     crash_point("shard-commit", shard_index_);
     commit_file(compact_path, final_path_);
   } catch (...) {
@@ -201,7 +252,7 @@ void ShardWriter::compact_and_commit() {
 
 namespace {
 
-uint64_t whole_runs_per_shard(uint64_t shard_bytes, std::size_t record_bytes, uint32_t run) {
+uint64_t whole_runs_per_shard(uint64_t shard_bytes, uint64_t record_bytes, uint32_t run) {
   const uint64_t runs = shard_bytes / (uint64_t{record_bytes} * std::max(run, 1u));
   return std::max<uint64_t>(1, runs) * std::max(run, 1u);
 }
@@ -209,26 +260,30 @@ uint64_t whole_runs_per_shard(uint64_t shard_bytes, std::size_t record_bytes, ui
 }  // namespace
 
 DatasetWriter::DatasetWriter(fs::path out_dir, RecordShape shape, uint64_t shard_bytes,
-                             std::string dataset_uuid, uint64_t max_records, uint32_t run_length)
+                             std::string dataset_uuid, uint64_t max_records, uint32_t run_length,
+                             bool masks)
     : out_dir_(std::move(out_dir)),
       shape_(shape),
       uuid_(std::move(dataset_uuid)),
-      records_per_shard_(whole_runs_per_shard(shard_bytes, shape.bytes(), run_length)),
+      masks_(masks),
+      records_per_shard_(whole_runs_per_shard(
+          shard_bytes, shape.bytes() + (masks ? shape.pixels() : 0), run_length)),
       remaining_(max_records) {}
 
 void DatasetWriter::add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
-                        uint16_t variant) {
+                        uint16_t variant, const uint8_t* mask, uint64_t mask_checksum) {
   if (!current_) {
     auto index = static_cast<uint32_t>(shards_.size());
     std::string name = format::shard_file_name(index);
     uint64_t capacity = std::clamp<uint64_t>(remaining_, 1, records_per_shard_);
-    current_ = std::make_unique<ShardWriter>(out_dir_ / name, shape_, capacity, uuid_, index);
+    current_ =
+        std::make_unique<ShardWriter>(out_dir_ / name, shape_, capacity, uuid_, index, masks_);
     shards_.file.push_back(name);
     shards_.records.push_back(0);
   }
   records_.push_back(static_cast<uint32_t>(shards_.size() - 1),
                      static_cast<uint32_t>(current_->size()), sample, variant);
-  current_->append(pixels, checksum, label, sample, variant);
+  current_->append(pixels, checksum, label, sample, variant, mask, mask_checksum);
   ++shards_.records.back();
   crash_point("record", records_.size());
   if (remaining_ > 0) --remaining_;

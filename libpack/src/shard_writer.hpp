@@ -1,15 +1,17 @@
 // Writing records into shard files, crash-safely.
 //
-// ShardWriter writes one shard: it creates SHARD.tmp with /images allocated
-// contiguously for `capacity` records (4096-aligned, never filled), appends
-// records in large hyperslab writes, and commit() adds the per-record columns
-// and attributes, fsyncs and renames the file into place. A shard that ends
-// with fewer records than its capacity is compacted into an exactly sized file
-// first (a kernel-side copy of its pixels). A ShardWriter destroyed before
-// commit() removes its temporary file.
+// ShardWriter writes one shard: it creates SHARD.tmp with /images (and, for a
+// dataset with masks, /masks) allocated contiguously for `capacity` records
+// (4096-aligned, never filled), appends records in large hyperslab writes,
+// and commit() adds the per-record columns and attributes, fsyncs and renames
+// the file into place. A shard that ends with fewer records than its capacity
+// is compacted into an exactly sized file first (a kernel-side copy of its
+// pixels and masks). A ShardWriter destroyed before commit() removes its
+// temporary file.
 //
 // DatasetWriter rolls records over a sequence of shards of at most
-// `shard_bytes` of pixels each and keeps the record table for the index.
+// `shard_bytes` of pixels (images and masks) each and keeps the record table
+// for the index.
 //
 // Neither class is thread-safe: one writer thread feeds them, in order.
 #pragma once
@@ -30,16 +32,18 @@ namespace imgpack {
 
 class ShardWriter {
  public:
+  // With `masks`, every record comes with an H x W label map (/masks).
   ShardWriter(std::filesystem::path final_path, RecordShape shape, uint64_t capacity,
-              std::string dataset_uuid, uint32_t shard_index);
+              std::string dataset_uuid, uint32_t shard_index, bool masks = false);
   ~ShardWriter();
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
 
-  // Appends one record of shape.bytes() pixels. Throws if the shard is full
-  // or a write fails (naming the file).
+  // Appends one record of shape.bytes() pixels and, in a shard with masks,
+  // its mask of shape.pixels() bytes with the mask's checksum. Throws if the
+  // shard is full, a mask is missing or a write fails (naming the file).
   void append(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
-              uint16_t variant);
+              uint16_t variant, const uint8_t* mask = nullptr, uint64_t mask_checksum = 0);
 
   uint64_t size() const { return labels_.size(); }
   uint64_t capacity() const { return capacity_; }
@@ -60,17 +64,22 @@ class ShardWriter {
   std::string uuid_;
   uint32_t shard_index_;
 
+  bool masks_;
+
   h5::File file_;
   h5::Handle images_;
-  std::vector<uint8_t> staging_;   // whole records waiting for one large H5Dwrite
-  uint64_t staging_capacity_ = 0;  // records
-  uint64_t staged_ = 0;            // records in staging_
-  uint64_t staging_first_ = 0;     // row of staging_'s first record
+  h5::Handle masks_dataset_;
+  std::vector<uint8_t> staging_;       // whole records waiting for one large H5Dwrite
+  std::vector<uint8_t> mask_staging_;  // their masks
+  uint64_t staging_capacity_ = 0;      // records
+  uint64_t staged_ = 0;                // records in staging_
+  uint64_t staging_first_ = 0;         // row of staging_'s first record
 
   std::vector<int32_t> labels_;
   std::vector<int64_t> samples_;
   std::vector<uint16_t> variants_;
   std::vector<uint64_t> checksums_;
+  std::vector<uint64_t> mask_checksums_;
   bool committed_ = false;
 };
 
@@ -79,9 +88,11 @@ class DatasetWriter {
   // `max_records` bounds the records that will be added, so the last shard is
   // usually created at its exact size. Records come in runs of `run_length`
   // (the variants of one image), which are never split across shards, so a
-  // shard boundary is always an image boundary.
+  // shard boundary is always an image boundary. With `masks`, every record
+  // comes with its mask (ShardWriter).
   DatasetWriter(std::filesystem::path out_dir, RecordShape shape, uint64_t shard_bytes,
-                std::string dataset_uuid, uint64_t max_records, uint32_t run_length = 1);
+                std::string dataset_uuid, uint64_t max_records, uint32_t run_length = 1,
+                bool masks = false);
 
   // Called on the writer's thread right after shard `k` was committed
   // (renamed into place), by add() or finish(). Adopted shards are not reported.
@@ -89,7 +100,7 @@ class DatasetWriter {
   void on_commit(ShardCommitted callback) { on_commit_ = std::move(callback); }
 
   void add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
-           uint16_t variant);
+           uint16_t variant, const uint8_t* mask = nullptr, uint64_t mask_checksum = 0);
 
   // Takes over a complete shard already in the directory (a resumed
   // conversion), as the next shard, with its /sample and /variant columns.
@@ -118,6 +129,7 @@ class DatasetWriter {
   std::filesystem::path out_dir_;
   RecordShape shape_;
   std::string uuid_;
+  bool masks_;
   uint64_t records_per_shard_;
   uint64_t remaining_;  // upper bound on records still to come
   std::unique_ptr<ShardWriter> current_;

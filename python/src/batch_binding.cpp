@@ -1,5 +1,5 @@
 // imgpack.Batch and imgpack.Array: a delivered batch, and zero-copy views of
-// its images, labels, sample and record ids exported through DLPack.
+// its images, masks, labels, sample and record ids exported through DLPack.
 //
 // Every view holds the batch's BatchState; so does every DLPack capsule and
 // every tensor a consumer makes from one (the state rides in the
@@ -113,6 +113,20 @@ ArrayView images_view(const std::shared_ptr<BatchState>& state) {
       v.shape = {n, c, h, w};
       break;
   }
+  return v;
+}
+
+// The masks: uint8 [N, H, W] where the images are, in the same slot.
+ArrayView masks_view(const std::shared_ptr<BatchState>& state) {
+  const Batch& b = state->batch;
+  ArrayView v;
+  v.state = state;
+  v.data = b.masks();
+  v.device = b.device();
+  v.ndim = 3;
+  v.dtype = {kDLUInt, 8, 1};
+  v.numpy_type = "uint8";
+  v.shape = {static_cast<int64_t>(b.size()), b.height(), b.width(), 0};
   return v;
 }
 
@@ -276,6 +290,9 @@ constexpr const char* kBatchDoc = R"(One batch delivered by a Loader.
 
     images     Array: uint8 [N, H, W, C], or float32/float16 [N, C, H, W]
                normalized, on the loader's device
+    masks      Array: uint8 [N, H, W] segmentation labels, on the images'
+               device and cut with the images' crop and flips, from the same
+               slot; None for a dataset without masks
     labels     Array: int32 [N] (host memory), -1 = unlabeled
     samples    Array: int64 [N] (host memory), source sample ids (rows of
                Dataset.sample_paths)
@@ -340,6 +357,15 @@ void register_batch(py::module_& m) {
       .def_property_readonly(
           "images", [](const std::shared_ptr<BatchState>& s) { return images_view(s); },
           "The images (imgpack.Array) on the loader's device.")
+      .def_property_readonly(
+          "masks",
+          [](const std::shared_ptr<BatchState>& s) -> py::object {
+            if (!s->batch.has_masks()) return py::none();
+            return py::cast(masks_view(s));
+          },
+          "The segmentation masks (imgpack.Array of uint8 [N, H, W] labels) where the images "
+          "are, each cut with its image's crop and flips; None without masks. Zero-copy like "
+          "images: torch.from_dlpack(batch.masks).long() gives cross-entropy targets.")
       .def_property_readonly(
           "labels",
           [](const std::shared_ptr<BatchState>& s) {

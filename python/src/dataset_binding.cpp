@@ -141,6 +141,19 @@ void register_dataset(py::module_& m) {
             return d.group_names();
           },
           "Group names by group id (list of str), read from index.h5 on each access.")
+      .def_property_readonly("has_masks", &Dataset::has_masks,
+                             "Whether every record has a segmentation mask (Batch.masks).")
+      .def_property_readonly(
+          "mask_fill",
+          [](const Dataset& d) -> py::object {
+            if (!d.has_masks()) return py::none();
+            return py::int_(d.mask_fill());
+          },
+          "The mask label of areas outside the source image (255 by default: the usual "
+          "ignore_index), or None without masks.")
+      .def_property_readonly(
+          "mask_classes", [](const Dataset& d) { return d.index().mask_class_names; },
+          "Mask label names by label (list of str; empty when the conversion named none).")
       .def_property_readonly(
           "splits",
           [](const Dataset& d) {

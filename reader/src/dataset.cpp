@@ -31,9 +31,29 @@ struct ShardView {
   uint64_t images_offset = 0;
   const uint8_t* images = nullptr;  // /images in `file`
   uint64_t images_bytes = 0;
+  const uint8_t* masks = nullptr;  // /masks in `file`, with masks only
+  uint64_t masks_bytes = 0;
+  uint64_t masks_offset = 0;
+  Column<uint64_t> mask_checksums;  // /mask_checksum, by row, with masks only
   uint64_t records = 0;
   Column<uint64_t> checksums;  // /checksum, by row (in `file` where it lies contiguous)
 };
+
+// Reads exactly `bytes` at `offset` of a shard file, for `row`.
+void read_row(int fd, const fs::path& path, uint64_t row, uint8_t* out, std::size_t bytes,
+              uint64_t offset) {
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t got = ::pread(fd, out + done, bytes - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw system_error(path, "cannot read row " + std::to_string(row), errno);
+    if (got == 0) {
+      throw file_error(path, "ends inside row " + std::to_string(row) +
+                                 ": the file was truncated after it was opened");
+    }
+    done += static_cast<std::size_t>(got);
+  }
+}
 
 }  // namespace
 
@@ -43,7 +63,9 @@ struct Dataset::State {
   std::shared_ptr<const detail::IndexStrings> strings;  // paths and names left out of `index`
   std::size_t record_bytes = 0;
   std::vector<ShardView> shards;
+  std::size_t mask_bytes = 0;
   std::vector<const uint8_t*> shard_base;  // == shards[k].images, for the hot path
+  std::vector<const uint8_t*> mask_base;   // == shards[k].masks
   detail::StorageTable storage;            // no table when the records are in storage order
   // The records of each sample, by ascending variant. Empty when every sample
   // s has the K records s*K .. s*K+K-1, variant by variant (as imgpack writes them).
@@ -89,6 +111,11 @@ void Dataset::State::open_shard(std::size_t k) {
   shard.images = shard.file->data() + contents.images_offset;
   shard.images_bytes = contents.images_bytes;
   shard.images_offset = contents.images_offset;
+  if (!index.masks) return;
+  shard.mask_checksums = std::move(contents.mask_checksums);
+  shard.masks = shard.file->data() + contents.masks_offset;
+  shard.masks_bytes = contents.masks_bytes;
+  shard.masks_offset = contents.masks_offset;
 }
 
 // The shard's descriptor for Dataset::read_record, opened on first use (a
@@ -153,11 +180,14 @@ Dataset Dataset::open(const fs::path& dir, const DatasetOpenOptions& options) {
   state->index = std::move(read.index);
   state->strings = std::move(read.strings);
   state->record_bytes = state->index.record_bytes();
+  state->mask_bytes = state->index.mask_bytes();
   state->build_tables();
   for (std::size_t k = 0; k < state->shards.size(); ++k) state->open_shard(k);
   state->shard_base.resize(state->shards.size());
+  state->mask_base.resize(state->shards.size());
   for (std::size_t k = 0; k < state->shards.size(); ++k) {
     state->shard_base[k] = state->shards[k].images;
+    state->mask_base[k] = state->shards[k].masks;
   }
   state->build_sample_table();
   Dataset dataset(std::move(state));
@@ -195,27 +225,25 @@ const uint8_t* Dataset::record_data(uint64_t r) const {
   return s.shard_base[s.index.records.shard[r]] + uint64_t{s.index.records.row[r]} * s.record_bytes;
 }
 
+const uint8_t* Dataset::mask_data(uint64_t r) const {
+  const State& s = *state_;
+  return s.mask_base[s.index.records.shard[r]] + uint64_t{s.index.records.row[r]} * s.mask_bytes;
+}
+
 void Dataset::read_record(uint64_t r, uint8_t* out) const {
   const State& s = *state_;
   const uint32_t k = s.index.records.shard[r];
-  const ShardView& shard = s.shards[k];
-  const int fd = s.shard_fd(k);
-  const uint64_t offset = shard.images_offset + uint64_t{s.index.records.row[r]} * s.record_bytes;
-  std::size_t done = 0;
-  while (done < s.record_bytes) {
-    const ssize_t got =
-        ::pread(fd, out + done, s.record_bytes - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      throw system_error(shard.path, "cannot read row " + std::to_string(s.index.records.row[r]),
-                         errno);
-    }
-    if (got == 0) {
-      throw file_error(shard.path, "ends inside row " + std::to_string(s.index.records.row[r]) +
-                                       ": the file was truncated after it was opened");
-    }
-    done += static_cast<std::size_t>(got);
-  }
+  const uint64_t row = s.index.records.row[r];
+  read_row(s.shard_fd(k), s.shards[k].path, row, out, s.record_bytes,
+           s.shards[k].images_offset + row * s.record_bytes);
+}
+
+void Dataset::read_mask(uint64_t r, uint8_t* out) const {
+  const State& s = *state_;
+  const uint32_t k = s.index.records.shard[r];
+  const uint64_t row = s.index.records.row[r];
+  read_row(s.shard_fd(k), s.shards[k].path, row, out, s.mask_bytes,
+           s.shards[k].masks_offset + row * s.mask_bytes);
 }
 
 bool Dataset::record_cached(uint64_t r) const {
@@ -239,6 +267,11 @@ uint16_t Dataset::record_variant(uint64_t r) const { return state_->index.record
 uint64_t Dataset::record_checksum(uint64_t r) const {
   const State& s = *state_;
   return s.shards[s.index.records.shard[r]].checksums[s.index.records.row[r]];
+}
+uint64_t Dataset::record_mask_checksum(uint64_t r) const {
+  const State& s = *state_;
+  const ShardView& shard = s.shards[s.index.records.shard[r]];
+  return shard.mask_checksums.empty() ? 0 : shard.mask_checksums[s.index.records.row[r]];
 }
 
 RecordIds Dataset::storage_order() const { return state_->storage.records(); }
@@ -266,15 +299,26 @@ std::span<const uint8_t> Dataset::shard_images(std::size_t k) const {
   return {shard.images, static_cast<std::size_t>(shard.images_bytes)};
 }
 
+std::span<const uint8_t> Dataset::shard_masks(std::size_t k) const {
+  const ShardView& shard = state_->shards[k];
+  return {shard.masks, static_cast<std::size_t>(shard.masks_bytes)};
+}
+
+uint64_t Dataset::shard_masks_offset(std::size_t k) const { return state_->shards[k].masks_offset; }
+
 void Dataset::verify_checksums() const {
   const State& s = *state_;
   for (uint64_t r : s.storage.records()) {
-    if (checksum(record_data(r), s.record_bytes) != record_checksum(r)) {
-      throw file_error(s.shards[s.index.records.shard[r]].path,
-                       "row " + std::to_string(s.index.records.row[r]) + " (sample " +
-                           std::to_string(s.index.records.sample[r]) +
-                           ") does not match its stored checksum");
+    const bool image_ok = checksum(record_data(r), s.record_bytes) == record_checksum(r);
+    if (image_ok &&
+        (!has_masks() || checksum(mask_data(r), s.mask_bytes) == record_mask_checksum(r))) {
+      continue;
     }
+    throw file_error(s.shards[s.index.records.shard[r]].path,
+                     std::string(image_ok ? "the mask of " : "") + "row " +
+                         std::to_string(s.index.records.row[r]) + " (sample " +
+                         std::to_string(s.index.records.sample[r]) +
+                         ") does not match its stored checksum");
   }
 }
 

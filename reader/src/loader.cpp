@@ -71,6 +71,12 @@ void Batch::copy_to_host(void* dst) const {
   lease_.core().backend().copy_to_host(dst, view_.data, view_.bytes);
 }
 
+void Batch::copy_masks_to_host(void* dst) const {
+  if (!lease_ || view_.mask_bytes == 0) return;
+  synchronize();
+  lease_.core().backend().copy_to_host(dst, view_.masks, view_.mask_bytes);
+}
+
 // --- Loader -------------------------------------------------------------------
 
 Loader::Loader(Dataset dataset, LoaderOptions options)

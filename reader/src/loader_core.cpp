@@ -65,6 +65,8 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       record_bytes_(dataset_.record_bytes()),
       slot_record_bytes_(shape_.bytes()),
       output_record_bytes_(slot_record_bytes_ * output_element_bytes(options_.output)),
+      mask_bytes_(dataset_.mask_bytes()),
+      slot_mask_bytes_(dataset_.has_masks() ? shape_.pixels() : 0),
       norm_(Normalization::from_mean_std(options_.mean.data(), options_.stddev.data(),
                                          dataset_.channels())),
       windowed_(!options_.crop.is_identity()),
@@ -82,6 +84,10 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       if (images.empty()) continue;
       try {
         registrations_.push_back(backend_->register_host(images.data(), images.size()));
+        const std::span<const uint8_t> masks = dataset_.shard_masks(k);
+        if (!masks.empty()) {
+          registrations_.push_back(backend_->register_host(masks.data(), masks.size()));
+        }
       } catch (const Error& e) {
         throw file_error(dataset_.shard_path(k),
                          std::string("cannot register for direct upload: ") + e.what());
@@ -90,12 +96,15 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   }
   const std::size_t batch = options_.batch_size;
   const uint64_t memory = memory_for_page_cache();
-  std::size_t chunk = kChunkBytes / slot_record_bytes_;
+  std::size_t chunk = kChunkBytes / (slot_record_bytes_ + slot_mask_bytes_);
   if (options_.read_path != ReadPath::mapped && !direct_) {
-    const bool direct =
-        options_.direct_io == DirectIo::on || (options_.direct_io == DirectIo::automatic &&
-                                               dataset_.num_records() * record_bytes_ > memory);
-    shard_files_ = std::make_unique<ShardFiles>(dataset_, direct);
+    const bool direct = options_.direct_io == DirectIo::on ||
+                        (options_.direct_io == DirectIo::automatic &&
+                         dataset_.num_records() * (record_bytes_ + mask_bytes_) > memory);
+    shard_files_ = std::make_unique<ShardFiles>(dataset_, ShardFiles::Layer::images, direct);
+    if (mask_bytes_ > 0) {
+      mask_files_ = std::make_unique<ShardFiles>(dataset_, ShardFiles::Layer::masks, direct);
+    }
     // A chunk is what one thread keeps in flight when it reads.
     chunk = std::max<std::size_t>(chunk, options_.reads_in_flight);
   }
@@ -115,20 +124,34 @@ void LoaderCore::allocate_ring() {
   slots_.resize(options_.prefetch);
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     Slot& slot = slots_[i];
+    const std::size_t masks = batch * slot_mask_bytes_;
     if (convert_on_host_) {
       slot.output = backend_->allocate_host(batch * output_record_bytes_);
       slot.images = slot.output.data();
       ring_host_bytes_ += slot.output.size();
+      if (masks > 0) {
+        slot.staging = backend_->allocate_host(masks);
+        slot.host_masks = static_cast<uint8_t*>(slot.staging.data());
+        ring_host_bytes_ += slot.staging.size();
+      }
     } else if (direct_) {
       slot.sources.resize(batch);  // the copy engine reads the mapping: no staging
+      slot.mask_sources.resize(masks > 0 ? batch : 0);
     } else {
-      slot.staging = backend_->allocate_host(batch * slot_record_bytes_);
+      slot.staging = backend_->allocate_host(batch * slot_record_bytes_ + masks);
       slot.images = slot.staging.data();
+      if (masks > 0) {
+        slot.host_masks = static_cast<uint8_t*>(slot.staging.data()) + batch * slot_record_bytes_;
+      }
       ring_host_bytes_ += slot.staging.size();
     }
+    slot.masks = slot.host_masks;
     if (device_copy) {
-      slot.device = backend_->allocate_device(batch * slot_record_bytes_);
+      slot.device = backend_->allocate_device(batch * slot_record_bytes_ + masks);
       slot.images = slot.device.data();
+      if (masks > 0) {
+        slot.masks = static_cast<const uint8_t*>(slot.device.data()) + batch * slot_record_bytes_;
+      }
       ring_device_bytes_ += slot.device.size();
       if (converting) {
         slot.output = backend_->allocate_device(batch * output_record_bytes_);
@@ -332,13 +355,14 @@ void LoaderCore::start_prefetch(uint64_t memory) {
   const uint64_t budget = memory > ring_host_bytes_ ? (memory - ring_host_bytes_) / 2 : 0;
   uint64_t largest = 0;
   for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
-    largest = std::max<uint64_t>(largest, dataset_.shard_images(k).size());
+    largest = std::max<uint64_t>(largest,
+                                 dataset_.shard_images(k).size() + dataset_.shard_masks(k).size());
   }
   const uint64_t window = mode == OrderMode::sequential ? 1 : options_.order.window_shards;
   if (window * largest > budget) return;
   ShardPrefetch::Options prefetch;
   prefetch.budget = budget;
-  prefetch.evict_finished = dataset_.num_records() * record_bytes_ > memory;
+  prefetch.evict_finished = dataset_.num_records() * (record_bytes_ + mask_bytes_) > memory;
   prefetch.threads = kPrefetchThreads;
   prefetch.unit_entries = chunk_records_;
   prefetch_ = std::make_unique<ShardPrefetch>(dataset_, prefetch, [this] {
@@ -373,7 +397,7 @@ void LoaderCore::plan_next_epoch(std::unique_lock<std::mutex>& lock) {
 }
 
 void LoaderCore::reader_main() {
-  std::optional<RecordReader> reader;  // the read path's queue and buffers, made on first use
+  ThreadReaders readers;  // the read path's queues and buffers, made on first use
   std::unique_lock lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || claimable() || plannable(); });
@@ -420,7 +444,7 @@ void LoaderCore::reader_main() {
     }
     if (!error) {
       try {
-        fill_chunk(*work, batch, chunk, slot, reader);
+        fill_chunk(*work, batch, chunk, slot, readers);
       } catch (...) {
         error = std::current_exception();
       }
@@ -442,33 +466,47 @@ void LoaderCore::reader_main() {
 }
 
 void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk,
-                            Slot& slot, std::optional<RecordReader>& reader) {
+                            Slot& slot, ThreadReaders& readers) {
   const std::size_t batch_begin = batch * options_.batch_size;
   const std::size_t in_batch = work.size(batch);
   const std::size_t begin = chunk * chunk_records_;
   const std::size_t end = std::min(begin + chunk_records_, in_batch);
   if (begin >= end) return;  // a chunk past the end of a short last batch
   const std::span<const uint64_t> records(work.entries.data() + batch_begin + begin, end - begin);
+  const bool masks = slot_mask_bytes_ > 0;
   // A chunk the prefetcher gated is in memory: the mapping.
   const bool prefetched = prefetch_ && batch_begin + begin < work.pad_from;
   if (prefetched) prefetch_->check();
   if (prefetched || !reads_chunk(records.front())) {
     for (std::size_t i = 0; i < records.size(); ++i) {
       place_record(slot, begin + i, records[i], dataset_.record_data(records[i]), work.epoch);
+      if (masks) {
+        place_mask(slot, begin + i, records[i], dataset_.mask_data(records[i]), work.epoch);
+      }
     }
     return;
   }
   read_records_.fetch_add(records.size(), std::memory_order_relaxed);
-  if (!reader) reader.emplace(*shard_files_, options_.reads_in_flight);
+  if (!readers.images) readers.images.emplace(*shard_files_, options_.reads_in_flight);
   // Whole records may be read straight into the slot; a window or a
   // conversion starts from the reader's buffer.
   const bool plain = !windowed_ && !convert_on_host_;
   auto* staging = static_cast<uint8_t*>(slot.staging.data());
-  reader->read(
+  readers.images->read(
       records,
       [&](std::size_t i) { return plain ? staging + (begin + i) * record_bytes_ : nullptr; },
       [&](std::size_t i, const uint8_t* pixels) {
         place_record(slot, begin + i, records[i], pixels, work.epoch);
+      });
+  if (!masks) return;
+  if (!readers.masks) readers.masks.emplace(*mask_files_, options_.reads_in_flight);
+  readers.masks->read(
+      records,
+      [&](std::size_t i) {
+        return windowed_ || direct_ ? nullptr : slot.host_masks + (begin + i) * slot_mask_bytes_;
+      },
+      [&](std::size_t i, const uint8_t* mask) {
+        place_mask(slot, begin + i, records[i], mask, work.epoch);
       });
 }
 
@@ -515,6 +553,34 @@ void LoaderCore::place_record(Slot& slot, std::size_t pos, uint64_t record, cons
   slot.records[pos] = record;
 }
 
+void LoaderCore::place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
+                            uint64_t epoch) const {
+  if (options_.verify_checksums &&
+      checksum(src, mask_bytes_) != dataset_.record_mask_checksum(record)) {
+    throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
+                     "the mask of row " + std::to_string(dataset_.index().records.row[record]) +
+                         " (sample " + std::to_string(dataset_.record_sample(record)) +
+                         ") does not match its stored checksum");
+  }
+  uint8_t* dst = direct_ ? nullptr : slot.host_masks + pos * slot_mask_bytes_;
+  if (direct_) {
+    slot.mask_sources[pos] = src;
+  } else if (windowed_) {
+    // The record's own window and flips (a pure function of the record).
+    const RecordWindow window =
+        draw_window(options_.crop, random_crop_, stored_shape_, shape_, options_.order.seed, epoch,
+                    dataset_.record_sample(record), dataset_.record_variant(record));
+    copy_window(src, {stored_shape_.height, stored_shape_.width, 1}, dst,
+                {shape_.height, shape_.width, 1}, window, Stores::streaming);
+  } else if (src == dst) {
+    // Read into the slot already.
+  } else if (staging_read_by_device_) {
+    copy_streaming(dst, src, mask_bytes_);
+  } else {
+    std::memcpy(dst, src, mask_bytes_);
+  }
+}
+
 bool LoaderCore::reads_chunk(uint64_t first_record) const {
   switch (options_.read_path) {
     case ReadPath::mapped:
@@ -559,11 +625,24 @@ void LoaderCore::upload_main() {
     try {
       if (backend_->separate_device_memory()) {
         if (wait_for_consumer) backend_->stream_wait(*slot.consumer_done);
+        // Masks ride in the same upload: after the batch's images in both
+        // staging and device memory.
+        auto* device_masks =
+            static_cast<uint8_t*>(slot.device.data()) + options_.batch_size * slot_record_bytes_;
         if (direct_) {
           backend_->gather_to_device(slot.device.data(), slot.sources.data(), count, record_bytes_);
+          if (slot_mask_bytes_ > 0) {
+            backend_->gather_to_device(device_masks, slot.mask_sources.data(), count, mask_bytes_);
+          }
+        } else if (slot_mask_bytes_ > 0 && count == options_.batch_size) {
+          backend_->copy_to_device(slot.device.data(), slot.staging.data(),
+                                   count * (slot_record_bytes_ + slot_mask_bytes_));
         } else {
           backend_->copy_to_device(slot.device.data(), slot.staging.data(),
                                    count * slot_record_bytes_);
+          if (slot_mask_bytes_ > 0) {
+            backend_->copy_to_device(device_masks, slot.host_masks, count * slot_mask_bytes_);
+          }
         }
         if (options_.output != OutputFormat::uint8_nhwc) {
           ConvertJob job;
@@ -671,6 +750,8 @@ Batch::View LoaderCore::batch_view(std::size_t b, const Slot& slot) const {
   view.device = backend_->device();
   view.data = slot.images;
   view.bytes = view.size * output_record_bytes_;
+  view.masks = slot.masks;
+  view.mask_bytes = view.size * slot_mask_bytes_;
   view.shape = shape_;
   view.labels = slot.labels.data();
   view.samples = slot.samples.data();
@@ -700,7 +781,8 @@ LoaderStats LoaderCore::stats() const {
   s.batches = batches_;
   s.images = images_;
   s.padding = padding_;
-  s.bytes = images_ * slot_record_bytes_;
+  s.bytes = images_ * (slot_record_bytes_ + slot_mask_bytes_);
+  s.mask_bytes = images_ * slot_mask_bytes_;
   if (consumer_started_) {
     s.consumer_seconds = std::chrono::duration<double>(consumer_last_ - consumer_first_).count();
   }

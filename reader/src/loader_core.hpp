@@ -27,6 +27,7 @@
 #include "epoch_batches.hpp"
 #include "imgpack/loader.hpp"
 #include "record_reads.hpp"
+#include "record_window.hpp"
 #include "shard_prefetch.hpp"
 
 namespace imgpack::detail {
@@ -51,18 +52,32 @@ inline double seconds(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
 enum class Stage { empty, opening, filling, filled, uploading, ready };
 
 // The memory and events of one slot of the ring; reused batch after batch.
+// With masks, a slot's staging (and device) memory holds the batch's masks
+// right after room for batch_size images: [images][masks], so that one copy
+// uploads a full batch's images and masks.
 struct Slot {
-  Memory staging;  // uint8 records written by reader threads (unless converting on the host)
+  Memory staging;  // uint8 records written by reader threads (only their masks when converting on
+                   // the host)
   Memory device;   // device copy of `staging` (CUDA)
   Memory output;   // converted images (float formats)
-  const void* images = nullptr;  // what Batch::data() shows
+  const void* images = nullptr;    // what Batch::data() shows
+  uint8_t* host_masks = nullptr;   // where reader threads write the masks (in `staging`)
+  const uint8_t* masks = nullptr;  // what Batch::masks() shows
   std::vector<int32_t> labels;
   std::vector<int64_t> samples;
   std::vector<uint64_t> records;
   std::vector<const void*> sources;            // direct upload: where each record is in the mapping
+  std::vector<const void*> mask_sources;       // and its mask
   std::unique_ptr<UploadEvent> upload_done;    // fires when the slot's upload is complete
   std::unique_ptr<UploadEvent> consumer_done;  // recorded on the consumer's stream
   bool consumer_pending = false;               // the next upload must wait for consumer_done
+};
+
+// A reader thread's means of reading records from their files (the read
+// path): one for the images and, with masks, one for the masks.
+struct ThreadReaders {
+  std::optional<RecordReader> images;
+  std::optional<RecordReader> masks;
 };
 
 // A batch between being opened by a reader thread and delivered by next().
@@ -150,14 +165,18 @@ class LoaderCore {
   void reader_main();
   void upload_main();
   // Fills chunk `chunk` of batch `batch` of `work` into `slot`, from the
-  // mappings or, where reads_chunk() says so, with `reader` (this thread's,
+  // mappings or, where reads_chunk() says so, with `readers` (this thread's,
   // made on first use).
   void fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk, Slot& slot,
-                  std::optional<RecordReader>& reader);
+                  ThreadReaders& readers);
   // Checks, crops, converts or copies one record's pixels `src` into
   // position `pos` of `slot`, with its label, sample and record number.
   void place_record(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
                     uint64_t epoch);
+  // The same for the record's mask `src`: checked when verifying checksums,
+  // cut to the record's window, into the slot's masks.
+  void place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
+                  uint64_t epoch) const;
   // Whether the chunk starting at `first_record` is read with pread (ReadPath).
   bool reads_chunk(uint64_t first_record) const;
   void fail(std::exception_ptr error);  // with mu_ held
@@ -170,6 +189,9 @@ class LoaderCore {
   const std::size_t record_bytes_;       // stored_shape_.bytes(): what the checksums cover
   const std::size_t slot_record_bytes_;  // shape_.bytes(): uint8 bytes per image in a slot
   const std::size_t output_record_bytes_;
+  // Masks (0 without): bytes of a stored mask, and of a delivered one (the window's).
+  const std::size_t mask_bytes_;
+  const std::size_t slot_mask_bytes_;
   const Normalization norm_;
   // Crop or flip records while copying them (LoaderOptions::crop), and how.
   const bool windowed_;
@@ -181,6 +203,7 @@ class LoaderCore {
   // The shard files of the read path (ReadPath); null when records are only
   // ever copied from the mappings.
   std::unique_ptr<ShardFiles> shard_files_;
+  std::unique_ptr<ShardFiles> mask_files_;  // with masks
   std::size_t chunk_records_ = 1;
   std::size_t chunks_per_batch_ = 1;
   std::size_t ring_host_bytes_ = 0;

@@ -28,17 +28,19 @@ std::string row_of(const Dataset& dataset, uint64_t r) {
 
 }  // namespace
 
-ShardFiles::ShardFiles(const Dataset& dataset, bool direct)
+ShardFiles::ShardFiles(const Dataset& dataset, Layer layer, bool direct)
     : dataset_(dataset),
-      record_bytes_(dataset.record_bytes()),
+      layer_(layer),
+      record_bytes_(layer == Layer::images ? dataset.record_bytes() : dataset.mask_bytes()),
       direct_(direct),
       fds_(std::make_unique<std::atomic<int>[]>(dataset.num_shards())),
       access_(std::make_unique<std::atomic<ShardAccess>[]>(dataset.num_shards())) {
-  images_offset_.reserve(dataset.num_shards());
+  layer_offset_.reserve(dataset.num_shards());
   for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
     fds_[k] = -1;
     access_[k] = ShardAccess::unopened;
-    images_offset_.push_back(dataset.shard_images_offset(k));
+    layer_offset_.push_back(layer == Layer::images ? dataset.shard_images_offset(k)
+                                                   : dataset.shard_masks_offset(k));
   }
 }
 
@@ -70,8 +72,10 @@ ShardFiles::Opened ShardFiles::open_shard(std::size_t k) const {
 ShardFiles::Extent ShardFiles::extent(uint64_t r) const {
   const uint32_t k = dataset_.record_shard(r);
   const uint64_t offset =
-      images_offset_[k] +
-      static_cast<uint64_t>(dataset_.record_data(r) - dataset_.shard_images(k).data());
+      layer_offset_[k] +
+      (layer_ == Layer::images
+           ? static_cast<uint64_t>(dataset_.record_data(r) - dataset_.shard_images(k).data())
+           : static_cast<uint64_t>(dataset_.mask_data(r) - dataset_.shard_masks(k).data()));
   ShardAccess access = access_[k].load(std::memory_order_acquire);
   if (access == ShardAccess::unopened) {
     const Opened opened = open_shard(k);

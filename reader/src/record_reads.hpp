@@ -36,15 +36,18 @@ enum class ShardAccess : int8_t { unopened, direct, buffered };
 
 class ShardFiles {
  public:
+  // Which bytes of a record are read: its pixels, or its mask.
+  enum class Layer { images, masks };
+
   // `direct`: open with O_DIRECT where the file system allows it.
-  ShardFiles(const Dataset& dataset, bool direct);
+  ShardFiles(const Dataset& dataset, Layer layer, bool direct);
   ~ShardFiles();
   ShardFiles(const ShardFiles&) = delete;
   ShardFiles& operator=(const ShardFiles&) = delete;
 
-  // Where record `r` lies: a descriptor of its shard (opened on first use;
-  // thread-safe), the record's byte offset in that file, and whether the
-  // descriptor is O_DIRECT. Throws imgpack::Error naming the shard file if it
+  // Where record `r` (its pixels or its mask) lies: a descriptor of its shard
+  // (opened on first use; thread-safe), the byte offset in that file, and
+  // whether the descriptor is O_DIRECT. Throws imgpack::Error naming the shard file if it
   // cannot be opened.
   struct Extent {
     int fd = -1;
@@ -54,6 +57,7 @@ class ShardFiles {
   Extent extent(uint64_t r) const;
 
   const Dataset& dataset() const { return dataset_; }
+  // Bytes of one record's layer: H * W * C, or H * W for masks.
   std::size_t record_bytes() const { return record_bytes_; }
 
  private:
@@ -64,13 +68,14 @@ class ShardFiles {
   Opened open_shard(std::size_t k) const;
 
   const Dataset& dataset_;
-  const std::size_t record_bytes_;
+  const Layer layer_;
+  const std::size_t record_bytes_;  // of the layer
   const bool direct_;
   // Per shard: the descriptor (-1 until opened) and how it reads. Threads that
   // race to open one each open it, and all but the first close theirs.
   std::unique_ptr<std::atomic<int>[]> fds_;
   std::unique_ptr<std::atomic<ShardAccess>[]> access_;
-  std::vector<uint64_t> images_offset_;  // per shard: where /images starts in the file
+  std::vector<uint64_t> layer_offset_;  // per shard: where /images (or /masks) starts in the file
 };
 
 class RecordReader {

@@ -228,4 +228,16 @@ void copy_delivered_view(const Dataset& dataset, const LoaderOptions& options, u
   detail::copy_window(record, stored, out, delivered, window);
 }
 
+void copy_delivered_mask(const Dataset& dataset, const LoaderOptions& options, uint64_t epoch,
+                         int64_t sample, uint16_t variant, const uint8_t* mask, uint8_t* out) {
+  const RecordShape stored{dataset.height(), dataset.width(), dataset.channels()};
+  detail::check_crop(options.crop, stored);
+  const RecordShape delivered = detail::delivered_shape(options.crop, stored);
+  const detail::RecordWindow window =
+      detail::draw_window(options.crop, detail::random_windows(options), stored, delivered,
+                          options.order.seed, epoch, sample, variant);
+  detail::copy_window(mask, {stored.height, stored.width, 1}, out,
+                      {delivered.height, delivered.width, 1}, window);
+}
+
 }  // namespace imgpack

@@ -1,6 +1,7 @@
 #include "shard_prefetch.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <span>
 #include <utility>
@@ -21,7 +22,20 @@ constexpr double kResidentEnough = 0.98;
 
 constexpr std::size_t kAllReady = std::numeric_limits<std::size_t>::max();
 
+std::size_t pieces_of(std::size_t bytes) { return (bytes + kPieceBytes - 1) / kPieceBytes; }
+
 }  // namespace
+
+std::array<ShardPrefetch::Layer, 2> ShardPrefetch::layers(uint32_t shard) const {
+  return {Layer{dataset_.shard_images(shard), dataset_.shard_images_offset(shard)},
+          Layer{dataset_.shard_masks(shard), dataset_.shard_masks_offset(shard)}};
+}
+
+uint64_t ShardPrefetch::shard_bytes(uint32_t shard) const {
+  uint64_t bytes = 0;
+  for (const Layer& layer : layers(shard)) bytes += layer.bytes.size();
+  return bytes;
+}
 
 ShardPrefetch::ShardPrefetch(Dataset dataset, Options options, std::function<void()> wake)
     : dataset_(std::move(dataset)),
@@ -168,7 +182,7 @@ void ShardPrefetch::finish_delivered(Plan& plan, std::size_t end) {
 
 void ShardPrefetch::release(uint32_t shard) {
   if (--holds_[shard] > 0) return;
-  held_bytes_ -= dataset_.shard_images(shard).size();
+  held_bytes_ -= shard_bytes(shard);
   if (options_.evict_finished) to_evict_.push_back(shard);
 }
 
@@ -181,7 +195,7 @@ void ShardPrefetch::update_frontier(Plan& plan) {
 void ShardPrefetch::finish_visit(Plan& plan, std::size_t v) {
   Visit& visit = plan.visits[v];
   visit.loaded = true;
-  if (holds_[visit.shard]++ == 0) held_bytes_ += dataset_.shard_images(visit.shard).size();
+  if (holds_[visit.shard]++ == 0) held_bytes_ += shard_bytes(visit.shard);
   plan.loaded = v + 1;
   update_frontier(plan);
 }
@@ -198,7 +212,7 @@ ShardPrefetch::Plan* ShardPrefetch::next_to_load() {
     if (plan.next_load >= plan.visits.size()) continue;  // all loaded: the next plan
     const Visit& visit = plan.visits[plan.next_load];
     if (evicting_[visit.shard]) return nullptr;  // after its eviction
-    const uint64_t bytes = holds_[visit.shard] > 0 ? 0 : dataset_.shard_images(visit.shard).size();
+    const uint64_t bytes = holds_[visit.shard] > 0 ? 0 : shard_bytes(visit.shard);
     const bool waited_for = plan.claimed + options_.unit_entries >= plan.frontier;
     if (held_bytes_ == 0 || held_bytes_ + bytes <= options_.budget || waited_for) return &plan;
     return nullptr;
@@ -215,12 +229,16 @@ void ShardPrefetch::start_job(std::unique_lock<std::mutex>& lock, Plan& plan) {
   }
   const uint64_t generation = generation_;
   job_ = Job{generation, &plan, v};
-  const std::span<const uint8_t> images = dataset_.shard_images(shard);
+  const uint64_t bytes = shard_bytes(shard);
   lock.unlock();
   std::exception_ptr error;
   uint64_t resident = 0;
+  std::size_t pieces = 0;
   try {
-    resident = resident_bytes(images, dataset_.shard_path(shard));
+    for (const Layer& layer : layers(shard)) {
+      resident += resident_bytes(layer.bytes, dataset_.shard_path(shard));
+      pieces += pieces_of(layer.bytes.size());
+    }
   } catch (...) {
     error = std::current_exception();
   }
@@ -228,13 +246,12 @@ void ShardPrefetch::start_job(std::unique_lock<std::mutex>& lock, Plan& plan) {
   if (generation != generation_) return;
   if (error) {
     fail(error);
-  } else if (static_cast<double>(resident) >=
-             kResidentEnough * static_cast<double>(images.size())) {
+  } else if (static_cast<double>(resident) >= kResidentEnough * static_cast<double>(bytes)) {
     job_.reset();
     cached_visits_.fetch_add(1, std::memory_order_relaxed);
     finish_visit(plan, v);
   } else {
-    job_->pieces = (images.size() + kPieceBytes - 1) / kPieceBytes;
+    job_->pieces = pieces;
   }
 }
 
@@ -253,8 +270,9 @@ void ShardPrefetch::thread_main() {
       evicting_[shard] = true;
       lock.unlock();
       try {
-        const std::span<const uint8_t> images = dataset_.shard_images(shard);
-        evict(images, dataset_.shard_path(shard), dataset_.shard_images_offset(shard));
+        for (const Layer& layer : layers(shard)) {
+          evict(layer.bytes, dataset_.shard_path(shard), layer.file_offset);
+        }
       } catch (const std::exception&) {  // advice that failed costs memory, not correctness
       }
       lock.lock();
@@ -277,10 +295,18 @@ void ShardPrefetch::thread_main() {
     Job& job = *job_;
     const std::size_t piece = job.next_piece++;
     const uint32_t shard = job.plan->visits[job.visit].shard;
-    const std::span<const uint8_t> images = dataset_.shard_images(shard);
-    const std::size_t begin = piece * kPieceBytes;
-    const std::span<const uint8_t> bytes =
-        images.subspan(begin, std::min(kPieceBytes, images.size() - begin));
+    // Piece `piece` of the images' pieces, then the masks'.
+    std::span<const uint8_t> bytes;
+    std::size_t skip = piece;
+    for (const Layer& layer : layers(shard)) {
+      const std::size_t n = pieces_of(layer.bytes.size());
+      if (skip < n) {
+        const std::size_t begin = skip * kPieceBytes;
+        bytes = layer.bytes.subspan(begin, std::min(kPieceBytes, layer.bytes.size() - begin));
+        break;
+      }
+      skip -= n;
+    }
     lock.unlock();
     std::exception_ptr error;
     try {

@@ -27,6 +27,7 @@
 // entry is ready, so that reader threads reach check().
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -37,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -110,6 +112,15 @@ class ShardPrefetch {
     std::size_t next_piece = 0;
     std::size_t pieces_done = 0;
   };
+
+  // What of a shard is read and evicted: its pixels, and its masks (empty
+  // in a dataset without), each with where it lies in the file.
+  struct Layer {
+    std::span<const uint8_t> bytes;
+    uint64_t file_offset = 0;
+  };
+  std::array<Layer, 2> layers(uint32_t shard) const;
+  uint64_t shard_bytes(uint32_t shard) const;
 
   Plan& add_plan(std::shared_ptr<const EpochBatches> work, std::size_t first);
   const Plan* find(const EpochBatches& work) const;

@@ -55,6 +55,7 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     strings->verify();
     report.records = index.num_records();
     report.shards = index.num_shards();
+    report.masks = index.masks;
     table = detail::build_storage_table(index, dir / format::kIndexFile);
   } catch (const Error& e) {
     report.errors.emplace_back(e.what());
@@ -73,7 +74,8 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
       const RecordIds row_records = table.shard_records(k, index.shards.records[k]);
       ShardContents contents = detail::validate_shard(path, index, k, row_records, fd.size(path));
       intact.push_back({path, fd.identity(path), contents.images_offset,
-                        std::move(contents.checksums.values())});
+                        std::move(contents.checksums.values()), index.mask_bytes(),
+                        contents.masks_offset, std::move(contents.mask_checksums.values())});
       intact_shard.push_back(static_cast<uint32_t>(k));
     } catch (const Error& e) {
       problems.push_back({k, e.what()});
@@ -105,6 +107,7 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     record.shard = shard;
     record.shard_file = index.shards.file[shard];
     record.row = m.row;
+    record.mask = m.mask;
     record.record = table.record_at(table.first_position[shard] + m.row);
     record.sample = index.records.sample[record.record];
     record.variant = index.records.variant[record.record];

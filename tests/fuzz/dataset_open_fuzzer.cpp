@@ -57,6 +57,10 @@ uint64_t touch_every_record(const imgpack::Dataset& dataset) {
     sum += dataset.record_shard(r) + static_cast<uint64_t>(dataset.record_label(r)) +
            static_cast<uint64_t>(dataset.record_sample(r)) + dataset.record_variant(r) +
            dataset.record_checksum(r) + dataset.storage_position(r);
+    if (dataset.has_masks()) {
+      const std::span<const uint8_t> mask = dataset.mask(r);
+      sum += imgpack::checksum(mask.data(), mask.size()) + dataset.record_mask_checksum(r);
+    }
   }
   for (uint64_t s = 0; s < dataset.num_samples(); ++s) {
     for (uint64_t r : dataset.sample_records(s)) sum += r;
@@ -65,6 +69,8 @@ uint64_t touch_every_record(const imgpack::Dataset& dataset) {
   for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
     std::span<const uint8_t> images = dataset.shard_images(k);
     if (!images.empty()) sum += images.front() + images.back();
+    std::span<const uint8_t> masks = dataset.shard_masks(k);
+    if (!masks.empty()) sum += masks.front() + masks.back();
   }
   try {
     dataset.verify_checksums();

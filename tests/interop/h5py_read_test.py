@@ -79,7 +79,47 @@ def main():
             assert int(splits.attrs["samples"]) == len(paths)
         report = json.load(open(os.path.join(out, "report.json")))
         assert report["records"] == 21 and report["skipped"] == []
+        assert "masks" not in index.attrs and all("masks" not in s for s in shards)
         print(f"ok: 21 records in {len(shards)} shards, worst mean abs diff {worst:.3f}")
+        read_masks(tmp)
+
+
+def read_masks(tmp):
+    """A dataset with masks, read with h5py alone: each record's mask is its
+    source label map resized with nearest neighbour, laid out like /images."""
+    src, out = os.path.join(tmp, "msrc"), os.path.join(tmp, "mout")
+    run("sample-data", src, "--classes", "3", "--per-class", "5", "--size", "48x36", "--masks",
+        "-q")
+    run("convert", src, out, "--size", "24x18", "--resize", "stretch", "--quiet", "--shard-size",
+        "8K", "--masks", os.path.join(src, "masks"), "--mask-classes",
+        os.path.join(src, "masks", "classes.txt"), "--no-dct-scaling")
+    index = h5py.File(os.path.join(out, "index.h5"), "r")
+    assert index.attrs["masks"] == 1 and index.attrs["mask_fill"] == 255
+    names = strings(index, "mask_classes/name")
+    assert names[0] == "background" and len(names) == 4
+    paths = strings(index, "samples/path")
+    shard_files = strings(index, "shards/file")
+    rec_shard, rec_row = index["records/shard"][:], index["records/row"][:]
+    rec_sample = index["records/sample"][:]
+    shards = [h5py.File(os.path.join(out, f), "r") for f in shard_files]
+    for s in shards:
+        masks = s["masks"]
+        assert masks.dtype == np.uint8 and masks.shape == (s["images"].shape[0], 18, 24)
+        assert masks.chunks is None and masks.compression is None
+        assert masks.id.get_offset() % 4096 == 0
+        assert s["mask_checksum"].shape == (masks.shape[0],)
+    for r in range(len(rec_shard)):
+        path = paths[rec_sample[r]]
+        source = cv2.imread(os.path.join(src, "masks", os.path.splitext(path)[0] + ".png"),
+                            cv2.IMREAD_UNCHANGED)
+        h, w = source.shape
+        # Pixel centres of the output, in the source: nearest neighbour.
+        ys = np.floor((np.arange(18) + 0.5) * h / 18).astype(int)
+        xs = np.floor((np.arange(24) + 0.5) * w / 24).astype(int)
+        expected = source[ys][:, xs]
+        got = shards[rec_shard[r]]["masks"][rec_row[r]]
+        np.testing.assert_array_equal(got, expected)
+    print(f"ok: {len(rec_shard)} masks in {len(shards)} shards")
 
 
 if __name__ == "__main__":

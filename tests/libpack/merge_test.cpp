@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <set>
 #include <tuple>
 
 #include "files.hpp"
 #include "h5.hpp"
 #include "imgpack/convert.hpp"
+#include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "test_support.hpp"
@@ -129,6 +132,53 @@ TEST_F(Merge, PartsMergeIntoWhatOneConversionHolds) {
     EXPECT_EQ(merged.splits[0].assign.size(), merged.num_samples()) << out;
     EXPECT_EQ(record_keys(dir_ / out), expected) << out;
   }
+}
+
+// Masks travel with their shards: the merged dataset has the masks, fill
+// and label names of one conversion, every mask where its record is.
+TEST_F(Merge, PartsWithMasksMergeIntoWhatOneConversionHolds) {
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "src")) {
+    if (!entry.is_regular_file()) continue;
+    const cv::Mat image = cv::imread(entry.path().string());
+    cv::Mat mask(image.size(), CV_8UC1, cv::Scalar(0));
+    cv::circle(mask, {image.cols / 2, image.rows / 2}, image.rows / 3, cv::Scalar(7), cv::FILLED);
+    fs::path target = dir_ / "masks" / fs::relative(entry.path(), dir_ / "src");
+    fs::create_directories(target.parent_path());
+    ASSERT_TRUE(cv::imwrite(target.string(), mask));
+  }
+  test::write_bytes(dir_ / "names.txt", "background\nblob\n");
+  auto with_masks = [&](ConvertOptions o) {
+    o.masks.dir = dir_ / "masks";
+    o.masks.fill = 9;
+    o.masks.classes = dir_ / "names.txt";
+    return o;
+  };
+  convert(with_masks(options("single")));
+  for (uint32_t i = 0; i < 3; ++i) {
+    ConvertOptions o = with_masks(options("parts"));
+    o.part = ConvertPart{i, 3};
+    convert(o);
+  }
+  merge({dir_ / "parts"});
+  const DatasetIndex merged = read_index(dir_ / "parts");
+  EXPECT_TRUE(merged.masks);
+  EXPECT_EQ(merged.mask_fill, 9);
+  EXPECT_EQ(merged.mask_class_names, (std::vector<std::string>{"background", "blob"}));
+  EXPECT_EQ(record_keys(dir_ / "parts"), record_keys(dir_ / "single"));
+  // Each record's mask, by (path, variant), is the single conversion's.
+  auto mask_checksums = [](const fs::path& dir) {
+    const Dataset dataset = Dataset::open(dir, {.verify_checksums = true, .index = {}});
+    std::map<std::pair<std::string, uint16_t>, uint64_t> out;
+    for (uint64_t r = 0; r < dataset.num_records(); ++r) {
+      const auto s = static_cast<std::size_t>(dataset.record_sample(r));
+      out[{dataset.index().sample_path[s], dataset.record_variant(r)}] =
+          dataset.record_mask_checksum(r);
+    }
+    return out;
+  };
+  const auto single = mask_checksums(dir_ / "single");
+  EXPECT_EQ(single.size(), 42u);
+  EXPECT_EQ(mask_checksums(dir_ / "parts"), single);
 }
 
 TEST_F(Merge, RefusesAMissingPartAndLeavesOutAsItWas) {

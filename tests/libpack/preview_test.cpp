@@ -10,9 +10,11 @@
 
 #include "h5.hpp"
 #include "imgpack/convert.hpp"
+#include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -234,6 +236,70 @@ TEST_F(PreviewTest, BadRequestsAndDamagedShardsAreErrors) {
     EXPECT_NE(std::string(e.what()).find("shape"), std::string::npos) << e.what();
   }
   EXPECT_THROW(render_preview(dir_ / "missing", options), Error);
+}
+
+}  // namespace
+}  // namespace imgpack
+
+namespace imgpack {
+namespace {
+
+TEST(PreviewMasks, LabelColoursFollowPascalVoc) {
+  EXPECT_EQ(mask_label_color(0), cv::Vec3b(0, 0, 0));
+  EXPECT_EQ(mask_label_color(1), cv::Vec3b(128, 0, 0));
+  EXPECT_EQ(mask_label_color(2), cv::Vec3b(0, 128, 0));
+  EXPECT_EQ(mask_label_color(15), cv::Vec3b(192, 128, 128));
+  EXPECT_EQ(mask_label_color(255), cv::Vec3b(224, 224, 192));
+}
+
+// Each tile is its record with its own mask blended over it (label 0 clear),
+// so a mask that does not line up with its image shows.
+TEST(PreviewMasks, EachTileShowsItsRecordsMaskOverItsPixels) {
+  test::TempDir dir;
+  test::SyntheticOptions options;
+  options.samples = 3;
+  options.variants = 2;
+  options.masks = true;
+  test::write_synthetic_dataset(dir.path(), options);
+  const Dataset dataset = Dataset::open(dir.path());
+  PreviewOptions preview;
+  preview.samples = 3;
+  const PreviewSheet sheet = render_preview(dir.path(), preview);
+  EXPECT_TRUE(sheet.masks);
+  preview.overlay_masks = false;
+  const PreviewSheet plain = render_preview(dir.path(), preview);
+  EXPECT_FALSE(plain.masks);
+  const cv::Size tile = preview_tile_size(5, 6);
+  ASSERT_EQ(sheet.samples.size(), 3u);
+  for (uint64_t r = 0; r < dataset.num_records(); ++r) {
+    const int row = static_cast<int>(
+        std::find(sheet.samples.begin(), sheet.samples.end(), dataset.record_sample(r)) -
+        sheet.samples.begin());
+    const int column = dataset.record_variant(r);
+    const cv::Point origin(
+        kPreviewMargin + column * (tile.width + kPreviewMargin),
+        kPreviewMargin + row * (tile.height + kPreviewLabelHeight + kPreviewMargin));
+    cv::Mat record = cv::Mat(6, 5, CV_8UC3, const_cast<uint8_t*>(dataset.record_data(r))).clone();
+    const cv::Mat mask(6, 5, CV_8UC1, const_cast<uint8_t*>(dataset.mask_data(r)));
+    cv::Mat shown;
+    cv::resize(record, shown, tile, 0, 0, cv::INTER_NEAREST);
+    EXPECT_EQ(test::mean_abs_diff(plain.image(cv::Rect(origin, tile)), shown), 0) << r;
+    overlay_mask(record, mask);
+    cv::resize(record, shown, tile, 0, 0, cv::INTER_NEAREST);
+    EXPECT_EQ(test::mean_abs_diff(sheet.image(cv::Rect(origin, tile)), shown), 0) << r;
+    // Where the label is not 0 the blend moved the pixel halfway to its colour.
+    for (int i = 0; i < 30; ++i) {
+      const uint8_t label = mask.data[i];
+      const cv::Vec3b before = cv::Mat(6, 5, CV_8UC3, const_cast<uint8_t*>(dataset.record_data(r)))
+                                   .at<cv::Vec3b>(i / 5, i % 5);
+      const cv::Vec3b after = record.at<cv::Vec3b>(i / 5, i % 5);
+      for (int c = 0; c < 3; ++c) {
+        const int expected =
+            label == 0 ? before[c] : (before[c] + mask_label_color(label)[c] + 1) / 2;
+        EXPECT_EQ(after[c], expected);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <opencv2/imgcodecs.hpp>
+#include <set>
 
 #include "imgpack/error.hpp"
 #include "test_support.hpp"
@@ -59,6 +61,50 @@ TEST(SampleData, RejectsInvalidOptions) {
   SampleDataOptions options;
   options.classes = 0;
   EXPECT_THROW(write_sample_data(dir.path(), options), UsageError);
+}
+
+// --masks: every image's label map, the size of the image, holding 0 and
+// the label a conversion gives its class (names sorted) plus one, where the
+// shape is drawn in the class's colour.
+TEST(SampleData, MasksAreTheShapesLabelMaps) {
+  test::TempDir dir;
+  SampleDataOptions options;
+  options.classes = 5;
+  options.per_class = 4;
+  options.masks = true;
+  const SampleDataResult result = write_sample_data(dir.path(), options);
+  EXPECT_EQ(result.masks, 20u);
+  std::vector<std::string> sorted;
+  for (uint32_t c = 0; c < 5; ++c) sorted.push_back(sample_class_name(c));
+  std::sort(sorted.begin(), sorted.end());
+  std::string names = "background\n";
+  for (const std::string& name : sorted) names += name + "\n";
+  EXPECT_EQ(test::read_bytes(dir / "masks/classes.txt"), names);
+  int masks = 0;
+  for (uint32_t c = 0; c < 5; ++c) {
+    const std::string name = sample_class_name(c);
+    const int label =
+        1 + static_cast<int>(std::find(sorted.begin(), sorted.end(), name) - sorted.begin());
+    for (const auto& entry : fs::directory_iterator(dir / name)) {
+      const cv::Mat image = cv::imread(entry.path().string());
+      fs::path mask_path = dir / "masks" / name / entry.path().filename();
+      mask_path.replace_extension(".png");
+      const cv::Mat mask = cv::imread(mask_path.string(), cv::IMREAD_UNCHANGED);
+      ASSERT_FALSE(mask.empty()) << mask_path;
+      ++masks;
+      EXPECT_EQ(mask.type(), CV_8UC1);
+      EXPECT_EQ(mask.size(), image.size());
+      std::set<int> values(mask.begin<uint8_t>(), mask.end<uint8_t>());
+      EXPECT_EQ(values, (std::set<int>{0, label})) << mask_path;
+      EXPECT_GT(cv::countNonZero(mask), mask.total() / 50);
+    }
+  }
+  EXPECT_EQ(masks, 20);
+  // The same options give the same masks.
+  test::TempDir again;
+  write_sample_data(again.path(), options);
+  EXPECT_EQ(test::read_bytes(again / "masks/star/g00_00003.png"),
+            test::read_bytes(dir / "masks/star/g00_00003.png"));
 }
 
 }  // namespace

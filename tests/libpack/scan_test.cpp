@@ -57,7 +57,7 @@ class StateFarmLayout : public ::testing::Test {
   ScanOptions options(const std::string& path = "train/{classname}/{img}") const {
     ScanOptions o;
     o.labels = LabelSource::csv;
-    o.csv = CsvInput{dir_ / "list.csv", path, "classname", "subject"};
+    o.csv = CsvInput{dir_ / "list.csv", path, "classname", "subject", ""};
     return o;
   }
   fs::path src() const { return dir_ / "src"; }
@@ -151,7 +151,7 @@ TEST_F(StateFarmLayout, AbsolutePathsInsideSrcBecomeRelative) {
                                      ",a\ntrain/c1/img_3.jpg,b\n");
   ScanOptions o;
   o.labels = LabelSource::csv;
-  o.csv = CsvInput{dir_ / "list.csv", "path", "label", ""};
+  o.csv = CsvInput{dir_ / "list.csv", "path", "label", "", ""};
   SourceList list = scan_csv(src(), o);
   EXPECT_EQ(paths_of(list), (std::vector<std::string>{"train/c0/img_1.jpg", "train/c1/img_3.jpg"}));
 }

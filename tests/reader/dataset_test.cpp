@@ -79,6 +79,54 @@ TEST(Dataset, ReadRecordReadsWhatTheMappingHolds) {
   }
 }
 
+// A dataset with masks maps them beside the images: mask_data() and
+// read_mask() give each record's mask, with its stored checksum.
+TEST(Dataset, MapsEachRecordsMaskBesideItsPixels) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.samples = 30;
+  options.variants = 2;
+  options.masks = true;
+  options.mask_fill = 7;
+  const DatasetIndex written = test::write_synthetic_dataset(dir.path(), options);
+  const Dataset dataset = Dataset::open(dir.path());
+  ASSERT_TRUE(dataset.has_masks());
+  EXPECT_EQ(dataset.mask_bytes(), 30u);
+  EXPECT_EQ(dataset.mask_fill(), 7);
+  std::vector<uint8_t> read(dataset.mask_bytes() + 1, 0xAB);
+  for (uint64_t r = 0; r < dataset.num_records(); ++r) {
+    const std::vector<uint8_t> expected =
+        test::synthetic_mask(options, written.records.sample[r], written.records.variant[r]);
+    const std::span<const uint8_t> mapped = dataset.mask(r);
+    ASSERT_TRUE(std::equal(mapped.begin(), mapped.end(), expected.begin(), expected.end())) << r;
+    dataset.read_mask(r, read.data());
+    ASSERT_TRUE(std::equal(expected.begin(), expected.end(), read.begin())) << r;
+    EXPECT_EQ(read.back(), 0xAB) << "wrote past the mask";
+    EXPECT_EQ(dataset.record_mask_checksum(r), checksum(expected.data(), expected.size()));
+    // The image is where it always was.
+    const std::vector<uint8_t> pixels =
+        test::synthetic_pixels(options, written.records.sample[r], written.records.variant[r]);
+    ASSERT_TRUE(std::equal(pixels.begin(), pixels.end(), dataset.record(r).begin())) << r;
+  }
+  for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
+    EXPECT_EQ(dataset.shard_masks(k).size(), written.shards.records[k] * 30);
+  }
+  dataset.verify_checksums();
+
+  // A damaged mask is found by the checksums, not at open.
+  const fs::path shard = dir / "shard-00001.h5";
+  std::string bytes = test::read_bytes(shard);
+  bytes[test::masks_offset(shard) + uint64_t{5} * 30 + 1] ^= 0x02;  // row 5's mask
+  test::write_bytes(shard, bytes);
+  try {
+    Dataset::open(dir.path(), DatasetOpenOptions{.verify_checksums = true, .index = {}});
+    ADD_FAILURE() << "a damaged mask was not detected";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard-00001.h5: the mask of row 5"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Dataset, StorageOrderAndSampleTableAreConsistent) {
   TempDir dir;
   SyntheticOptions options;

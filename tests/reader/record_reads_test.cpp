@@ -34,7 +34,7 @@ TEST(RecordReader, ReadsEveryRecordAsTheMappingHoldsIt) {
   std::reverse(records.begin(), records.end());
   for (const bool direct : {false, true}) {
     for (const bool into : {false, true}) {
-      const ShardFiles files(dataset, direct);
+      const ShardFiles files(dataset, ShardFiles::Layer::images, direct);
       RecordReader reader(files, 6);
       std::vector<uint8_t> out(records.size() * dataset.record_bytes(), 0);
       std::vector<int> seen(records.size(), 0);
@@ -74,7 +74,7 @@ TEST(RecordReader, AShardTruncatedAfterOpenIsAnErrorNamingIt) {
             0);
   const std::vector<uint64_t> last{dataset.storage_order().back()};
   for (const bool direct : {false, true}) {
-    const ShardFiles files(dataset, direct);
+    const ShardFiles files(dataset, ShardFiles::Layer::images, direct);
     RecordReader reader(files, 4);
     try {
       reader.read(

@@ -66,6 +66,7 @@ endif()
 # program's view), then the converter's.
 set(api_headers
   checksum.hpp column.hpp dataset.hpp dataset_index.hpp epoch_order.hpp error.hpp format.hpp loader.hpp
+  mask_stats.hpp
   output_format.hpp record_shape.hpp selection.hpp upload_backend.hpp verify.hpp
   verify_options.hpp version.hpp
   convert.hpp convert_options.hpp merge.hpp preview.hpp sample_data.hpp split.hpp upgrade.hpp)

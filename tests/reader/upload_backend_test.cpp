@@ -128,6 +128,7 @@ class CudaLoaderTest : public ::testing::Test {
     options_.samples = 45;
     options_.height = 24;
     options_.width = 20;
+    options_.masks = true;  // delivered in the same upload as the images
     test::write_synthetic_dataset(dir_.path(), options_);
     dataset_ = Dataset::open(dir_.path());
   }
@@ -166,8 +167,14 @@ TEST_F(CudaLoaderTest, DeliversTheSameBatchesAsTheHost) {
           std::vector<uint8_t> from_device(d->bytes());
           d->wait_on_stream(nullptr);
           d->copy_to_host(from_device.data());
+          // Full batches upload images and masks in one copy, the short last
+          // one in two, the direct path gathers both from the mappings.
+          ASSERT_EQ(d->mask_bytes(), h->mask_bytes());
+          std::vector<uint8_t> masks_from_device(d->mask_bytes());
+          d->copy_masks_to_host(masks_from_device.data());
           d->recycle_after(nullptr);
           EXPECT_EQ(std::memcmp(from_device.data(), h->data(), h->bytes()), 0);
+          EXPECT_EQ(std::memcmp(masks_from_device.data(), h->masks(), h->mask_bytes()), 0);
         }
         EXPECT_FALSE(cuda.next().has_value());
       }

@@ -89,6 +89,34 @@ TEST(Verify, NamesEveryBadRecordWithItsShardRowAndSample) {
   }
 }
 
+TEST(Verify, ChecksEveryMaskAndNamesABadOneApartFromItsImage) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.masks = true;
+  DatasetIndex index = test::write_synthetic_dataset(dir.path(), options);
+  VerifyReport clean = verify_dataset(dir.path());
+  EXPECT_TRUE(clean.ok()) << joined(clean.errors);
+  EXPECT_EQ(clean.records_checked, 40u);
+  EXPECT_EQ(clean.bytes_checked, 40u * (90u + 30u));
+
+  const fs::path shard = dir / "shard-00001.h5";
+  std::string bytes = test::read_bytes(shard);
+  bytes[test::masks_offset(shard) + uint64_t{6} * 30 + 3] ^= 0x01;  // row 6's mask
+  test::write_bytes(shard, bytes);
+  flip_pixel(shard, 9, 90);  // row 9's image
+  VerifyReport report = verify_dataset(dir.path());
+  EXPECT_FALSE(report.ok());
+  EXPECT_TRUE(report.errors.empty()) << joined(report.errors);
+  ASSERT_EQ(report.bad_records.size(), 2u);
+  EXPECT_EQ(report.bad_records[0].row, 6u);
+  EXPECT_TRUE(report.bad_records[0].mask);
+  EXPECT_EQ(report.bad_records[1].row, 9u);
+  EXPECT_FALSE(report.bad_records[1].mask);
+  EXPECT_EQ(report.bad_records[0].sample_path,
+            index.sample_path[static_cast<std::size_t>(report.bad_records[0].sample)]);
+  EXPECT_EQ(report.bad_shards, (std::vector<uint32_t>{1}));
+}
+
 TEST(Verify, KeepsGoingPastMissingAndTruncatedShards) {
   TempDir dir;
   SyntheticOptions options;

@@ -175,6 +175,19 @@ std::string png_raw(int width, int height, int color_type, int bit_depth,
   std::size_t i = 0;
   for (int y = 0; y < height; ++y) {
     raw.u8(0);  // filter: none
+    if (bit_depth < 8) {
+      // Packed, first sample in the high bits, rows padded to whole bytes.
+      const int per_byte = 8 / bit_depth;
+      for (int x = 0; x < width * channels; x += per_byte) {
+        int byte = 0;
+        for (int k = 0; k < per_byte; ++k) {
+          const int value = x + k < width * channels ? samples[i++] : 0;
+          byte |= value << (8 - bit_depth * (k + 1));
+        }
+        raw.u8(static_cast<uint8_t>(byte));
+      }
+      continue;
+    }
     for (int x = 0; x < width * channels; ++x) {
       if (bit_depth == 16)
         raw.u16(samples[i++]);

@@ -51,8 +51,8 @@ std::string bomb_header(const std::string& kind, uint32_t width, uint32_t height
 
 // A PNG built by hand (stored deflate blocks), for the layouts OpenCV does not
 // write: colour type 0 gray, 2 RGB, 3 palette, 4 gray+alpha, 6 RGBA, at bit
-// depth 8 or 16. `samples` holds width*height*channels values, row-major;
-// `plte` (RGB triples) and `trns` (alpha per palette entry) for type 3.
+// depth 8 or 16 (1, 2 or 4 for gray and palette, packed). `samples` holds width*height*channels
+// values, row-major; `plte` (RGB triples) and `trns` (alpha per palette entry) for type 3.
 std::string png_raw(int width, int height, int color_type, int bit_depth,
                     const std::vector<uint16_t>& samples, const std::string& plte = "",
                     const std::string& trns = "");

@@ -20,6 +20,16 @@ std::vector<uint8_t> synthetic_pixels(const SyntheticOptions& o, int64_t sample,
   return pixels;
 }
 
+std::vector<uint8_t> synthetic_mask(const SyntheticOptions& o, int64_t sample, uint16_t variant) {
+  std::vector<uint8_t> mask(std::size_t{o.height} * o.width);
+  CounterRng rng(o.seed ^ 0x6d61736b, static_cast<uint64_t>(sample), variant);
+  for (uint8_t& m : mask) {
+    const uint64_t draw = rng.below(9);
+    m = draw == 8 ? uint8_t{255} : static_cast<uint8_t>(draw);
+  }
+  return mask;
+}
+
 DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions& o) {
   fs::create_directories(dir);
   DatasetIndex index;
@@ -32,6 +42,9 @@ DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions
   index.color = o.channels == 1 ? "gray" : "rgb";
   index.convert_options = "{}";
   index.created_by = "imgpack tests";
+  index.masks = o.masks;
+  index.mask_fill = o.mask_fill;
+  index.mask_class_names = o.mask_class_names;
   for (uint32_t c = 0; c < o.classes; ++c) index.class_names.push_back("class" + std::to_string(c));
   for (uint32_t g = 0; g < o.groups; ++g) index.group_names.push_back("group" + std::to_string(g));
   for (uint32_t s = 0; s < o.samples; ++s) {
@@ -50,13 +63,16 @@ DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions
   }
   if (o.shuffle) CounterRng(o.seed, 99).shuffle(std::span<Item>(items));
   RecordShape shape{o.height, o.width, o.channels};
-  DatasetWriter writer(dir, shape, uint64_t{o.records_per_shard} * shape.bytes(), o.uuid,
-                       items.size());
+  const uint64_t shard_bytes =
+      uint64_t{o.records_per_shard} * (shape.bytes() + (o.masks ? shape.pixels() : 0));
+  DatasetWriter writer(dir, shape, shard_bytes, o.uuid, items.size(), 1, o.masks);
   for (const Item& item : items) {
     std::vector<uint8_t> pixels = synthetic_pixels(o, item.sample, item.variant);
+    std::vector<uint8_t> mask;
+    if (o.masks) mask = synthetic_mask(o, item.sample, item.variant);
     writer.add(pixels.data(), checksum(pixels.data(), pixels.size()),
-               index.sample_label[static_cast<std::size_t>(item.sample)], item.sample,
-               item.variant);
+               index.sample_label[static_cast<std::size_t>(item.sample)], item.sample, item.variant,
+               o.masks ? mask.data() : nullptr, o.masks ? checksum(mask.data(), mask.size()) : 0);
   }
   writer.finish(index);
   write_index(dir, index);
@@ -125,6 +141,9 @@ std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetI
   compare_field(out, "color", a.color, b.color);
   compare_field(out, "convert_options", a.convert_options, b.convert_options);
   compare_field(out, "created_by", a.created_by, b.created_by);
+  compare_field(out, "masks", a.masks, b.masks);
+  compare_field(out, "mask_fill", a.mask_fill, b.mask_fill);
+  compare_column(out, "mask_class_names", a.mask_class_names, b.mask_class_names);
   compare_column(out, "sample_path", a.sample_path, b.sample_path);
   compare_column(out, "sample_label", a.sample_label, b.sample_label);
   compare_column(out, "sample_group", a.sample_group, b.sample_group);
@@ -161,12 +180,21 @@ std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetI
   return out;
 }
 
-uint64_t images_offset(const fs::path& shard) {
+namespace {
+
+uint64_t dataset_offset(const fs::path& shard, const char* name) {
   h5::File file = h5::File::open_read(shard);
-  h5::Handle images = file.open_dataset(format::kImages);
-  haddr_t offset = H5Dget_offset(images.get());
-  if (offset == HADDR_UNDEF) throw std::runtime_error("no offset for /images in " + shard.string());
+  h5::Handle dataset = file.open_dataset(name);
+  haddr_t offset = H5Dget_offset(dataset.get());
+  if (offset == HADDR_UNDEF) {
+    throw std::runtime_error(std::string("no offset for ") + name + " in " + shard.string());
+  }
   return offset;
 }
+
+}  // namespace
+
+uint64_t images_offset(const fs::path& shard) { return dataset_offset(shard, format::kImages); }
+uint64_t masks_offset(const fs::path& shard) { return dataset_offset(shard, format::kMasks); }
 
 }  // namespace imgpack::test

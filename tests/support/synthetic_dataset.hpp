@@ -26,6 +26,11 @@ struct SyntheticOptions {
   uint32_t groups = 5;          // group = sample % groups
   uint64_t seed = 1;
   bool shuffle = true;  // write records in a seeded order, as convert does
+  // Segmentation masks beside the images (synthetic_mask()), with this fill
+  // and these label names.
+  bool masks = false;
+  uint8_t mask_fill = 255;
+  std::vector<std::string> mask_class_names;
   std::string uuid = "5e7a0000-0000-4000-8000-000000000001";
   int64_t format_version = format::kIndexVersion;  // of index.h5: 1 or 2
 };
@@ -33,6 +38,10 @@ struct SyntheticOptions {
 // The pixels of record (sample, variant): H*W*C bytes.
 std::vector<uint8_t> synthetic_pixels(const SyntheticOptions& options, int64_t sample,
                                       uint16_t variant);
+
+// The mask of record (sample, variant): H*W labels from 0..7 and 255.
+std::vector<uint8_t> synthetic_mask(const SyntheticOptions& options, int64_t sample,
+                                    uint16_t variant);
 
 // Writes shards and index.h5 into `dir` (created) and returns the index.
 DatasetIndex write_synthetic_dataset(const std::filesystem::path& dir,
@@ -56,7 +65,8 @@ void add_split(const std::filesystem::path& dir, const std::string& name, int32_
 // comparing every field of DatasetIndex; empty when they are equal.
 std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetIndex& b);
 
-// Offset of /images in a shard file (via HDF5), for tests that damage pixels.
+// Offset of /images (or /masks) in a shard file (via HDF5), for tests that damage pixels.
 uint64_t images_offset(const std::filesystem::path& shard);
+uint64_t masks_offset(const std::filesystem::path& shard);
 
 }  // namespace imgpack::test

@@ -308,14 +308,16 @@ TEST_F(DamagedDatasetTest, PristineDatasetPassesEveryCommand) {
   }
 }
 
-TEST_P(DamagedDatasetTest, EveryCommandFailsCleanlyNamingTheFile) {
-  const Damage& damage = GetParam();
+// Every command on a copy of `pristine` with `damage` applied (`other`: a
+// dataset of another uuid).
+void expect_every_command_fails_cleanly(const fs::path& pristine, const fs::path& other,
+                                        const Damage& damage) {
   for (const Command& command : commands()) {
     SCOPED_TRACE(command.name);
     test::TempDir scratch;
     const fs::path data = scratch / "data";
-    fs::copy(pristine(damage.format), data, fs::copy_options::recursive);
-    damage.apply(data, other());
+    fs::copy(pristine, data, fs::copy_options::recursive);
+    damage.apply(data, other);
     CommandResult r = run_limited(command.arguments(data, scratch.path()));
     EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1)
         << "exit " << r.exit_code << " (>= 128 is a signal, 124 a hang)\n"
@@ -338,7 +340,108 @@ TEST_P(DamagedDatasetTest, EveryCommandFailsCleanlyNamingTheFile) {
   }
 }
 
+TEST_P(DamagedDatasetTest, EveryCommandFailsCleanlyNamingTheFile) {
+  expect_every_command_fails_cleanly(pristine(GetParam().format), other(), GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Damages, DamagedDatasetTest, ::testing::ValuesIn(damages()),
+                         [](const ::testing::TestParamInfo<Damage>& param_info) {
+                           return param_info.param.name;
+                         });
+
+// Damage to the masks of a dataset with segmentation masks.
+std::vector<Damage> mask_damages() {
+  return {
+      {"flipped_mask", "shard-00001.h5", Reach::pixels,
+       [](const fs::path& d, const fs::path&) {
+         flip_byte(d / "shard-00001.h5", dataset_offset(d / "shard-00001.h5", "/masks") + 1500);
+       }},
+      {"truncated_in_masks", "shard-00001.h5", Reach::shard,
+       [](const fs::path& d, const fs::path&) {
+         fs::resize_file(d / "shard-00001.h5",
+                         dataset_offset(d / "shard-00001.h5", "/masks") + 100);
+       }},
+      {"shard_masks_header", "shard-00001.h5", Reach::shard,
+       [](const fs::path& d, const fs::path&) {
+         const fs::path shard = d / "shard-00001.h5";
+         flip_byte(shard, object_header_address(shard, "/masks") + 12);
+       }},
+      // A label name changed in its string table's bytes: only the table's
+      // checksum tells.
+      {"index_mask_class_name", "index.h5", Reach::index,
+       [](const fs::path& d, const fs::path&) {
+         const std::string bytes = test::read_bytes(d / "index.h5");
+         const std::size_t at = bytes.find("background");
+         ASSERT_NE(at, std::string::npos);
+         flip_byte(d / "index.h5", at, 0x20);
+       }},
+      {"index_of_another_dataset", "shard-00000.h5", Reach::uuid,
+       [](const fs::path& d, const fs::path& other) {
+         for (const char* file : {"index.h5", "splits.h5"}) {
+           fs::copy_file(other / file, d / file, fs::copy_options::overwrite_existing);
+         }
+       }},
+  };
+}
+
+class DamagedMasksTest : public ::testing::TestWithParam<Damage> {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir;
+    const fs::path src = *dir_ / "src";
+    CommandResult r = run_limited("sample-data " + q(src) +
+                                  " --classes 3 --groups 2 --per-class 6 --size 48x40 --masks -q");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // 18 records of 32x32x3 with their 32x32 masks (4 KiB), 4 per 16 KiB shard: 5 shards.
+    for (const char* seed : {"1", "2"}) {
+      const fs::path out = *dir_ / (std::string("data-") + seed);
+      r = run_limited("convert " + q(src) + " " + q(out) + " --masks " + q(src / "masks") +
+                      " --mask-classes " + q(src / "masks/classes.txt") +
+                      " --size 32 --shard-size 16K --quiet --seed " + seed);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      r = run_limited("split " + q(out) + " --name cv --kind random --folds 3");
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+    ASSERT_TRUE(fs::exists(*dir_ / "data-1/shard-00004.h5"));
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  static inline test::TempDir* dir_ = nullptr;
+};
+
+TEST_F(DamagedMasksTest, PristineDatasetPassesEveryCommand) {
+  test::TempDir scratch;
+  fs::copy(*dir_ / "data-1", scratch / "data", fs::copy_options::recursive);
+  for (const Command& command : commands()) {
+    CommandResult r = run_limited(command.arguments(scratch / "data", scratch.path()));
+    EXPECT_EQ(r.exit_code, 0) << command.name << ": " << r.err;
+  }
+}
+
+TEST_P(DamagedMasksTest, EveryCommandFailsCleanlyNamingTheFile) {
+  expect_every_command_fails_cleanly(*dir_ / "data-1", *dir_ / "data-2", GetParam());
+}
+
+// verify names the record whose mask (not image) is damaged.
+TEST_F(DamagedMasksTest, VerifyNamesTheDamagedMask) {
+  test::TempDir scratch;
+  const fs::path data = scratch / "data";
+  fs::copy(*dir_ / "data-1", data, fs::copy_options::recursive);
+  flip_byte(data / "shard-00001.h5",
+            dataset_offset(data / "shard-00001.h5", "/masks") + uint64_t{2} * 1024 + 7);
+  CommandResult r = run_limited("verify " + q(data) + " --json");
+  EXPECT_EQ(r.exit_code, 1);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["bad_records"].size(), 1u);
+  EXPECT_EQ(report["bad_records"][0]["row"], 2);
+  EXPECT_EQ(report["bad_records"][0]["mask"], true);
+  EXPECT_NE(r.err.find("shard-00001.h5: the mask of row 2"), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(MaskDamages, DamagedMasksTest, ::testing::ValuesIn(mask_damages()),
                          [](const ::testing::TestParamInfo<Damage>& param_info) {
                            return param_info.param.name;
                          });

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mpirun -n 3 imgpack convert: each rank converts its part and rank 0 merges,
-# into the records a conversion in one piece makes; a rank that fails fails
-# the job with its message and leaves no index.h5.
+# into the records (and masks) a conversion in one piece makes; a rank that
+# fails fails the job with its message and leaves no index.h5.
 #   mpi_convert_test.sh IMGPACK
 set -euo pipefail
 imgpack=$1
@@ -13,9 +13,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mpirun=(mpirun --allow-run-as-root --oversubscribe -n 3)
 
-"$imgpack" sample-data "$tmp/src" --classes 3 --groups 3 --per-class 4 --size 40x32 -q
+"$imgpack" sample-data "$tmp/src" --classes 3 --groups 3 --per-class 4 --size 40x32 --masks -q
 args=(--size 16x12 --variants 2 --augment hflip --shard-size 4K --threads 1
-      --group-regex '/(g[0-9]+)_' --split cv:stratified-group:2 -q)
+      --group-regex '/(g[0-9]+)_' --split cv:stratified-group:2 --masks "$tmp/src/masks" -q)
 "$imgpack" convert "$tmp/src" "$tmp/single" "${args[@]}"
 "${mpirun[@]}" "$imgpack" convert "$tmp/src" "$tmp/mpi" "${args[@]}"
 "$imgpack" verify "$tmp/mpi" -q
@@ -32,13 +32,17 @@ def strings(index, name):
 def records(path):
     keys = []
     with h5py.File(os.path.join(path, "index.h5"), "r") as index:
+        if index.attrs["masks"] != 1:
+            sys.exit(f"{path}: no masks")
         paths = strings(index, "samples/path")
         labels = index["samples/label"][:]
         groups = index["samples/group"][:]
         for name in strings(index, "shards/file"):
             with h5py.File(os.path.join(path, name), "r") as shard:
-                for s, v, c in zip(shard["sample"][:], shard["variant"][:], shard["checksum"][:]):
-                    keys.append((paths[s], int(v), int(c), int(labels[s]), int(groups[s])))
+                for s, v, c, m in zip(shard["sample"][:], shard["variant"][:], shard["checksum"][:],
+                                      shard["mask_checksum"][:]):
+                    keys.append((paths[s], int(v), int(c), int(m), int(labels[s]),
+                                 int(groups[s])))
     return sorted(keys)
 
 import json

@@ -41,6 +41,10 @@ struct CsvInput {
   // The column naming the group; empty = no group column. An empty cell is
   // an error unless ScanOptions::group_missing_ok (then group -1).
   std::string group;
+  // The column (or template, like `path`) holding each image's mask path,
+  // relative to MaskOptions::dir when set, else to SRC; empty = no masks
+  // from the CSV.
+  std::string mask;
 };
 
 struct ScanOptions {
@@ -59,6 +63,35 @@ struct ScanOptions {
 struct SkippedInput {
   std::string path;  // relative to the input root
   std::string reason;
+};
+
+// Segmentation masks: one label map per input, packed beside its image with
+// the same geometry (docs/FORMAT.md). A mask is a single-channel 8-bit image
+// (or a 16-bit one whose values all fit in 8 bits) whose values are the
+// labels, or a palette PNG whose indices are; an RGB mask with three equal
+// channels is read as gray, any other RGB mask needs `colors`. The mask must
+// be the size of its image after the image's EXIF orientation; a missing
+// mask, or one of another size or kind, makes its input skipped (or the run
+// fail, with OnError::fail).
+struct MaskOptions {
+  // The folder of the masks: the mask of SRC/a/b.jpg is DIR/a/b<suffix>.EXT
+  // for any image extension EXT (a second candidate is an error for that
+  // input). A DIR inside SRC is not scanned for images; DIR may be SRC
+  // itself when `suffix` is set: files whose name ends in the suffix are then
+  // masks, never images. With a CSV mask column (CsvInput::mask) its paths
+  // are relative to DIR. Empty: no mask folder.
+  std::filesystem::path dir;
+  std::string suffix;  // before the extension: "_mask" for b_mask.png
+  // The label of mask areas outside the source image: letterbox (pad),
+  // FillMode::constant warps. 255 is the usual "ignore" index.
+  uint8_t fill = 255;
+  // A CSV file with a header row and columns r, g, b and label (0..255, and
+  // optionally name): each colour of an RGB mask maps to its label. A pixel
+  // of a colour not listed makes its input skipped.
+  std::filesystem::path colors;
+  // A text file naming the labels, one per line: line i names label i
+  // (index.h5 /mask_classes/name). The `name` column of `colors` does the same.
+  std::filesystem::path classes;
 };
 
 enum class WriteOrder { shuffle, sorted };
@@ -102,6 +135,7 @@ struct ConvertOptions {
   ColorMode color = ColorMode::rgb;
 
   ScanOptions scan;
+  MaskOptions masks;
 
   // Records per image: variant 0 is the clean resized image, variants
   // 1..K-1 are augmented as `augment` says (parse_augment_spec() in
@@ -136,6 +170,9 @@ struct ConvertOptions {
   // Set: convert only this part of the inputs, into OUT/parts/I-of-N/. Its
   // splits are computed when the parts are merged, over all of them.
   std::optional<ConvertPart> part;
+
+  // True when the conversion packs masks (MaskOptions::dir or CsvInput::mask).
+  bool has_masks() const { return !masks.dir.empty() || (scan.csv && !scan.csv->mask.empty()); }
 
   // Throws UsageError naming the first invalid value.
   void validate() const;

@@ -4,7 +4,11 @@
 // With variants (K > 1) the sheet has one row per chosen sample and its
 // variants across (variant 0, the clean image, first). Without variants it is
 // a grid of samples, kGridColumns wide. Every tile is the record's pixels,
-// scaled to a readable size, above a strip labelled "CLASS vN".
+// scaled to a readable size, above a strip labelled "CLASS vN". In a dataset
+// with segmentation masks, each tile shows its record's mask over the
+// pixels, half transparent, one colour per label (PASCAL VOC's colour map;
+// label 0, the usual background, left clear), so a glance tells whether
+// masks and images line up in every variant.
 //
 //   sheet width  = kMargin + columns * (tile_width + kMargin)
 //   sheet height = kMargin + rows * (tile_height + kLabelHeight + kMargin)
@@ -39,7 +43,21 @@ struct PreviewOptions {
   uint32_t view_height = 0;
   uint32_t view_width = 0;
   ViewFn view;
+  // With masks and views: what `view` makes of the record's mask
+  // (view_height x view_width labels); the mask is not drawn without it.
+  ViewFn mask_view;
+
+  // Draw each record's mask over it (datasets with masks).
+  bool overlay_masks = true;
 };
+
+// The colour a preview gives mask label `label` (RGB): PASCAL VOC's map
+// (label 255, the usual "ignore", is cream).
+cv::Vec3b mask_label_color(uint8_t label);
+
+// Blends `mask` (CV_8UC1 labels, the size of `rgb`) over `rgb` (CV_8UC3) in
+// place: each pixel of a label other than 0 half its colour.
+void overlay_mask(cv::Mat& rgb, const cv::Mat& mask);
 
 // Space around and between tiles, and the height of a tile's label strip.
 inline constexpr int kPreviewMargin = 4;
@@ -71,6 +89,7 @@ struct PreviewSheet {
   std::vector<int64_t> samples;  // the samples shown, in sheet order (index.h5 rows)
   uint32_t variants = 0;         // variant columns shown per sample (1 without variants)
   uint32_t views = 0;            // view columns per sample (PreviewOptions::views)
+  bool masks = false;            // masks drawn over the tiles
 };
 
 // Renders a contact sheet of the dataset in `dataset_dir`. Throws UsageError

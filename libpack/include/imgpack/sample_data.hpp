@@ -7,6 +7,14 @@
 // OUT/<class>/<group>_<n>.<ext>, so the class comes from the folder and the
 // group from `--group-regex '/([^_/]+)_'`. OUT/labels.csv lists path,class,group.
 // The same options and seed always give the same files.
+//
+// With masks, OUT/masks/<class>/<group>_<n>.png is each image's label map:
+// the exact shape (hard-edged, where the image's is anti-aliased) in label
+// 1 + the class id a conversion gives its folder (class names sorted),
+// background 0, and OUT/masks/classes.txt names the labels ("background",
+// then the classes): `imgpack convert OUT DATASET --masks OUT/masks
+// --mask-classes OUT/masks/classes.txt` (a mask folder inside SRC is not
+// scanned for images).
 #pragma once
 
 #include <cstdint>
@@ -24,11 +32,17 @@ struct SampleDataOptions {
   bool vary_size = true;
   // Every n-th image is a PNG, the rest JPEG (0 = JPEG only).
   uint32_t png_every = 4;
+  // Also write each image's label map under OUT/masks/ (above).
+  bool masks = false;
 };
+
+// The folder of the label maps below OUT.
+inline constexpr const char* kSampleMasksFolder = "masks";
 
 struct SampleDataResult {
   uint64_t images = 0;
-  uint64_t bytes = 0;
+  uint64_t masks = 0;
+  uint64_t bytes = 0;  // of images and masks
 };
 
 // Writes the directory (created if missing; must not already hold images).

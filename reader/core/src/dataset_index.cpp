@@ -72,6 +72,7 @@ void DatasetIndex::validate(const std::string& where) const {
          std::to_string(channels));
   }
   if (variants == 0) fail("variants is 0");
+  if (!masks && !mask_class_names.empty()) fail("mask class names without masks");
   const std::size_t s = num_samples();
   if (sample_label.size() != s || sample_group.size() != s) {
     fail("/samples arrays have different lengths");
@@ -110,6 +111,51 @@ void DatasetIndex::validate(const std::string& where) const {
 }
 
 namespace {
+
+// The mask attributes of the root (format.hpp): absent in a dataset without
+// masks, which reads as before.
+void read_mask_attributes(const h5::File& file, DatasetIndex& index) {
+  if (!file.has_attr("/", format::kAttrMasks)) return;
+  const int64_t masks = file.read_int_attr("/", format::kAttrMasks);
+  if (masks != 0 && masks != 1) {
+    throw file_error(file.path(), std::string("attribute ") + format::kAttrMasks + " = " +
+                                      std::to_string(masks) + ", expected 0 or 1");
+  }
+  index.masks = masks == 1;
+  if (!index.masks) return;
+  const int64_t fill = file.read_int_attr("/", format::kAttrMaskFill);
+  if (fill < 0 || fill > 255) {
+    throw file_error(file.path(), std::string("attribute ") + format::kAttrMaskFill + " = " +
+                                      std::to_string(fill) + " is not a uint8 label");
+  }
+  index.mask_fill = static_cast<uint8_t>(fill);
+}
+
+// The label names, a string table in the layout of the index's format.
+// imgpack writes it (empty when nothing names the labels) into every index
+// with masks, so that in a checksummed index its absence is damage (a flipped
+// link name), not a dataset without names.
+void read_mask_tables(const detail::TableReader& tables, bool checksummed, DatasetIndex& index) {
+  if (!index.masks) return;
+  const h5::File& file = tables.file();
+  if (file.exists(format::kMaskClassesName)) {
+    index.mask_class_names = tables.strings(format::kMaskClassesName);
+  } else if (checksummed) {
+    throw file_error(file.path(), std::string("has masks but no ") + format::kMaskClassesName +
+                                      ", which every index with masks and checksums has: the "
+                                      "file is damaged");
+  }
+}
+
+void write_mask_attributes(h5::File& file, const DatasetIndex& index) {
+  if (!index.masks) return;
+  file.write_attr("/", format::kAttrMasks, int64_t{1});
+  file.write_attr("/", format::kAttrMaskFill, int64_t{index.mask_fill});
+}
+
+void write_mask_tables(detail::TableWriter& tables, const DatasetIndex& index) {
+  if (index.masks) tables.strings(format::kMaskClassesName, index.mask_class_names);
+}
 
 // A read of index.h5, with what the reader keeps of it besides the index.
 struct IndexRead {
@@ -160,6 +206,7 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   index.color = file.read_string_attr("/", format::kAttrColor);
   index.convert_options = file.read_string_attr("/", format::kAttrConvertOptions);
   index.created_by = file.read_string_attr("/", format::kAttrCreatedBy);
+  read_mask_attributes(file, index);
 
   // Format 2 always has checksums; a format 1 index has them when its root does.
   const bool format2 = index.format_version >= 2;
@@ -195,6 +242,7 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   }
   index.shards.file = tables.strings(format::kShardsFile);
   index.shards.records = tables.numbers<uint64_t>(format::kShardsRecords).to_vector();
+  read_mask_tables(tables, checksummed, index);
 
   if (format2) {
     index.splits =
@@ -234,6 +282,7 @@ void write_index_file(const fs::path& dataset_dir, const DatasetIndex& index) {
     file.write_attr("/", format::kAttrColor, index.color);
     file.write_attr("/", format::kAttrConvertOptions, index.convert_options);
     file.write_attr("/", format::kAttrCreatedBy, index.created_by);
+    write_mask_attributes(file, index);
     file.write_uint64_attr("/", format::kAttrAttributesChecksum,
                            index_checksum::of_root_attributes(index));
 
@@ -248,6 +297,7 @@ void write_index_file(const fs::path& dataset_dir, const DatasetIndex& index) {
     tables.numbers(format::kRecordsVariant, index.records.variant);
     tables.strings(format::kShardsFile, index.shards.file);
     tables.numbers(format::kShardsRecords, index.shards.records);
+    write_mask_tables(tables, index);
     if (index.format_version < 2) detail::write_split_groups(file, tables, index.splits);
     file.close();
     crash_point("index-commit");

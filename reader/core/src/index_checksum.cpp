@@ -64,6 +64,11 @@ uint64_t of_root_attributes(const DatasetIndex& index) {
   add_attribute(hasher, format::kAttrColor, index.color);
   add_attribute(hasher, format::kAttrConvertOptions, index.convert_options);
   add_attribute(hasher, format::kAttrCreatedBy, index.created_by);
+  // Only in a dataset with masks, so the checksum of any other is unchanged.
+  if (index.masks) {
+    add_attribute(hasher, format::kAttrMasks, int64_t{1});
+    add_attribute(hasher, format::kAttrMaskFill, int64_t{index.mask_fill});
+  }
   return hasher.digest();
 }
 

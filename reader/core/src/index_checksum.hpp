@@ -86,7 +86,8 @@ uint64_t of_strings(const std::vector<std::string>& values);
 
 // The checksum of index.h5's root attributes (imgpack_format, dataset_uuid,
 // height, width, channels, variants, color, convert_options, created_by, in
-// that order, each as its name and its value).
+// that order, each as its name and its value; then, in a dataset with masks,
+// masks and mask_fill).
 uint64_t of_root_attributes(const DatasetIndex& index);
 
 // The checksum of splits.h5's root attributes (imgpack_format, dataset_uuid,

@@ -2,11 +2,12 @@
 //
 // A disk reaches its bandwidth only with many requests queued: the loader's
 // read path keeps a chunk's records in flight at once from each reader
-// thread, and the record check reads ahead while it hashes. ReadQueue submits reads through io_uring (Linux 5.7 and
-// later, called through its system calls: no library) and hands back their
-// completions in any order. Where io_uring is missing or refused (an older
-// kernel, a seccomp filter, io_uring_disabled), every read runs synchronously
-// with pread(2) when it is submitted: the same results, one at a time.
+// thread, and the record check reads ahead while it hashes. ReadQueue
+// submits reads through io_uring (Linux 5.7 and later, called through its
+// system calls: no library) and hands back their completions in any order.
+// Where io_uring is missing or refused (an older kernel, a seccomp filter,
+// io_uring_disabled), every read runs synchronously with pread(2) when it is
+// submitted: the same results, one at a time.
 //
 // Not thread-safe: one queue per thread. Buffers must stay valid until their
 // read completes; destroying the queue waits for reads still in flight.

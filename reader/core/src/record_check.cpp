@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "imgpack/checksum.hpp"
@@ -51,19 +52,22 @@ class ChecksumPass {
                const VerifyOptions& options)
       : shards_(shards), record_bytes_(record_bytes), failed_(shards.size()) {
     const uint64_t rows_per_unit = std::max<uint64_t>(1, options.read_bytes / record_bytes);
+    uint64_t row_bytes = record_bytes;  // the largest of a row's image and mask
     for (std::size_t s = 0; s < shards.size(); ++s) {
       const uint64_t rows = shards[s].checksums.size();
       for (uint64_t first = 0; first < rows; first += rows_per_unit) {
         units_.push_back({s, first, std::min(rows_per_unit, rows - first)});
       }
-      total_bytes_ += rows * record_bytes;
+      total_bytes_ += rows * (record_bytes + shards[s].mask_bytes);
+      total_records_ += rows;
+      row_bytes = std::max(row_bytes, shards[s].mask_bytes);
     }
-    buffer_bytes_ = rows_per_unit * record_bytes;
+    buffer_bytes_ = rows_per_unit * row_bytes;
   }
 
   VerifyProgress progress() const {
-    const uint64_t bytes = done_bytes_.load(std::memory_order_relaxed);
-    return {bytes / record_bytes_, total_bytes_ / record_bytes_, bytes, total_bytes_};
+    return {done_records_.load(std::memory_order_relaxed), total_records_,
+            done_bytes_.load(std::memory_order_relaxed), total_bytes_};
   }
 
   // Runs the pass on `threads` threads, calling options.progress on this thread.
@@ -97,7 +101,7 @@ class ChecksumPass {
     result.mismatched = std::move(mismatched_);
     std::sort(result.mismatched.begin(), result.mismatched.end(),
               [](const MismatchedRow& a, const MismatchedRow& b) {
-                return std::pair(a.shard, a.row) < std::pair(b.shard, b.row);
+                return std::tuple(a.shard, a.row, a.mask) < std::tuple(b.shard, b.row, b.mask);
               });
     result.unreadable = std::move(unreadable_);
     std::sort(result.unreadable.begin(), result.unreadable.end(),
@@ -109,6 +113,22 @@ class ChecksumPass {
   }
 
  private:
+  // Reads the unit's rows of one pixel dataset (row_bytes each, from
+  // `offset`) and notes each row whose hash is not its checksum.
+  void check_rows(int fd, const ShardRecords& shard, const ReadUnit& unit, uint64_t offset,
+                  uint64_t row_bytes, const std::vector<uint64_t>& checksums, bool mask,
+                  std::vector<uint8_t>& buffer, std::vector<MismatchedRow>& mismatched) {
+    const uint64_t bytes = unit.rows * row_bytes;
+    read_exactly(fd, shard.path, buffer.data(), bytes, offset + unit.first_row * row_bytes);
+    for (uint64_t i = 0; i < unit.rows; ++i) {
+      const uint64_t row = unit.first_row + i;
+      if (checksum(buffer.data() + i * row_bytes, row_bytes) != checksums[row]) {
+        mismatched.push_back({unit.shard, row, mask});
+      }
+    }
+    done_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+
   void work() {
     try {
       std::vector<uint8_t> buffer(buffer_bytes_);
@@ -132,18 +152,14 @@ class ChecksumPass {
             }
             ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
           }
-          const uint64_t bytes = unit.rows * record_bytes_;
-          read_exactly(fd->get(), shard.path, buffer.data(), bytes,
-                       shard.images_offset + unit.first_row * record_bytes_);
-          for (uint64_t i = 0; i < unit.rows; ++i) {
-            const uint64_t row = unit.first_row + i;
-            if (checksum(buffer.data() + i * record_bytes_, record_bytes_) !=
-                shard.checksums[row]) {
-              mismatched.push_back({unit.shard, row});
-            }
+          check_rows(fd->get(), shard, unit, shard.images_offset, record_bytes_, shard.checksums,
+                     false, buffer, mismatched);
+          if (shard.mask_bytes > 0) {
+            check_rows(fd->get(), shard, unit, shard.masks_offset, shard.mask_bytes,
+                       shard.mask_checksums, true, buffer, mismatched);
           }
           records += unit.rows;
-          done_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+          done_records_.fetch_add(unit.rows, std::memory_order_relaxed);
         } catch (const Error& e) {
           // The first read problem of a shard is reported; its other units are skipped.
           if (!failed_[unit.shard].exchange(true)) {
@@ -170,10 +186,12 @@ class ChecksumPass {
   std::vector<ReadUnit> units_;
   std::size_t buffer_bytes_ = 0;
   uint64_t total_bytes_ = 0;
+  uint64_t total_records_ = 0;
 
   std::vector<std::atomic<bool>> failed_;  // per shard: a read failed, skip the rest
   std::atomic<std::size_t> next_unit_{0};
   std::atomic<uint64_t> done_bytes_{0};
+  std::atomic<uint64_t> done_records_{0};
   std::atomic<uint64_t> records_checked_{0};
   std::atomic<bool> stop_{false};
 

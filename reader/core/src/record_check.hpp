@@ -24,12 +24,18 @@ struct ShardRecords {
   FileIdentity file;  // the file read_shard() checked; another file at `path` is an error
   uint64_t images_offset = 0;
   std::vector<uint64_t> checksums;  // one per row
+  // A shard with masks: each row's mask of `mask_bytes` bytes at
+  // masks_offset + row * mask_bytes, and its checksum. 0 / empty without.
+  uint64_t mask_bytes = 0;
+  uint64_t masks_offset = 0;
+  std::vector<uint64_t> mask_checksums;  // one per row when mask_bytes > 0
 };
 
 // A row whose bytes do not hash to its stored checksum.
 struct MismatchedRow {
   std::size_t shard = 0;  // index into the span given to check_records()
   uint64_t row = 0;
+  bool mask = false;  // the row's mask, not its image
 };
 
 // A shard whose records could not all be read (replaced, shrunk, I/O error).
@@ -47,9 +53,10 @@ struct RecordCheck {
   unsigned threads = 0;  // threads that read and hashed
 };
 
-// Reads every row of every shard (each `record_bytes` long), in file order on
-// options.threads threads with reads of about options.read_bytes, and
-// compares its XXH3-64 with the stored checksum. options.progress, if set, is
+// Reads every row of every shard (each `record_bytes` long, and its mask where
+// the shard has masks), in file order on options.threads threads with reads
+// of about options.read_bytes, and compares each XXH3-64 with the stored
+// checksum. options.progress, if set, is
 // called on the calling thread a few times a second and once at the end.
 // Every problem with the shards is in the result; throws only what
 // options.progress throws, or imgpack::UsageError if options.read_bytes or

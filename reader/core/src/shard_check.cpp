@@ -66,12 +66,13 @@ void check_identity(const h5::File& file, const ShardExpectation& expected) {
   }
 }
 
-// Everything about /images that must hold before its bytes can be mapped.
-// Returns its offset in the file.
-uint64_t check_images(const h5::File& file, const ShardExpectation& expected, uint64_t file_size) {
+// Everything about a pixel dataset (/images or /masks) of shape `wanted`
+// that must hold before its bytes can be mapped. Returns its offset in the file.
+uint64_t check_pixels(const h5::File& file, const std::string& name,
+                      const std::vector<uint64_t>& wanted, const ShardExpectation& expected,
+                      uint64_t file_size) {
   const fs::path& path = file.path();
-  const std::string name = format::kImages;
-  const uint64_t records = expected.records;
+  const uint64_t records = wanted.front();
   h5::Handle images = file.open_dataset(name);
 
   h5::Handle type(file.check(H5Dget_type(images.get()), "H5Dget_type", name));
@@ -79,8 +80,6 @@ uint64_t check_images(const h5::File& file, const ShardExpectation& expected, ui
       H5Tget_sign(type.get()) != H5T_SGN_NONE) {
     throw file_error(path, name + " is not uint8");
   }
-  const std::vector<uint64_t> wanted = {records, expected.height, expected.width,
-                                        expected.channels};
   const std::vector<uint64_t> dims = file.shape(name);
   if (dims != wanted) {
     throw file_error(path, name + " has shape " + dims_text(dims) + ", " + expected.expected_by +
@@ -104,7 +103,8 @@ uint64_t check_images(const h5::File& file, const ShardExpectation& expected, ui
   if (status != H5D_SPACE_STATUS_ALLOCATED) {
     throw file_error(path, name + " has no (or partly) allocated storage");
   }
-  const uint64_t record_bytes = expected.height * expected.width * expected.channels;
+  uint64_t record_bytes = 1;
+  for (std::size_t d = 1; d < wanted.size(); ++d) record_bytes *= wanted[d];
   if (record_bytes == 0) throw file_error(path, name + " holds records of no bytes");
   if (records > std::numeric_limits<uint64_t>::max() / record_bytes) {
     throw file_error(path, name + " is larger than any file can be");
@@ -136,6 +136,35 @@ Column<T> read_column(const h5::File& file, const char* name, uint64_t records,
   return detail::mapped_or_read<T>(file, name, mapping);
 }
 
+// /images: [records, H, W, C].
+uint64_t check_images(const h5::File& file, const ShardExpectation& expected, uint64_t file_size) {
+  return check_pixels(file, format::kImages,
+                      {expected.records, expected.height, expected.width, expected.channels},
+                      expected, file_size);
+}
+
+// /masks and /mask_checksum, there exactly when the dataset has masks.
+void check_masks(const h5::File& file, const ShardExpectation& expected, uint64_t file_size,
+                 const std::shared_ptr<const MappedRegion>& mapping, ShardContents& contents) {
+  if (!expected.masks) {
+    if (file.exists(format::kMasks) || file.exists(format::kMaskChecksum)) {
+      throw file_error(file.path(), std::string("has ") + format::kMasks + ", but " +
+                                        expected.expected_by + " has no masks");
+    }
+    return;
+  }
+  if (!file.exists(format::kMasks)) {
+    throw file_error(file.path(), std::string("has no ") + format::kMasks + ", but " +
+                                      expected.expected_by + " has masks");
+  }
+  contents.masks_offset =
+      check_pixels(file, format::kMasks, {expected.records, expected.height, expected.width},
+                   expected, file_size);
+  contents.masks_bytes = expected.records * expected.height * expected.width;
+  contents.mask_checksums =
+      read_column<uint64_t>(file, format::kMaskChecksum, expected.records, mapping);
+}
+
 }  // namespace
 
 ShardContents read_shard(const fs::path& path, const ShardExpectation& expected, uint64_t file_size,
@@ -149,6 +178,7 @@ ShardContents read_shard(const fs::path& path, const ShardExpectation& expected,
   contents.samples = read_column<int64_t>(file, format::kSample, expected.records, mapping);
   contents.variants = read_column<uint16_t>(file, format::kVariant, expected.records, mapping);
   contents.checksums = read_column<uint64_t>(file, format::kChecksum, expected.records, mapping);
+  check_masks(file, expected, file_size, mapping, contents);
   return contents;
 }
 

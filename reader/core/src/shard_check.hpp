@@ -33,6 +33,9 @@ struct ShardExpectation {
   uint64_t width = 0;
   uint64_t channels = 0;
   std::string expected_by = "index.h5";
+  // The dataset has masks: /masks [records, H, W] and /mask_checksum must
+  // be there; without, they must not.
+  bool masks = false;
 };
 
 // What a structurally intact shard holds: where its pixels are, and its
@@ -44,6 +47,10 @@ struct ShardContents {
   Column<int64_t> samples;
   Column<uint16_t> variants;
   Column<uint64_t> checksums;  // stored XXH3-64 of each row's bytes
+  // With masks (ShardExpectation::masks): where /masks is and its checksums.
+  uint64_t masks_offset = 0;        // byte offset of /masks (0 if none or no records)
+  uint64_t masks_bytes = 0;         // records * height * width
+  Column<uint64_t> mask_checksums;  // stored XXH3-64 of each row's mask bytes
 };
 
 // Checks the shard at `path`, whose open descriptor reported `file_size`
@@ -51,7 +58,9 @@ struct ShardContents {
 // check is about that very file): no user block; format version, dataset
 // uuid and shard index as expected; /images uint8 of shape [records, H, W, C],
 // contiguous, unfiltered, not external, allocated and inside the file;
-// /labels, /sample, /variant and /checksum of length `records`. Whether the
+// /labels, /sample, /variant and /checksum of length `records`; with masks,
+// /masks uint8 [records, H, W] held like /images and /mask_checksum of length
+// `records`, and without, neither of them. Whether the
 // columns agree with an index is the caller's business.
 // With `mapping`, a read-only mapping of the whole file (file_size bytes),
 // the columns are viewed in it where they lie contiguous (as imgpack writes

@@ -13,7 +13,9 @@
 // memory; tables laid out otherwise are copied. The sample paths and group
 // names are read on first use. After open() no HDF5 call is made but by
 // those reads (on a format 1 index, which opens index.h5 again): record
-// bytes are plain pointers into the mappings.
+// bytes are plain pointers into the mappings. A dataset with segmentation
+// masks (has_masks()) has each shard's /masks beside its /images: every
+// record has an H x W uint8 label map, read like its pixels.
 //
 // A Dataset is a cheap handle: copies share the same mappings, which stay
 // valid while any copy (or a Loader made from one) lives. All const methods
@@ -162,6 +164,18 @@ class Dataset {
   const uint8_t* record_data(uint64_t r) const;
   std::span<const uint8_t> record(uint64_t r) const { return {record_data(r), record_bytes()}; }
 
+  // Segmentation masks (index().masks): whether the dataset has them, the
+  // bytes of one record's mask (H * W; 0 without masks) and the label of
+  // mask areas outside the source image.
+  bool has_masks() const { return index().masks; }
+  std::size_t mask_bytes() const { return index().mask_bytes(); }
+  uint8_t mask_fill() const { return index().mask_fill; }
+  // The mask of record `r` (row-major H x W uint8 labels), a pointer into
+  // the shard's read-only mapping, valid while this Dataset or a copy lives.
+  // Requires has_masks() and r < num_records() (unchecked: the hot path).
+  const uint8_t* mask_data(uint64_t r) const;
+  std::span<const uint8_t> mask(uint64_t r) const { return {mask_data(r), mask_bytes()}; }
+
   // Reads the pixels of record `r` into out[0, record_bytes()) with pread(2)
   // from its shard file instead of through the mapping. For records not in
   // the page cache: one read asks the storage for exactly the record (the
@@ -172,6 +186,9 @@ class Dataset {
   // imgpack::Error naming the shard file on an open or read error or a
   // short read.
   void read_record(uint64_t r, uint8_t* out) const;
+  // Reads the mask of record `r` into out[0, mask_bytes()) the same way.
+  // Requires has_masks(). Thread-safe; throws like read_record().
+  void read_mask(uint64_t r, uint8_t* out) const;
   // Whether the page cache holds the page in the middle of record `r`
   // (mincore(2) on one page): a cheap test of whether record_data(r) reads
   // from memory or from storage. Pages are cached by the reads that needed
@@ -185,7 +202,8 @@ class Dataset {
   int32_t record_label(uint64_t r) const;   // label of the record's source sample, -1 = none
   int64_t record_sample(uint64_t r) const;  // its source sample (sample_path(), labels)
   uint16_t record_variant(uint64_t r) const;
-  uint64_t record_checksum(uint64_t r) const;  // XXH3-64 stored in the shard
+  uint64_t record_checksum(uint64_t r) const;       // XXH3-64 stored in the shard
+  uint64_t record_mask_checksum(uint64_t r) const;  // of its mask (0 without masks)
 
   // Every record, in the order they lie in the files (shard by shard, row by row).
   RecordIds storage_order() const;
@@ -202,9 +220,13 @@ class Dataset {
   // data lies at this offset plus its distance from shard_images(k).data(),
   // for programs that read the files themselves.
   uint64_t shard_images_offset(std::size_t k) const;
+  // The bytes of shard k's mapped /masks (empty without masks), and where
+  // they start in the file.
+  std::span<const uint8_t> shard_masks(std::size_t k) const;
+  uint64_t shard_masks_offset(std::size_t k) const;
 
-  // Compares every record with its stored checksum; throws imgpack::Error
-  // naming the shard, row and sample of the first mismatch.
+  // Compares every record (and its mask) with its stored checksum; throws
+  // imgpack::Error naming the shard, row and sample of the first mismatch.
   void verify_checksums() const;
 
   explicit operator bool() const { return state_ != nullptr; }

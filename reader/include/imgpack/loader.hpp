@@ -25,6 +25,14 @@
 // next() hands out the batches in order. The reader threads never call HDF5,
 // never allocate and take no lock per record (one per chunk of about 1 MiB).
 //
+// Segmentation masks: with a dataset that has them, every batch carries each
+// record's mask beside its image (Batch::masks()), in the same slot and the
+// same upload: the reader threads copy both (cutting the same crop window
+// and flips from each) and the upload stage puts both on the device before
+// the batch's ready event, a full batch's images and masks in one copy
+// (direct upload gathers both from the mappings). Masks stay uint8 labels
+// whatever the output format.
+//
 // What is delivered, and in which order, is a pure function of the dataset,
 // the selection and the order options (see epoch_order.hpp): the thread count
 // and prefetch depth never change it.
@@ -330,6 +338,16 @@ class Batch {
   uint32_t width() const { return view_.shape.width; }
   uint32_t channels() const { return view_.shape.channels; }
 
+  // The masks, with a dataset that has them (has_masks()): size() uint8
+  // label maps of height() x width(), N x H x W, where the images are (a
+  // device pointer when on_device(), read under the same rules as data()),
+  // each cut with its image's crop window and flips. nullptr without masks.
+  bool has_masks() const { return view_.masks != nullptr; }
+  const uint8_t* masks() const { return view_.masks; }
+  std::size_t mask_bytes() const { return view_.mask_bytes; }  // size() * H * W, or 0
+  // Copies the masks (mask_bytes() bytes) to host memory, synchronously.
+  void copy_masks_to_host(void* dst) const;
+
   // Host arrays, one entry per image.
   std::span<const int32_t> labels() const { return {view_.labels, view_.size}; }
   std::span<const int64_t> samples() const { return {view_.samples, view_.size}; }  // source ids
@@ -367,6 +385,8 @@ class Batch {
     Device device;
     const void* data = nullptr;
     std::size_t bytes = 0;
+    const uint8_t* masks = nullptr;
+    std::size_t mask_bytes = 0;
     RecordShape shape;
     const int32_t* labels = nullptr;
     const int64_t* samples = nullptr;
@@ -383,7 +403,10 @@ struct LoaderStats {
   uint64_t batches = 0;
   uint64_t images = 0;   // entries delivered, padding included
   uint64_t padding = 0;  // of which padding
-  uint64_t bytes = 0;    // record bytes read from the dataset for them (images * H * W * C)
+  // Bytes delivered for them: images * H * W * C of pixels, plus their
+  // masks' images * H * W in a dataset with masks (of which `mask_bytes`).
+  uint64_t bytes = 0;
+  uint64_t mask_bytes = 0;
   // From the consumer's first next() to its latest return from next().
   double consumer_seconds = 0;
   // Time the consumer spent blocked in next() waiting for a batch, or in
@@ -498,6 +521,10 @@ class Loader {
 // refuses. Safe from any thread.
 void copy_delivered_view(const Dataset& dataset, const LoaderOptions& options, uint64_t epoch,
                          int64_t sample, uint16_t variant, const uint8_t* record, uint8_t* out);
+// The same for the record's mask (`mask`, Dataset::mask_data() or a copy):
+// the very window and flips of its image, H x W of the delivered shape.
+void copy_delivered_mask(const Dataset& dataset, const LoaderOptions& options, uint64_t epoch,
+                         int64_t sample, uint16_t variant, const uint8_t* mask, uint8_t* out);
 
 // "drop", "pad", "partial". Throws imgpack::UsageError.
 LastBatch parse_last_batch(std::string_view text);

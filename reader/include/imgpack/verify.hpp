@@ -4,9 +4,10 @@
 // does not stop at the first problem: a missing, truncated, foreign or
 // inconsistent shard is reported and the other shards are still checked.
 // Then it reads every record of the intact shards (with pread, on `threads`
-// threads, in file order) and compares its XXH3-64 with the stored checksum.
-// Nothing is memory-mapped, so a file that shrinks while it is being read is
-// an error in the report, never a SIGBUS. The dataset is only read.
+// threads, in file order) and compares its XXH3-64 with the stored checksum,
+// and so for every record's mask in a dataset with masks. Nothing is memory-mapped, so a file that
+// shrinks while it is being read is an error in the report, never a SIGBUS. The dataset is only
+// read.
 //
 // The function is safe to call from several threads at once on any datasets;
 // a VerifyReport is a plain value.
@@ -22,7 +23,9 @@
 
 namespace imgpack {
 
-// A record whose bytes do not match its stored checksum.
+// A record whose bytes do not match its stored checksum: its image's, or in
+// a dataset with masks, its mask's (`mask`; a record whose image and mask
+// both mismatch is listed twice).
 struct BadRecord {
   uint32_t shard = 0;      // shard index (index.h5 /records/shard)
   std::string shard_file;  // its file name, e.g. "shard-00002.h5"
@@ -31,12 +34,14 @@ struct BadRecord {
   int64_t sample = 0;      // source sample (row of /samples)
   uint16_t variant = 0;
   std::string sample_path;  // the sample's source path, relative to the input root
+  bool mask = false;        // the mask's bytes mismatch, not the image's
 };
 
 struct VerifyReport {
   // Counts from index.h5 (0 if it could not be read).
   uint64_t records = 0;
   std::size_t shards = 0;
+  bool masks = false;  // the dataset has masks, checked with their records
   // Records (and their pixel bytes) whose checksum was computed: those of
   // every shard whose structure is intact.
   uint64_t records_checked = 0;

@@ -459,6 +459,87 @@ TEST_P(EveryFormat, ASplitRewriteUpdatesItsChecksums) {
             index_checksum::of_split_attributes(index.splits[0]));
 }
 
+TEST_P(EveryFormat, MaskAttributesAndClassNamesRoundTripChecksummed) {
+  test::TempDir dir;
+  DatasetIndex index = small_index(GetParam());
+  write_index(dir.path(), index);
+  {
+    // Without masks nothing of them is written.
+    h5::File file = h5::File::open_read(dir / "index.h5");
+    EXPECT_FALSE(file.has_attr("/", format::kAttrMasks));
+    EXPECT_FALSE(file.has_attr("/", format::kAttrMaskFill));
+    EXPECT_FALSE(file.exists("/mask_classes"));
+  }
+  DatasetIndex read = read_index(dir.path());
+  EXPECT_FALSE(read.masks);
+  EXPECT_EQ(read.mask_bytes(), 0u);
+
+  index.masks = true;
+  index.mask_fill = 254;
+  index.mask_class_names = {"background", "cat", "dog"};
+  write_index(dir.path(), index);
+  read = read_index(dir.path());
+  EXPECT_TRUE(read.masks);
+  EXPECT_EQ(read.mask_fill, 254);
+  EXPECT_EQ(read.mask_class_names, index.mask_class_names);
+  EXPECT_EQ(read.mask_bytes(), 20u);
+  {
+    h5::File file = h5::File::open_read(dir / "index.h5");
+    EXPECT_EQ(file.read_int_attr("/", format::kAttrMasks), 1);
+    EXPECT_EQ(file.read_int_attr("/", format::kAttrMaskFill), 254);
+  }
+  // Without names the table is there, empty: its absence would be damage.
+  DatasetIndex unnamed = index;
+  unnamed.mask_class_names.clear();
+  write_index(dir.path(), unnamed);
+  EXPECT_TRUE(read_index(dir.path()).mask_class_names.empty());
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    if (GetParam() >= 2) {
+      // Format 2: a string table is bytes plus n + 1 offsets.
+      EXPECT_EQ(file.length(std::string(format::kMaskClassesName) + "/offsets"), 1u);
+    } else {
+      EXPECT_EQ(file.length(format::kMaskClassesName), 0u);
+    }
+    file.unlink("/mask_classes");
+    file.close();
+  }
+  try {
+    read_index(dir.path());
+    ADD_FAILURE() << "an index with masks but no /mask_classes/name was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has masks but no /mask_classes/name"), std::string::npos)
+        << e.what();
+  }
+  write_index(dir.path(), index);
+
+  // The fill is covered by the root's checksum, the names by their table's.
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    file.write_attr("/", format::kAttrMaskFill, int64_t{0});
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/: its attributes");
+  write_index(dir.path(), index);
+  if (GetParam() == 1) {
+    overwrite_strings(dir.path(), format::kMaskClassesName, {"background", "cat", "dig"});
+    expect_refused_naming(dir.path(), format::kMaskClassesName);
+    write_index(dir.path(), index);
+  }
+  {
+    h5::File file = h5::File::open_write(dir / "index.h5");
+    h5::Handle root(H5Gopen2(file.id(), "/", H5P_DEFAULT));
+    ASSERT_GE(H5Adelete(root.get(), format::kAttrMasks), 0);
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/: its attributes");
+
+  // Names without masks are an inconsistent index.
+  DatasetIndex names_only = small_index(GetParam());
+  names_only.mask_class_names = {"background"};
+  EXPECT_THROW(write_index(dir.path(), names_only), Error);
+}
+
 TEST_P(EveryFormat, RewriteIsByteIdentical) {
   test::TempDir a, b;
   write_index(a.path(), small_index(GetParam()));

@@ -53,6 +53,16 @@ TEST(IndexChecksum, EveryAttributeCounts) {
   EXPECT_TRUE(changed([](DatasetIndex& i) { i.convert_options = "{ }"; }));
   EXPECT_TRUE(changed([](DatasetIndex& i) { i.created_by = "tests"; }));
   EXPECT_FALSE(changed([](DatasetIndex& i) { i.sample_path = {"a.png"}; }));  // a table's own
+  // Masks count, and only in a dataset with masks: any other keeps its checksum.
+  EXPECT_TRUE(changed([](DatasetIndex& i) { i.masks = true; }));
+  EXPECT_FALSE(changed([](DatasetIndex& i) { i.mask_fill = 0; }));
+  index.masks = true;
+  const uint64_t masked = index_checksum::of_root_attributes(index);
+  index.mask_fill = 0;
+  EXPECT_NE(index_checksum::of_root_attributes(index), masked);
+  index.mask_fill = 255;
+  index.mask_class_names.emplace_back("background");  // a table's own
+  EXPECT_EQ(index_checksum::of_root_attributes(index), masked);
 
   Split split;
   split.name = "cv";

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
@@ -22,7 +24,8 @@ constexpr uint64_t kRecordBytes = uint64_t{6} * 5 * 3;  // SyntheticOptions' def
 
 ShardExpectation expectation_for(const DatasetIndex& index, std::size_t shard) {
   return {index.uuid,   shard,       index.shards.records[shard],
-          index.height, index.width, index.channels};
+          index.height, index.width, index.channels,
+          "index.h5",   index.masks};
 }
 
 // What check_records() needs for shard `k` of a dataset in `dir`.
@@ -30,7 +33,13 @@ ShardRecords records_of(const fs::path& dir, const DatasetIndex& index, std::siz
   const fs::path path = dir / index.shards.file[k];
   const FileDescriptor fd = open_for_reading(path);
   ShardContents contents = read_shard(path, expectation_for(index, k), fd.size(path));
-  return {path, fd.identity(path), contents.images_offset, std::move(contents.checksums.values())};
+  return {path,
+          fd.identity(path),
+          contents.images_offset,
+          std::move(contents.checksums.values()),
+          index.mask_bytes(),
+          contents.masks_offset,
+          std::move(contents.mask_checksums.values())};
 }
 
 TEST(CheckRecords, FindsTheSameRowsWhateverTheThreadsAndReadSize) {
@@ -63,6 +72,45 @@ TEST(CheckRecords, FindsTheSameRowsWhateverTheThreadsAndReadSize) {
       EXPECT_EQ(check.mismatched[1].row, 0u);
       EXPECT_EQ(check.mismatched[2].shard, 2u);
       EXPECT_EQ(check.mismatched[2].row, 7u);
+    }
+  }
+}
+
+TEST(CheckRecords, ChecksMasksApartFromImages) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.masks = true;
+  const DatasetIndex index = test::write_synthetic_dataset(dir.path(), options);
+  const uint64_t mask_bytes = index.mask_bytes();
+  ASSERT_EQ(mask_bytes, 30u);
+  // Shard 1: row 4's mask and row 9's image; row 2's image and mask both.
+  const fs::path path = dir / index.shards.file[1];
+  std::string bytes = test::read_bytes(path);
+  bytes[test::masks_offset(path) + 4 * mask_bytes + 29] ^= 0x10;
+  bytes[test::images_offset(path) + 9 * kRecordBytes] ^= 0x10;
+  bytes[test::images_offset(path) + 2 * kRecordBytes + 5] ^= 0x01;
+  bytes[test::masks_offset(path) + 2 * mask_bytes] ^= 0x01;
+  test::write_bytes(path, bytes);
+  std::vector<ShardRecords> shards;
+  for (std::size_t k = 0; k < index.num_shards(); ++k)
+    shards.push_back(records_of(dir.path(), index, k));
+
+  for (std::size_t read_bytes : {std::size_t{1}, 4 * kRecordBytes, std::size_t{8} << 20}) {
+    VerifyOptions verify;
+    verify.threads = 2;
+    verify.read_bytes = read_bytes;
+    const RecordCheck check = check_records(shards, kRecordBytes, verify);
+    EXPECT_TRUE(check.unreadable.empty());
+    EXPECT_EQ(check.records_checked, 40u);
+    EXPECT_EQ(check.bytes_checked, 40 * (kRecordBytes + mask_bytes));
+    ASSERT_EQ(check.mismatched.size(), 4u);
+    const std::vector<std::tuple<std::size_t, uint64_t, bool>> expected = {
+        {1, 2, false}, {1, 2, true}, {1, 4, true}, {1, 9, false}};
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(
+          std::tuple(check.mismatched[i].shard, check.mismatched[i].row, check.mismatched[i].mask),
+          expected[i])
+          << i;
     }
   }
 }

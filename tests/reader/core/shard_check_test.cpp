@@ -21,7 +21,8 @@ constexpr uint64_t kRecordBytes = uint64_t{6} * 5 * 3;  // SyntheticOptions' def
 
 ShardExpectation expectation_for(const DatasetIndex& index, std::size_t shard) {
   return {index.uuid,   shard,       index.shards.records[shard],
-          index.height, index.width, index.channels};
+          index.height, index.width, index.channels,
+          "index.h5",   index.masks};
 }
 
 // read_shard() of `path` expecting `expected`, returning the error's text ("" if none).
@@ -106,6 +107,58 @@ TEST(ReadShard, AFileTooShortForItsPixelsIsTruncated) {
     EXPECT_EQ(std::string(e.what()), path.string() + ": truncated: /images ends at byte " +
                                          std::to_string(end) + " but the file has " +
                                          std::to_string(end - 1) + " bytes");
+  }
+}
+
+TEST(ReadShard, FindsTheMasksBesideTheImagesAlignedLikeThem) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.masks = true;
+  const DatasetIndex index = test::write_synthetic_dataset(dir.path(), options);
+  const fs::path path = dir / index.shards.file[2];
+  const ShardContents contents = read_shard(path, expectation_for(index, 2), fs::file_size(path));
+  const uint64_t rows = index.shards.records[2];
+  EXPECT_EQ(contents.masks_offset, test::masks_offset(path));
+  EXPECT_EQ(contents.masks_offset % 4096, 0u);
+  EXPECT_EQ(contents.images_offset % 4096, 0u);
+  EXPECT_EQ(contents.masks_bytes, rows * 30);
+  ASSERT_EQ(contents.mask_checksums.size(), rows);
+  const std::string bytes = test::read_bytes(path);
+  for (uint64_t r = 0; r < index.num_records(); ++r) {
+    if (index.records.shard[r] != 2) continue;
+    const uint64_t row = index.records.row[r];
+    const std::vector<uint8_t> mask =
+        test::synthetic_mask(options, index.records.sample[r], index.records.variant[r]);
+    EXPECT_EQ(0, bytes.compare(contents.masks_offset + row * 30, 30,
+                               reinterpret_cast<const char*>(mask.data()), mask.size()));
+    EXPECT_EQ(contents.mask_checksums[row], checksum(mask.data(), mask.size()));
+  }
+}
+
+TEST(ReadShard, MasksMustBeThereExactlyWhenTheIndexHasThem) {
+  TempDir with, without;
+  SyntheticOptions options;
+  options.masks = true;
+  const DatasetIndex masked = test::write_synthetic_dataset(with.path(), options);
+  options.masks = false;
+  const DatasetIndex plain = test::write_synthetic_dataset(without.path(), options);
+  const fs::path masked_shard = with / masked.shards.file[0];
+  const fs::path plain_shard = without / plain.shards.file[0];
+  EXPECT_EQ(read_shard_error(plain_shard, expectation_for(masked, 0)),
+            plain_shard.string() + ": has no /masks, but index.h5 has masks");
+  EXPECT_EQ(read_shard_error(masked_shard, expectation_for(plain, 0)),
+            masked_shard.string() + ": has /masks, but index.h5 has no masks");
+  // A file that ends inside the masks, which lie after the images.
+  const uint64_t end = test::masks_offset(masked_shard) + 10;
+  ASSERT_GT(end, test::images_offset(masked_shard) + 16 * kRecordBytes);
+  try {
+    read_shard(masked_shard, expectation_for(masked, 0), end);
+    FAIL() << "a file ending inside its masks was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              masked_shard.string() + ": truncated: /masks ends at byte " +
+                  std::to_string(test::masks_offset(masked_shard) + uint64_t{16} * 30) +
+                  " but the file has " + std::to_string(end) + " bytes");
   }
 }
 

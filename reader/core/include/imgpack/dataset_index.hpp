@@ -87,6 +87,15 @@ struct DatasetIndex {
   std::string convert_options;  // JSON
   std::string created_by;
 
+  // Segmentation masks (root attributes `masks`, `mask_fill`; additive to
+  // format 1): when set, every shard holds one H x W uint8 label map per
+  // record beside its image, and mask areas outside the source image hold
+  // `mask_fill`. `mask_class_names` (/mask_classes/name, optional) names the
+  // mask labels 0, 1, ...; empty when the conversion was given no names.
+  bool masks = false;
+  uint8_t mask_fill = 255;
+  std::vector<std::string> mask_class_names;
+
   // Source samples [S].
   std::vector<std::string> sample_path;  // relative to the input root
   Column<int32_t> sample_label;          // -1 = unlabeled
@@ -117,6 +126,9 @@ struct DatasetIndex {
   std::size_t num_shards() const { return shards.size(); }
   RecordShape shape() const { return {height, width, channels}; }
   std::size_t record_bytes() const { return shape().bytes(); }
+  // The shape of one record's mask (H x W x 1), and its bytes: 0 without masks.
+  RecordShape mask_shape() const { return {height, width, 1}; }
+  std::size_t mask_bytes() const { return masks ? mask_shape().bytes() : 0; }
 
   const Split* find_split(const std::string& name) const;
 

@@ -48,6 +48,11 @@ inline constexpr const char* kLabels = "/labels";
 inline constexpr const char* kSample = "/sample";
 inline constexpr const char* kVariant = "/variant";
 inline constexpr const char* kChecksum = "/checksum";
+// Segmentation masks (additive to format 1; only in datasets whose index has
+// `masks` = 1): label maps uint8 [n, H, W], laid out like /images, and the
+// XXH3-64 of each record's H*W mask bytes.
+inline constexpr const char* kMasks = "/masks";
+inline constexpr const char* kMaskChecksum = "/mask_checksum";
 
 // Root attributes of shards and index.
 inline constexpr const char* kAttrFormat = "imgpack_format";
@@ -60,6 +65,10 @@ inline constexpr const char* kAttrVariants = "variants";
 inline constexpr const char* kAttrColor = "color";
 inline constexpr const char* kAttrConvertOptions = "convert_options";
 inline constexpr const char* kAttrCreatedBy = "created_by";
+// Index root attributes of a dataset with masks (absent otherwise): `masks`
+// = 1, and `mask_fill`, the label of mask areas outside the source image.
+inline constexpr const char* kAttrMasks = "masks";
+inline constexpr const char* kAttrMaskFill = "mask_fill";
 
 // Index file objects.
 inline constexpr const char* kSamplesPath = "/samples/path";
@@ -83,6 +92,9 @@ inline constexpr const char* kStringOffsets = "offsets";
 
 // splits.h5 root attribute: the number of samples of the index it belongs to.
 inline constexpr const char* kAttrSamples = "samples";
+
+// In a dataset with masks: mask label id -> name (a string table; possibly empty).
+inline constexpr const char* kMaskClassesName = "/mask_classes/name";
 
 // Checksums (additive to format 1; absent in indexes written before them):
 // on every table of index.h5, the XXH3-64 of its decoded contents; on the root
