@@ -93,12 +93,20 @@ class LoaderMasksTest : public ::testing::Test {
 TEST_F(LoaderMasksTest, EveryBatchCarriesEachRecordsMaskOnEveryPathAndFormat) {
   ASSERT_TRUE(dataset_.has_masks());
   ASSERT_EQ(dataset_.mask_bytes(), 63u);
-  for (ReadPath path : {ReadPath::mapped, ReadPath::read, ReadPath::automatic}) {
+  // The read path with O_DIRECT too: masks of 63 bytes, many to a block.
+  struct Path {
+    ReadPath read;
+    DirectIo direct;
+  };
+  for (Path path : {Path{ReadPath::mapped, DirectIo::off}, Path{ReadPath::read, DirectIo::off},
+                    Path{ReadPath::read, DirectIo::on}, Path{ReadPath::automatic, DirectIo::off}}) {
     for (OutputFormat format : {OutputFormat::uint8_nhwc, OutputFormat::float32_nchw}) {
-      SCOPED_TRACE(std::to_string(static_cast<int>(path)) + " " +
+      SCOPED_TRACE(std::string(read_path_name(path.read)) + " direct " +
+                   std::string(direct_io_name(path.direct)) + " " +
                    std::string(output_format_name(format)));
       LoaderOptions o = loader_options();
-      o.read_path = path;
+      o.read_path = path.read;
+      o.direct_io = path.direct;
       o.output = format;
       o.verify_checksums = true;
       Loader loader(dataset_, o);
