@@ -22,7 +22,7 @@ namespace {
 class ReadQueueTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    bytes_.resize(64 * 1024);
+    bytes_.resize(std::size_t{64} * 1024);
     std::iota(bytes_.begin(), bytes_.end(), uint8_t{7});
     path_ = dir_ / "file";
     test::write_bytes(path_, std::string(bytes_.begin(), bytes_.end()));
@@ -87,7 +87,7 @@ TEST_P(ReadQueueTest, ReportsAFailedReadAsMinusErrno) {
 // More reads than the depth are refused rather than overrunning the rings.
 TEST_P(ReadQueueTest, RefusesMoreReadsThanItsDepth) {
   ReadQueue queue(2, GetParam());
-  std::vector<uint8_t> buffer(3 * 16);
+  std::vector<uint8_t> buffer(std::size_t{3} * 16);
   queue.submit(fd_, buffer.data(), 16, 0, 0);
   queue.submit(fd_, buffer.data() + 16, 16, 16, 1);
   EXPECT_THROW(queue.submit(fd_, buffer.data() + 32, 16, 32, 2), Error);
