@@ -30,7 +30,9 @@ TEST(FlatJson, WritesMembersInOrder) {
 
 TEST(FlatJson, ReadsWhatItWrites) {
   FlatJsonWriter w;
-  const std::string odd = std::string("tab\tquote\"back\\slash\x1f end ") + "\xe2\x82\xac";
+  const std::string odd =
+      "tab\tquote\"back\\slash\x1f end "
+      "\xe2\x82\xac";  // ends in a euro sign
   w.add_string("text", odd);
   w.add_unsigned("big", std::numeric_limits<uint64_t>::max());
   w.add_signed("small", std::numeric_limits<int64_t>::min());
