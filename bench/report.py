@@ -927,7 +927,7 @@ def cold_section(page, record):
              "%d shard file(s), every variant read as its own sample, batch %d, %d epoch(s) per "
              "run): before each epoch the dataset is evicted from the page cache, and in the "
              "same run the storage's own bandwidth over the same files is measured with "
-             "`O_DIRECT`: sequential 4 MiB reads (1 and 4 in flight) and random record-sized "
+             "`O_DIRECT`: sequential 4 MiB reads (1, 4 and 16 in flight) and random record-sized "
              "reads (1, 4, 16 and 32 in flight). The ratios are the reader's GB/s over the best "
              "of each, within each run. `auto` is the default read path: random order reads "
              "the records the page cache does not hold, %d per reader thread in flight "
@@ -976,6 +976,16 @@ def cold_section(page, record):
         page.need_summary("cold page-cached %s" % w["read_path"], w["vs_memcpy"])
         page.add("| %s | %s | %s | %s |" % (w["read_path"], mmm(w["gb_per_s"], 1),
                                            mmm(w["memcpy_gb_per_s"], 1), ratio(w["vs_memcpy"], 2)))
+    v = d.get("verify")
+    if v and v.get("gb_per_s"):
+        page.need_summary("cold verify", v["vs_sequential"])
+        page.add("", "`imgpack verify` (%d threads, its default), on the same dataset evicted from "
+                 "the page cache, once per repeat after the runs without a memory limit: %s GB/s, "
+                 "%s the best sequential read of the cold run just before it (%s GB/s); the "
+                 "eviction left at most %.1f%% of the files cached." % (
+                     v["threads"], mmm(v["gb_per_s"], 2), ratio(v["vs_sequential"], 2),
+                     mmm(v["sequential_gb_per_s"], 2),
+                     100 * v["resident_after_eviction"]["max"]))
     auto = [r for r in d["cold"] if r["read_path"] == "auto"]
     for limited in (False, True):
         for order, key, target, what in (("shard-window", "vs_sequential", 0.9, "sequential"),
@@ -997,6 +1007,15 @@ def cold_section(page, record):
                         " under a memory limit" if limited else "", order,
                         mmm(best["gb_per_s"], 2), best["threads"], ratio(best[key], 2), what,
                         target))
+    if v and v.get("gb_per_s"):
+        met = v["vs_sequential"]["median"] >= 0.9
+        page.target("Cold `imgpack verify` >= 0.9x the storage's sequential reads", 17,
+                    ratio(v["vs_sequential"], 2), met)
+        if not met:
+            page.not_ahead.append(
+                "Cold `imgpack verify`: %s GB/s, %s the storage's sequential reads measured "
+                "just before it (target 0.9x)." % (mmm(v["gb_per_s"], 2),
+                                                   ratio(v["vs_sequential"], 2)))
     warm_auto = next((w for w in d["warm"] if w["read_path"] == "auto"), None)
     if warm_auto:
         page.target("Page-cached reader with the automatic read path >= 0.9x memcpy (batch %d)"

@@ -68,7 +68,7 @@ FULL = {
     "cold_variants": 2,
     "cold_args": ["--threads", "1,2,4", "--orders", "random,shard-window", "--windows", "4",
                   "--read-paths", "auto,mapped", "--epochs", "2", "--memory-limit", "0.5x",
-                  "--limit-windows", "2"],
+                  "--limit-windows", "2", "--limit-read-paths", "auto"],
     "training_args": ["--batch", "256", "--steps-ms", "2000,1000,500,200,100,50,20,10,5,2,1",
                       "--budget-s", "6", "--min-batches", "10", "--rate-images", "2048"],
     # Synthetic datasets of one-pixel records: about 5 GB of files at 10M.

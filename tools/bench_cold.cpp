@@ -197,7 +197,7 @@ StorageReference measure_storage(const Dataset& dataset, double seconds) {
   auto fresh = [&] {
     if (!ref.direct) (void)evict_dataset(dataset);
   };
-  for (const unsigned in_flight : {1u, 4u}) {
+  for (const unsigned in_flight : {1u, 4u, 16u}) {
     fresh();
     ref.sequential.push_back(
         {"sequential", kSequentialRequest, in_flight, sequential_rate(*files, in_flight, seconds)});

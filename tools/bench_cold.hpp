@@ -49,8 +49,8 @@ struct StorageReference {
   double best_random() const;
 };
 
-// Reads the shard files sequentially in 4 MiB requests with 1 and 4 reads in
-// flight, then at random 4 KiB-aligned offsets in requests of one record
+// Reads the shard files sequentially in 4 MiB requests with 1, 4 and 16 reads
+// in flight, then at random 4 KiB-aligned offsets in requests of one record
 // (rounded up to 4 KiB) with 1, 4, 16 and 32 reads in flight, each pattern
 // for about `seconds` or the files' size, whichever comes first.
 StorageReference measure_storage(const Dataset& dataset, double seconds);

@@ -207,8 +207,9 @@ TEST_F(BenchCommandTest, ColdEvictsBeforeEachEpochAndMeasuresTheStorage) {
   EXPECT_GT(j["gb_per_s"].get<double>(), 0);
   EXPECT_GT(j["memcpy_gb_per_s"].get<double>(), 0);
   const nlohmann::json& storage = j["storage"];
-  ASSERT_EQ(storage["sequential"].size(), 2u);
+  ASSERT_EQ(storage["sequential"].size(), 3u);
   ASSERT_EQ(storage["random"].size(), 4u);
+  EXPECT_EQ(storage["sequential"][2]["in_flight"].get<unsigned>(), 16u);
   for (const char* pattern : {"sequential", "random"}) {
     for (const nlohmann::json& rate : storage[pattern]) {
       EXPECT_GT(rate["gb_per_s"].get<double>(), 0) << pattern << " " << rate.dump();
