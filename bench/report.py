@@ -947,14 +947,14 @@ def cold_section(page, record):
              run_note(record), "",
              "| memory limit | order | window | threads | read path | reader GB/s | best "
              "sequential GB/s | best random GB/s | reader / sequential | reader / random | "
-             "records read | shards read ahead | cgroup peak |",
-             "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+             "records read | shards read ahead | cgroup peak | reader memory |",
+             "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in d["cold"]:
         what = "cold " + cold_row_name(row)
         for key in ("gb_per_s", "sequential_gb_per_s", "random_gb_per_s", "vs_sequential",
                     "vs_random"):
             page.need_summary("%s %s" % (what, key), row[key])
-        page.add("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        page.add("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             "%.2f GB" % (row["memory_limit"] / 1e9) if row.get("memory_limit") else "none",
             row["order"], row["window"] if row.get("window") else "", row["threads"],
             row["read_path"], mmm(row["gb_per_s"], 2), mmm(row["sequential_gb_per_s"], 2),
@@ -963,12 +963,17 @@ def cold_section(page, record):
             "%.0f%%" % (100 * row["records_read_fraction"]["median"]),
             "%.0f%%" % (100 * row["prefetched_fraction"]["median"]),
             "%.2f GB" % (row["memory_peak_bytes"]["max"] / 1e9)
-            if row.get("memory_limit") else ""))
+            if row.get("memory_limit") else "",
+            "%.0f MiB" % (row["anon_growth_bytes"]["max"] / 2**20)))
     page.add("", "*records read*: records taken from their files by the read path, as a share "
              "of those delivered; *shards read ahead*: bytes of shards read whole ahead of the "
              "reader threads, as a share of the bytes delivered; *cgroup peak*: the most the "
              "limited run's cgroup held, page cache included (the run completed: it was not "
-             "killed).", "",
+             "killed); *reader memory*: the most the bench process's anonymous memory grew "
+             "over the run (the reader's ring, its threads and their read buffers: what it "
+             "holds beyond the page cache)%s." % (
+                 "; the ring alone is %.0f MiB" % (d["ring_host_bytes"] / 2**20)
+                 if d.get("ring_host_bytes") else ""), "",
              "The same dataset page-cached, 2 threads, against memcpy of the same mapped "
              "bytes (the `auto` path's `mincore` per chunk must not cost the cached case):", "",
              "| read path | reader GB/s | memcpy GB/s | reader / memcpy |", "|---|---:|---:|---:|")

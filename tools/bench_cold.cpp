@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -63,17 +62,6 @@ std::optional<std::vector<ShardFile>> open_shards(const Dataset& dataset, bool d
   return files;
 }
 
-struct AlignedFree {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using AlignedBuffer = std::unique_ptr<uint8_t, AlignedFree>;
-
-AlignedBuffer aligned_buffer(std::size_t bytes) {
-  void* p = std::aligned_alloc(kAlign, round_up(bytes, kAlign));
-  if (p == nullptr) throw Error("cannot allocate a " + std::to_string(bytes) + "-byte read buffer");
-  return AlignedBuffer(static_cast<uint8_t*>(p));
-}
-
 // Reads with `threads` threads, each calling `read_one(buffer, rng)` (which
 // returns the bytes it read, 0 when there is nothing left) until the time or
 // `budget` bytes are used up; returns bytes per second.
@@ -89,7 +77,7 @@ double timed_reads(unsigned threads, std::size_t request, double seconds, uint64
   for (unsigned t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       try {
-        AlignedBuffer buffer = aligned_buffer(request);
+        const IoBuffer buffer = allocate_io_buffer(request);
         std::mt19937_64 rng(0x5eed + t);
         while (!stop.load(std::memory_order_relaxed)) {
           const std::size_t got = read_one(buffer.get(), rng);

@@ -197,6 +197,7 @@ def main(argv):
                             j, command = bench(args, extra)
                             results["commands"]["cold-limited" if limit else "cold"] = command
                             results.setdefault("reads_in_flight", j["reads_in_flight"])
+                            results.setdefault("ring_host_bytes", j["ring_host_bytes"])
                             results.setdefault("dataset", {
                                 "records": j["records"], "shards": j["shards"],
                                 "bytes": j["records"] * j["record_bytes"]})

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <string>
 
 #include "imgpack/error.hpp"
@@ -93,19 +92,13 @@ ShardFiles::Extent ShardFiles::extent(uint64_t r) const {
   return {fds_[k].load(std::memory_order_acquire), offset, access == ShardAccess::direct};
 }
 
-void RecordReader::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
-
 RecordReader::RecordReader(const ShardFiles& files, unsigned depth)
     : files_(files), queue_(std::max(depth, 1u)) {
   // The aligned span around a record: up to one block more on each side,
   // less the block it cannot straddle twice.
   span_bytes_ = align_up(files.record_bytes()) + kDirectAlign;
   const unsigned n = queue_.depth();
-  void* memory = std::aligned_alloc(kDirectAlign, span_bytes_ * n);
-  if (memory == nullptr) {
-    throw Error("cannot allocate " + std::to_string(span_bytes_ * n) + " bytes of read buffers");
-  }
-  bounce_.reset(static_cast<uint8_t*>(memory));
+  bounce_ = allocate_io_buffer(span_bytes_ * n);
   pending_.resize(n);
   for (unsigned s = n; s-- > 0;) free_.push_back(s);
 }

@@ -26,6 +26,7 @@
 #include <span>
 #include <vector>
 
+#include "files.hpp"
 #include "imgpack/dataset.hpp"
 #include "read_queue.hpp"
 
@@ -122,10 +123,7 @@ class RecordReader {
   const ShardFiles& files_;
   ReadQueue queue_;
   std::size_t span_bytes_ = 0;  // one bounce buffer
-  struct FreeDeleter {
-    void operator()(uint8_t* p) const;
-  };
-  std::unique_ptr<uint8_t, FreeDeleter> bounce_;  // depth() buffers of span_bytes_
+  IoBuffer bounce_;             // depth() buffers of span_bytes_  // depth() buffers of span_bytes_
   std::vector<Pending> pending_;
   std::vector<unsigned> free_;  // bounce slots not in flight
 };

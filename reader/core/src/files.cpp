@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "imgpack/error.hpp"
@@ -69,6 +71,21 @@ std::optional<DirectoryLock> DirectoryLock::try_acquire(const std::filesystem::p
   FileDescriptor fd(dir, O_RDONLY | O_DIRECTORY);
   if (!lock_directory(fd, dir, LOCK_EX | LOCK_NB)) return std::nullopt;
   return DirectoryLock(std::move(fd));
+}
+
+void FreeIoBuffer::operator()(uint8_t* p) const { std::free(p); }
+
+IoBuffer allocate_io_buffer(std::size_t bytes) {
+  constexpr std::size_t kBlock = 4096;
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  const bool huge = bytes >= kHugePage / 2;
+  const std::size_t align = huge ? kHugePage : kBlock;
+  const std::size_t size = (std::max<std::size_t>(bytes, 1) + align - 1) / align * align;
+  void* memory = std::aligned_alloc(align, size);
+  if (memory == nullptr) throw std::bad_alloc();
+  // Advice only: without huge pages the buffer works, in smaller requests.
+  if (huge) (void)::madvise(memory, size, MADV_HUGEPAGE);
+  return IoBuffer(static_cast<uint8_t*>(memory));
 }
 
 std::size_t read_at(int fd, const std::filesystem::path& path, void* out, std::size_t length,

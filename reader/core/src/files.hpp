@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,6 +88,19 @@ class DirectoryLock {
   explicit DirectoryLock(FileDescriptor fd) : fd_(std::move(fd)) {}
   FileDescriptor fd_;
 };
+
+// Memory for O_DIRECT reads: aligned to 4096 bytes and, from 1 MiB up, to
+// 2 MiB and backed by transparent huge pages where the kernel has them
+// (madvise(MADV_HUGEPAGE); its size is then rounded up to 2 MiB). A direct
+// read takes one segment per physical page of its buffer: into 4 KiB pages a
+// 4 MiB read needs 1024 and is split into several requests (virtio-blk takes
+// 254 per request, NVMe drives often fewer), into 2 MiB pages it needs three.
+// Throws std::bad_alloc.
+struct FreeIoBuffer {
+  void operator()(uint8_t* p) const;
+};
+using IoBuffer = std::unique_ptr<uint8_t[], FreeIoBuffer>;
+IoBuffer allocate_io_buffer(std::size_t bytes);
 
 // Reads up to `length` bytes at `offset` of `fd` into `out`, retrying
 // interrupted and short reads, and returns how many it read: `length`, or

@@ -2,6 +2,8 @@
 #include "record_check.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -27,6 +30,65 @@ namespace {
 
 // More threads than this only add contention (and each holds a read buffer).
 constexpr std::size_t kMaxThreads = 256;
+
+// Shards the page cache does not hold are read past it (O_DIRECT), with
+// offsets, lengths and buffers aligned to this (the logical block size of
+// the file systems that take O_DIRECT, or a multiple of it).
+constexpr uint64_t kDirectAlign = 4096;
+
+// A shard at least this much in the page cache is read through it (at memory
+// speed); a colder one with O_DIRECT, which costs the CPU no page cache to fill.
+constexpr double kCachedEnough = 0.5;
+
+uint64_t align_down(uint64_t n) { return n / kDirectAlign * kDirectAlign; }
+uint64_t align_up(uint64_t n) { return align_down(n + kDirectAlign - 1); }
+
+// The share of the file's pages the page cache holds (mincore on a mapping
+// that nothing reads through, so a file that shrinks cannot raise SIGBUS);
+// 1 where that cannot be told, so that the file is read through the cache.
+double cached_fraction(const fs::path& path) {
+  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (raw < 0) return 1;  // reading it reports why
+  const FileDescriptor fd(raw);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || st.st_size <= 0) return 1;
+  const auto size = static_cast<std::size_t>(st.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (map == MAP_FAILED) return 1;
+  std::vector<unsigned char> pages((size + kDirectAlign - 1) / kDirectAlign);
+  const bool known = ::mincore(map, size, pages.data()) == 0;
+  ::munmap(map, size);
+  if (!known) return 1;
+  const auto cached =
+      std::count_if(pages.begin(), pages.end(), [](unsigned char p) { return (p & 1) != 0; });
+  return static_cast<double>(cached) / static_cast<double>(pages.size());
+}
+
+// Opens `path` with O_DIRECT, or returns nothing where its file system
+// refuses O_DIRECT (EINVAL: tmpfs, some FUSE file systems).
+std::optional<FileDescriptor> open_direct(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+  if (fd >= 0) return FileDescriptor(fd);
+  if (errno == EINVAL) return std::nullopt;
+  throw system_error(path, "cannot open", errno);
+}
+
+// Reads up to `length` bytes at `offset` (both aligned) with O_DIRECT;
+// returns fewer only at the end of the file.
+uint64_t read_direct(int fd, const fs::path& path, uint8_t* out, uint64_t length, uint64_t offset) {
+  uint64_t done = 0;
+  while (done < length) {
+    const ssize_t n = ::pread(fd, out + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw system_error(path, "read failed at byte " + std::to_string(offset + done), errno);
+    }
+    if (n == 0) break;
+    done += static_cast<uint64_t>(n);
+    if ((offset + done) % kDirectAlign != 0) break;  // short of a block: the file's end
+  }
+  return done;
+}
 
 // Rows [first_row, first_row + rows) of one shard: what one pread covers.
 struct ReadUnit {
@@ -74,6 +136,10 @@ class ChecksumPass {
   RecordCheck run(unsigned threads, const VerifyOptions& options) {
     threads = static_cast<unsigned>(std::clamp<std::size_t>(
         threads, 1, std::clamp<std::size_t>(units_.size(), 1, kMaxThreads)));
+    direct_.assign(shards_.size(), false);
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+      direct_[s] = cached_fraction(shards_[s].path) < kCachedEnough;
+    }
     {
       std::vector<std::jthread> workers;
       workers.reserve(threads);
@@ -108,21 +174,37 @@ class ChecksumPass {
               [](const UnreadableShard& a, const UnreadableShard& b) { return a.shard < b.shard; });
     result.records_checked = records_checked_.load();
     result.bytes_checked = done_bytes_.load();
+    result.bytes_direct = direct_bytes_.load();
     result.threads = threads;
     return result;
   }
 
  private:
   // Reads the unit's rows of one pixel dataset (row_bytes each, from
-  // `offset`) and notes each row whose hash is not its checksum.
-  void check_rows(int fd, const ShardRecords& shard, const ReadUnit& unit, uint64_t offset,
-                  uint64_t row_bytes, const std::vector<uint64_t>& checksums, bool mask,
-                  std::vector<uint8_t>& buffer, std::vector<MismatchedRow>& mismatched) {
+  // `offset`; with O_DIRECT when `direct`) and notes each row whose hash is
+  // not its checksum.
+  void check_rows(int fd, bool direct, const ShardRecords& shard, const ReadUnit& unit,
+                  uint64_t offset, uint64_t row_bytes, const std::vector<uint64_t>& checksums,
+                  bool mask, uint8_t* buffer, std::vector<MismatchedRow>& mismatched) {
     const uint64_t bytes = unit.rows * row_bytes;
-    read_exactly(fd, shard.path, buffer.data(), bytes, offset + unit.first_row * row_bytes);
+    const uint64_t at = offset + unit.first_row * row_bytes;
+    const uint8_t* rows = buffer;
+    if (direct) {
+      // The aligned span around the rows.
+      const uint64_t start = align_down(at);
+      const uint64_t got = read_direct(fd, shard.path, buffer, align_up(at + bytes) - start, start);
+      if (got < at - start + bytes) {
+        throw file_error(shard.path, "truncated while being checked: no bytes at " +
+                                         std::to_string(start + got) + " (was the file changed?)");
+      }
+      rows = buffer + (at - start);
+      direct_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    } else {
+      read_exactly(fd, shard.path, buffer, bytes, at);
+    }
     for (uint64_t i = 0; i < unit.rows; ++i) {
       const uint64_t row = unit.first_row + i;
-      if (checksum(buffer.data() + i * row_bytes, row_bytes) != checksums[row]) {
+      if (checksum(rows + i * row_bytes, row_bytes) != checksums[row]) {
         mismatched.push_back({unit.shard, row, mask});
       }
     }
@@ -131,9 +213,11 @@ class ChecksumPass {
 
   void work() {
     try {
-      std::vector<uint8_t> buffer(buffer_bytes_);
+      // Room for a unit's rows and the aligned blocks at either end.
+      const IoBuffer buffer = allocate_io_buffer(align_up(buffer_bytes_) + 2 * kDirectAlign);
       std::vector<MismatchedRow> mismatched;
       std::optional<FileDescriptor> fd;
+      bool direct = false;
       std::size_t fd_shard = ~std::size_t{0};
       uint64_t records = 0;
       for (;;) {
@@ -146,17 +230,19 @@ class ChecksumPass {
           if (fd_shard != unit.shard) {
             fd.reset();
             fd_shard = unit.shard;
-            fd.emplace(open_for_reading(shard.path));
+            if (direct_[unit.shard]) fd = open_direct(shard.path);
+            direct = fd.has_value();
+            if (!direct) fd.emplace(open_for_reading(shard.path));
             if (fd->identity(shard.path) != shard.file) {
               throw file_error(shard.path, "was replaced while being checked");
             }
-            ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+            if (!direct) ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
           }
-          check_rows(fd->get(), shard, unit, shard.images_offset, record_bytes_, shard.checksums,
-                     false, buffer, mismatched);
+          check_rows(fd->get(), direct, shard, unit, shard.images_offset, record_bytes_,
+                     shard.checksums, false, buffer.get(), mismatched);
           if (shard.mask_bytes > 0) {
-            check_rows(fd->get(), shard, unit, shard.masks_offset, shard.mask_bytes,
-                       shard.mask_checksums, true, buffer, mismatched);
+            check_rows(fd->get(), direct, shard, unit, shard.masks_offset, shard.mask_bytes,
+                       shard.mask_checksums, true, buffer.get(), mismatched);
           }
           records += unit.rows;
           done_records_.fetch_add(unit.rows, std::memory_order_relaxed);
@@ -188,10 +274,12 @@ class ChecksumPass {
   uint64_t total_bytes_ = 0;
   uint64_t total_records_ = 0;
 
+  std::vector<bool> direct_;  // per shard: read with O_DIRECT (set before the threads start)
   std::vector<std::atomic<bool>> failed_;  // per shard: a read failed, skip the rest
   std::atomic<std::size_t> next_unit_{0};
   std::atomic<uint64_t> done_bytes_{0};
   std::atomic<uint64_t> done_records_{0};
+  std::atomic<uint64_t> direct_bytes_{0};
   std::atomic<uint64_t> records_checked_{0};
   std::atomic<bool> stop_{false};
 

@@ -1,9 +1,9 @@
 // Checking the pixels of shard files against their stored checksums.
 //
-// check_records() reads the pixels with pread (nothing is memory-mapped), so
-// a file that shrinks meanwhile is a reported error, never a SIGBUS. It only
-// reads, and is safe to call from several threads at once; the structs are
-// plain values.
+// check_records() reads the pixels with pread (nothing is read through a
+// mapping), so a file that shrinks meanwhile is a reported error, never a
+// SIGBUS. It only reads, and is safe to call from several threads at once;
+// the structs are plain values.
 #pragma once
 
 #include <cstddef>
@@ -50,17 +50,20 @@ struct RecordCheck {
   std::vector<UnreadableShard> unreadable;  // sorted by shard
   uint64_t records_checked = 0;
   uint64_t bytes_checked = 0;
-  unsigned threads = 0;  // threads that read and hashed
+  uint64_t bytes_direct = 0;  // of which read past the page cache (O_DIRECT)
+  unsigned threads = 0;       // threads that read and hashed
 };
 
 // Reads every row of every shard (each `record_bytes` long, and its mask where
 // the shard has masks), in file order on options.threads threads with reads
 // of about options.read_bytes, and compares each XXH3-64 with the stored
-// checksum. options.progress, if set, is
-// called on the calling thread a few times a second and once at the end.
-// Every problem with the shards is in the result; throws only what
-// options.progress throws, or imgpack::UsageError if options.read_bytes or
-// record_bytes is 0.
+// checksum. A shard the page cache holds less than half of is read with
+// O_DIRECT (where its file system allows it): at the storage's speed, and
+// without filling the page cache; the others through the page cache.
+// options.progress, if set, is called on the calling thread a few times a
+// second and once at the end. Every problem with the shards is in the result;
+// throws only what options.progress throws, or imgpack::UsageError if
+// options.read_bytes or record_bytes is 0.
 RecordCheck check_records(std::span<const ShardRecords> shards, uint64_t record_bytes,
                           const VerifyOptions& options = {});
 

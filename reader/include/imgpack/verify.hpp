@@ -64,7 +64,10 @@ struct VerifyReport {
 
 // Verifies the dataset in `dir`. Every problem found in the dataset is in the
 // report; throws imgpack::Error only if `dir` is not a directory, and
-// imgpack::UsageError if options.read_bytes is 0.
+// imgpack::UsageError if options.read_bytes is 0. Records are read with
+// pread, in large requests: through the page cache from a shard it mostly
+// holds, past it (O_DIRECT, where the file system allows it) from a colder
+// one, at the storage's speed and without filling the page cache.
 VerifyReport verify_dataset(const std::filesystem::path& dir, const VerifyOptions& options = {});
 
 }  // namespace imgpack

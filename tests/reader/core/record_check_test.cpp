@@ -1,8 +1,14 @@
 #include "record_check.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -40,6 +46,40 @@ ShardRecords records_of(const fs::path& dir, const DatasetIndex& index, std::siz
           index.mask_bytes(),
           contents.masks_offset,
           std::move(contents.mask_checksums.values())};
+}
+
+// Bytes of [offset, offset + length) of the file at `path` that the page cache
+// holds, in whole pages.
+uint64_t resident_bytes(const fs::path& path, uint64_t offset, uint64_t length) {
+  const FileDescriptor fd = open_for_reading(path);
+  const auto size = static_cast<std::size_t>(fd.size(path));
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (map == MAP_FAILED) throw std::runtime_error("mmap failed");
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((size + page - 1) / page);
+  const int failed = ::mincore(map, size, resident.data());
+  ::munmap(map, size);
+  if (failed != 0) throw std::runtime_error("mincore failed");
+  uint64_t bytes = 0;
+  for (uint64_t p = offset / page; p * page < offset + length; ++p) {
+    if ((resident[p] & 1) != 0) bytes += page;
+  }
+  return bytes;
+}
+
+bool on_tmpfs(const fs::path& path) {
+  struct statfs fs {};
+  return ::statfs(path.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+}
+
+// Drops every shard of the dataset from the page cache (nothing maps them;
+// written back first: dirty pages would stay).
+void evict_shards(const fs::path& dir, const DatasetIndex& index) {
+  for (const std::string& file : index.shards.file) {
+    const FileDescriptor fd = open_for_reading(dir / file);
+    ASSERT_EQ(::fdatasync(fd.get()), 0) << file;
+    ASSERT_EQ(::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED), 0) << file;
+  }
 }
 
 TEST(CheckRecords, FindsTheSameRowsWhateverTheThreadsAndReadSize) {
@@ -115,35 +155,92 @@ TEST(CheckRecords, ChecksMasksApartFromImages) {
   }
 }
 
+// Whether the shards are read through the page cache or past it (evicted
+// first: O_DIRECT where the file system takes it), the same problems.
 TEST(CheckRecords, ReportsAReplacedOrShrunkFileInsteadOfReadingIt) {
+  for (const bool evicted : {false, true}) {
+    SCOPED_TRACE(evicted ? "evicted" : "cached");
+    TempDir dir;
+    const DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+    std::vector<ShardRecords> shards;
+    for (std::size_t k = 0; k < index.num_shards(); ++k)
+      shards.push_back(records_of(dir.path(), index, k));
+
+    // Shard 0 replaced by an identical copy renamed over it: another file.
+    const fs::path first = dir / index.shards.file[0];
+    fs::copy_file(first, dir / "copy.h5");
+    fs::rename(dir / "copy.h5", first);
+    // Shard 2 cut in the middle of its pixels after its structure was read.
+    const fs::path last = dir / index.shards.file[2];
+    fs::resize_file(last, test::images_offset(last) + 3 * kRecordBytes + 1);
+    if (evicted) evict_shards(dir.path(), index);
+
+    VerifyOptions options;
+    options.threads = 1;  // with more, rows of shard 2 before the cut may be skipped too
+    options.read_bytes = kRecordBytes;
+    const RecordCheck check = check_records(shards, kRecordBytes, options);
+    EXPECT_TRUE(check.mismatched.empty());
+    ASSERT_EQ(check.unreadable.size(), 2u);
+    EXPECT_EQ(check.unreadable[0].shard, 0u);
+    EXPECT_EQ(check.unreadable[0].message, first.string() + ": was replaced while being checked");
+    EXPECT_EQ(check.unreadable[1].shard, 2u);
+    EXPECT_EQ(
+        check.unreadable[1].message.rfind(last.string() + ": truncated while being checked", 0), 0u)
+        << check.unreadable[1].message;
+    // Shard 1 whole, and the three rows of shard 2 before the cut.
+    EXPECT_EQ(check.records_checked, 16u + 3u);
+    EXPECT_EQ(check.bytes_direct > 0, evicted && !on_tmpfs(dir.path()));
+  }
+}
+
+// A dataset the page cache does not hold is read past it: the same rows
+// found, in every read size (records straddle the 4 KiB blocks O_DIRECT
+// reads), and nothing left in the page cache.
+TEST(CheckRecords, ReadsAnEvictedDatasetPastThePageCacheFindingTheSameRows) {
   TempDir dir;
-  const DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  if (on_tmpfs(dir.path())) GTEST_SKIP() << "tmpfs keeps its pages and refuses O_DIRECT";
+  SyntheticOptions big;
+  big.height = 61;  // records of 61 x 37 x 3 = 6771 bytes: not a multiple of 4096
+  big.width = 37;
+  big.masks = true;
+  const DatasetIndex index = test::write_synthetic_dataset(dir.path(), big);
+  const uint64_t record_bytes = uint64_t{61} * 37 * 3;
+  const uint64_t mask_bytes = uint64_t{61} * 37;
+  for (auto [shard, row] : {std::pair<std::size_t, uint64_t>{0, 15}, {2, 0}, {2, 7}}) {
+    const fs::path path = dir / index.shards.file[shard];
+    std::string bytes = test::read_bytes(path);
+    bytes[test::images_offset(path) + row * record_bytes + 4095] ^= 0x01;
+    test::write_bytes(path, bytes);
+  }
   std::vector<ShardRecords> shards;
   for (std::size_t k = 0; k < index.num_shards(); ++k)
     shards.push_back(records_of(dir.path(), index, k));
 
-  // Shard 0 replaced by an identical copy renamed over it: another file.
-  const fs::path first = dir / index.shards.file[0];
-  fs::copy_file(first, dir / "copy.h5");
-  fs::rename(dir / "copy.h5", first);
-  // Shard 2 cut in the middle of its pixels after its structure was read.
-  const fs::path last = dir / index.shards.file[2];
-  fs::resize_file(last, test::images_offset(last) + 3 * kRecordBytes + 1);
-
-  VerifyOptions options;
-  options.threads = 1;  // with more, rows of shard 2 before the cut may be skipped too
-  options.read_bytes = kRecordBytes;
-  const RecordCheck check = check_records(shards, kRecordBytes, options);
-  EXPECT_TRUE(check.mismatched.empty());
-  ASSERT_EQ(check.unreadable.size(), 2u);
-  EXPECT_EQ(check.unreadable[0].shard, 0u);
-  EXPECT_EQ(check.unreadable[0].message, first.string() + ": was replaced while being checked");
-  EXPECT_EQ(check.unreadable[1].shard, 2u);
-  EXPECT_EQ(check.unreadable[1].message.rfind(last.string() + ": truncated while being checked", 0),
-            0u)
-      << check.unreadable[1].message;
-  // Shard 1 whole, and the three rows of shard 2 before the cut.
-  EXPECT_EQ(check.records_checked, 16u + 3u);
+  for (unsigned threads : {1u, 3u}) {
+    for (std::size_t read_bytes : {std::size_t{1}, 3 * record_bytes, std::size_t{8} << 20}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + ", read " + std::to_string(read_bytes));
+      evict_shards(dir.path(), index);
+      VerifyOptions options;
+      options.threads = threads;
+      options.read_bytes = read_bytes;
+      const RecordCheck check = check_records(shards, record_bytes, options);
+      EXPECT_TRUE(check.unreadable.empty());
+      EXPECT_EQ(check.records_checked, 40u);
+      EXPECT_EQ(check.bytes_checked, 40 * (record_bytes + mask_bytes));
+      EXPECT_EQ(check.bytes_direct, check.bytes_checked);
+      ASSERT_EQ(check.mismatched.size(), 3u);
+      EXPECT_EQ(std::tuple(check.mismatched[0].shard, check.mismatched[0].row),
+                std::tuple(0u, 15u));
+      EXPECT_EQ(std::tuple(check.mismatched[1].shard, check.mismatched[1].row), std::tuple(2u, 0u));
+      EXPECT_EQ(std::tuple(check.mismatched[2].shard, check.mismatched[2].row), std::tuple(2u, 7u));
+      for (const MismatchedRow& m : check.mismatched) EXPECT_FALSE(m.mask);
+      for (const ShardRecords& shard : shards) {
+        const uint64_t rows = shard.checksums.size();
+        EXPECT_EQ(resident_bytes(shard.path, shard.images_offset, rows * record_bytes), 0u)
+            << shard.path;
+      }
+    }
+  }
 }
 
 TEST(CheckRecords, RefusesZeroSizes) {
