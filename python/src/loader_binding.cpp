@@ -307,9 +307,10 @@ read_path: how records leave the shard files. "mapped" copies from the
   thread (io_uring), which a disk needs to reach its bandwidth; "auto" (the
   default) reads what the page cache does not hold and copies what it does,
   per chunk of a batch, so a dataset larger than memory is read and a cached
-  one copied. With order "shard-window" or "sequential", "auto" instead reads
-  whole shards into memory ahead of the reader threads, in large requests,
-  a window at a time (stats()["prefetched_bytes"]).
+  one copied. With order "sequential", or "shard-window" on a dataset the
+  page cache can hold, "auto" instead reads whole shards into memory ahead of
+  the reader threads, in large requests, a window at a time
+  (stats()["prefetched_bytes"]).
 direct_io: whether those reads bypass the page cache (O_DIRECT): "auto" when
   the dataset is larger than the memory the page cache may use (physical
   memory or the process's memory cgroup limit), "on", "off".

@@ -344,12 +344,16 @@ std::size_t LoaderCore::unit_end(const EpochBatches& work, std::size_t unit) con
 // takes half the memory the page cache may use besides the ring, and only
 // where a window of the largest shards fits in that: a window that does not
 // fit would be evicted while it is read (the read path serves it instead,
-// record by record).
+// record by record). A shard-window epoch of a dataset larger than memory
+// (records read with O_DIRECT) does without it: filling the page cache with
+// shards that are dropped after one use costs more than reading the window's
+// records past it, many in flight (docs/BENCHMARKS.md, "Cold reads").
 void LoaderCore::start_prefetch(uint64_t memory) {
   const OrderMode mode = options_.order.mode;
   if (options_.read_path != ReadPath::automatic || direct_ ||
       options_.order.sampling != Sampling::uniform ||
-      (mode != OrderMode::shard_window && mode != OrderMode::sequential)) {
+      (mode != OrderMode::shard_window && mode != OrderMode::sequential) ||
+      (mode == OrderMode::shard_window && shard_files_ && shard_files_->direct())) {
     return;
   }
   const uint64_t budget = memory > ring_host_bytes_ ? (memory - ring_host_bytes_) / 2 : 0;

@@ -43,6 +43,8 @@ class ShardFiles {
   // `direct`: open with O_DIRECT where the file system allows it.
   ShardFiles(const Dataset& dataset, Layer layer, bool direct);
   ~ShardFiles();
+  // Whether O_DIRECT was asked for (a file system may still refuse it).
+  bool direct() const { return direct_; }
   ShardFiles(const ShardFiles&) = delete;
   ShardFiles& operator=(const ShardFiles&) = delete;
 

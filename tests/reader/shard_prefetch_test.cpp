@@ -59,8 +59,9 @@ class ShardPrefetchTest : public ::testing::Test {
   };
 
   // Two epochs, each read from an evicted page cache unless `warm`.
-  Run read(OrderMode mode, ReadPath path, bool warm) {
+  Run read(OrderMode mode, ReadPath path, bool warm, DirectIo direct_io = DirectIo::automatic) {
     LoaderOptions o;
+    o.direct_io = direct_io;
     o.batch_size = 8;
     o.threads = 2;
     o.prefetch = 3;
@@ -113,6 +114,19 @@ TEST_F(ShardPrefetchTest, DeliversWhatTheMappingDeliversReadingEachShardOnce) {
     EXPECT_EQ(warm.stats.prefetched_bytes, 0u);
     EXPECT_GE(warm.stats.prefetch_cached_shards, 2 * dataset_.num_shards());
   }
+}
+
+// A shard-window epoch read past the page cache (O_DIRECT: a dataset larger
+// than memory) reads the window's records, not whole shards: the same bytes
+// in the same order.
+TEST_F(ShardPrefetchTest, ShardWindowPastThePageCacheReadsRecordsInstead) {
+  const Run mapped = read(OrderMode::shard_window, ReadPath::mapped, true);
+  const Run direct = read(OrderMode::shard_window, ReadPath::automatic, false, DirectIo::on);
+  EXPECT_EQ(direct.records, mapped.records);
+  EXPECT_EQ(direct.bytes, mapped.bytes);
+  EXPECT_EQ(direct.stats.prefetched_bytes, 0u);
+  // Every record delivered was read (and some read ahead into a third epoch).
+  EXPECT_GE(direct.stats.records_read, direct.stats.images);
 }
 
 // The prefetcher driven by hand, as the loader drives it: readers wait for

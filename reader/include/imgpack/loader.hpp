@@ -88,7 +88,10 @@ enum class LastBatch { drop, pad, partial };
 //              chunk's first record (Dataset::record_cached) or the order is
 //              sequential (the kernel's readahead serves it), else read. A
 //              page-cached dataset stays on the mapped path; one larger than
-//              memory is read.
+//              memory is read. In sequential order, and in shard-window
+//              order of a dataset read through the page cache (DirectIo),
+//              whole shards are read into memory ahead of the reader threads
+//              instead, in large requests (LoaderStats::prefetched_bytes).
 // The bytes delivered are the same on every path.
 enum class ReadPath { automatic, mapped, read };
 
@@ -427,7 +430,7 @@ struct LoaderStats {
   // mappings.
   uint64_t records_read = 0;
   // Bytes of shards read into the page cache ahead of the reader threads
-  // (shard-window and sequential orders on ReadPath::automatic), and shards
+  // (ReadPath::automatic: see ReadPath), and shards
   // the page cache held already when their turn came. Cumulative over the
   // loader's life: reset_stats() leaves them.
   uint64_t prefetched_bytes = 0;
