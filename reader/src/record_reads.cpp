@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <string>
 
 #include "imgpack/error.hpp"
@@ -13,12 +14,6 @@ namespace imgpack::detail {
 
 namespace {
 
-// O_DIRECT's alignment of offsets, lengths and buffers (the logical block
-// size of most devices is 512 or 4096; 4096 serves both).
-constexpr std::size_t kDirectAlign = 4096;
-
-uint64_t align_down(uint64_t n) { return n / kDirectAlign * kDirectAlign; }
-uint64_t align_up(uint64_t n) { return (n + kDirectAlign - 1) / kDirectAlign * kDirectAlign; }
 bool aligned(uint64_t n) { return n % kDirectAlign == 0; }
 
 std::string row_of(const Dataset& dataset, uint64_t r) {
@@ -54,11 +49,8 @@ ShardFiles::Opened ShardFiles::open_shard(std::size_t k) const {
   const std::filesystem::path path = dataset_.shard_path(k);
   const int flags = O_RDONLY | O_CLOEXEC;
   if (direct_) {
-    const int fd = ::open(path.c_str(), flags | O_DIRECT);
-    if (fd >= 0) return {fd, true};
-    // EINVAL: the file system has no O_DIRECT (tmpfs, some FUSE). Anything
-    // else fails the plain open below too, which names it.
-    if (errno != EINVAL) throw system_error(path, "cannot open for reading", errno);
+    // Nothing where the file system has no O_DIRECT: read through the cache.
+    if (std::optional<FileDescriptor> fd = open_direct(path)) return {fd->release(), true};
   }
   const int fd = ::open(path.c_str(), flags);
   if (fd < 0) throw system_error(path, "cannot open for reading", errno);

@@ -73,6 +73,13 @@ std::optional<DirectoryLock> DirectoryLock::try_acquire(const std::filesystem::p
   return DirectoryLock(std::move(fd));
 }
 
+std::optional<FileDescriptor> open_direct(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+  if (fd >= 0) return FileDescriptor(fd);
+  if (errno == EINVAL) return std::nullopt;
+  throw system_error(path, "cannot open for reading", errno);
+}
+
 void FreeIoBuffer::operator()(uint8_t* p) const { std::free(p); }
 
 IoBuffer allocate_io_buffer(std::size_t bytes) {

@@ -89,6 +89,17 @@ class DirectoryLock {
   FileDescriptor fd_;
 };
 
+// O_DIRECT's alignment of offsets, lengths and buffers (the logical block
+// size of most devices is 512 or 4096; 4096 serves both).
+inline constexpr std::size_t kDirectAlign = 4096;
+inline uint64_t align_down(uint64_t n) { return n / kDirectAlign * kDirectAlign; }
+inline uint64_t align_up(uint64_t n) { return align_down(n + kDirectAlign - 1); }
+
+// Opens `path` read-only with O_DIRECT, or returns nothing where its file
+// system refuses O_DIRECT (EINVAL: tmpfs, some FUSE file systems). Throws
+// imgpack::Error naming `path` on any other failure.
+std::optional<FileDescriptor> open_direct(const std::filesystem::path& path);
+
 // Memory for O_DIRECT reads: aligned to 4096 bytes and, from 1 MiB up, to
 // 2 MiB and backed by transparent huge pages where the kernel has them
 // (madvise(MADV_HUGEPAGE); its size is then rounded up to 2 MiB). A direct

@@ -31,17 +31,9 @@ namespace {
 // More threads than this only add contention (and each holds a read buffer).
 constexpr std::size_t kMaxThreads = 256;
 
-// Shards the page cache does not hold are read past it (O_DIRECT), with
-// offsets, lengths and buffers aligned to this (the logical block size of
-// the file systems that take O_DIRECT, or a multiple of it).
-constexpr uint64_t kDirectAlign = 4096;
-
 // A shard at least this much in the page cache is read through it (at memory
 // speed); a colder one with O_DIRECT, which costs the CPU no page cache to fill.
 constexpr double kCachedEnough = 0.5;
-
-uint64_t align_down(uint64_t n) { return n / kDirectAlign * kDirectAlign; }
-uint64_t align_up(uint64_t n) { return align_down(n + kDirectAlign - 1); }
 
 // The share of the file's pages the page cache holds (mincore on a mapping
 // that nothing reads through, so a file that shrinks cannot raise SIGBUS);
@@ -62,15 +54,6 @@ double cached_fraction(const fs::path& path) {
   const auto cached =
       std::count_if(pages.begin(), pages.end(), [](unsigned char p) { return (p & 1) != 0; });
   return static_cast<double>(cached) / static_cast<double>(pages.size());
-}
-
-// Opens `path` with O_DIRECT, or returns nothing where its file system
-// refuses O_DIRECT (EINVAL: tmpfs, some FUSE file systems).
-std::optional<FileDescriptor> open_direct(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
-  if (fd >= 0) return FileDescriptor(fd);
-  if (errno == EINVAL) return std::nullopt;
-  throw system_error(path, "cannot open", errno);
 }
 
 // Reads up to `length` bytes at `offset` (both aligned) with O_DIRECT;
