@@ -224,6 +224,7 @@ void ShardPrefetch::start_job(std::unique_lock<std::mutex>& lock, Plan& plan) {
   const std::size_t v = plan.next_load++;
   const uint32_t shard = plan.visits[v].shard;
   if (holds_[shard] > 0) {  // still in memory for a visit of the epoch before
+    cached_visits_.fetch_add(1, std::memory_order_relaxed);
     finish_visit(plan, v);
     return;
   }

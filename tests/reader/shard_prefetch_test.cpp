@@ -108,7 +108,8 @@ TEST_F(ShardPrefetchTest, DeliversWhatTheMappingDeliversReadingEachShardOnce) {
     EXPECT_GE(cold.stats.prefetched_bytes, pixels);
     EXPECT_LE(cold.stats.prefetched_bytes, 2 * pixels);
     EXPECT_EQ(cold.stats.records_read, 0u);
-    // From the page cache: nothing to read, every shard recognised.
+    // From the page cache: nothing to read, every visit recognised, including
+    // one that finds its shard still held for the epoch before.
     const Run warm = read(mode, ReadPath::automatic, true);
     EXPECT_EQ(warm.bytes, mapped.bytes);
     EXPECT_EQ(warm.stats.prefetched_bytes, 0u);
