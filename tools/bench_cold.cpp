@@ -3,7 +3,6 @@
 // start cold.
 #include "bench_cold.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -26,10 +25,7 @@ namespace imgpack::cli {
 
 namespace {
 
-constexpr std::size_t kAlign = 4096;  // O_DIRECT's alignment of buffers, offsets and lengths
 constexpr std::size_t kSequentialRequest = std::size_t{4} << 20;
-
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 struct ShardFile {
   std::filesystem::path path;
@@ -46,17 +42,15 @@ std::optional<std::vector<ShardFile>> open_shards(const Dataset& dataset, bool d
     ShardFile file;
     file.path = dataset.shard_path(k);
     file.size = std::filesystem::file_size(file.path);
-    const int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-    if (fd < 0) {
-      const int error = errno;
-      if (direct && error == EINVAL) {
-        why = file.path.string() + ": the file system refuses O_DIRECT (" + std::strerror(error) +
-              ")";
-        return std::nullopt;
-      }
-      throw system_error(file.path, "cannot open for reading", error);
+    if (!direct) {
+      file.fd = open_for_reading(file.path);
+    } else if (std::optional<FileDescriptor> fd = open_direct(file.path)) {
+      file.fd = std::move(*fd);
+    } else {
+      why =
+          file.path.string() + ": the file system refuses O_DIRECT (" + std::strerror(EINVAL) + ")";
+      return std::nullopt;
     }
-    file.fd = FileDescriptor(fd);
     files.push_back(std::move(file));
   }
   return files;
@@ -136,7 +130,7 @@ double random_rate(const std::vector<ShardFile>& files, std::size_t request, uns
                        std::size_t f = 0;
                        while (at >= files[f].size) at -= files[f++].size;
                        const uint64_t last = files[f].size > request ? files[f].size - request : 0;
-                       const uint64_t offset = std::min(at, last) / kAlign * kAlign;
+                       const uint64_t offset = align_down(std::min(at, last));
                        const std::size_t got = read_at(files[f], buffer, request, offset);
                        return got > 0 ? got : 1;  // an empty file: count on, not stop
                      });
@@ -179,7 +173,7 @@ StorageReference measure_storage(const Dataset& dataset, double seconds) {
     std::string unused;
     files = open_shards(dataset, false, unused);
   }
-  const std::size_t request = round_up(dataset.record_bytes(), kAlign);
+  const std::size_t request = align_up(dataset.record_bytes());
   // Without O_DIRECT every pattern starts from an evicted cache; with it the
   // cache is not involved.
   auto fresh = [&] {
