@@ -2,7 +2,7 @@
 //
 // A disk reaches its bandwidth only with many requests queued: the loader's
 // read path keeps a chunk's records in flight at once from each reader
-// thread, and the record check reads ahead while it hashes. ReadQueue
+// thread. ReadQueue
 // submits reads through io_uring (Linux 5.7 and later, called through its
 // system calls: no library) and hands back their completions in any order.
 // Where io_uring is missing or refused (an older kernel, a seccomp filter,
