@@ -7,10 +7,12 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "imgpack/checksum.hpp"
@@ -46,6 +48,34 @@ ShardRecords records_of(const fs::path& dir, const DatasetIndex& index, std::siz
           index.mask_bytes(),
           contents.masks_offset,
           std::move(contents.mask_checksums.values())};
+}
+
+std::vector<ShardRecords> records_of_all(const fs::path& dir, const DatasetIndex& index) {
+  std::vector<ShardRecords> shards;
+  for (std::size_t k = 0; k < index.num_shards(); ++k) shards.push_back(records_of(dir, index, k));
+  return shards;
+}
+
+// The (shard, row) records that damage_rows() damages, in check order.
+constexpr std::array<std::pair<std::size_t, uint64_t>, 3> kDamagedRows{{{0, 15}, {2, 0}, {2, 7}}};
+
+// Flips one bit at byte `at` of each kDamagedRows record's image.
+void damage_rows(const fs::path& dir, const DatasetIndex& index, uint64_t record_bytes,
+                 uint64_t at) {
+  for (const auto& [shard, row] : kDamagedRows) {
+    const fs::path path = dir / index.shards.file[shard];
+    std::string bytes = test::read_bytes(path);
+    bytes[test::images_offset(path) + row * record_bytes + at] ^= 0x01;
+    test::write_bytes(path, bytes);
+  }
+}
+
+// The check found exactly the records damage_rows() damaged.
+void expect_damaged_rows(const RecordCheck& check) {
+  ASSERT_EQ(check.mismatched.size(), kDamagedRows.size());
+  for (std::size_t i = 0; i < kDamagedRows.size(); ++i) {
+    EXPECT_EQ(std::pair(check.mismatched[i].shard, check.mismatched[i].row), kDamagedRows[i]) << i;
+  }
 }
 
 // Bytes of [offset, offset + length) of the file at `path` that the page cache
@@ -85,15 +115,8 @@ void evict_shards(const fs::path& dir, const DatasetIndex& index) {
 TEST(CheckRecords, FindsTheSameRowsWhateverTheThreadsAndReadSize) {
   TempDir dir;
   const DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
-  for (auto [shard, row] : {std::pair<std::size_t, uint64_t>{0, 15}, {2, 0}, {2, 7}}) {
-    const fs::path path = dir / index.shards.file[shard];
-    std::string bytes = test::read_bytes(path);
-    bytes[test::images_offset(path) + row * kRecordBytes + 11] ^= 0x01;
-    test::write_bytes(path, bytes);
-  }
-  std::vector<ShardRecords> shards;
-  for (std::size_t k = 0; k < index.num_shards(); ++k)
-    shards.push_back(records_of(dir.path(), index, k));
+  damage_rows(dir.path(), index, kRecordBytes, 11);
+  const std::vector<ShardRecords> shards = records_of_all(dir.path(), index);
 
   for (unsigned threads : {1u, 2u, 7u}) {
     for (std::size_t read_bytes : {std::size_t{1}, 3 * kRecordBytes, std::size_t{8} << 20}) {
@@ -105,13 +128,7 @@ TEST(CheckRecords, FindsTheSameRowsWhateverTheThreadsAndReadSize) {
       EXPECT_TRUE(check.unreadable.empty());
       EXPECT_EQ(check.records_checked, 40u);
       EXPECT_EQ(check.bytes_checked, 40 * kRecordBytes);
-      ASSERT_EQ(check.mismatched.size(), 3u);
-      EXPECT_EQ(check.mismatched[0].shard, 0u);
-      EXPECT_EQ(check.mismatched[0].row, 15u);
-      EXPECT_EQ(check.mismatched[1].shard, 2u);
-      EXPECT_EQ(check.mismatched[1].row, 0u);
-      EXPECT_EQ(check.mismatched[2].shard, 2u);
-      EXPECT_EQ(check.mismatched[2].row, 7u);
+      expect_damaged_rows(check);
     }
   }
 }
@@ -131,9 +148,7 @@ TEST(CheckRecords, ChecksMasksApartFromImages) {
   bytes[test::images_offset(path) + 2 * kRecordBytes + 5] ^= 0x01;
   bytes[test::masks_offset(path) + 2 * mask_bytes] ^= 0x01;
   test::write_bytes(path, bytes);
-  std::vector<ShardRecords> shards;
-  for (std::size_t k = 0; k < index.num_shards(); ++k)
-    shards.push_back(records_of(dir.path(), index, k));
+  const std::vector<ShardRecords> shards = records_of_all(dir.path(), index);
 
   for (std::size_t read_bytes : {std::size_t{1}, 4 * kRecordBytes, std::size_t{8} << 20}) {
     VerifyOptions verify;
@@ -162,9 +177,7 @@ TEST(CheckRecords, ReportsAReplacedOrShrunkFileInsteadOfReadingIt) {
     SCOPED_TRACE(evicted ? "evicted" : "cached");
     TempDir dir;
     const DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
-    std::vector<ShardRecords> shards;
-    for (std::size_t k = 0; k < index.num_shards(); ++k)
-      shards.push_back(records_of(dir.path(), index, k));
+    const std::vector<ShardRecords> shards = records_of_all(dir.path(), index);
 
     // Shard 0 replaced by an identical copy renamed over it: another file.
     const fs::path first = dir / index.shards.file[0];
@@ -206,15 +219,8 @@ TEST(CheckRecords, ReadsAnEvictedDatasetPastThePageCacheFindingTheSameRows) {
   const DatasetIndex index = test::write_synthetic_dataset(dir.path(), big);
   const uint64_t record_bytes = uint64_t{61} * 37 * 3;
   const uint64_t mask_bytes = uint64_t{61} * 37;
-  for (auto [shard, row] : {std::pair<std::size_t, uint64_t>{0, 15}, {2, 0}, {2, 7}}) {
-    const fs::path path = dir / index.shards.file[shard];
-    std::string bytes = test::read_bytes(path);
-    bytes[test::images_offset(path) + row * record_bytes + 4095] ^= 0x01;
-    test::write_bytes(path, bytes);
-  }
-  std::vector<ShardRecords> shards;
-  for (std::size_t k = 0; k < index.num_shards(); ++k)
-    shards.push_back(records_of(dir.path(), index, k));
+  damage_rows(dir.path(), index, record_bytes, 4095);
+  const std::vector<ShardRecords> shards = records_of_all(dir.path(), index);
 
   for (unsigned threads : {1u, 3u}) {
     for (std::size_t read_bytes : {std::size_t{1}, 3 * record_bytes, std::size_t{8} << 20}) {
@@ -228,11 +234,7 @@ TEST(CheckRecords, ReadsAnEvictedDatasetPastThePageCacheFindingTheSameRows) {
       EXPECT_EQ(check.records_checked, 40u);
       EXPECT_EQ(check.bytes_checked, 40 * (record_bytes + mask_bytes));
       EXPECT_EQ(check.bytes_direct, check.bytes_checked);
-      ASSERT_EQ(check.mismatched.size(), 3u);
-      EXPECT_EQ(std::tuple(check.mismatched[0].shard, check.mismatched[0].row),
-                std::tuple(0u, 15u));
-      EXPECT_EQ(std::tuple(check.mismatched[1].shard, check.mismatched[1].row), std::tuple(2u, 0u));
-      EXPECT_EQ(std::tuple(check.mismatched[2].shard, check.mismatched[2].row), std::tuple(2u, 7u));
+      expect_damaged_rows(check);
       for (const MismatchedRow& m : check.mismatched) EXPECT_FALSE(m.mask);
       for (const ShardRecords& shard : shards) {
         const uint64_t rows = shard.checksums.size();
