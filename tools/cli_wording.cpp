@@ -10,7 +10,7 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 45> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 46> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"ConvertOptions::variants", "--variants"},
@@ -56,6 +56,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 45> kWording
     {"SampleDataOptions::groups", "--groups"},
     {"SampleDataOptions::per_class", "--per-class"},
     {"SampleDataOptions::width and height", "--size"},
+    {"verify_dataset()", "imgpack verify"},
 }};
 
 }  // namespace

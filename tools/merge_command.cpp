@@ -12,12 +12,14 @@ namespace {
 
 struct MergeArgs {
   std::string out;
+  unsigned threads = 0;
   bool quiet = false, json = false;
 };
 
 int run_merge(const MergeArgs& args) {
   MergeOptions options;
   options.out = args.out;
+  options.threads = args.threads;
   const MergeResult result = merge(options);
   for (const std::string& warning : result.split_warnings) {
     std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
@@ -56,12 +58,17 @@ void add_merge_command(CLI::App& app, Action& action) {
       "merge",
       "Join the parts that 'convert --part I/N' wrote into OUT/parts/ into one dataset in OUT");
   cmd->add_option("OUT", args->out, "The OUT the parts were converted into")->required();
+  cmd->add_option("--threads", args->threads,
+                  "Threads checking the parts' records (default: all cores)");
   cmd->add_flag("--quiet,-q", args->quiet, "No summary line");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->footer(
       "\nChecks that all N parts are present, complete, made with the same options from the "
-      "same input listing, and together hold every input once; only then renames their shards "
-      "into OUT and writes index.h5, last. Splits given with --split are computed here. A merge "
+      "same input listing, and together hold every input once, and checks every shard of every "
+      "part as 'imgpack verify' does (structure, place, every record's checksum); only then "
+      "renames their shards into OUT and writes index.h5, last. A damaged part is refused "
+      "(exit 2, OUT unchanged): 'convert --part I/N --resume' converts it again. Splits given with "
+      "--split are computed here. A merge "
       "stopped midway (kill -9, power loss) finishes when run again.");
   cmd->callback([args, &action] { action = [args] { return run_merge(*args); }; });
 }

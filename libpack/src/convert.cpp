@@ -299,13 +299,18 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   result.height = plan.shape.height;
   result.channels = plan.shape.channels;
   result.uuid = plan.uuid;
+  std::string damage;
   if (options.resume && !options.overwrite && output_is_complete(options, plan)) {
-    result = already_complete(options, std::move(result));
-    result.seconds = seconds_since(start);
-    return result;
+    damage = discard_if_damaged(options);
+    if (damage.empty()) {
+      result = already_complete(options, std::move(result));
+      result.seconds = seconds_since(start);
+      return result;
+    }
   }
 
-  const ResumePoint resume = prepare_output(options, plan);
+  ResumePoint resume = prepare_output(options, plan);
+  if (!damage.empty()) resume.notes.insert(resume.notes.begin(), damage);
   DatasetIndex index = planned_index(options, plan);
   DatasetWriter writer(options.out, plan.shape, options.shard_size, plan.uuid,
                        uint64_t{options.variants} * (plan.order.size() - resume.next_position),

@@ -23,6 +23,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/split.hpp"
+#include "merge_check.hpp"
 #include "merge_plan.hpp"
 
 namespace imgpack {
@@ -169,6 +170,16 @@ void remove_parts(const fs::path& out) {
   fsync_path(out);
 }
 
+// OUT holds a dataset that a merge made: its index.h5, and a report.json
+// that lists the parts it was merged from.
+bool merged_already(const fs::path& out) {
+  if (!path_exists(out / format::kIndexFile)) return false;
+  std::vector<uint8_t> bytes;
+  if (!read_file(out / format::kReportFile, bytes).empty()) return false;
+  const json report = json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  return report.is_object() && report.contains("parts");
+}
+
 // Refuses an OUT holding anything but the parts (and what a merge that was
 // interrupted left: its journal, shards and temporary files).
 void check_output(const fs::path& out, bool resuming) {
@@ -194,15 +205,26 @@ MergeResult merge(const MergeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const fs::path& out = options.out;
   if (!fs::is_directory(out)) throw UsageError(out.string() + ": not a directory");
-  if (!fs::is_directory(out / kPartsFolder) && !path_exists(out / kMergeJournalFile)) {
-    throw UsageError(out.string() + ": no parts to merge (" + (out / kPartsFolder).string() +
-                     " does not exist; ConvertOptions::part I/N converts part I there)");
-  }
   std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
   if (!lock) {
     throw UsageError(out.string() + ": another merge, conversion or split is writing to it now");
   }
   MergeResult result;
+  if (!fs::is_directory(out / kPartsFolder) && !path_exists(out / kMergeJournalFile)) {
+    // A merge stopped after its last step (the journal's removal) left a
+    // finished dataset: running it again has nothing left to do.
+    if (merged_already(out)) {
+      const DatasetIndex done = read_index(out);
+      result.records = done.num_records();
+      result.samples = done.num_samples();
+      result.shards = done.num_shards();
+      result.uuid = done.uuid;
+      result.resumed = true;
+      return result;
+    }
+    throw UsageError(out.string() + ": no parts to merge (" + (out / kPartsFolder).string() +
+                     " does not exist; ConvertOptions::part I/N converts part I there)");
+  }
   const bool journaled = path_exists(out / kMergeJournalFile);
   if (journaled && path_exists(out / format::kIndexFile)) {
     // Stopped after index.h5: only the parts' folders are left to remove.
@@ -232,9 +254,11 @@ MergeResult merge(const MergeOptions& options) {
                        ": an interrupted merge of other parts; its shards are already in " +
                        out.string() + ", so these parts cannot be merged there");
     }
-  } else {
-    write_file_atomic(out / kMergeJournalFile, journal);
   }
+  // Every shard, pixels included, before the first is renumbered: merging
+  // rewrites what would tell a damaged shard from a good one.
+  check_adopted_shards(out, plan, journaled, options.threads);
+  if (!journaled) write_file_atomic(out / kMergeJournalFile, journal);
   for (const ShardMove& move : plan.moves) move_shard(out, move);
 
   result.parts = static_cast<uint32_t>(plan.parts.size());

@@ -19,6 +19,8 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
+constexpr int64_t kNoSample = -1;  // a shard row no record of the index is at (yet)
+
 std::string read_text(const fs::path& path) {
   std::vector<uint8_t> bytes;
   const std::string problem = read_file(path, bytes);
@@ -185,7 +187,8 @@ void join_parts(MergePlan& plan) {
   merged.masks = first.masks;
   merged.mask_fill = first.mask_fill;
   merged.mask_class_names = first.mask_class_names;
-  for (const PartDataset& part : plan.parts) {
+  for (std::size_t p = 0; p < plan.parts.size(); ++p) {
+    const PartDataset& part = plan.parts[p];
     const DatasetIndex& index = part.index;
     const auto sample_base = static_cast<int64_t>(merged.num_samples());
     const auto shard_base = static_cast<uint32_t>(merged.num_shards());
@@ -199,14 +202,34 @@ void join_parts(MergePlan& plan) {
       const auto shard = static_cast<uint32_t>(shard_base + k);
       merged.shards.file.push_back(format::shard_file_name(shard));
       merged.shards.records.push_back(index.shards.records[k]);
-      plan.moves.push_back({folder + index.shards.file[k], format::shard_file_name(shard), shard,
-                            std::vector<int64_t>(index.shards.records[k])});
+      const std::size_t rows = index.shards.records[k];
+      ShardMove move;
+      move.from = folder + index.shards.file[k];
+      move.to = format::shard_file_name(shard);
+      move.shard = shard;
+      move.samples.assign(rows, kNoSample);
+      move.part = p;
+      move.part_shard = static_cast<uint32_t>(k);
+      move.part_samples.assign(rows, kNoSample);
+      move.variants.resize(rows);
+      move.labels.resize(rows);
+      plan.moves.push_back(std::move(move));
     }
     for (std::size_t r = 0; r < index.num_records(); ++r) {
       const int64_t sample = index.records.sample[r] + sample_base;
       merged.records.push_back(index.records.shard[r] + shard_base, index.records.row[r], sample,
                                index.records.variant[r]);
-      plan.moves[index.records.shard[r] + shard_base].samples.at(index.records.row[r]) = sample;
+      ShardMove& move = plan.moves[index.records.shard[r] + shard_base];
+      const std::size_t row = index.records.row[r];
+      if (move.samples.at(row) != kNoSample) {
+        throw UsageError(part.dir.string() + ": its " + format::kIndexFile +
+                         " places two records at " + index.shards.file[index.records.shard[r]] +
+                         " row " + std::to_string(row));
+      }
+      move.samples[row] = sample;
+      move.part_samples[row] = index.records.sample[r];
+      move.variants[row] = index.records.variant[r];
+      move.labels[row] = index.sample_label[static_cast<std::size_t>(index.records.sample[r])];
     }
   }
   merged.validate("the merged index");

@@ -25,14 +25,21 @@ struct PartDataset {
   uint64_t skipped = 0;  // the inputs its report lists as skipped
 };
 
-// Shard `shard` of the merged dataset: the part shard `from` (relative to
-// OUT), renamed to `to` once its /sample column holds `samples` and its
-// shard_index attribute `shard`.
+// Shard `shard` of the merged dataset: shard `part_shard` of part `part`,
+// the file `from` (relative to OUT), renamed to `to` once its /sample column
+// holds `samples` (instead of `part_samples`) and its shard_index attribute
+// `shard`. Its /variant and /labels columns stay as they are: `variants` and
+// `labels`, row by row.
 struct ShardMove {
   std::string from;
   std::string to;
   uint32_t shard = 0;
   std::vector<int64_t> samples;
+  std::size_t part = 0;  // index into MergePlan::parts
+  uint32_t part_shard = 0;
+  std::vector<int64_t> part_samples;
+  std::vector<uint16_t> variants;
+  std::vector<int32_t> labels;
 };
 
 struct MergePlan {

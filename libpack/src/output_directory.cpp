@@ -7,6 +7,7 @@
 #include "h5.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "imgpack/verify.hpp"
 #include "record_check.hpp"
 #include "shard_check.hpp"
 
@@ -102,7 +103,8 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
                                       shape.width,
                                       shape.channels,
                                       "the conversion being resumed",
-                                      options.has_masks()};
+                                      options.has_masks(),
+                                      std::nullopt};
       ShardContents contents = read_shard(path, expected, fd.size(path));
       // Records must be the variants of the next samples, in order.
       for (uint64_t row = 0; row < entry.records; ++row) {
@@ -163,6 +165,31 @@ bool output_is_complete(const ConvertOptions& options, const ConversionPlan& pla
   } catch (const Error&) {
     return false;
   }
+}
+
+std::string discard_if_damaged(const ConvertOptions& options) {
+  VerifyOptions verify;
+  verify.threads = options.threads;
+  const VerifyReport report = verify_dataset(options.out, verify);
+  if (report.ok()) return "";
+  std::string problem;
+  if (!report.errors.empty()) {
+    problem = report.errors.front();
+  } else {
+    const BadRecord& bad = report.bad_records.front();
+    problem =
+        file_error(options.out / bad.shard_file,
+                   std::string(bad.mask ? "the mask of " : "") + "row " + std::to_string(bad.row) +
+                       " (" + bad.sample_path + ") does not match its stored checksum")
+            .what();
+  }
+  const std::size_t more = report.errors.size() + report.bad_records.size() - 1;
+  if (more > 0) problem += " (and " + std::to_string(more) + " more problems)";
+  remove_file(options.out / format::kIndexFile);
+  fsync_path(options.out);
+  return problem +
+         "; the complete dataset there was damaged since it was converted, so it is "
+         "converted again";
 }
 
 DirectoryLock lock_output(const ConvertOptions& options) {

@@ -50,4 +50,12 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
 // has the plan's uuid), which --resume then has nothing to add to.
 bool output_is_complete(const ConvertOptions& options, const ConversionPlan& plan);
 
+// For a complete dataset in OUT that --resume finds: verifies it whole
+// (verify_dataset(), on options.threads threads) and returns "" if it is
+// intact. Otherwise removes its index.h5, so that no reader accepts it and
+// prepare_output() converts it again, and returns what was wrong, naming the
+// file (a shard damaged since the conversion: flipped, truncated, swapped or
+// replaced).
+std::string discard_if_damaged(const ConvertOptions& options);
+
 }  // namespace imgpack

@@ -10,8 +10,12 @@
 
 #include <atomic>
 #include <cstddef>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "imgpack/loader.hpp"
@@ -19,6 +23,38 @@
 namespace imgpack::python {
 
 namespace py = pybind11;
+
+// Runs `work()` with the interpreter lock released, takes the lock back and
+// returns what `work` returned (or throws what it threw). The lock is taken
+// back in plain code, never in a destructor: at interpreter exit, a daemon
+// thread asking for the lock is ended by pthread_exit, whose unwinding must
+// pass through every frame, and reaching a noexcept one (such as
+// py::gil_scoped_release's destructor) is std::terminate.
+template <class Work>
+auto without_gil(Work&& work) -> std::invoke_result_t<Work&> {
+  using Result = std::invoke_result_t<Work&>;
+  PyThreadState* state = PyEval_SaveThread();
+  std::exception_ptr error;
+  if constexpr (std::is_void_v<Result>) {
+    try {
+      work();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    PyEval_RestoreThread(state);
+    if (error) std::rethrow_exception(error);
+  } else {
+    std::optional<Result> result;
+    try {
+      result.emplace(work());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    PyEval_RestoreThread(state);
+    if (error) std::rethrow_exception(error);
+    return std::move(*result);
+  }
+}
 
 // One delivered batch and everything that reads it: the Python Batch, each
 // Array taken from it and each DLPack capsule or tensor made from those hold

@@ -106,10 +106,9 @@ void register_dataset(py::module_& m) {
   py::class_<Dataset>(m, "Dataset", kDatasetDoc)
       .def(py::init([](const py::object& path, bool verify_checksums) {
              const std::string dir = py::str(py::module_::import("os").attr("fspath")(path));
-             py::gil_scoped_release unlocked;
              DatasetOpenOptions options;
              options.verify_checksums = verify_checksums;
-             return Dataset::open(dir, options);
+             return without_gil([&] { return Dataset::open(dir, options); });
            }),
            "path"_a, py::kw_only(), "verify_checksums"_a = false,
            "Opens and validates the dataset in directory `path` (str or os.PathLike).")
@@ -135,11 +134,7 @@ void register_dataset(py::module_& m) {
           "classes", [](const Dataset& d) { return d.index().class_names; },
           "Class names by label (list of str).")
       .def_property_readonly(
-          "groups",
-          [](const Dataset& d) {
-            py::gil_scoped_release unlocked;
-            return d.group_names();
-          },
+          "groups", [](const Dataset& d) { return without_gil([&] { return d.group_names(); }); },
           "Group names by group id (list of str), read from index.h5 on each access.")
       .def_property_readonly("has_masks", &Dataset::has_masks,
                              "Whether every record has a segmentation mask (Batch.masks).")
@@ -167,11 +162,7 @@ void register_dataset(py::module_& m) {
       .def_property_readonly(
           "sample_paths",
           [](const Dataset& d) {
-            std::vector<std::string> paths;
-            {
-              py::gil_scoped_release unlocked;
-              paths = d.sample_paths();
-            }
+            const std::vector<std::string> paths = without_gil([&] { return d.sample_paths(); });
             return string_array(paths);
           },
           "Per sample: its source path relative to the converted directory (object array of str),\n"
@@ -183,8 +174,7 @@ void register_dataset(py::module_& m) {
               throw py::index_error("sample " + std::to_string(s) + " of " +
                                     std::to_string(d.num_samples()));
             }
-            py::gil_scoped_release unlocked;
-            return d.sample_path(s);
+            return without_gil([&] { return d.sample_path(s); });
           },
           "sample"_a, "The source path of one sample, read from index.h5 without the others.")
       .def_property_readonly(

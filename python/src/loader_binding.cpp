@@ -28,9 +28,10 @@ constexpr std::chrono::milliseconds kSignalCheckInterval{20};
 class PyLoader {
  public:
   PyLoader(Dataset dataset, const LoaderOptions& options) : dataset_(std::move(dataset)) {
-    py::gil_scoped_release unlocked;
-    const CurrentDeviceGuard keep(options.device);
-    loader_ = std::make_unique<Loader>(dataset_, options);
+    without_gil([&] {
+      const CurrentDeviceGuard keep(options.device);
+      loader_ = std::make_unique<Loader>(dataset_, options);
+    });
   }
 
   // Joins the reader threads with the interpreter lock held: they never need
@@ -45,16 +46,14 @@ class PyLoader {
     if (!loader_) return;
     if (busy_) throw std::runtime_error("Loader.close() while another thread waits in it");
     std::unique_ptr<Loader> loader = std::move(loader_);
-    py::gil_scoped_release unlocked;
-    loader.reset();
+    without_gil([&] { loader.reset(); });
   }
 
   void set_epoch(uint64_t epoch) {
     Loader& loader = open_loader();
     {
       const Busy busy(busy_);
-      py::gil_scoped_release unlocked;
-      loader.set_epoch(epoch);
+      without_gil([&] { loader.set_epoch(epoch); });
     }
     epoch_ = epoch;
     next_epoch_ = epoch;
@@ -68,8 +67,7 @@ class PyLoader {
     Loader& loader = open_loader();
     if (!started_) {
       const Busy busy(busy_);
-      py::gil_scoped_release unlocked;
-      loader.set_epoch(next_epoch_);
+      without_gil([&] { loader.set_epoch(next_epoch_); });
     }
     epoch_ = next_epoch_;
     next_epoch_ = epoch_ + 1;
@@ -87,19 +85,15 @@ class PyLoader {
     }
     const Busy busy(busy_);
     for (;;) {
-      bool ready = false;
-      {
-        py::gil_scoped_release unlocked;
-        ready = loader.wait_for_next(kSignalCheckInterval);
-      }
-      if (ready) break;
+      if (without_gil([&] { return loader.wait_for_next(kSignalCheckInterval); })) break;
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
     std::optional<Batch> batch;
     try {
-      py::gil_scoped_release unlocked;
-      const CurrentDeviceGuard keep(loader.options().device);
-      batch = loader.next();  // ready: returns at once
+      batch = without_gil([&] {
+        const CurrentDeviceGuard keep(loader.options().device);
+        return loader.next();  // ready: returns at once
+      });
     } catch (const UsageError&) {
       throw;
     } catch (const Error& e) {
@@ -130,8 +124,7 @@ class PyLoader {
         std::span(reinterpret_cast<const uint8_t*>(view.data()), view.size()));
     {
       const Busy busy(busy_);
-      py::gil_scoped_release unlocked;
-      loader.restore(state);
+      without_gil([&] { loader.restore(state); });
     }
     epoch_ = state.epoch;
     next_epoch_ = state.epoch;
@@ -206,8 +199,7 @@ py::object next_batch(EpochIterator& it) {
 Dataset dataset_of(const py::object& dataset_or_path) {
   if (py::isinstance<Dataset>(dataset_or_path)) return dataset_or_path.cast<Dataset>();
   const std::string dir = py::str(py::module_::import("os").attr("fspath")(dataset_or_path));
-  py::gil_scoped_release unlocked;
-  return Dataset::open(dir);
+  return without_gil([&] { return Dataset::open(dir); });
 }
 
 py::dict stats_dict(const LoaderStats& s) {

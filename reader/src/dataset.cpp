@@ -17,6 +17,7 @@
 #include "imgpack/format.hpp"
 #include "index_file.hpp"
 #include "mapped_region.hpp"
+#include "mapping_fault.hpp"
 #include "shard_validation.hpp"
 
 namespace imgpack {
@@ -308,18 +309,32 @@ uint64_t Dataset::shard_masks_offset(std::size_t k) const { return state_->shard
 
 void Dataset::verify_checksums() const {
   const State& s = *state_;
-  for (uint64_t r : s.storage.records()) {
-    const bool image_ok = checksum(record_data(r), s.record_bytes) == record_checksum(r);
-    if (image_ok &&
-        (!has_masks() || checksum(mask_data(r), s.mask_bytes) == record_mask_checksum(r))) {
-      continue;
+  uint64_t bad = 0;
+  bool image_ok = true;
+  volatile uint64_t current = 0;  // read after a jump out of the loop
+  const void* fault = detail::read_mapped([&] {
+    for (uint64_t r : s.storage.records()) {
+      current = r;
+      image_ok = checksum(record_data(r), s.record_bytes) == record_checksum(r);
+      if (!image_ok ||
+          (has_masks() && checksum(mask_data(r), s.mask_bytes) != record_mask_checksum(r))) {
+        bad = r + 1;
+        return;
+      }
     }
-    throw file_error(s.shards[s.index.records.shard[r]].path,
-                     std::string(image_ok ? "the mask of " : "") + "row " +
-                         std::to_string(s.index.records.row[r]) + " (sample " +
-                         std::to_string(s.index.records.sample[r]) +
-                         ") does not match its stored checksum");
+  });
+  if (fault != nullptr) {
+    throw file_error(s.shards[s.index.records.shard[current]].path,
+                     "truncated or rewritten in place while its checksums were checked (reading "
+                     "its mapping faulted with SIGBUS)");
   }
+  if (bad == 0) return;
+  const uint64_t r = bad - 1;
+  throw file_error(s.shards[s.index.records.shard[r]].path,
+                   std::string(image_ok ? "the mask of " : "") + "row " +
+                       std::to_string(s.index.records.row[r]) + " (sample " +
+                       std::to_string(s.index.records.sample[r]) +
+                       ") does not match its stored checksum");
 }
 
 }  // namespace imgpack

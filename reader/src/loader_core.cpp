@@ -4,6 +4,7 @@
 #include "loader_core.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "loader_state.hpp"
+#include "mapping_fault.hpp"
 #include "memory_cgroup.hpp"
 #include "record_copy.hpp"
 #include "record_reads.hpp"
@@ -50,6 +52,26 @@ void validate(const Dataset& dataset, const LoaderOptions& o) {
       if (!(o.stddev[c] > 0)) throw UsageError("stddev must be positive for every channel");
     }
   }
+}
+
+// A read of the shards' mappings faulted at `address`: the shard holding it
+// shrank (or was replaced in place) after the dataset was opened.
+[[noreturn]] void throw_mapping_fault(const Dataset& dataset, const void* address) {
+  const auto* at = static_cast<const uint8_t*>(address);
+  for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
+    for (const std::span<const uint8_t> bytes : {dataset.shard_images(k), dataset.shard_masks(k)}) {
+      if (!bytes.empty() && at >= bytes.data() && at < bytes.data() + bytes.size()) {
+        throw file_error(dataset.shard_path(k),
+                         "truncated or rewritten in place while the dataset was open (reading "
+                         "its pixels at byte " +
+                             std::to_string(at - bytes.data()) +
+                             " of its records faulted with SIGBUS); reopen the dataset");
+      }
+    }
+  }
+  throw Error(
+      "a shard was truncated or rewritten in place while the dataset was open (reading its "
+      "mapping faulted with SIGBUS); reopen the dataset");
 }
 
 }  // namespace
@@ -94,7 +116,10 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       }
     }
   }
-  const std::size_t batch = options_.batch_size;
+  // Slots hold the largest batch an epoch delivers: a batch_size beyond the
+  // epoch (last_batch partial) costs no memory it cannot fill.
+  slot_capacity_ = std::min<std::size_t>(options_.batch_size, images_per_epoch());
+  const std::size_t batch = slot_capacity_;
   const uint64_t memory = memory_for_page_cache();
   std::size_t chunk = kChunkBytes / (slot_record_bytes_ + slot_mask_bytes_);
   if (options_.read_path != ReadPath::mapped && !direct_) {
@@ -110,17 +135,18 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   }
   chunk_records_ = std::clamp<std::size_t>(chunk, 1, batch);
   chunks_per_batch_ = (batch + chunk_records_ - 1) / chunk_records_;
-  allocate_ring();
+  allocate_ring(memory);
   start_prefetch(memory);
 }
 
 // Every slot: host staging (or host output when converting on the host),
 // device copy and device output when uploading, the per-entry columns and
 // the slot's two events.
-void LoaderCore::allocate_ring() {
+void LoaderCore::allocate_ring(uint64_t memory) {
   const bool device_copy = backend_->separate_device_memory();
   const bool converting = options_.output != OutputFormat::uint8_nhwc;
-  const std::size_t batch = options_.batch_size;
+  const std::size_t batch = slot_capacity_;
+  require_ring_fits(memory);
   slots_.resize(options_.prefetch);
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     Slot& slot = slots_[i];
@@ -167,6 +193,29 @@ void LoaderCore::allocate_ring() {
     free_slots_.push_back(static_cast<int>(i));
   }
   table_.resize(options_.prefetch);
+}
+
+// Host memory is allocated lazily and only touched when filled: a ring larger
+// than the memory there is would be killed by the kernel later instead of
+// refused now.
+void LoaderCore::require_ring_fits(uint64_t memory) const {
+  uint64_t per_image = 0;  // host bytes of one image in a slot (direct upload: none)
+  if (convert_on_host_) {
+    per_image = output_record_bytes_ + slot_mask_bytes_;
+  } else if (!direct_) {
+    per_image = slot_record_bytes_ + slot_mask_bytes_;
+  }
+  const uint64_t slots = options_.prefetch;
+  if (per_image == 0 || slot_capacity_ <= memory / slots / per_image) return;
+  const long double bytes = static_cast<long double>(slots) * slot_capacity_ * per_image;
+  char size[32];
+  std::snprintf(size, sizeof size, "%.3Lg", bytes);
+  throw UsageError("the loader's ring of " + std::to_string(slots) + " prefetch slots of " +
+                   std::to_string(slot_capacity_) + " images (" + std::to_string(per_image) +
+                   " bytes each) needs " + size + " bytes of host memory, more than the " +
+                   std::to_string(memory) +
+                   " this process may use (physical memory or its memory cgroup's limit); "
+                   "lower batch_size or prefetch");
 }
 
 LoaderCore::~LoaderCore() {
@@ -273,9 +322,20 @@ void LoaderCore::restore(const LoaderState& saved) {
   start_epoch(saved.epoch, first, true);
 }
 
-void LoaderCore::start_epoch(uint64_t epoch, std::size_t first, bool resumed) {
+std::shared_ptr<const EpochBatches> LoaderCore::plan_epoch(uint64_t epoch) const {
   auto work = std::make_shared<const EpochBatches>(
       make_epoch_batches(order_.plan(epoch), options_.batch_size, options_.last_batch));
+  // Batch 0 is the largest.
+  if (work->batches > 0 && work->size(0) > slot_capacity_) {
+    throw Error("Loader: epoch " + std::to_string(epoch) + " has batches of " +
+                std::to_string(work->size(0)) + " images, more than the " +
+                std::to_string(slot_capacity_) + " its slots hold");
+  }
+  return work;
+}
+
+void LoaderCore::start_epoch(uint64_t epoch, std::size_t first, bool resumed) {
+  std::shared_ptr<const EpochBatches> work = plan_epoch(epoch);
   std::unique_lock lock(mu_);
   ++generation_;
   running_ = false;
@@ -386,8 +446,7 @@ void LoaderCore::plan_next_epoch(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   std::shared_ptr<const EpochBatches> work;
   try {
-    work = std::make_shared<const EpochBatches>(
-        make_epoch_batches(order_.plan(epoch), options_.batch_size, options_.last_batch));
+    work = plan_epoch(epoch);
   } catch (...) {
     // set_epoch() plans the epoch again and reports what went wrong.
   }
@@ -482,12 +541,15 @@ void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::si
   const bool prefetched = prefetch_ && batch_begin + begin < work.pad_from;
   if (prefetched) prefetch_->check();
   if (prefetched || !reads_chunk(records.front())) {
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      place_record(slot, begin + i, records[i], dataset_.record_data(records[i]), work.epoch);
-      if (masks) {
-        place_mask(slot, begin + i, records[i], dataset_.mask_data(records[i]), work.epoch);
+    const void* fault = read_mapped([&] {
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        place_record(slot, begin + i, records[i], dataset_.record_data(records[i]), work.epoch);
+        if (masks) {
+          place_mask(slot, begin + i, records[i], dataset_.mask_data(records[i]), work.epoch);
+        }
       }
-    }
+    });
+    if (fault != nullptr) throw_mapping_fault(dataset_, fault);
     return;
   }
   read_records_.fetch_add(records.size(), std::memory_order_relaxed);
@@ -632,13 +694,13 @@ void LoaderCore::upload_main() {
         // Masks ride in the same upload: after the batch's images in both
         // staging and device memory.
         auto* device_masks =
-            static_cast<uint8_t*>(slot.device.data()) + options_.batch_size * slot_record_bytes_;
+            static_cast<uint8_t*>(slot.device.data()) + slot_capacity_ * slot_record_bytes_;
         if (direct_) {
           backend_->gather_to_device(slot.device.data(), slot.sources.data(), count, record_bytes_);
           if (slot_mask_bytes_ > 0) {
             backend_->gather_to_device(device_masks, slot.mask_sources.data(), count, mask_bytes_);
           }
-        } else if (slot_mask_bytes_ > 0 && count == options_.batch_size) {
+        } else if (slot_mask_bytes_ > 0 && count == slot_capacity_) {
           backend_->copy_to_device(slot.device.data(), slot.staging.data(),
                                    count * (slot_record_bytes_ + slot_mask_bytes_));
         } else {

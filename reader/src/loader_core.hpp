@@ -136,7 +136,12 @@ class LoaderCore {
   std::size_t ring_device_bytes() const { return ring_device_bytes_; }
 
  private:
-  void allocate_ring();
+  // Allocates the ring; `memory` is what this process may use (memory_for_page_cache()).
+  void allocate_ring(uint64_t memory);
+  // Throws UsageError naming the size if the ring's host memory is more than `memory`.
+  void require_ring_fits(uint64_t memory) const;
+  // The batches of `epoch`, checked to fit the slots.
+  std::shared_ptr<const EpochBatches> plan_epoch(uint64_t epoch) const;
   // Starts `epoch` at batch `first` (0 unless resuming); `resumed` marks a
   // restore() that set_epoch(epoch) keeps until the next delivery.
   void start_epoch(uint64_t epoch, std::size_t first, bool resumed);
@@ -204,6 +209,7 @@ class LoaderCore {
   // ever copied from the mappings.
   std::unique_ptr<ShardFiles> shard_files_;
   std::unique_ptr<ShardFiles> mask_files_;  // with masks
+  std::size_t slot_capacity_ = 1;           // images a slot holds: the largest batch of an epoch
   std::size_t chunk_records_ = 1;
   std::size_t chunks_per_batch_ = 1;
   std::size_t ring_host_bytes_ = 0;

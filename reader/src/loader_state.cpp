@@ -77,6 +77,40 @@ auto enum_member(const detail::FlatJsonObject& o, std::string_view key, Parse pa
   }
 }
 
+// What every state a Loader saves satisfies, checked field by field: a state
+// forged or damaged behind a valid checksum is refused with the field named
+// rather than restored into an impossible position.
+void require_consistent(const LoaderState& s) {
+  auto refuse = [](const std::string& problem) {
+    throw Error(std::string(kWhat) + ": " + problem + " (damaged or forged state)");
+  };
+  if (s.world_size == 0) refuse("world_size is 0");
+  if (s.batch_size == 0) refuse("batch_size is 0");
+  if (s.batch_size > std::numeric_limits<uint64_t>::max() / s.world_size ||
+      s.global_batch != uint64_t{s.batch_size} * s.world_size) {
+    refuse("global_batch " + std::to_string(s.global_batch) + " is not batch_size " +
+           std::to_string(s.batch_size) + " x world_size " + std::to_string(s.world_size));
+  }
+  if (s.consumed > s.epoch_positions) {
+    refuse("consumed " + std::to_string(s.consumed) + " is more than the epoch's " +
+           std::to_string(s.epoch_positions) + " positions");
+  }
+  if (s.consumed != s.epoch_positions && s.consumed % s.global_batch != 0) {
+    refuse("consumed " + std::to_string(s.consumed) + " is no step of the global batch " +
+           std::to_string(s.global_batch));
+  }
+  if ((s.order == OrderMode::shard_window) != (s.window_shards > 0)) {
+    refuse("window_shards " + std::to_string(s.window_shards) + " with order " +
+           std::string(order_mode_name(s.order)));
+  }
+  if (s.sampling != Sampling::weighted && s.weights_hash != 0) {
+    refuse("a weights_hash without weighted sampling");
+  }
+  if (s.split.empty() && s.fold != 0) refuse("fold " + std::to_string(s.fold) + " without a split");
+  if (s.fold < 0) refuse("fold " + std::to_string(s.fold));
+  if (s.variants == VariantPolicy::automatic) refuse("variants is automatic (never saved)");
+}
+
 }  // namespace
 
 std::string LoaderState::to_json() const {
@@ -133,6 +167,7 @@ LoaderState LoaderState::from_json(std::string_view json) {
   s.epoch_positions = o.unsigned_member("epoch_positions");
   s.global_batch = o.unsigned_member("global_batch");
   s.last_batch = enum_member(o, "last_batch", parse_last_batch);
+  require_consistent(s);
   return s;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <istream>
 #include <sstream>
 #include <string>
 
@@ -11,8 +12,7 @@ namespace imgpack::detail {
 
 namespace fs = std::filesystem;
 
-std::optional<MemoryCgroup> memory_cgroup() {
-  std::ifstream cgroups("/proc/self/cgroup");
+std::optional<MemoryCgroup> memory_cgroup_in(std::istream& cgroups, const fs::path& root) {
   std::string line;
   std::optional<MemoryCgroup> unified;
   // "0::/path" (v2) or "N:controller,...:/path" (v1).
@@ -23,17 +23,24 @@ std::optional<MemoryCgroup> memory_cgroup() {
     const std::string controllers = line.substr(first + 1, second - first - 1);
     const fs::path path = fs::path(line.substr(second + 1)).relative_path();
     if (controllers.empty()) {
-      unified = MemoryCgroup{fs::path("/sys/fs/cgroup") / path, true};
+      unified = MemoryCgroup{root / path, true};
       continue;
     }
     std::stringstream list(controllers);
     std::string controller;
     while (std::getline(list, controller, ',')) {
-      if (controller == "memory") return MemoryCgroup{fs::path("/sys/fs/cgroup/memory") / path};
+      // A hierarchy that is not mounted here (a container, a chroot) is none to see.
+      const MemoryCgroup v1{root / "memory" / path};
+      if (controller == "memory" && fs::exists(v1.dir / "cgroup.procs")) return v1;
     }
   }
   if (unified && fs::exists(unified->dir / "cgroup.procs")) return unified;
   return std::nullopt;
+}
+
+std::optional<MemoryCgroup> memory_cgroup() {
+  std::ifstream cgroups("/proc/self/cgroup");
+  return memory_cgroup_in(cgroups, "/sys/fs/cgroup");
 }
 
 uint64_t memory_for_page_cache() {

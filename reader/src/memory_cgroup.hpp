@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <optional>
 
 namespace imgpack::detail {
@@ -19,8 +20,14 @@ struct MemoryCgroup {
 };
 
 // This process's memory cgroup as /proc/self/cgroup names it (v1's memory
-// line before the unified one), or nothing where there is none to see.
+// line before the unified one), or nothing where there is none to see: a
+// cgroup counts only where its directory, with its cgroup.procs, is there.
 std::optional<MemoryCgroup> memory_cgroup();
+
+// The same for `cgroups`, read as /proc/self/cgroup, with the cgroup file
+// system mounted at `root` (/sys/fs/cgroup).
+std::optional<MemoryCgroup> memory_cgroup_in(std::istream& cgroups,
+                                             const std::filesystem::path& root);
 
 // The memory the page cache may use for this process: physical memory, or
 // less where its memory cgroup or one of that cgroup's ancestors sets a lower

@@ -10,6 +10,7 @@
 
 #include "files.hpp"
 #include "imgpack/error.hpp"
+#include "mapping_fault.hpp"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14; older C libraries lack the name
@@ -63,8 +64,15 @@ void populate(std::span<const uint8_t> bytes, const std::filesystem::path& path)
     throw system_error(path, "cannot read its pixels into memory", error);
   }
   // A kernel without MADV_POPULATE_READ: a read per page faults each in.
-  volatile uint8_t sink = 0;
-  for (std::size_t at = 0; at < pages.length; at += page_size()) sink = sink + pages.base[at];
+  const void* fault = detail::read_mapped([&] {
+    volatile uint8_t sink = 0;
+    for (std::size_t at = 0; at < pages.length; at += page_size()) sink = sink + pages.base[at];
+  });
+  if (fault != nullptr) {
+    throw file_error(path,
+                     "truncated or rewritten in place while the dataset was open (reading "
+                     "its pixels into memory faulted with SIGBUS)");
+  }
 }
 
 void evict(std::span<const uint8_t> bytes, const std::filesystem::path& path,

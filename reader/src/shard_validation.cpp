@@ -57,7 +57,7 @@ ShardContents validate_shard(const fs::path& path, const DatasetIndex& index, st
                              const std::shared_ptr<const MappedRegion>& mapping) {
   const ShardExpectation expected{index.uuid,   k,           row_records.size(),
                                   index.height, index.width, index.channels,
-                                  "index.h5",   index.masks};
+                                  "index.h5",   index.masks, std::nullopt};
   ShardContents contents = read_shard(path, expected, file_size, mapping);
   const Column<int32_t>& labels = contents.labels;
   const Column<int64_t>& samples = contents.samples;

@@ -17,6 +17,7 @@
 #include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
+#include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -232,6 +233,53 @@ TEST_F(Merge, PartsAreNumberedFromZero) {
   o.part = ConvertPart{3, 3};
   EXPECT_THROW(convert(o), UsageError);
   EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+// Two shards of a part swapped (their labels alike): merge renumbers what it
+// adopts, so it must tell them apart before, by their shard index and rows.
+TEST_F(Merge, RefusesSwappedShardsOfAPartBeforeRenumberingThem) {
+  for (uint32_t i = 0; i < 2; ++i) {
+    ConvertOptions o = options("out");
+    o.scan.labels = LabelSource::none;
+    o.splits.clear();
+    o.part = ConvertPart{i, 2};
+    convert(o);
+  }
+  const fs::path part = dir_ / "out" / "parts" / "0-of-2";
+  fs::rename(part / "shard-00000.h5", part / "x");
+  fs::rename(part / "shard-00001.h5", part / "shard-00000.h5");
+  fs::rename(part / "x", part / "shard-00001.h5");
+  expect_refused("out", "part 0-of-2 (" + part.string() +
+                            ") is damaged: " + (part / "shard-00000.h5").string() +
+                            ": is shard 1, the part's index.h5 lists it as 0");
+  expect_refused("out", "ConvertOptions::part 0/2 and ConvertOptions::resume");
+}
+
+// A part whose pixels were damaged after it was converted: refused, then
+// converted again by --resume, which verifies a finished part whole.
+TEST_F(Merge, ADamagedPartIsRefusedAndConvertedAgainByResume) {
+  convert_parts("out", 2);
+  const fs::path shard = dir_ / "out" / "parts" / "1-of-2" / "shard-00001.h5";
+  std::string bytes = test::read_bytes(shard);
+  const uint64_t at = test::images_offset(shard) + 7;
+  bytes[at] = static_cast<char>(bytes[at] ^ 0x10);
+  test::write_bytes(shard, bytes);
+  expect_refused("out", shard.string() + ": row 0 (");
+  expect_refused("out", "does not match its stored checksum");
+
+  ConvertOptions o = options("out");
+  o.part = ConvertPart{1, 2};
+  o.resume = true;
+  const ConvertResult redone = convert(o);
+  EXPECT_FALSE(redone.already_complete);
+  ASSERT_EQ(redone.resume_notes.size(), 1u);
+  EXPECT_NE(redone.resume_notes[0].find("converted again"), std::string::npos)
+      << redone.resume_notes[0];
+  // Intact now: a second --resume has nothing to do.
+  EXPECT_TRUE(convert(o).already_complete);
+  EXPECT_EQ(merge({dir_ / "out"}).parts, 2u);
+  convert(options("single"));
+  EXPECT_EQ(record_keys(dir_ / "out"), record_keys(dir_ / "single"));
 }
 
 TEST_F(Merge, AnInterruptedPartResumesInItsFolder) {

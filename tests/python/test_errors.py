@@ -2,6 +2,8 @@
 file and the problem, for damaged data; ValueError for bad requests."""
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -76,3 +78,57 @@ def test_bad_requests_are_value_errors(dataset_dir):
     with pytest.raises(ValueError):
         imgpack.Loader(dataset_dir, role="train")  # no split
     assert not issubclass(ValueError, imgpack.Error)
+
+
+# The issue's own reproduction: a shard truncated after the loader started.
+# The child process must end with imgpack.Error, not die of SIGBUS.
+TRUNCATE_WHILE_READING = r"""
+import glob, os, sys
+import imgpack
+path, read_path = sys.argv[1], sys.argv[2]
+loader = imgpack.Loader(path, batch_size=16, read_path=read_path, prefetch=2)
+it = iter(loader)
+next(it)
+for shard in glob.glob(os.path.join(path, "shard-*.h5")):
+    os.truncate(shard, 0)
+try:
+    for epoch in range(3):
+        loader.set_epoch(epoch + 1)
+        sum(len(b) for b in loader)
+    print("no error")
+except imgpack.Error as e:
+    print("imgpack.Error:", e)
+"""
+
+
+@pytest.mark.parametrize("read_path", ["auto", "mapped", "read"])
+def test_a_shard_truncated_while_a_loader_reads_raises_not_sigbus(damaged, read_path):
+    done = subprocess.run([sys.executable, "-c", TRUNCATE_WHILE_READING, damaged, read_path],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout.startswith("imgpack.Error:"), done.stdout + done.stderr
+    assert os.path.join(damaged, "shard-") in done.stdout
+
+
+# A daemon thread still iterating when the interpreter exits: Python ends it
+# when it next asks for the interpreter lock (pthread_exit), which must pass
+# through the module's frames instead of aborting the process.
+DAEMON_AT_EXIT = r"""
+import sys, threading, time
+import imgpack
+loader = imgpack.Loader(sys.argv[1], batch_size=4, prefetch=2, threads=1)
+def forever():
+    while True:
+        for batch in loader:
+            pass
+threading.Thread(target=forever, daemon=True).start()
+time.sleep(0.05)
+"""
+
+
+def test_interpreter_exit_while_a_daemon_thread_iterates_is_clean(dataset_dir):
+    for attempt in range(12):
+        done = subprocess.run([sys.executable, "-c", DAEMON_AT_EXIT, dataset_dir],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (attempt, done.returncode, done.stderr)
+        assert "terminate called" not in done.stderr, done.stderr

@@ -234,6 +234,41 @@ TEST_F(LoaderStateTest, JsonErrorsNameTheMember) {
             std::string::npos);
 }
 
+// A state whose checksum matches but whose fields cannot come from a Loader
+// (forged, or damaged before it was checksummed) is refused naming the field.
+TEST_F(LoaderStateTest, ImpossibleFieldsAreRefusedBehindAValidChecksum) {
+  const LoaderState good = state_after(base_options(), 1);
+  ASSERT_GT(good.consumed, 0u);
+  auto message = [](const LoaderState& s) -> std::string {
+    try {
+      LoaderState::from_bytes(s.to_bytes());
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_EQ(message(good), "(accepted)");
+  auto forged = [&](auto change) {
+    LoaderState s = good;
+    change(s);
+    return message(s);
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {forged([](LoaderState& s) { s.world_size = 0; }), "world_size is 0"},
+      {forged([](LoaderState& s) { s.batch_size = 0; }), "batch_size is 0"},
+      {forged([](LoaderState& s) { s.global_batch += 1; }), "is not batch_size"},
+      {forged([](LoaderState& s) { s.consumed = s.epoch_positions + 1; }), "is more than"},
+      {forged([](LoaderState& s) { s.consumed += 1; }), "is no step of the global batch"},
+      {forged([](LoaderState& s) { s.window_shards = 2; }), "window_shards 2 with order"},
+      {forged([](LoaderState& s) { s.weights_hash = 7; }), "weights_hash"},
+      {forged([](LoaderState& s) { s.fold = -1; }), "fold -1"},
+  };
+  for (const auto& [what, expected] : cases) {
+    EXPECT_NE(what.find(expected), std::string::npos) << what;
+    EXPECT_NE(what.find("damaged or forged"), std::string::npos) << what;
+  }
+}
+
 // --- Restore semantics ------------------------------------------------------------
 
 TEST_F(LoaderStateTest, SetEpochAfterRestoreKeepsThePositionOnce) {

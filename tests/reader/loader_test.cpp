@@ -814,6 +814,72 @@ TEST_F(LoaderTest, ClassBalancedEpochsDoNotDependOnThreads) {
   EXPECT_LT(distinct.size(), 100u);
 }
 
+// A shard truncated while a Loader reads it: the records the reader threads
+// would copy from its mapping are gone, which the kernel answers with SIGBUS.
+// Every read path and order ends in an imgpack::Error from next() naming the
+// shard, not in a process killed by the signal.
+TEST_F(LoaderTest, AShardTruncatedWhileItIsReadIsAnErrorNamingItNotACrash) {
+  for (ReadPath path : {ReadPath::mapped, ReadPath::automatic}) {
+    for (OrderMode mode : {OrderMode::random, OrderMode::sequential, OrderMode::shard_window}) {
+      for (bool verify : {false, true}) {
+        SCOPED_TRACE(std::string(read_path_name(path)) + " " + std::string(order_mode_name(mode)) +
+                     (verify ? " verifying" : ""));
+        TempDir dir;
+        test::write_synthetic_dataset(dir.path(), options_);
+        const Dataset dataset = Dataset::open(dir.path());
+        LoaderOptions o = base_options();
+        o.read_path = path;
+        o.order.mode = mode;
+        o.verify_checksums = verify;
+        o.prefetch = 2;
+        Loader loader(dataset, o);
+        loader.set_epoch(0);
+        ASSERT_TRUE(loader.next().has_value());
+        for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
+          ASSERT_EQ(::truncate(dataset.shard_path(k).c_str(), 0), 0);
+        }
+        try {
+          for (uint64_t epoch = 1; epoch < 4; ++epoch) {
+            loader.set_epoch(epoch);
+            while (loader.next()) {
+            }
+          }
+          ADD_FAILURE() << "read three epochs of truncated shards";
+        } catch (const UsageError& e) {
+          ADD_FAILURE() << e.what();
+        } catch (const Error& e) {
+          const std::string what = e.what();
+          EXPECT_NE(what.find((dir.path() / "shard-0").string()), std::string::npos) << what;
+        }
+      }
+    }
+  }
+}
+
+// A batch_size beyond what an epoch holds costs no memory: a slot holds the
+// largest batch an epoch delivers. A ring larger than the memory the process
+// may use is refused when the loader is made, naming the size, instead of
+// being killed by the kernel once it is filled.
+TEST_F(LoaderTest, SlotsHoldWhatAnEpochDeliversAndARingBeyondMemoryIsRefused) {
+  LoaderOptions o = base_options();
+  o.batch_size = 1'000'000;
+  Loader loader(dataset_, o);
+  EXPECT_EQ(loader.ring_host_bytes(), o.prefetch * 61 * dataset_.record_bytes());
+  Epoch epoch = read_epoch(loader, 0);
+  EXPECT_EQ(epoch.batch_sizes, std::vector<std::size_t>{61});
+
+  o.last_batch = LastBatch::pad;  // one batch of batch_size, padded
+  o.batch_size = std::size_t{1} << 40;
+  try {
+    Loader refused(dataset_, o);
+    ADD_FAILURE() << "a ring of " << o.prefetch << " x 2^40 images was allocated";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("needs 2.97e+14 bytes of host memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("lower batch_size or prefetch"), std::string::npos) << what;
+  }
+}
+
 TEST(LoaderNames, Parse) {
   EXPECT_EQ(parse_last_batch("pad"), LastBatch::pad);
   EXPECT_THROW(parse_last_batch("keep"), UsageError);

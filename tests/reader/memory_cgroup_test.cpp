@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
+
+#include "test_support.hpp"
 
 namespace imgpack::detail {
 namespace {
@@ -25,6 +28,38 @@ TEST(MemoryCgroup, MemoryForThePageCacheIsAtMostPhysicalMemoryAndTheLimit) {
   if (limit >> text && text != "max") {
     EXPECT_LE(memory, std::stoull(text)) << text;
   }
+}
+
+// /proc/self/cgroup names the cgroups of the hierarchies the kernel has, also
+// where they are not mounted (a chroot, a container): such a cgroup is none
+// to read a limit from, in either version.
+TEST(MemoryCgroup, ACgroupCountsOnlyWhereItsDirectoryIsMounted) {
+  test::TempDir root;
+  const std::string v1 = "12:cpu,cpuacct:/job\n4:memory:/job\n0::/job.slice\n";
+  const std::string v2 = "0::/job.slice\n";
+  auto find = [&](const std::string& lines) {
+    std::istringstream text(lines);
+    return memory_cgroup_in(text, root.path());
+  };
+  EXPECT_FALSE(find(v1).has_value());
+  EXPECT_FALSE(find(v2).has_value());
+
+  // The unified hierarchy mounted: v1's memory line names an unmounted one.
+  std::filesystem::create_directories(root / "job.slice");
+  test::write_bytes(root / "job.slice" / "cgroup.procs", "");
+  std::optional<MemoryCgroup> found = find(v1);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_TRUE(found->v2);
+  EXPECT_EQ(found->dir, root / "job.slice");
+
+  // v1's memory hierarchy mounted: it comes first.
+  std::filesystem::create_directories(root / "memory" / "job");
+  test::write_bytes(root / "memory" / "job" / "cgroup.procs", "");
+  found = find(v1);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_FALSE(found->v2);
+  EXPECT_EQ(found->dir, root / "memory" / "job");
+  EXPECT_STREQ(found->limit_file(), "memory.limit_in_bytes");
 }
 
 }  // namespace

@@ -180,19 +180,24 @@ std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetI
   return out;
 }
 
-namespace {
+uint64_t object_header_address(const fs::path& file, const std::string& object) {
+  h5::File f = h5::File::open_read(file);
+  H5O_info_t info{};
+  if (H5Oget_info_by_name2(f.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+    throw std::runtime_error("cannot locate " + object + " in " + file.string());
+  }
+  return info.addr;
+}
 
-uint64_t dataset_offset(const fs::path& shard, const char* name) {
+uint64_t dataset_offset(const fs::path& shard, const std::string& name) {
   h5::File file = h5::File::open_read(shard);
   h5::Handle dataset = file.open_dataset(name);
   haddr_t offset = H5Dget_offset(dataset.get());
   if (offset == HADDR_UNDEF) {
-    throw std::runtime_error(std::string("no offset for ") + name + " in " + shard.string());
+    throw std::runtime_error("no offset for " + name + " in " + shard.string());
   }
   return offset;
 }
-
-}  // namespace
 
 uint64_t images_offset(const fs::path& shard) { return dataset_offset(shard, format::kImages); }
 uint64_t masks_offset(const fs::path& shard) { return dataset_offset(shard, format::kMasks); }

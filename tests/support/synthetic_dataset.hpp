@@ -65,6 +65,10 @@ void add_split(const std::filesystem::path& dir, const std::string& name, int32_
 // comparing every field of DatasetIndex; empty when they are equal.
 std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetIndex& b);
 
+// File address of an HDF5 object's header, for tests that damage metadata.
+uint64_t object_header_address(const std::filesystem::path& file, const std::string& object);
+// Offset of a contiguous dataset's bytes in an HDF5 file, for tests that damage them.
+uint64_t dataset_offset(const std::filesystem::path& shard, const std::string& name);
 // Offset of /images (or /masks) in a shard file (via HDF5), for tests that damage pixels.
 uint64_t images_offset(const std::filesystem::path& shard);
 uint64_t masks_offset(const std::filesystem::path& shard);

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "h5.hpp"
+#include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -38,27 +39,9 @@ void flip_byte(const fs::path& file, uint64_t offset, uint8_t mask = 0x5a) {
   test::write_bytes(file, bytes);
 }
 
-// File address of an object's header (HDF5 1.10 API).
-uint64_t object_header_address(const fs::path& file, const std::string& object) {
-  h5::File f = h5::File::open_read(file);
-  H5O_info_t info{};
-  if (H5Oget_info_by_name2(f.id(), object.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
-    throw std::runtime_error("cannot locate " + object + " in " + file.string());
-  }
-  return info.addr;
-}
-
-uint64_t images_offset(const fs::path& shard) {
-  h5::File f = h5::File::open_read(shard);
-  h5::Handle images = f.open_dataset("/images");
-  return H5Dget_offset(images.get());
-}
-
-uint64_t dataset_offset(const fs::path& file, const std::string& name) {
-  h5::File f = h5::File::open_read(file);
-  h5::Handle dataset = f.open_dataset(name);
-  return H5Dget_offset(dataset.get());
-}
+using test::dataset_offset;
+using test::images_offset;
+using test::object_header_address;
 
 // Offset of the first global heap collection (strings) in an imgpack file:
 // it sits on a 4096-byte boundary.

@@ -1,11 +1,21 @@
 // imgpack convert --part I/N and imgpack merge from the shell: the Slurm job
 // array's commands run in a loop, then the merge; a merge killed with SIGKILL
-// at each crash point finishes when run again.
+// at each crash point, or at a random moment, finishes when run again, byte
+// for byte as an uninterrupted one; and a seeded campaign of damaged parts,
+// each refused with exit 2 and OUT left as it was, then redone with
+// convert --resume.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 
+#include "h5.hpp"
+#include "imgpack/checksum.hpp"
 #include "imgpack/dataset_index.hpp"
+#include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -101,6 +111,222 @@ TEST_F(MergeCli, PartOutOfRangeIsAUsageError) {
   auto merged = test::run_imgpack("merge " + q(dir_ / "src"));
   EXPECT_EQ(merged.exit_code, 2);
   EXPECT_NE(merged.err.find("no parts to merge"), std::string::npos) << merged.err;
+}
+
+// Every file under `dir` with the XXH3 of its contents, to tell that a
+// refused merge changed nothing.
+std::map<std::string, uint64_t> snapshot(const fs::path& dir) {
+  std::map<std::string, uint64_t> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    const std::string bytes = entry.is_regular_file() ? test::read_bytes(entry.path()) : "<dir>";
+    files[fs::relative(entry.path(), dir).string()] = checksum(bytes.data(), bytes.size());
+  }
+  return files;
+}
+
+void flip_bit(const fs::path& file, uint64_t offset, int bit) {
+  std::string bytes = test::read_bytes(file);
+  ASSERT_LT(offset, bytes.size()) << file;
+  bytes[offset] = static_cast<char>(bytes[offset] ^ (1 << bit));
+  test::write_bytes(file, bytes);
+}
+
+// Parts of a conversion with masks and variants, converted once; each case
+// works on a copy.
+class MergeCampaign : public ::testing::Test {
+ protected:
+  static constexpr int kParts = 3;
+
+  // Made once for the suite, in the first test's SetUp: a failure there fails
+  // every test (a failing SetUpTestSuite would show in ctest as skipped).
+  void SetUp() override {
+    static const std::string problem = prepare();
+    ASSERT_EQ(problem, "");
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  static std::string prepare() {
+    dir_ = new test::TempDir;
+    auto r = test::run_imgpack("sample-data " + q(*dir_ / "src") +
+                               " --classes 3 --groups 3 --per-class 8 --size 40x32 --masks -q");
+    if (r.exit_code != 0) return r.err;
+    const std::string script = "set -e; for I in 0 1 2; do " + imgpack() + " " +
+                               convert_args("parts") + " --part $I/" + std::to_string(kParts) +
+                               "; done; " + imgpack() + " " + convert_args("foreign") +
+                               " --seed 9 --part 0/" + std::to_string(kParts);
+    auto parts = run_command("sh -c " + shell_quote(script));
+    if (parts.exit_code != 0) return parts.err;
+    // The reference: the parts merged undamaged.
+    fs::copy(*dir_ / "parts", *dir_ / "reference", fs::copy_options::recursive);
+    auto merged = test::run_imgpack("merge " + q(*dir_ / "reference") + " -q");
+    return merged.exit_code == 0 ? "" : merged.err;
+  }
+
+  static std::string q(const fs::path& p) { return shell_quote(p.string()); }
+  static std::string imgpack() { return shell_quote(IMGPACK_CLI); }
+  static std::string convert_args(const std::string& out) {
+    return "convert " + q(*dir_ / "src") + " " + q(*dir_ / out) + " --masks " +
+           q(*dir_ / "src" / "masks") +
+           " --size 16x12 --variants 2 --augment hflip,rotate=10 --shard-size 4K --threads 2"
+           " --group-regex '/(g[0-9]+)_' --split cv:stratified-group:3 -q";
+  }
+  // A fresh copy of the parts in OUT.
+  static fs::path fresh(const std::string& name) {
+    const fs::path out = *dir_ / name;
+    fs::remove_all(out);
+    fs::copy(*dir_ / "parts", out, fs::copy_options::recursive);
+    return out;
+  }
+  static std::vector<fs::path> shards_of(const fs::path& part) {
+    std::vector<fs::path> shards;
+    for (const auto& entry : fs::directory_iterator(part)) {
+      if (entry.path().filename().string().starts_with("shard-")) shards.push_back(entry.path());
+    }
+    std::sort(shards.begin(), shards.end());
+    return shards;
+  }
+
+  static test::TempDir* dir_;
+};
+
+test::TempDir* MergeCampaign::dir_ = nullptr;
+
+// Each kind of damage to one shard of one part, at seeded places: merge exits
+// 2 naming the part and the shard, and changes nothing in OUT; the part
+// converted again with --resume merges into the very dataset an undamaged
+// merge makes.
+TEST_F(MergeCampaign, EveryKindOfDamagedPartIsRefusedAndRedoneWithResume) {
+  std::mt19937_64 random(20261127);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(random() % n); };
+  const std::vector<std::string> kinds = {"pixels",  "masks",   "labels",    "columns", "metadata",
+                                          "swapped", "foreign", "truncated", "missing"};
+  for (int round = 0; round < 2; ++round) {
+    for (const std::string& kind : kinds) {
+      const int part = static_cast<int>(pick(kParts));
+      const std::string part_name = std::to_string(part) + "-of-" + std::to_string(kParts);
+      const fs::path out = fresh("out");
+      const std::vector<fs::path> shards = shards_of(out / "parts" / part_name);
+      ASSERT_GE(shards.size(), 2u);
+      const fs::path shard = shards[pick(shards.size())];
+      const uint64_t size = fs::file_size(shard);
+      const uint64_t records = h5::File::open_read(shard).length("/labels");
+      std::string detail;
+      if (kind == "pixels" || kind == "masks") {
+        const uint64_t begin =
+            kind == "pixels" ? test::images_offset(shard) : test::masks_offset(shard);
+        const uint64_t bytes = records * 12 * 16 * (kind == "pixels" ? 3 : 1);
+        const uint64_t at = begin + pick(bytes);
+        flip_bit(shard, at, static_cast<int>(pick(8)));
+        detail = "byte " + std::to_string(at);
+      } else if (kind == "labels" || kind == "columns") {
+        const std::vector<std::pair<std::string, std::size_t>> columns =
+            kind == "labels" ? std::vector<std::pair<std::string, std::size_t>>{{"/labels", 4}}
+                             : std::vector<std::pair<std::string, std::size_t>>{
+                                   {"/sample", 8}, {"/variant", 2}, {"/checksum", 8}};
+        const auto& [column, width] = columns[pick(columns.size())];
+        const uint64_t at = test::dataset_offset(shard, column) + pick(records * width);
+        flip_bit(shard, at, static_cast<int>(pick(8)));
+        detail = column + " byte " + std::to_string(at);
+      } else if (kind == "metadata") {
+        const std::vector<std::string> objects = {"/images", "/masks", "/labels", "/sample",
+                                                  "/checksum"};
+        const std::string& object = objects[pick(objects.size())];
+        const uint64_t at = test::object_header_address(shard, object) + 4 + pick(40);
+        flip_bit(shard, at, static_cast<int>(pick(8)));
+        detail = object + " header byte " + std::to_string(at);
+      } else if (kind == "swapped") {
+        const fs::path other =
+            shards[(std::find(shards.begin(), shards.end(), shard) - shards.begin() + 1) %
+                   shards.size()];
+        fs::rename(shard, out / "x");
+        fs::rename(other, shard);
+        fs::rename(out / "x", other);
+      } else if (kind == "foreign") {
+        fs::copy_file(
+            *dir_ / "foreign" / "parts" / ("0-of-" + std::to_string(kParts)) / shard.filename(),
+            shard, fs::copy_options::overwrite_existing);
+      } else if (kind == "truncated") {
+        fs::resize_file(shard, pick(size));
+      } else {
+        fs::remove(shard);
+      }
+      SCOPED_TRACE(kind + " " + shard.string() + " " + detail);
+      const auto before = snapshot(out);
+      auto merged = test::run_imgpack("merge " + q(out));
+      EXPECT_EQ(merged.exit_code, 2) << merged.err;
+      EXPECT_NE(merged.err.find("part " + part_name), std::string::npos) << merged.err;
+      EXPECT_NE(merged.err.find(shard.filename().string()), std::string::npos) << merged.err;
+      EXPECT_NE(merged.err.find("--part " + std::to_string(part) + "/3 and --resume"),
+                std::string::npos)
+          << merged.err;
+      EXPECT_EQ(snapshot(out), before);
+      if (round > 0) continue;
+
+      // Redone as the message says, then merged: the undamaged merge's bytes.
+      auto redone = run_command(imgpack() + " " + convert_args("out") + " --part " +
+                                std::to_string(part) + "/3 --resume");
+      ASSERT_EQ(redone.exit_code, 0) << redone.err;
+      EXPECT_NE(redone.err.find("converted again"), std::string::npos) << redone.err;
+      merged = test::run_imgpack("merge " + q(out) + " -q");
+      ASSERT_EQ(merged.exit_code, 0) << merged.err;
+      test::expect_same_dataset_bytes(out, *dir_ / "reference");
+    }
+  }
+}
+
+// A merge killed with SIGKILL at seeded random moments (not only at its crash
+// points) finishes when run again, into the very bytes of an uninterrupted merge.
+TEST_F(MergeCampaign, AMergeKilledAtRandomMomentsFinishesByteIdentical) {
+  // Delays spread over the time a whole merge takes here.
+  const fs::path timed = fresh("timed");
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(test::run_imgpack("merge " + q(timed) + " -q").exit_code, 0);
+  const auto merge_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+  std::mt19937_64 random(7);
+  int killed_runs = 0;
+  for (int run = 0; run < 8; ++run) {
+    const fs::path out = fresh("killed");
+    const unsigned delay_us = static_cast<unsigned>(random() % static_cast<uint64_t>(merge_us));
+    SCOPED_TRACE("killed after " + std::to_string(delay_us) + " us");
+    const std::string script = imgpack() + " merge " + q(out) + " -q & pid=$!; sleep " +
+                               std::to_string(delay_us / 1e6) +
+                               "; kill -9 $pid 2>/dev/null; wait $pid; echo $?";
+    const test::CommandResult killed = run_command("sh -c " + shell_quote(script));
+    ASSERT_EQ(killed.exit_code, 0);
+    if (killed.out != "0\n") {
+      ASSERT_EQ(killed.out, std::to_string(kKilledBySigkill) + "\n") << killed.err;
+      ++killed_runs;
+      auto merged = test::run_imgpack("merge " + q(out) + " -q");
+      ASSERT_EQ(merged.exit_code, 0) << merged.err;
+    }
+    test::expect_same_dataset_bytes(out, *dir_ / "reference");
+    EXPECT_FALSE(fs::exists(out / "parts"));
+  }
+  EXPECT_GT(killed_runs, 0);
+}
+
+// A merge stopped midway is checked again when run again: a shard it had
+// already moved into OUT is checked as the merged dataset's, and damage to it
+// is refused like damage to a part.
+TEST_F(MergeCampaign, ARerunChecksTheShardsAlreadyMovedToo) {
+  const fs::path out = fresh("stopped");
+  auto killed = run_command("IMGPACK_CRASH_AT=merge-shard:3 " + imgpack() + " merge " + q(out));
+  ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
+  ASSERT_TRUE(fs::exists(out / "merge.journal"));
+  ASSERT_TRUE(fs::exists(out / "shard-00001.h5"));
+  flip_bit(out / "shard-00001.h5", test::images_offset(out / "shard-00001.h5") + 100, 3);
+  const auto before = snapshot(out);
+  auto merged = test::run_imgpack("merge " + q(out));
+  EXPECT_EQ(merged.exit_code, 2) << merged.err;
+  EXPECT_NE(merged.err.find((out / "shard-00001.h5").string() + ": row "), std::string::npos)
+      << merged.err;
+  EXPECT_NE(merged.err.find("the interrupted merge"), std::string::npos) << merged.err;
+  EXPECT_EQ(snapshot(out), before);
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ struct ConvertResult {
   uint64_t resumed_shards = 0;
   uint64_t resumed_inputs = 0;
   std::vector<std::string> resume_notes;
-  bool already_complete = false;  // --resume found the dataset finished
+  bool already_complete = false;  // --resume found the dataset finished and intact
 };
 
 // Called from the writer thread, in order, after every input.

@@ -157,7 +157,9 @@ struct ConvertOptions {
   bool overwrite = false;
   // Continue an interrupted run of the same conversion in OUT: keep its
   // shards that are whole and match their checksums, redo the rest. The
-  // result is byte-identical to an uninterrupted run.
+  // result is byte-identical to an uninterrupted run. A finished conversion
+  // is verified whole (every record's checksum): intact, there is nothing
+  // to do; damaged since (a part merge refused, say), it is converted again.
   bool resume = false;
   uint64_t max_pixels = uint64_t{1} << 28;
   bool dct_scaling = true;

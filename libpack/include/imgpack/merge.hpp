@@ -27,6 +27,7 @@ std::filesystem::path part_directory(const std::filesystem::path& out, const Con
 
 struct MergeOptions {
   std::filesystem::path out;  // the OUT the parts were converted into
+  unsigned threads = 0;       // threads checking the parts' records; 0 = one per hardware thread
 };
 
 struct MergeResult {
@@ -45,15 +46,21 @@ struct MergeResult {
 // N parts are there and complete (each has its index.h5, none is being
 // converted now), were made with the same options over the same listing
 // (their fingerprints agree), and that together they hold every input of
-// the listing exactly once (as a sample or a skipped input). Anything else
-// is a UsageError naming the part and the problem, and OUT is left as it
-// was. The splits of ConvertOptions::splits are computed over the merged
-// samples. OUT/report.json sums the parts' reports.
+// the listing exactly once (as a sample or a skipped input); then it checks
+// every shard of every part as verify_dataset() would (structure, that it is
+// the shard its part's index places there, every record's checksum), since
+// the renumbering would hide a damaged or misplaced shard. Anything else
+// is a UsageError naming the part (and the shard) and the problem, and OUT
+// is left as it was. A part found damaged is redone by converting it again
+// with ConvertOptions::resume, which finds the damage. The splits of
+// ConvertOptions::splits are computed over the merged samples.
+// OUT/report.json sums the parts' reports.
 //
 // Crash-safe: the plan is journaled in OUT/merge.journal before the first
 // rename, each shard is finished and renamed crash-safely, index.h5 comes
 // last, and the same call after a crash (kill -9, power loss) continues
-// where it stopped. Once index.h5 is in place the parts' folders are
+// where it stopped; after a merge that finished, it has nothing to do and
+// returns at once (resumed). Once index.h5 is in place the parts' folders are
 // removed. Throws imgpack::Error naming the file for I/O failures.
 MergeResult merge(const MergeOptions& options);
 

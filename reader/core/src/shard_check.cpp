@@ -38,8 +38,8 @@ std::string dims_text(const std::vector<uint64_t>& dims) {
   return text + "]";
 }
 
-// The root attributes that say whose shard this is.
-void check_identity(const h5::File& file, const ShardExpectation& expected) {
+// The root attributes that say whose shard this is. Returns its shard index.
+uint64_t check_identity(const h5::File& file, const ShardExpectation& expected) {
   const fs::path& path = file.path();
   h5::Handle fcpl(file.check(H5Fget_create_plist(file.id()), "H5Fget_create_plist", "/"));
   hsize_t userblock = 0;
@@ -60,10 +60,12 @@ void check_identity(const h5::File& file, const ShardExpectation& expected) {
                                " is dataset " + expected.uuid + " (a shard from another dataset?)");
   }
   const int64_t shard_index = file.read_int_attr("/", format::kAttrShardIndex);
-  if (shard_index != static_cast<int64_t>(expected.shard)) {
+  const bool other = expected.or_shard && shard_index == static_cast<int64_t>(*expected.or_shard);
+  if (shard_index != static_cast<int64_t>(expected.shard) && !other) {
     throw file_error(path, "is shard " + std::to_string(shard_index) + ", " + expected.expected_by +
                                " lists it as " + std::to_string(expected.shard));
   }
+  return static_cast<uint64_t>(shard_index);
 }
 
 // Everything about a pixel dataset (/images or /masks) of shape `wanted`
@@ -170,8 +172,8 @@ void check_masks(const h5::File& file, const ShardExpectation& expected, uint64_
 ShardContents read_shard(const fs::path& path, const ShardExpectation& expected, uint64_t file_size,
                          const std::shared_ptr<const MappedRegion>& mapping) {
   h5::File file = h5::File::open_read(path);
-  check_identity(file, expected);
   ShardContents contents;
+  contents.shard = check_identity(file, expected);
   contents.images_offset = check_images(file, expected, file_size);
   contents.images_bytes = expected.records * expected.height * expected.width * expected.channels;
   contents.labels = read_column<int32_t>(file, format::kLabels, expected.records, mapping);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,11 +37,16 @@ struct ShardExpectation {
   // The dataset has masks: /masks [records, H, W] and /mask_checksum must
   // be there; without, they must not.
   bool masks = false;
+  // Also accepted as the shard's index: a merge renumbers the shards it
+  // adopts, so a merge that stopped may have renumbered a shard it had not
+  // moved yet. ShardContents::shard says which of the two the file holds.
+  std::optional<uint64_t> or_shard;
 };
 
 // What a structurally intact shard holds: where its pixels are, and its
 // per-row columns (each of length `records`).
 struct ShardContents {
+  uint64_t shard = 0;          // its shard_index attribute
   uint64_t images_offset = 0;  // byte offset of /images in the file (0 if no records)
   uint64_t images_bytes = 0;   // records * height * width * channels
   Column<int32_t> labels;
@@ -56,14 +62,12 @@ struct ShardContents {
 // Checks the shard at `path`, whose open descriptor reported `file_size`
 // bytes (pass the size of the descriptor that will be read or mapped, so the
 // check is about that very file): no user block; format version, dataset
-// uuid and shard index as expected; /images uint8 of shape [records, H, W, C],
-// contiguous, unfiltered, not external, allocated and inside the file;
-// /labels, /sample, /variant and /checksum of length `records`; with masks,
-// /masks uint8 [records, H, W] held like /images and /mask_checksum of length
-// `records`, and without, neither of them. Whether the
-// columns agree with an index is the caller's business.
-// With `mapping`, a read-only mapping of the whole file (file_size bytes),
-// the columns are viewed in it where they lie contiguous (as imgpack writes
+// uuid and shard index (or the other accepted index) as expected; /images uint8 of shape [records,
+// H, W, C], contiguous, unfiltered, not external, allocated and inside the file; /labels, /sample,
+// /variant and /checksum of length `records`; with masks, /masks uint8 [records, H, W] held like
+// /images and /mask_checksum of length `records`, and without, neither of them. Whether the columns
+// agree with an index is the caller's business. With `mapping`, a read-only mapping of the whole
+// file (file_size bytes), the columns are viewed in it where they lie contiguous (as imgpack writes
 // them) and keep it alive; without, they are read.
 // Throws imgpack::Error naming `path` and the first problem found. Keeps no
 // HDF5 handle open after it returns.

@@ -148,6 +148,9 @@ struct LoaderOptions {
   SelectionOptions selection;  // default: every sample, variant 0
   OrderOptions order;          // default: random order, seed 0, one rank
 
+  // Images per batch. A slot of the ring holds the largest batch an epoch
+  // delivers: with LastBatch::partial, a batch_size beyond the epoch's
+  // images costs only their memory.
   std::size_t batch_size = 256;
   LastBatch last_batch = LastBatch::partial;
 
@@ -447,8 +450,10 @@ class Loader {
   // cannot satisfy (unknown split, fold out of range) and a configuration
   // whose epochs hold no batch (an empty selection, more ranks than records
   // with RankPolicy::drop, a batch larger than each rank's records with
-  // LastBatch::drop), saying which; imgpack::Error if the device cannot be
-  // used or memory not allocated.
+  // LastBatch::drop), saying which, and for a ring that needs more host
+  // memory than the process may use (physical memory or its memory cgroup's
+  // limit), naming the size, before any of it is allocated; imgpack::Error if
+  // the device cannot be used or memory not allocated.
   Loader(Dataset dataset, LoaderOptions options);
   ~Loader();
   Loader(const Loader&) = delete;
@@ -465,8 +470,9 @@ class Loader {
   // The next batch of the current epoch, in order; std::nullopt once the
   // epoch is exhausted (call set_epoch() for the next). If no epoch was
   // started, starts epoch 0. Rethrows the first error of a reader thread or
-  // the upload stage. Throws imgpack::Error if every slot of the ring is
-  // held by live Batches (no progress is possible: release one first).
+  // the upload stage (among them an imgpack::Error naming a shard truncated
+  // or rewritten in place while it was read, on every read path). Throws imgpack::Error if every
+  // slot of the ring is held by live Batches (no progress is possible: release one first).
   std::optional<Batch> next();
 
   // Waits at most `timeout` until next() would return at once: a batch is
@@ -492,7 +498,9 @@ class Loader {
   // policy, sampling, weights, epoch length, last batch) and a global batch
   // batch_size * world_size other than the state's, and imgpack::Error for
   // a position no step ends at (a damaged state). The loader is unchanged
-  // when it throws.
+  // when it throws. (LoaderState::from_bytes() and from_json() already
+  // refuse a state whose fields contradict each other, such as a world_size
+  // of 0, even behind a valid checksum.)
   void restore(const LoaderState& state);
 
   // Per rank and epoch, after the last-batch policy (a resumed epoch

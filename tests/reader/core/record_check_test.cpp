@@ -33,7 +33,7 @@ constexpr uint64_t kRecordBytes = uint64_t{6} * 5 * 3;  // SyntheticOptions' def
 ShardExpectation expectation_for(const DatasetIndex& index, std::size_t shard) {
   return {index.uuid,   shard,       index.shards.records[shard],
           index.height, index.width, index.channels,
-          "index.h5",   index.masks};
+          "index.h5",   index.masks, std::nullopt};
 }
 
 // What check_records() needs for shard `k` of a dataset in `dir`.

@@ -22,7 +22,7 @@ constexpr uint64_t kRecordBytes = uint64_t{6} * 5 * 3;  // SyntheticOptions' def
 ShardExpectation expectation_for(const DatasetIndex& index, std::size_t shard) {
   return {index.uuid,   shard,       index.shards.records[shard],
           index.height, index.width, index.channels,
-          "index.h5",   index.masks};
+          "index.h5",   index.masks, std::nullopt};
 }
 
 // read_shard() of `path` expecting `expected`, returning the error's text ("" if none).
@@ -81,6 +81,13 @@ TEST(ReadShard, RefusesAShardThatIsNotTheOneExpectedNamingFileAndSource) {
 
   ShardExpectation other_shard = good;
   other_shard.shard = 2;
+  EXPECT_EQ(read_shard_error(path, other_shard),
+            path.string() + ": is shard 1, index.h5 lists it as 2");
+  // The index a merge renumbers it to is accepted too, and the contents say which it is.
+  other_shard.or_shard = 1;
+  EXPECT_EQ(read_shard_error(path, other_shard), "");
+  EXPECT_EQ(read_shard(path, other_shard, fs::file_size(path)).shard, 1u);
+  other_shard.or_shard = 3;
   EXPECT_EQ(read_shard_error(path, other_shard),
             path.string() + ": is shard 1, index.h5 lists it as 2");
 
