@@ -52,7 +52,6 @@ void join_streams_into_last(const Device& device, const void* const* streams, st
 #else
 
 CurrentDeviceGuard::CurrentDeviceGuard(const Device& /*device*/) {}
-CurrentDeviceGuard::~CurrentDeviceGuard() = default;
 
 void join_streams_into_last(const Device& /*device*/, const void* const* /*streams*/,
                             std::size_t count) {

@@ -18,12 +18,16 @@ namespace imgpack::python {
 class CurrentDeviceGuard {
  public:
   explicit CurrentDeviceGuard(const Device& device);
+#if defined(IMGPACK_PYTHON_CUDA)
   ~CurrentDeviceGuard();
+#else
+  ~CurrentDeviceGuard() = default;  // nothing to restore without CUDA
+#endif
   CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
   CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
 
  private:
-  int previous_ = -1;  // -1: nothing to restore
+  [[maybe_unused]] int previous_ = -1;  // -1: nothing to restore (always, without CUDA)
 };
 
 // Makes the work queued so far on every stream of `streams` (cudaStream_t)

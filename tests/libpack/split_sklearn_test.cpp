@@ -63,7 +63,7 @@ std::string run_python(const std::string& script, const std::string& data) {
     std::ofstream(dir / "input.txt") << data;
     std::ofstream(dir / "run.py") << script;
   }
-  test::CommandResult r = test::run_command(std::string(IMGPACK_SYSTEM_PYTHON) + " " +
+  test::CommandResult r = test::run_command(test::system_python() + " " +
                                             test::shell_quote((dir / "run.py").string()) + " " +
                                             test::shell_quote((dir / "input.txt").string()));
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -271,7 +271,7 @@ class AgainstScikitLearn : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!test::python_has_modules({"numpy", "sklearn"})) {
-      GTEST_SKIP() << "scikit-learn not available to " << IMGPACK_SYSTEM_PYTHON;
+      GTEST_SKIP() << "scikit-learn not available to " << test::system_python();
     }
   }
 };

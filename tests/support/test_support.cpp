@@ -152,8 +152,18 @@ CommandResult run_command(const std::string& command_line) {
   return result;
 }
 
+const std::string& imgpack_cli() {
+  static const std::string path = IMGPACK_CLI;
+  return path;
+}
+
+const std::string& system_python() {
+  static const std::string path = IMGPACK_SYSTEM_PYTHON;
+  return path;
+}
+
 CommandResult run_imgpack(const std::string& arguments) {
-  return run_command(shell_quote(IMGPACK_CLI) + " " + arguments);
+  return run_command(shell_quote(imgpack_cli()) + " " + arguments);
 }
 
 double mean_abs_diff(const cv::Mat& a, const cv::Mat& b) {
@@ -180,7 +190,7 @@ double max_pixel_difference(const cv::Mat& a, const cv::Mat& b) {
 bool python_has_modules(const std::vector<std::string>& modules) {
   std::string imports;
   for (const std::string& m : modules) imports += (imports.empty() ? "import " : ", ") + m;
-  return run_command(std::string(IMGPACK_SYSTEM_PYTHON) + " -c " + shell_quote(imports))
+  return run_command(system_python() + " -c " + shell_quote(imports))
              .exit_code == 0;
 }
 

@@ -58,6 +58,13 @@ struct CommandResult {
   std::string err;  // stderr
 };
 
+// The imgpack CLI of this build, and the system Python (/usr/bin/python3).
+// Paths fixed at build time are defined for test_support.cpp alone, so that
+// every other test compiles to the same object in any build folder or clone
+// (what the compiler cache needs to reuse it).
+const std::string& imgpack_cli();
+const std::string& system_python();
+
 // Runs a shell command line, capturing stdout and stderr.
 CommandResult run_command(const std::string& command_line);
 

@@ -298,7 +298,7 @@ TEST(ConvertBombsTest, BombsAreSkippedWithoutAllocatingTheirSize) {
   const std::string args = "convert " + q(dir / "src") + " " + q(dir / "out") +
                            " --size 32 --quiet --threads 2 --max-skipped 100%";
   CommandResult r =
-      test::run_command("ulimit -v 3145728; " + shell_quote(IMGPACK_CLI) + " " + args);
+      test::run_command("ulimit -v 3145728; " + shell_quote(test::imgpack_cli()) + " " + args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json report = read_report(dir / "out");
   EXPECT_EQ(report["samples"], 1);

@@ -36,7 +36,7 @@ std::string q(const fs::path& p) { return shell_quote(p.string()); }
 
 // imgpack under a time limit: a hang is exit 137 (SIGKILL), not a stuck test.
 CommandResult run_limited(const std::string& arguments) {
-  return test::run_command("timeout -s KILL 300 " + shell_quote(IMGPACK_CLI) + " " + arguments);
+  return test::run_command("timeout -s KILL 300 " + shell_quote(test::imgpack_cli()) + " " + arguments);
 }
 
 std::string random_bytes(uint64_t seed, std::size_t size) {
@@ -231,7 +231,7 @@ TEST_F(HostileInputsTest, EveryInputIsConvertedOrSkippedWithAReason) {
   // h5py reads the awkward names as the bytes they are.
   if (!test::python_has_modules({"h5py"})) GTEST_SKIP() << "h5py not available";
   r = test::run_command(
-      std::string(IMGPACK_SYSTEM_PYTHON) + " -c " +
+      test::system_python() + " -c " +
       shell_quote("import h5py, sys\n"
                   "f = h5py.File(sys.argv[1], 'r')\n"
                   "def strings(name):\n"
@@ -450,7 +450,7 @@ TEST_F(HostileInputsTest, UnreadableFilesAndFoldersAreSkipped) {
     fs::permissions(dir_.path(), fs::perms::all);  // nobody writes OUT there
   }
   CommandResult r =
-      test::run_command("timeout -s KILL 300 " + prefix + shell_quote(IMGPACK_CLI) + " convert " +
+      test::run_command("timeout -s KILL 300 " + prefix + shell_quote(test::imgpack_cli()) + " convert " +
                         q(src_) + " " + q(out_) + " --size 16 --quiet --max-skipped 2");
   ::chmod((src_ / "locked").c_str(), 0755);
   ASSERT_EQ(r.exit_code, 0) << prefix << "\n" << r.err;

@@ -36,7 +36,7 @@ class MergeCli : public ::testing::Test {
   }
 
   static std::string q(const fs::path& p) { return shell_quote(p.string()); }
-  static std::string imgpack() { return shell_quote(IMGPACK_CLI); }
+  static std::string imgpack() { return shell_quote(test::imgpack_cli()); }
 
   std::string convert_args(const std::string& out) const {
     return "convert " + q(dir_ / "src") + " " + q(dir_ / out) +
@@ -166,7 +166,7 @@ class MergeCampaign : public ::testing::Test {
   }
 
   static std::string q(const fs::path& p) { return shell_quote(p.string()); }
-  static std::string imgpack() { return shell_quote(IMGPACK_CLI); }
+  static std::string imgpack() { return shell_quote(test::imgpack_cli()); }
   static std::string convert_args(const std::string& out) {
     return "convert " + q(*dir_ / "src") + " " + q(*dir_ / out) + " --masks " +
            q(*dir_ / "src" / "masks") +
@@ -175,7 +175,7 @@ class MergeCampaign : public ::testing::Test {
   }
   // A fresh copy of the parts in OUT.
   static fs::path fresh(const std::string& name) {
-    const fs::path out = *dir_ / name;
+    fs::path out = *dir_ / name;
     fs::remove_all(out);
     fs::copy(*dir_ / "parts", out, fs::copy_options::recursive);
     return out;
@@ -210,7 +210,7 @@ TEST_F(MergeCampaign, EveryKindOfDamagedPartIsRefusedAndRedoneWithResume) {
       const fs::path out = fresh("out");
       const std::vector<fs::path> shards = shards_of(out / "parts" / part_name);
       ASSERT_GE(shards.size(), 2u);
-      const fs::path shard = shards[pick(shards.size())];
+      const fs::path& shard = shards[pick(shards.size())];
       const uint64_t size = fs::file_size(shard);
       const uint64_t records = h5::File::open_read(shard).length("/labels");
       std::string detail;

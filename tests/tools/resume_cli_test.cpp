@@ -45,7 +45,7 @@ class ResumeCli : public ::testing::Test {
            std::to_string(8 * 48 * 48 * 3) + " -q " + extra;
   }
 
-  std::string imgpack() const { return shell_quote(IMGPACK_CLI); }
+  std::string imgpack() const { return shell_quote(test::imgpack_cli()); }
 
   test::TempDir dir_;
 };

@@ -455,7 +455,7 @@ TEST_F(SplitCli, ConcurrentChangesTakeTurnsAndLoseNothing) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    const std::string command = shell_quote(IMGPACK_CLI) + " split " + ds() +
+    const std::string command = shell_quote(test::imgpack_cli()) + " split " + ds() +
                                 " --name theirs --kind random --folds 3 > /dev/null 2> " +
                                 shell_quote(err.string());
     ::execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);

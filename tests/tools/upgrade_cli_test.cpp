@@ -73,7 +73,7 @@ TEST_F(UpgradeCli, KilledAtAnyPointLeavesAValidDatasetAndFinishesWhenRunAgain) {
     SCOPED_TRACE(point);
     const fs::path data = dir_ / ("killed-" + point);
     fs::copy(old(), data, fs::copy_options::recursive);
-    auto killed = run_command("IMGPACK_CRASH_AT=" + point + " " + shell_quote(IMGPACK_CLI) +
+    auto killed = run_command("IMGPACK_CRASH_AT=" + point + " " + shell_quote(test::imgpack_cli()) +
                               " upgrade " + q(data) + " -q");
     ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
 
