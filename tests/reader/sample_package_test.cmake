@@ -84,16 +84,18 @@ foreach(header IN LISTS installed_headers)
       "${OPENCV_INCLUDE}" "${WORK_DIR}/header_check.cpp")
 endforeach()
 
-# A sanitizer build installs instrumented libraries: the sample must link the runtime too.
-set(sanitize_flags "")
+# The samples are built with the compiler the libraries were built with (a
+# sanitizer build's flags are that compiler's). A sanitizer build installs
+# instrumented libraries: the sample must link the runtime too.
+set(compiler_flags "-DCMAKE_CXX_COMPILER=${CXX}")
 if(SANITIZE)
-  set(sanitize_flags "-DCMAKE_CXX_FLAGS=-fsanitize=${SANITIZE}"
-                     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=${SANITIZE}")
+  list(APPEND compiler_flags "-DCMAKE_CXX_FLAGS=-fsanitize=${SANITIZE}"
+                              "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=${SANITIZE}")
 endif()
 # The host-only consumer: CUDAToolkit hidden, as on a machine without CUDA.
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/samples" -B "${WORK_DIR}/build-host" -G "${GENERATOR}"
     -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}"
-    -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON ${sanitize_flags})
+    -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON ${compiler_flags})
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build-host")
 set(host_program "${WORK_DIR}/build-host/nearest_class_mean")
 if(EXISTS "${WORK_DIR}/build-host/cuda_batches")
@@ -115,7 +117,7 @@ message(STATUS "${last_output}")
 if(CUDA)
   # The consumer that uses CUDA itself, through the installed CUDA module.
   run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/samples" -B "${WORK_DIR}/build-cuda" -G "${GENERATOR}"
-      -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${sanitize_flags})
+      -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${compiler_flags})
   run(${CMAKE_COMMAND} --build "${WORK_DIR}/build-cuda")
   # The program finds the module through its RUNPATH (prefix/lib). Under a
   # sanitizer, the runtime's dlopen interceptor makes itself the caller, whose

@@ -100,4 +100,21 @@ inline constexpr bool kAddressSanitizer = false;
 inline constexpr bool kAddressSanitizer = false;
 #endif
 
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+
+// A sanitizer build runs several times slower: exhaustive sweeps over
+// damaged bytes take a sample there instead (the libFuzzer run covers the same
+// open path under AddressSanitizer).
+inline constexpr bool kSanitizer = kAddressSanitizer || kThreadSanitizer;
+
 }  // namespace imgpack::test
