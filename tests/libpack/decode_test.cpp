@@ -268,8 +268,8 @@ TEST(DecodeTest, PillowCmykJpegComesBackAsTheRgbPicture) {
       "from PIL import Image; import sys; "
       "Image.open(sys.argv[1]).convert('CMYK').save(sys.argv[2], quality=100, subsampling=0)";
   test::CommandResult r =
-      test::run_command(test::system_python() + " -c " + test::shell_quote(script) +
-                        " " + test::shell_quote((dir / "source.png").string()) + " " +
+      test::run_command(test::system_python() + " -c " + test::shell_quote(script) + " " +
+                        test::shell_quote((dir / "source.png").string()) + " " +
                         test::shell_quote((dir / "cmyk.jpg").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string bytes = test::read_bytes(dir / "cmyk.jpg");

@@ -63,9 +63,9 @@ std::string run_python(const std::string& script, const std::string& data) {
     std::ofstream(dir / "input.txt") << data;
     std::ofstream(dir / "run.py") << script;
   }
-  test::CommandResult r = test::run_command(test::system_python() + " " +
-                                            test::shell_quote((dir / "run.py").string()) + " " +
-                                            test::shell_quote((dir / "input.txt").string()));
+  test::CommandResult r =
+      test::run_command(test::system_python() + " " + test::shell_quote((dir / "run.py").string()) +
+                        " " + test::shell_quote((dir / "input.txt").string()));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.out;
 }

@@ -29,7 +29,8 @@ std::string q(const fs::path& p) { return shell_quote(p.string()); }
 
 // Runs imgpack under a time limit, so a hang fails the test (exit 124).
 CommandResult run_limited(const std::string& arguments) {
-  return test::run_command("timeout -s KILL 120 " + shell_quote(test::imgpack_cli()) + " " + arguments);
+  return test::run_command("timeout -s KILL 120 " + shell_quote(test::imgpack_cli()) + " " +
+                           arguments);
 }
 
 void flip_byte(const fs::path& file, uint64_t offset, uint8_t mask = 0x5a) {

@@ -36,7 +36,8 @@ std::string q(const fs::path& p) { return shell_quote(p.string()); }
 
 // imgpack under a time limit: a hang is exit 137 (SIGKILL), not a stuck test.
 CommandResult run_limited(const std::string& arguments) {
-  return test::run_command("timeout -s KILL 300 " + shell_quote(test::imgpack_cli()) + " " + arguments);
+  return test::run_command("timeout -s KILL 300 " + shell_quote(test::imgpack_cli()) + " " +
+                           arguments);
 }
 
 std::string random_bytes(uint64_t seed, std::size_t size) {
@@ -449,9 +450,9 @@ TEST_F(HostileInputsTest, UnreadableFilesAndFoldersAreSkipped) {
     prefix = "setpriv --reuid=nobody --regid=nogroup --clear-groups ";
     fs::permissions(dir_.path(), fs::perms::all);  // nobody writes OUT there
   }
-  CommandResult r =
-      test::run_command("timeout -s KILL 300 " + prefix + shell_quote(test::imgpack_cli()) + " convert " +
-                        q(src_) + " " + q(out_) + " --size 16 --quiet --max-skipped 2");
+  CommandResult r = test::run_command("timeout -s KILL 300 " + prefix +
+                                      shell_quote(test::imgpack_cli()) + " convert " + q(src_) +
+                                      " " + q(out_) + " --size 16 --quiet --max-skipped 2");
   ::chmod((src_ / "locked").c_str(), 0755);
   ASSERT_EQ(r.exit_code, 0) << prefix << "\n" << r.err;
   const nlohmann::json report = nlohmann::json::parse(test::read_bytes(out_ / "report.json"));

@@ -153,8 +153,8 @@ TEST_F(MasksCli, SameBytesForAnyThreadCountAndAfterACrash) {
   test::expect_same_dataset_bytes(dir_ / "two", dir_ / "one");
   ASSERT_GE(read_index(dir_ / "one").num_shards(), 3u);
 
-  const auto killed = run_command("IMGPACK_CRASH_AT=record:70 " + shell_quote(test::imgpack_cli()) + " " +
-                                  convert_args("crashed", "--threads 2 --shard-size 200K"));
+  const auto killed = run_command("IMGPACK_CRASH_AT=record:70 " + shell_quote(test::imgpack_cli()) +
+                                  " " + convert_args("crashed", "--threads 2 --shard-size 200K"));
   ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
   EXPECT_FALSE(fs::exists(dir_ / "crashed/index.h5"));
   const auto resumed =
@@ -164,8 +164,8 @@ TEST_F(MasksCli, SameBytesForAnyThreadCountAndAfterACrash) {
   test::expect_same_dataset_bytes(dir_ / "crashed", dir_ / "one");
 
   // A mask edited in place since is noticed: its shard is converted again.
-  const auto again = run_command("IMGPACK_CRASH_AT=record:150 " + shell_quote(test::imgpack_cli()) + " " +
-                                 convert_args("edited", "--threads 2 --shard-size 200K"));
+  const auto again = run_command("IMGPACK_CRASH_AT=record:150 " + shell_quote(test::imgpack_cli()) +
+                                 " " + convert_args("edited", "--threads 2 --shard-size 200K"));
   ASSERT_EQ(again.exit_code, kKilledBySigkill) << again.err;
   const DatasetIndex reference = read_index(dir_ / "one");
   const fs::path edited_mask =
