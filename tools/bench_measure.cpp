@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include "cli_common.hpp"
 #include "cli_values.hpp"
 #include "imgpack/error.hpp"
 
@@ -40,12 +41,6 @@ double since(Clock::time_point start) {
 std::string percent(double fraction) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);
-  return text;
-}
-
-std::string fixed(double value, int digits) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
   return text;
 }
 

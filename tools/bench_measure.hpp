@@ -88,8 +88,7 @@ struct Recommendation {
 inline constexpr double kHeadroom = 1.25;
 
 double since(Clock::time_point start);
-std::string percent(double fraction);         // 0.123 -> "12.3%"
-std::string fixed(double value, int digits);  // printf's %.*f
+std::string percent(double fraction);  // 0.123 -> "12.3%"
 
 // Anonymous resident memory of this process, in bytes.
 uint64_t anon_rss_bytes();

@@ -11,6 +11,12 @@ void print_json(const nlohmann::ordered_json& value) {
             << std::endl;
 }
 
+std::string fixed(double value, int digits) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
 std::string human_bytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);

@@ -16,6 +16,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/mask_stats.hpp"
+#include "summaries.hpp"
 
 namespace imgpack::cli {
 

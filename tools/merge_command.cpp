@@ -5,6 +5,7 @@
 #include "cli_common.hpp"
 #include "cli_wording.hpp"
 #include "imgpack/merge.hpp"
+#include "summaries.hpp"
 
 namespace imgpack::cli {
 
@@ -37,20 +38,6 @@ int run_merge(const MergeArgs& args) {
 }
 
 }  // namespace
-
-nlohmann::ordered_json merge_json(const MergeResult& result, const std::string& out) {
-  nlohmann::ordered_json j;
-  j["parts"] = result.parts;
-  j["records"] = result.records;
-  j["samples"] = result.samples;
-  j["skipped"] = result.skipped;
-  j["shards"] = result.shards;
-  j["seconds"] = result.seconds;
-  j["dataset_uuid"] = result.uuid;
-  j["resumed"] = result.resumed;
-  j["out"] = out;
-  return j;
-}
 
 void add_merge_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<MergeArgs>();

@@ -10,6 +10,7 @@
 #include "imgpack/convert.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/merge.hpp"
+#include "summaries.hpp"
 
 #ifdef IMGPACK_HAVE_MPI
 #include <mpi.h>

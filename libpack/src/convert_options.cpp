@@ -17,18 +17,21 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr std::array kResizeModeNames{EnumName{ResizeMode::crop, "crop"},
-                                      EnumName{ResizeMode::stretch, "stretch"},
-                                      EnumName{ResizeMode::pad, "pad"}};
-constexpr std::array kColorModeNames{EnumName{ColorMode::rgb, "rgb"},
-                                     EnumName{ColorMode::gray, "gray"}};
-constexpr std::array kLabelSourceNames{EnumName{LabelSource::dirs, "dirs"},
-                                       EnumName{LabelSource::none, "none"},
-                                       EnumName{LabelSource::csv, "csv"}};
-constexpr std::array kWriteOrderNames{EnumName{WriteOrder::shuffle, "shuffle"},
-                                      EnumName{WriteOrder::sorted, "sorted"}};
-constexpr std::array kOnErrorNames{EnumName{OnError::skip, "skip"},
-                                   EnumName{OnError::fail, "fail"}};
+constexpr EnumNames kResizeModeNames{
+    "resize mode",
+    {EnumName{ResizeMode::crop, "crop"}, EnumName{ResizeMode::stretch, "stretch"},
+     EnumName{ResizeMode::pad, "pad"}}};
+constexpr EnumNames kColorModeNames{
+    "colour mode", {EnumName{ColorMode::rgb, "rgb"}, EnumName{ColorMode::gray, "gray"}}};
+constexpr EnumNames kLabelSourceNames{
+    "label source",
+    {EnumName{LabelSource::dirs, "dirs"}, EnumName{LabelSource::none, "none"},
+     EnumName{LabelSource::csv, "csv"}}};
+constexpr EnumNames kWriteOrderNames{
+    "write order",
+    {EnumName{WriteOrder::shuffle, "shuffle"}, EnumName{WriteOrder::sorted, "sorted"}}};
+constexpr EnumNames kOnErrorNames{
+    "error policy", {EnumName{OnError::skip, "skip"}, EnumName{OnError::fail, "fail"}}};
 
 std::string split_option_text(const NamedSplitSpec& split) {
   const SplitSpec& spec = split.spec;
@@ -39,32 +42,16 @@ std::string split_option_text(const NamedSplitSpec& split) {
 
 }  // namespace
 
-ResizeMode parse_resize_mode(std::string_view text) {
-  return parse_name(kResizeModeNames, text, "resize mode");
-}
-std::string_view resize_mode_name(ResizeMode mode) { return name_of(kResizeModeNames, mode); }
-
-ColorMode parse_color_mode(std::string_view text) {
-  return parse_name(kColorModeNames, text, "colour mode");
-}
-std::string_view color_mode_name(ColorMode mode) { return name_of(kColorModeNames, mode); }
-
-LabelSource parse_label_source(std::string_view text) {
-  return parse_name(kLabelSourceNames, text, "label source");
-}
-std::string_view label_source_name(LabelSource source) {
-  return name_of(kLabelSourceNames, source);
-}
-
-WriteOrder parse_write_order(std::string_view text) {
-  return parse_name(kWriteOrderNames, text, "write order");
-}
-std::string_view write_order_name(WriteOrder order) { return name_of(kWriteOrderNames, order); }
-
-OnError parse_on_error(std::string_view text) {
-  return parse_name(kOnErrorNames, text, "error policy");
-}
-std::string_view on_error_name(OnError policy) { return name_of(kOnErrorNames, policy); }
+ResizeMode parse_resize_mode(std::string_view text) { return kResizeModeNames.parse(text); }
+std::string_view resize_mode_name(ResizeMode mode) { return kResizeModeNames.name(mode); }
+ColorMode parse_color_mode(std::string_view text) { return kColorModeNames.parse(text); }
+std::string_view color_mode_name(ColorMode mode) { return kColorModeNames.name(mode); }
+LabelSource parse_label_source(std::string_view text) { return kLabelSourceNames.parse(text); }
+std::string_view label_source_name(LabelSource source) { return kLabelSourceNames.name(source); }
+WriteOrder parse_write_order(std::string_view text) { return kWriteOrderNames.parse(text); }
+std::string_view write_order_name(WriteOrder order) { return kWriteOrderNames.name(order); }
+OnError parse_on_error(std::string_view text) { return kOnErrorNames.parse(text); }
+std::string_view on_error_name(OnError policy) { return kOnErrorNames.name(policy); }
 
 uint64_t SkipLimit::allowed(uint64_t inputs) const {
   if (count) return *count;

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "enum_names.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "random.hpp"
@@ -182,30 +183,19 @@ void check_class_sizes(std::span<const int32_t> labels, const SplitSpec& spec,
 
 }  // namespace
 
-const char* split_kind_name(SplitKind kind) {
-  switch (kind) {
-    case SplitKind::random:
-      return "random";
-    case SplitKind::stratified:
-      return "stratified";
-    case SplitKind::group:
-      return "group";
-    case SplitKind::stratified_group:
-      return "stratified-group";
-    case SplitKind::holdout:
-      return "holdout";
-  }
-  return "?";
-}
+namespace {
 
-SplitKind parse_split_kind(std::string_view name) {
-  for (SplitKind kind : {SplitKind::random, SplitKind::stratified, SplitKind::group,
-                         SplitKind::stratified_group, SplitKind::holdout}) {
-    if (name == split_kind_name(kind)) return kind;
-  }
-  throw UsageError("unknown split kind '" + std::string(name) +
-                   "' (kinds: random, stratified, group, stratified-group, holdout)");
-}
+constexpr EnumNames kSplitKindNames{
+    "split kind",
+    {EnumName{SplitKind::random, "random"}, EnumName{SplitKind::stratified, "stratified"},
+     EnumName{SplitKind::group, "group"}, EnumName{SplitKind::stratified_group, "stratified-group"},
+     EnumName{SplitKind::holdout, "holdout"}}};
+
+}  // namespace
+
+// The names are string literals: data() ends in a NUL.
+const char* split_kind_name(SplitKind kind) { return kSplitKindNames.name(kind).data(); }
+SplitKind parse_split_kind(std::string_view name) { return kSplitKindNames.parse(name); }
 
 void SplitSpec::validate() const {
   if (!std::isfinite(test_fraction) || test_fraction < 0 || test_fraction >= 1) {

@@ -40,9 +40,11 @@ struct ShardView {
   Column<uint64_t> checksums;  // /checksum, by row (in `file` where it lies contiguous)
 };
 
-// Reads exactly `bytes` at `offset` of a shard file, for `row`.
+// Reads row `row` of `bytes` bytes of a layer (/images or /masks) that
+// starts at byte `layer_offset` of the file.
 void read_row(int fd, const fs::path& path, uint64_t row, uint8_t* out, std::size_t bytes,
-              uint64_t offset) {
+              uint64_t layer_offset) {
+  const uint64_t offset = layer_offset + row * bytes;
   std::size_t done = 0;
   while (done < bytes) {
     const ssize_t got = ::pread(fd, out + done, bytes - done, static_cast<off_t>(offset + done));
@@ -234,17 +236,15 @@ const uint8_t* Dataset::mask_data(uint64_t r) const {
 void Dataset::read_record(uint64_t r, uint8_t* out) const {
   const State& s = *state_;
   const uint32_t k = s.index.records.shard[r];
-  const uint64_t row = s.index.records.row[r];
-  read_row(s.shard_fd(k), s.shards[k].path, row, out, s.record_bytes,
-           s.shards[k].images_offset + row * s.record_bytes);
+  read_row(s.shard_fd(k), s.shards[k].path, s.index.records.row[r], out, s.record_bytes,
+           s.shards[k].images_offset);
 }
 
 void Dataset::read_mask(uint64_t r, uint8_t* out) const {
   const State& s = *state_;
   const uint32_t k = s.index.records.shard[r];
-  const uint64_t row = s.index.records.row[r];
-  read_row(s.shard_fd(k), s.shards[k].path, row, out, s.mask_bytes,
-           s.shards[k].masks_offset + row * s.mask_bytes);
+  read_row(s.shard_fd(k), s.shards[k].path, s.index.records.row[r], out, s.mask_bytes,
+           s.shards[k].masks_offset);
 }
 
 bool Dataset::record_cached(uint64_t r) const {

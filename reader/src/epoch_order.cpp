@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include "enum_names.hpp"
 #include "imgpack/error.hpp"
 #include "random.hpp"
 
@@ -224,36 +223,5 @@ EpochPlan EpochOrder::plan(uint64_t epoch) const {
   }
   return plan;
 }
-
-namespace {
-
-constexpr std::array kOrderModeNames{EnumName{OrderMode::sequential, "sequential"},
-                                     EnumName{OrderMode::random, "random"},
-                                     EnumName{OrderMode::shard_window, "shard-window"}};
-constexpr std::array kRankPolicyNames{EnumName{RankPolicy::pad, "pad"},
-                                      EnumName{RankPolicy::drop, "drop"}};
-constexpr std::array kSamplingNames{EnumName{Sampling::uniform, "uniform"},
-                                    EnumName{Sampling::class_balanced, "class-balanced"},
-                                    EnumName{Sampling::weighted, "weighted"}};
-
-}  // namespace
-
-OrderMode parse_order_mode(std::string_view text) {
-  return parse_name(kOrderModeNames, text, "order");
-}
-
-std::string_view order_mode_name(OrderMode mode) { return name_of(kOrderModeNames, mode); }
-
-RankPolicy parse_rank_policy(std::string_view text) {
-  return parse_name(kRankPolicyNames, text, "rank policy");
-}
-
-std::string_view rank_policy_name(RankPolicy policy) { return name_of(kRankPolicyNames, policy); }
-
-Sampling parse_sampling(std::string_view text) {
-  return parse_name(kSamplingNames, text, "sampling");
-}
-
-std::string_view sampling_name(Sampling sampling) { return name_of(kSamplingNames, sampling); }
 
 }  // namespace imgpack

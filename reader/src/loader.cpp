@@ -1,11 +1,9 @@
 // Loader and Batch: the public face of the pipeline in loader_core.cpp.
 #include "imgpack/loader.hpp"
 
-#include <array>
 #include <memory>
 #include <utility>
 
-#include "enum_names.hpp"
 #include "loader_core.hpp"
 
 namespace imgpack {
@@ -105,48 +103,5 @@ std::size_t Loader::ring_host_bytes() const { return core_->ring_host_bytes(); }
 std::size_t Loader::ring_device_bytes() const { return core_->ring_device_bytes(); }
 LoaderStats Loader::stats() const { return core_->stats(); }
 void Loader::reset_stats() { core_->reset_stats(); }
-
-namespace {
-
-constexpr std::array kLastBatchNames{EnumName{LastBatch::drop, "drop"},
-                                     EnumName{LastBatch::pad, "pad"},
-                                     EnumName{LastBatch::partial, "partial"}};
-
-}  // namespace
-
-LastBatch parse_last_batch(std::string_view text) {
-  return parse_name(kLastBatchNames, text, "last-batch policy");
-}
-
-std::string_view last_batch_name(LastBatch last) { return name_of(kLastBatchNames, last); }
-
-constexpr std::array kCropModeNames{EnumName{CropMode::automatic, "auto"},
-                                    EnumName{CropMode::random, "random"},
-                                    EnumName{CropMode::center, "center"}};
-
-CropMode parse_crop_mode(std::string_view text) {
-  return parse_name(kCropModeNames, text, "crop mode");
-}
-
-std::string_view crop_mode_name(CropMode mode) { return name_of(kCropModeNames, mode); }
-
-constexpr std::array kReadPathNames{EnumName{ReadPath::automatic, "auto"},
-                                    EnumName{ReadPath::mapped, "mapped"},
-                                    EnumName{ReadPath::read, "read"}};
-
-ReadPath parse_read_path(std::string_view text) {
-  return parse_name(kReadPathNames, text, "read path");
-}
-
-std::string_view read_path_name(ReadPath path) { return name_of(kReadPathNames, path); }
-
-constexpr std::array kDirectIoNames{EnumName{DirectIo::automatic, "auto"},
-                                    EnumName{DirectIo::on, "on"}, EnumName{DirectIo::off, "off"}};
-
-DirectIo parse_direct_io(std::string_view text) {
-  return parse_name(kDirectIoNames, text, "direct I/O setting");
-}
-
-std::string_view direct_io_name(DirectIo io) { return name_of(kDirectIoNames, io); }
 
 }  // namespace imgpack

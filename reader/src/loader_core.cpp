@@ -1,6 +1,6 @@
 // The loader's pipeline: reader threads, the upload stage and delivery (see
-// loader_core.hpp). Reader threads, upload and delivery share the ring and its
-// synchronisation, so they stay in one file (about 550 lines).
+// loader_core.hpp). What a reader thread does with the chunk it claimed is
+// slot_fill.cpp's; this file is the ring and its synchronisation.
 #include "loader_core.hpp"
 
 #include <algorithm>
@@ -9,75 +9,16 @@
 #include <string>
 #include <utility>
 
-#include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "loader_state.hpp"
-#include "mapping_fault.hpp"
 #include "memory_cgroup.hpp"
-#include "record_copy.hpp"
-#include "record_reads.hpp"
 #include "record_window.hpp"
 #include "shard_prefetch.hpp"
 
 namespace imgpack::detail {
 
-namespace {
-
-void validate(const Dataset& dataset, const LoaderOptions& o) {
-  if (!dataset) throw UsageError("Loader: the dataset is not open");
-  if (o.batch_size == 0) throw UsageError("batch size must be at least 1");
-  if (o.threads == 0 || o.threads > 1024) throw UsageError("threads must be between 1 and 1024");
-  if (o.prefetch == 0 || o.prefetch > 4096) {
-    throw UsageError("prefetch must be between 1 and 4096 slots");
-  }
-  if (o.reads_in_flight == 0 || o.reads_in_flight > 4096) {
-    throw UsageError("reads in flight must be between 1 and 4096 per reader thread");
-  }
-  if (o.direct_upload && !o.crop.is_identity()) {
-    throw UsageError(
-        "direct upload copies whole records to the device; crop and flip need the reader "
-        "threads' copy (turn one of them off)");
-  }
-  if (o.direct_upload && o.read_path == ReadPath::read) {
-    throw UsageError(
-        "direct upload copies from the shard mappings; ReadPath::read reads with pread (turn "
-        "one of them off)");
-  }
-  if (o.direct_upload && !o.device.is_cuda()) {
-    throw UsageError("direct upload needs a CUDA device (it copies from the mapping to the GPU)");
-  }
-  check_crop(o.crop, {dataset.height(), dataset.width(), dataset.channels()});
-  if (o.output != OutputFormat::uint8_nhwc) {
-    for (uint32_t c = 0; c < dataset.channels(); ++c) {
-      if (!(o.stddev[c] > 0)) throw UsageError("stddev must be positive for every channel");
-    }
-  }
-}
-
-// A read of the shards' mappings faulted at `address`: the shard holding it
-// shrank (or was replaced in place) after the dataset was opened.
-[[noreturn]] void throw_mapping_fault(const Dataset& dataset, const void* address) {
-  const auto* at = static_cast<const uint8_t*>(address);
-  for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
-    for (const std::span<const uint8_t> bytes : {dataset.shard_images(k), dataset.shard_masks(k)}) {
-      if (!bytes.empty() && at >= bytes.data() && at < bytes.data() + bytes.size()) {
-        throw file_error(dataset.shard_path(k),
-                         "truncated or rewritten in place while the dataset was open (reading "
-                         "its pixels at byte " +
-                             std::to_string(at - bytes.data()) +
-                             " of its records faulted with SIGBUS); reopen the dataset");
-      }
-    }
-  }
-  throw Error(
-      "a shard was truncated or rewritten in place while the dataset was open (reading its "
-      "mapping faulted with SIGBUS); reopen the dataset");
-}
-
-}  // namespace
-
 LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
-    : dataset_((validate(dataset, options), std::move(dataset))),
+    : dataset_((require_valid_options(dataset, options), std::move(dataset))),
       options_(std::move(options)),
       order_(dataset_, select_samples(dataset_.index(), options_.selection),
              resolve_variant_policy(options_.selection.variants, options_.selection.role),
@@ -91,14 +32,11 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       slot_mask_bytes_(dataset_.has_masks() ? shape_.pixels() : 0),
       norm_(Normalization::from_mean_std(options_.mean.data(), options_.stddev.data(),
                                          dataset_.channels())),
-      windowed_(!options_.crop.is_identity()),
-      random_crop_(random_windows(options_)),
       initial_state_(initial_loader_state(order_, options_)) {
   require_batches(order_, options_);
   backend_ = make_upload_backend(options_.device, options_.pin_host_memory);
   convert_on_host_ =
       !backend_->separate_device_memory() && options_.output != OutputFormat::uint8_nhwc;
-  staging_read_by_device_ = backend_->separate_device_memory();
   direct_ = options_.direct_upload && backend_->separate_device_memory();
   if (direct_) {
     for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
@@ -116,25 +54,15 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       }
     }
   }
+  const uint64_t memory = memory_for_page_cache();
+  filler_ = std::make_unique<SlotFiller>(
+      dataset_, options_,
+      SlotPlan{convert_on_host_, backend_->separate_device_memory(), direct_, memory});
   // Slots hold the largest batch an epoch delivers: a batch_size beyond the
   // epoch (last_batch partial) costs no memory it cannot fill.
   slot_capacity_ = std::min<std::size_t>(options_.batch_size, images_per_epoch());
-  const std::size_t batch = slot_capacity_;
-  const uint64_t memory = memory_for_page_cache();
-  std::size_t chunk = kChunkBytes / (slot_record_bytes_ + slot_mask_bytes_);
-  if (options_.read_path != ReadPath::mapped && !direct_) {
-    const bool direct = options_.direct_io == DirectIo::on ||
-                        (options_.direct_io == DirectIo::automatic &&
-                         dataset_.num_records() * (record_bytes_ + mask_bytes_) > memory);
-    shard_files_ = std::make_unique<ShardFiles>(dataset_, ShardFiles::Layer::images, direct);
-    if (mask_bytes_ > 0) {
-      mask_files_ = std::make_unique<ShardFiles>(dataset_, ShardFiles::Layer::masks, direct);
-    }
-    // A chunk is what one thread keeps in flight when it reads.
-    chunk = std::max<std::size_t>(chunk, options_.reads_in_flight);
-  }
-  chunk_records_ = std::clamp<std::size_t>(chunk, 1, batch);
-  chunks_per_batch_ = (batch + chunk_records_ - 1) / chunk_records_;
+  chunk_records_ = std::clamp<std::size_t>(filler_->chunk_records(), 1, slot_capacity_);
+  chunks_per_batch_ = (slot_capacity_ + chunk_records_ - 1) / chunk_records_;
   allocate_ring(memory);
   start_prefetch(memory);
 }
@@ -166,6 +94,7 @@ void LoaderCore::allocate_ring(uint64_t memory) {
     } else {
       slot.staging = backend_->allocate_host(batch * slot_record_bytes_ + masks);
       slot.images = slot.staging.data();
+      slot.host_images = static_cast<uint8_t*>(slot.staging.data());
       if (masks > 0) {
         slot.host_masks = static_cast<uint8_t*>(slot.staging.data()) + batch * slot_record_bytes_;
       }
@@ -413,7 +342,8 @@ void LoaderCore::start_prefetch(uint64_t memory) {
   if (options_.read_path != ReadPath::automatic || direct_ ||
       options_.order.sampling != Sampling::uniform ||
       (mode != OrderMode::shard_window && mode != OrderMode::sequential) ||
-      (mode == OrderMode::shard_window && shard_files_ && shard_files_->direct())) {
+      (mode == OrderMode::shard_window && filler_->shard_files() &&
+       filler_->shard_files()->direct())) {
     return;
   }
   const uint64_t budget = memory > ring_host_bytes_ ? (memory - ring_host_bytes_) / 2 : 0;
@@ -529,137 +459,14 @@ void LoaderCore::reader_main() {
 }
 
 void LoaderCore::fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk,
-                            Slot& slot, ThreadReaders& readers) {
-  const std::size_t batch_begin = batch * options_.batch_size;
-  const std::size_t in_batch = work.size(batch);
+                            Slot& slot, ThreadReaders& readers) const {
   const std::size_t begin = chunk * chunk_records_;
-  const std::size_t end = std::min(begin + chunk_records_, in_batch);
+  const std::size_t end = std::min(begin + chunk_records_, work.size(batch));
   if (begin >= end) return;  // a chunk past the end of a short last batch
-  const std::span<const uint64_t> records(work.entries.data() + batch_begin + begin, end - begin);
-  const bool masks = slot_mask_bytes_ > 0;
-  // A chunk the prefetcher gated is in memory: the mapping.
-  const bool prefetched = prefetch_ && batch_begin + begin < work.pad_from;
-  if (prefetched) prefetch_->check();
-  if (prefetched || !reads_chunk(records.front())) {
-    const void* fault = read_mapped([&] {
-      for (std::size_t i = 0; i < records.size(); ++i) {
-        place_record(slot, begin + i, records[i], dataset_.record_data(records[i]), work.epoch);
-        if (masks) {
-          place_mask(slot, begin + i, records[i], dataset_.mask_data(records[i]), work.epoch);
-        }
-      }
-    });
-    if (fault != nullptr) throw_mapping_fault(dataset_, fault);
-    return;
-  }
-  read_records_.fetch_add(records.size(), std::memory_order_relaxed);
-  if (!readers.images) readers.images.emplace(*shard_files_, options_.reads_in_flight);
-  // Whole records may be read straight into the slot; a window or a
-  // conversion starts from the reader's buffer.
-  const bool plain = !windowed_ && !convert_on_host_;
-  auto* staging = static_cast<uint8_t*>(slot.staging.data());
-  readers.images->read(
-      records,
-      [&](std::size_t i) { return plain ? staging + (begin + i) * record_bytes_ : nullptr; },
-      [&](std::size_t i, const uint8_t* pixels) {
-        place_record(slot, begin + i, records[i], pixels, work.epoch);
-      });
-  if (!masks) return;
-  if (!readers.masks) readers.masks.emplace(*mask_files_, options_.reads_in_flight);
-  readers.masks->read(
-      records,
-      [&](std::size_t i) {
-        return windowed_ || direct_ ? nullptr : slot.host_masks + (begin + i) * slot_mask_bytes_;
-      },
-      [&](std::size_t i, const uint8_t* mask) {
-        place_mask(slot, begin + i, records[i], mask, work.epoch);
-      });
-}
-
-void LoaderCore::place_record(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
-                              uint64_t epoch) {
-  if (options_.verify_checksums &&
-      checksum(src, record_bytes_) != dataset_.record_checksum(record)) {
-    const DatasetIndex& index = dataset_.index();
-    throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
-                     "row " + std::to_string(index.records.row[record]) + " (sample " +
-                         std::to_string(dataset_.record_sample(record)) +
-                         ") does not match its stored checksum");
-  }
-  auto* staging = static_cast<uint8_t*>(slot.staging.data());
-  auto* output = static_cast<uint8_t*>(slot.output.data());
-  if (windowed_) {
-    const RecordWindow window =
-        draw_window(options_.crop, random_crop_, stored_shape_, shape_, options_.order.seed, epoch,
-                    dataset_.record_sample(record), dataset_.record_variant(record));
-    if (convert_on_host_) {
-      // The window first, then the conversion; one buffer per reader thread.
-      thread_local std::vector<uint8_t> window_pixels;
-      window_pixels.resize(slot_record_bytes_);
-      copy_window(src, stored_shape_, window_pixels.data(), shape_, window);
-      convert_record_host(window_pixels.data(), output + pos * output_record_bytes_,
-                          options_.output, shape_, norm_);
-    } else {
-      copy_window(src, stored_shape_, staging + pos * slot_record_bytes_, shape_, window,
-                  Stores::streaming);
-    }
-  } else if (direct_) {
-    slot.sources[pos] = src;
-  } else if (convert_on_host_) {
-    convert_record_host(src, output + pos * output_record_bytes_, options_.output, shape_, norm_);
-  } else if (src == staging + pos * record_bytes_) {
-    // Read into the slot already.
-  } else if (staging_read_by_device_) {
-    copy_streaming(staging + pos * record_bytes_, src, record_bytes_);
-  } else {
-    std::memcpy(staging + pos * record_bytes_, src, record_bytes_);
-  }
-  slot.labels[pos] = dataset_.record_label(record);
-  slot.samples[pos] = dataset_.record_sample(record);
-  slot.records[pos] = record;
-}
-
-void LoaderCore::place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
-                            uint64_t epoch) const {
-  if (options_.verify_checksums &&
-      checksum(src, mask_bytes_) != dataset_.record_mask_checksum(record)) {
-    throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
-                     "the mask of row " + std::to_string(dataset_.index().records.row[record]) +
-                         " (sample " + std::to_string(dataset_.record_sample(record)) +
-                         ") does not match its stored checksum");
-  }
-  uint8_t* dst = direct_ ? nullptr : slot.host_masks + pos * slot_mask_bytes_;
-  if (direct_) {
-    slot.mask_sources[pos] = src;
-  } else if (windowed_) {
-    // The record's own window and flips (a pure function of the record).
-    const RecordWindow window =
-        draw_window(options_.crop, random_crop_, stored_shape_, shape_, options_.order.seed, epoch,
-                    dataset_.record_sample(record), dataset_.record_variant(record));
-    copy_window(src, {stored_shape_.height, stored_shape_.width, 1}, dst,
-                {shape_.height, shape_.width, 1}, window, Stores::streaming);
-  } else if (src == dst) {
-    // Read into the slot already.
-  } else if (staging_read_by_device_) {
-    copy_streaming(dst, src, mask_bytes_);
-  } else {
-    std::memcpy(dst, src, mask_bytes_);
-  }
-}
-
-bool LoaderCore::reads_chunk(uint64_t first_record) const {
-  switch (options_.read_path) {
-    case ReadPath::mapped:
-      return false;
-    case ReadPath::read:
-      return true;
-    case ReadPath::automatic:
-      break;
-  }
-  // Sequential order reads the files front to back, which the kernel's
-  // readaround on the mapping already turns into large requests.
-  return !direct_ && options_.order.mode != OrderMode::sequential &&
-         !dataset_.record_cached(first_record);
+  // A chunk the prefetcher gated is in memory.
+  const bool in_memory = prefetch_ && batch * options_.batch_size + begin < work.pad_from;
+  if (in_memory) prefetch_->check();
+  filler_->fill(work, batch, begin, end, slot, readers, in_memory);
 }
 
 bool LoaderCore::uploadable() const {
@@ -745,10 +552,7 @@ std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
   if (!started_) set_epoch(0);
   std::unique_lock lock(mu_);
   const Clock::time_point entered = Clock::now();
-  if (!consumer_started_) {
-    consumer_started_ = true;
-    consumer_first_ = entered;
-  }
+  consumer_entered(entered);
   if (error_) std::rethrow_exception(error_);
   if (next_deliver_ >= end_seq_) {
     consumer_last_ = entered;
@@ -792,14 +596,18 @@ bool LoaderCore::deliverable() const {
   return f.seq == next_deliver_ && f.stage == Stage::ready;
 }
 
-bool LoaderCore::wait_for_next(Clock::duration timeout) {
-  if (!started_) set_epoch(0);
-  std::unique_lock lock(mu_);
-  const Clock::time_point entered = Clock::now();
+void LoaderCore::consumer_entered(Clock::time_point entered) {
   if (!consumer_started_) {
     consumer_started_ = true;
     consumer_first_ = entered;
   }
+}
+
+bool LoaderCore::wait_for_next(Clock::duration timeout) {
+  if (!started_) set_epoch(0);
+  std::unique_lock lock(mu_);
+  const Clock::time_point entered = Clock::now();
+  consumer_entered(entered);
   if (deliverable()) return true;
   const bool ready = consumer_cv_.wait_for(lock, timeout, [&] { return deliverable(); });
   wait_ns_ += nanoseconds_since(entered);
@@ -856,7 +664,7 @@ LoaderStats LoaderCore::stats() const {
   s.reader_busy_seconds = seconds(reader_ns_.load(std::memory_order_relaxed));
   s.upload_busy_seconds = seconds(upload_ns_.load(std::memory_order_relaxed));
   s.read_ahead_batches = read_ahead_;
-  s.records_read = read_records_.load(std::memory_order_relaxed);
+  s.records_read = filler_->records_read();
   if (prefetch_) {
     s.prefetched_bytes = prefetch_->populated_bytes();
     s.prefetch_cached_shards = prefetch_->cached_visits();
@@ -870,7 +678,7 @@ void LoaderCore::reset_stats() {
   consumer_started_ = false;
   reader_ns_.store(0, std::memory_order_relaxed);
   upload_ns_.store(0, std::memory_order_relaxed);
-  read_records_.store(0, std::memory_order_relaxed);
+  filler_->reset_records_read();
 }
 
 }  // namespace imgpack::detail

@@ -1,14 +1,14 @@
 // The loader's pipeline behind Loader and Batch (internal to the reader).
 //
-// Reader threads claim work in chunks of a batch (about 1 MiB of records),
-// copy the records from the dataset's mappings into a slot of the ring and
-// mark the batch filled when its last chunk is done; the upload stage issues
-// the copy to the device, the conversion and the slot's ready event, in
-// batch order; next() hands batches out in order, as Batches leasing their
-// slot. One mutex guards the ring's state; the per-record work runs outside
-// it. set_epoch() bumps a generation so that work of an abandoned epoch is
-// discarded, never delivered; an epoch may start at a later batch (restore()),
-// whose position epoch_batches.hpp computes.
+// Reader threads claim work in chunks of a batch (about 1 MiB of records)
+// and have a SlotFiller (slot_fill.hpp) fill them into a slot of the ring,
+// outside the lock; the batch is filled when its last chunk is done. The
+// upload stage issues the copy to the device, the conversion and the slot's
+// ready event, in batch order; next() hands batches out in order, as Batches
+// leasing their slot. One mutex guards the ring's state. set_epoch() bumps a
+// generation so that work of an abandoned epoch is discarded, never
+// delivered; an epoch may start at a later batch (restore()), whose position
+// epoch_batches.hpp computes.
 #pragma once
 
 #include <atomic>
@@ -26,18 +26,14 @@
 
 #include "epoch_batches.hpp"
 #include "imgpack/loader.hpp"
-#include "record_reads.hpp"
-#include "record_window.hpp"
 #include "shard_prefetch.hpp"
+#include "slot_fill.hpp"
 
 namespace imgpack::detail {
 
 using Clock = std::chrono::steady_clock;
 
 inline constexpr uint64_t kNoSeq = ~uint64_t{0};
-// Reader threads claim work in chunks of about this many bytes: one lock per
-// chunk, small enough to spread a batch over many threads.
-inline constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 // Threads of the shard prefetcher: shard pieces read into memory at once.
 inline constexpr unsigned kPrefetchThreads = 4;
 
@@ -51,35 +47,6 @@ inline double seconds(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
 // Where a batch is in the pipeline.
 enum class Stage { empty, opening, filling, filled, uploading, ready };
 
-// The memory and events of one slot of the ring; reused batch after batch.
-// With masks, a slot's staging (and device) memory holds the batch's masks
-// right after room for batch_size images: [images][masks], so that one copy
-// uploads a full batch's images and masks.
-struct Slot {
-  Memory staging;  // uint8 records written by reader threads (only their masks when converting on
-                   // the host)
-  Memory device;   // device copy of `staging` (CUDA)
-  Memory output;   // converted images (float formats)
-  const void* images = nullptr;    // what Batch::data() shows
-  uint8_t* host_masks = nullptr;   // where reader threads write the masks (in `staging`)
-  const uint8_t* masks = nullptr;  // what Batch::masks() shows
-  std::vector<int32_t> labels;
-  std::vector<int64_t> samples;
-  std::vector<uint64_t> records;
-  std::vector<const void*> sources;            // direct upload: where each record is in the mapping
-  std::vector<const void*> mask_sources;       // and its mask
-  std::unique_ptr<UploadEvent> upload_done;    // fires when the slot's upload is complete
-  std::unique_ptr<UploadEvent> consumer_done;  // recorded on the consumer's stream
-  bool consumer_pending = false;               // the next upload must wait for consumer_done
-};
-
-// A reader thread's means of reading records from their files (the read
-// path): one for the images and, with masks, one for the masks.
-struct ThreadReaders {
-  std::optional<RecordReader> images;
-  std::optional<RecordReader> masks;
-};
-
 // A batch between being opened by a reader thread and delivered by next().
 struct InFlight {
   uint64_t seq = kNoSeq;
@@ -87,6 +54,11 @@ struct InFlight {
   Stage stage = Stage::empty;
   std::size_t chunks_done = 0;
 };
+
+// Throws imgpack::UsageError for options that the dataset or each other rule
+// out (sizes out of range, direct upload with a crop, a crop that does not
+// fit, a zero stddev), saying which; LoaderCore's constructor calls it first.
+void require_valid_options(const Dataset& dataset, const LoaderOptions& options);
 
 class LoaderCore {
  public:
@@ -169,21 +141,11 @@ class LoaderCore {
   bool uploadable() const;
   void reader_main();
   void upload_main();
-  // Fills chunk `chunk` of batch `batch` of `work` into `slot`, from the
-  // mappings or, where reads_chunk() says so, with `readers` (this thread's,
-  // made on first use).
+  // Fills chunk `chunk` of batch `batch` of `work` into `slot` (SlotFiller).
   void fill_chunk(const EpochBatches& work, std::size_t batch, std::size_t chunk, Slot& slot,
-                  ThreadReaders& readers);
-  // Checks, crops, converts or copies one record's pixels `src` into
-  // position `pos` of `slot`, with its label, sample and record number.
-  void place_record(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
-                    uint64_t epoch);
-  // The same for the record's mask `src`: checked when verifying checksums,
-  // cut to the record's window, into the slot's masks.
-  void place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
-                  uint64_t epoch) const;
-  // Whether the chunk starting at `first_record` is read with pread (ReadPath).
-  bool reads_chunk(uint64_t first_record) const;
+                  ThreadReaders& readers) const;
+  // The consumer entered next() or wait_for_next() at `entered` (mu_ held).
+  void consumer_entered(Clock::time_point entered);
   void fail(std::exception_ptr error);  // with mu_ held
 
   const Dataset dataset_;
@@ -198,18 +160,10 @@ class LoaderCore {
   const std::size_t mask_bytes_;
   const std::size_t slot_mask_bytes_;
   const Normalization norm_;
-  // Crop or flip records while copying them (LoaderOptions::crop), and how.
-  const bool windowed_;
-  const bool random_crop_;
   const LoaderState initial_state_;  // the fingerprint; epoch 0, nothing consumed
   bool convert_on_host_ = false;
-  // Staging is read only by the device's copy engine: filled with streaming stores.
-  bool staging_read_by_device_ = false;
-  // The shard files of the read path (ReadPath); null when records are only
-  // ever copied from the mappings.
-  std::unique_ptr<ShardFiles> shard_files_;
-  std::unique_ptr<ShardFiles> mask_files_;  // with masks
-  std::size_t slot_capacity_ = 1;           // images a slot holds: the largest batch of an epoch
+  std::unique_ptr<SlotFiller> filler_;
+  std::size_t slot_capacity_ = 1;  // images a slot holds: the largest batch of an epoch
   std::size_t chunk_records_ = 1;
   std::size_t chunks_per_batch_ = 1;
   std::size_t ring_host_bytes_ = 0;
@@ -264,7 +218,6 @@ class LoaderCore {
   Clock::time_point consumer_first_{}, consumer_last_{};
   std::atomic<uint64_t> reader_ns_{0};
   std::atomic<uint64_t> upload_ns_{0};
-  std::atomic<uint64_t> read_records_{0};  // LoaderStats::records_read
 
   std::vector<std::thread> threads_;
 

@@ -1,26 +1,6 @@
 #include "imgpack/output_format.hpp"
 
-#include <array>
-
-#include "enum_names.hpp"
-
 namespace imgpack {
-
-namespace {
-
-constexpr std::array kOutputFormatNames{EnumName{OutputFormat::uint8_nhwc, "uint8"},
-                                        EnumName{OutputFormat::float32_nchw, "float32"},
-                                        EnumName{OutputFormat::float16_nchw, "float16"}};
-
-}  // namespace
-
-OutputFormat parse_output_format(std::string_view text) {
-  return parse_name(kOutputFormatNames, text, "output format");
-}
-
-std::string_view output_format_name(OutputFormat format) {
-  return name_of(kOutputFormatNames, format);
-}
 
 Normalization Normalization::from_mean_std(const float* mean, const float* stddev,
                                            uint32_t channels) {

@@ -217,27 +217,33 @@ void copy_window(const uint8_t* src, RecordShape stored, uint8_t* dst, RecordSha
 
 namespace imgpack {
 
+namespace {
+
+// The window of a record (or its mask) that a loader with `options` delivers,
+// copied from `src` (stored as `stored`) to `out`.
+void copy_delivered(const Dataset& dataset, const LoaderOptions& options, uint64_t epoch,
+                    int64_t sample, uint16_t variant, const uint8_t* src, uint8_t* out,
+                    uint32_t channels) {
+  const RecordShape record{dataset.height(), dataset.width(), dataset.channels()};
+  detail::check_crop(options.crop, record);
+  const RecordShape delivered = detail::delivered_shape(options.crop, record);
+  const detail::RecordWindow window =
+      detail::draw_window(options.crop, detail::random_windows(options), record, delivered,
+                          options.order.seed, epoch, sample, variant);
+  detail::copy_window(src, {record.height, record.width, channels}, out,
+                      {delivered.height, delivered.width, channels}, window);
+}
+
+}  // namespace
+
 void copy_delivered_view(const Dataset& dataset, const LoaderOptions& options, uint64_t epoch,
                          int64_t sample, uint16_t variant, const uint8_t* record, uint8_t* out) {
-  const RecordShape stored{dataset.height(), dataset.width(), dataset.channels()};
-  detail::check_crop(options.crop, stored);
-  const RecordShape delivered = detail::delivered_shape(options.crop, stored);
-  const detail::RecordWindow window =
-      detail::draw_window(options.crop, detail::random_windows(options), stored, delivered,
-                          options.order.seed, epoch, sample, variant);
-  detail::copy_window(record, stored, out, delivered, window);
+  copy_delivered(dataset, options, epoch, sample, variant, record, out, dataset.channels());
 }
 
 void copy_delivered_mask(const Dataset& dataset, const LoaderOptions& options, uint64_t epoch,
                          int64_t sample, uint16_t variant, const uint8_t* mask, uint8_t* out) {
-  const RecordShape stored{dataset.height(), dataset.width(), dataset.channels()};
-  detail::check_crop(options.crop, stored);
-  const RecordShape delivered = detail::delivered_shape(options.crop, stored);
-  const detail::RecordWindow window =
-      detail::draw_window(options.crop, detail::random_windows(options), stored, delivered,
-                          options.order.seed, epoch, sample, variant);
-  detail::copy_window(mask, {stored.height, stored.width, 1}, out,
-                      {delivered.height, delivered.width, 1}, window);
+  copy_delivered(dataset, options, epoch, sample, variant, mask, out, 1);
 }
 
 }  // namespace imgpack

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "enum_names.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -119,28 +118,6 @@ std::vector<uint64_t> epoch_records(const Dataset& dataset, std::span<const int6
     if (chosen[r]) out.push_back(r);
   }
   return out;
-}
-
-namespace {
-
-constexpr std::array kRoleNames{EnumName{Role::train, "train"}, EnumName{Role::val, "val"},
-                                EnumName{Role::test, "test"}, EnumName{Role::all, "all"}};
-constexpr std::array kVariantPolicyNames{
-    EnumName{VariantPolicy::automatic, "auto"}, EnumName{VariantPolicy::clean, "clean"},
-    EnumName{VariantPolicy::rotate, "rotate"}, EnumName{VariantPolicy::all, "all"}};
-
-}  // namespace
-
-Role parse_role(std::string_view text) { return parse_name(kRoleNames, text, "role"); }
-
-std::string_view role_name(Role role) { return name_of(kRoleNames, role); }
-
-VariantPolicy parse_variant_policy(std::string_view text) {
-  return parse_name(kVariantPolicyNames, text, "variant policy");
-}
-
-std::string_view variant_policy_name(VariantPolicy policy) {
-  return name_of(kVariantPolicyNames, policy);
 }
 
 }  // namespace imgpack

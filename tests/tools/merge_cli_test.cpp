@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cli_fixture.hpp"
 #include "h5.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/dataset_index.hpp"
@@ -25,18 +26,9 @@ namespace fs = std::filesystem;
 using test::run_command;
 using test::shell_quote;
 
-constexpr int kKilledBySigkill = 128 + 9;
-
-class MergeCli : public ::testing::Test {
+class MergeCli : public test::CliTest {
  protected:
-  void SetUp() override {
-    auto r = test::run_imgpack("sample-data " + q(dir_ / "src") +
-                               " --classes 3 --groups 3 --per-class 5 --size 40x32 -q");
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-
-  static std::string q(const fs::path& p) { return shell_quote(p.string()); }
-  static std::string imgpack() { return shell_quote(test::imgpack_cli()); }
+  void SetUp() override { make_sample_data("--classes 3 --groups 3 --per-class 5 --size 40x32"); }
 
   std::string convert_args(const std::string& out) const {
     return "convert " + q(dir_ / "src") + " " + q(dir_ / out) +
@@ -72,7 +64,6 @@ class MergeCli : public ::testing::Test {
     EXPECT_FALSE(fs::exists(dir / "merge.journal"));
   }
 
-  test::TempDir dir_;
   nlohmann::json single_;  // inspect --json of the conversion in one piece
 };
 
@@ -87,8 +78,7 @@ TEST_F(MergeCli, ArrayTasksThenMergeAndKilledMergesFinishWhenRunAgain) {
     const fs::path out = dir_ / ("out" + point);
     fs::copy(dir_ / "parts", out, fs::copy_options::recursive);
     if (!point.empty()) {
-      auto killed =
-          run_command("IMGPACK_CRASH_AT=" + point + " " + imgpack() + " merge " + q(out) + " -q");
+      auto killed = run_killed_at(point, "merge " + q(out) + " -q");
       ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
       EXPECT_EQ(fs::exists(out / "index.h5"), point == "merge-index-committed");
     }
@@ -133,7 +123,7 @@ void flip_bit(const fs::path& file, uint64_t offset, int bit) {
 
 // Parts of a conversion with masks and variants, converted once; each case
 // works on a copy.
-class MergeCampaign : public ::testing::Test {
+class MergeCampaign : public test::CliTest {
  protected:
   static constexpr int kParts = 3;
 
@@ -144,13 +134,13 @@ class MergeCampaign : public ::testing::Test {
     ASSERT_EQ(problem, "");
   }
   static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
+    delete suite_;
+    suite_ = nullptr;
   }
 
   static std::string prepare() {
-    dir_ = new test::TempDir;
-    auto r = test::run_imgpack("sample-data " + q(*dir_ / "src") +
+    suite_ = new test::TempDir;
+    auto r = test::run_imgpack("sample-data " + q(*suite_ / "src") +
                                " --classes 3 --groups 3 --per-class 8 --size 40x32 --masks -q");
     if (r.exit_code != 0) return r.err;
     const std::string script = "set -e; for I in 0 1 2; do " + imgpack() + " " +
@@ -160,24 +150,22 @@ class MergeCampaign : public ::testing::Test {
     auto parts = run_command("sh -c " + shell_quote(script));
     if (parts.exit_code != 0) return parts.err;
     // The reference: the parts merged undamaged.
-    fs::copy(*dir_ / "parts", *dir_ / "reference", fs::copy_options::recursive);
-    auto merged = test::run_imgpack("merge " + q(*dir_ / "reference") + " -q");
+    fs::copy(*suite_ / "parts", *suite_ / "reference", fs::copy_options::recursive);
+    auto merged = test::run_imgpack("merge " + q(*suite_ / "reference") + " -q");
     return merged.exit_code == 0 ? "" : merged.err;
   }
 
-  static std::string q(const fs::path& p) { return shell_quote(p.string()); }
-  static std::string imgpack() { return shell_quote(test::imgpack_cli()); }
   static std::string convert_args(const std::string& out) {
-    return "convert " + q(*dir_ / "src") + " " + q(*dir_ / out) + " --masks " +
-           q(*dir_ / "src" / "masks") +
+    return "convert " + q(*suite_ / "src") + " " + q(*suite_ / out) + " --masks " +
+           q(*suite_ / "src" / "masks") +
            " --size 16x12 --variants 2 --augment hflip,rotate=10 --shard-size 4K --threads 2"
            " --group-regex '/(g[0-9]+)_' --split cv:stratified-group:3 -q";
   }
   // A fresh copy of the parts in OUT.
   static fs::path fresh(const std::string& name) {
-    fs::path out = *dir_ / name;
+    fs::path out = *suite_ / name;
     fs::remove_all(out);
-    fs::copy(*dir_ / "parts", out, fs::copy_options::recursive);
+    fs::copy(*suite_ / "parts", out, fs::copy_options::recursive);
     return out;
   }
   static std::vector<fs::path> shards_of(const fs::path& part) {
@@ -189,10 +177,11 @@ class MergeCampaign : public ::testing::Test {
     return shards;
   }
 
-  static test::TempDir* dir_;
+  // The suite's (not CliTest's per-test folder): the parts are converted once.
+  static test::TempDir* suite_;
 };
 
-test::TempDir* MergeCampaign::dir_ = nullptr;
+test::TempDir* MergeCampaign::suite_ = nullptr;
 
 // Each kind of damage to one shard of one part, at seeded places: merge exits
 // 2 naming the part and the shard, and changes nothing in OUT; the part
@@ -246,7 +235,7 @@ TEST_F(MergeCampaign, EveryKindOfDamagedPartIsRefusedAndRedoneWithResume) {
         fs::rename(out / "x", other);
       } else if (kind == "foreign") {
         fs::copy_file(
-            *dir_ / "foreign" / "parts" / ("0-of-" + std::to_string(kParts)) / shard.filename(),
+            *suite_ / "foreign" / "parts" / ("0-of-" + std::to_string(kParts)) / shard.filename(),
             shard, fs::copy_options::overwrite_existing);
       } else if (kind == "truncated") {
         fs::resize_file(shard, pick(size));
@@ -272,7 +261,7 @@ TEST_F(MergeCampaign, EveryKindOfDamagedPartIsRefusedAndRedoneWithResume) {
       EXPECT_NE(redone.err.find("converted again"), std::string::npos) << redone.err;
       merged = test::run_imgpack("merge " + q(out) + " -q");
       ASSERT_EQ(merged.exit_code, 0) << merged.err;
-      test::expect_same_dataset_bytes(out, *dir_ / "reference");
+      test::expect_same_dataset_bytes(out, *suite_ / "reference");
     }
   }
 }
@@ -304,7 +293,7 @@ TEST_F(MergeCampaign, AMergeKilledAtRandomMomentsFinishesByteIdentical) {
       auto merged = test::run_imgpack("merge " + q(out) + " -q");
       ASSERT_EQ(merged.exit_code, 0) << merged.err;
     }
-    test::expect_same_dataset_bytes(out, *dir_ / "reference");
+    test::expect_same_dataset_bytes(out, *suite_ / "reference");
     EXPECT_FALSE(fs::exists(out / "parts"));
   }
   EXPECT_GT(killed_runs, 0);
@@ -315,7 +304,7 @@ TEST_F(MergeCampaign, AMergeKilledAtRandomMomentsFinishesByteIdentical) {
 // is refused like damage to a part.
 TEST_F(MergeCampaign, ARerunChecksTheShardsAlreadyMovedToo) {
   const fs::path out = fresh("stopped");
-  auto killed = run_command("IMGPACK_CRASH_AT=merge-shard:3 " + imgpack() + " merge " + q(out));
+  auto killed = run_killed_at("merge-shard:3", "merge " + q(out));
   ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
   ASSERT_TRUE(fs::exists(out / "merge.journal"));
   ASSERT_TRUE(fs::exists(out / "shard-00001.h5"));

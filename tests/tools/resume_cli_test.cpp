@@ -13,6 +13,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cli_fixture.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "test_support.hpp"
 
@@ -23,20 +24,14 @@ namespace fs = std::filesystem;
 using test::run_command;
 using test::shell_quote;
 
-constexpr int kKilledBySigkill = 128 + 9;
-
-class ResumeCli : public ::testing::Test {
+class ResumeCli : public test::CliTest {
  protected:
   void SetUp() override {
-    auto r = test::run_imgpack("sample-data " + q(dir_ / "src") +
-                               " --classes 4 --groups 3 --per-class 15 --size 96x72 -q");
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    make_sample_data("--classes 4 --groups 3 --per-class 15 --size 96x72");
     auto reference = test::run_imgpack(convert_args("reference"));
     ASSERT_EQ(reference.exit_code, 0) << reference.err;
     ASSERT_GE(read_index(dir_ / "reference").num_shards(), 5u);
   }
-
-  static std::string q(const fs::path& p) { return shell_quote(p.string()); }
 
   // 60 images at 48x48, two variants, 8 records (4 images) per shard.
   std::string convert_args(const std::string& out, const std::string& extra = "") const {
@@ -44,10 +39,6 @@ class ResumeCli : public ::testing::Test {
            " --size 48 --variants 2 --augment hflip,rotate=10 --shard-size " +
            std::to_string(8 * 48 * 48 * 3) + " -q " + extra;
   }
-
-  std::string imgpack() const { return shell_quote(test::imgpack_cli()); }
-
-  test::TempDir dir_;
 };
 
 TEST_F(ResumeCli, KilledAtAnyPointResumesToIdenticalBytes) {
@@ -57,8 +48,7 @@ TEST_F(ResumeCli, KilledAtAnyPointResumesToIdenticalBytes) {
        {"record:1", "record:13", "shard-commit:2", "index-commit", "index-committed"}) {
     std::string out = "killed-" + point;
     std::replace(out.begin(), out.end(), ':', '-');
-    auto killed =
-        run_command("IMGPACK_CRASH_AT=" + point + " " + imgpack() + " " + convert_args(out));
+    auto killed = run_killed_at(point, convert_args(out));
     ASSERT_EQ(killed.exit_code, kKilledBySigkill) << point << ": " << killed.err;
     const bool complete = point == "index-committed";
     EXPECT_EQ(fs::exists(dir_ / out / "index.h5"), complete) << point;
@@ -104,8 +94,7 @@ TEST_F(ResumeCli, KilledFromOutsideMidRunResumesToIdenticalBytes) {
 // exiftool -P does). The resumed run redoes the shards of edited inputs and
 // gives the bytes of a fresh conversion of the edited inputs.
 TEST_F(ResumeCli, InputsEditedInPlaceAfterAKillAreConvertedAgain) {
-  auto killed = run_command("IMGPACK_CRASH_AT=shard-commit:4 " + imgpack() + " " +
-                            convert_args("killed", "--order sorted"));
+  auto killed = run_killed_at("shard-commit:4", convert_args("killed", "--order sorted"));
   ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
   int edited = 0;
   for (const auto& entry : fs::recursive_directory_iterator(dir_ / "src")) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_fixture.hpp"
 #include "h5.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
@@ -15,22 +16,14 @@ namespace imgpack {
 namespace {
 
 namespace fs = std::filesystem;
-using test::run_command;
-using test::shell_quote;
 
-constexpr int kKilledBySigkill = 128 + 9;
-
-std::string q(const fs::path& p) { return shell_quote(p.string()); }
-
-class UpgradeCli : public ::testing::Test {
+class UpgradeCli : public test::CliTest {
  protected:
   void SetUp() override {
-    auto r = test::run_imgpack("sample-data " + q(dir_ / "src") +
-                               " --classes 3 --groups 3 --per-class 5 --size 40x32 -q");
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    r = test::run_imgpack("convert " + q(dir_ / "src") + " " + q(reference()) +
-                          " --size 16 --shard-size 4K --group-regex '/(g[0-9]+)_'"
-                          " --split cv:stratified-group:3 -q");
+    make_sample_data("--classes 3 --groups 3 --per-class 5 --size 40x32");
+    auto r = test::run_imgpack("convert " + q(dir_ / "src") + " " + q(reference()) +
+                               " --size 16 --shard-size 4K --group-regex '/(g[0-9]+)_'"
+                               " --split cv:stratified-group:3 -q");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     r = test::run_imgpack("split " + q(reference()) + " --name hold --kind holdout --val 0.3 -q");
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -39,7 +32,6 @@ class UpgradeCli : public ::testing::Test {
   }
   fs::path reference() const { return dir_ / "reference"; }
   fs::path old() const { return dir_ / "old"; }
-  test::TempDir dir_;
 };
 
 TEST_F(UpgradeCli, UpgradesInPlaceAndSaysSo) {
@@ -73,8 +65,7 @@ TEST_F(UpgradeCli, KilledAtAnyPointLeavesAValidDatasetAndFinishesWhenRunAgain) {
     SCOPED_TRACE(point);
     const fs::path data = dir_ / ("killed-" + point);
     fs::copy(old(), data, fs::copy_options::recursive);
-    auto killed = run_command("IMGPACK_CRASH_AT=" + point + " " + shell_quote(test::imgpack_cli()) +
-                              " upgrade " + q(data) + " -q");
+    auto killed = run_killed_at(point, "upgrade " + q(data) + " -q");
     ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
 
     EXPECT_EQ(read_index(data).format_version, 1);

@@ -2,10 +2,12 @@
 // that printing and parsing cannot disagree and an unknown name is always a
 // usage error, never a silent default (internal to imgpack).
 //
-//   constexpr std::array kRoleNames{EnumName{Role::all, "all"}, EnumName{Role::train, "train"}};
-//   name_of(kRoleNames, Role::train)             -> "train"
-//   parse_name(kRoleNames, "val", "role")        -> throws UsageError
-//       "unknown role 'val' (use all or train)"
+//   constexpr EnumNames kRoleNames{"role", {EnumName{Role::all, "all"},
+//                                           EnumName{Role::train, "train"}}};
+//   kRoleNames.name(Role::train)   -> "train"
+//   kRoleNames.parse("val")        -> throws UsageError
+//                                     "unknown role 'val' (use all or train)"
+// A public pair parse_role() / role_name() is one line each over the table.
 #pragma once
 
 #include <array>
@@ -58,5 +60,18 @@ Enum parse_name(const std::array<EnumName<Enum>, N>& names, std::string_view tex
   throw UsageError("unknown " + std::string(what) + " '" + std::string(text) + "' (use " +
                    name_choices(names) + ")");
 }
+
+// An enum's names with what the enum is called in messages ("role").
+template <class Enum, std::size_t N>
+struct EnumNames {
+  std::string_view what;
+  std::array<EnumName<Enum>, N> names;
+
+  constexpr std::string_view name(Enum value) const { return name_of(names, value); }
+  Enum parse(std::string_view text) const { return parse_name(names, text, what); }
+  std::string choices() const { return name_choices(names); }
+};
+template <class Enum, std::size_t N>
+EnumNames(std::string_view, const EnumName<Enum> (&)[N]) -> EnumNames<Enum, N>;
 
 }  // namespace imgpack

@@ -1,0 +1,40 @@
+// The checks of LoaderOptions against each other and the dataset (see
+// require_valid_options() in loader_core.hpp).
+#include "imgpack/error.hpp"
+#include "loader_core.hpp"
+#include "record_window.hpp"
+
+namespace imgpack::detail {
+
+void require_valid_options(const Dataset& dataset, const LoaderOptions& o) {
+  if (!dataset) throw UsageError("Loader: the dataset is not open");
+  if (o.batch_size == 0) throw UsageError("batch size must be at least 1");
+  if (o.threads == 0 || o.threads > 1024) throw UsageError("threads must be between 1 and 1024");
+  if (o.prefetch == 0 || o.prefetch > 4096) {
+    throw UsageError("prefetch must be between 1 and 4096 slots");
+  }
+  if (o.reads_in_flight == 0 || o.reads_in_flight > 4096) {
+    throw UsageError("reads in flight must be between 1 and 4096 per reader thread");
+  }
+  if (o.direct_upload && !o.crop.is_identity()) {
+    throw UsageError(
+        "direct upload copies whole records to the device; crop and flip need the reader "
+        "threads' copy (turn one of them off)");
+  }
+  if (o.direct_upload && o.read_path == ReadPath::read) {
+    throw UsageError(
+        "direct upload copies from the shard mappings; ReadPath::read reads with pread (turn "
+        "one of them off)");
+  }
+  if (o.direct_upload && !o.device.is_cuda()) {
+    throw UsageError("direct upload needs a CUDA device (it copies from the mapping to the GPU)");
+  }
+  check_crop(o.crop, {dataset.height(), dataset.width(), dataset.channels()});
+  if (o.output != OutputFormat::uint8_nhwc) {
+    for (uint32_t c = 0; c < dataset.channels(); ++c) {
+      if (!(o.stddev[c] > 0)) throw UsageError("stddev must be positive for every channel");
+    }
+  }
+}
+
+}  // namespace imgpack::detail

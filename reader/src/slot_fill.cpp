@@ -1,0 +1,262 @@
+#include "slot_fill.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "imgpack/checksum.hpp"
+#include "imgpack/error.hpp"
+#include "mapping_fault.hpp"
+#include "record_copy.hpp"
+
+namespace imgpack::detail {
+
+namespace {
+
+// Reader threads take about this many bytes at once: one lock per chunk,
+// small enough to spread a batch over many threads.
+constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+
+using Layer = ShardFiles::Layer;
+
+// Where a layer's uint8 bytes go in a slot: Slot::host_images or Slot::host_masks.
+using SlotBytes = uint8_t* Slot::*;
+// Where direct upload finds a layer's records: Slot::sources or Slot::mask_sources.
+using SlotSources = std::vector<const void*> Slot::*;
+
+// The whole record, to the slot (a read lands there directly).
+class WholeCopy final : public RecordCopy {
+ public:
+  WholeCopy(SlotBytes base, std::size_t bytes, bool streaming)
+      : base_(base), bytes_(bytes), streaming_(streaming) {}
+  void place(Slot& slot, std::size_t pos, const uint8_t* src,
+             const RecordWindow& /*window*/) const override {
+    uint8_t* dst = read_target(slot, pos);
+    if (src == dst) return;  // read into the slot already
+    if (streaming_) {
+      copy_streaming(dst, src, bytes_);
+    } else {
+      std::memcpy(dst, src, bytes_);
+    }
+  }
+  uint8_t* read_target(Slot& slot, std::size_t pos) const override {
+    return slot.*base_ + pos * bytes_;
+  }
+
+ private:
+  SlotBytes base_;
+  std::size_t bytes_;
+  bool streaming_;  // staging only the device's copy engine reads
+};
+
+// The record's window, to the slot, with streaming stores.
+class WindowCopy final : public RecordCopy {
+ public:
+  WindowCopy(SlotBytes base, RecordShape stored, RecordShape delivered)
+      : base_(base), stored_(stored), delivered_(delivered) {}
+  void place(Slot& slot, std::size_t pos, const uint8_t* src,
+             const RecordWindow& window) const override {
+    copy_window(src, stored_, slot.*base_ + pos * delivered_.bytes(), delivered_, window,
+                Stores::streaming);
+  }
+
+ private:
+  SlotBytes base_;
+  RecordShape stored_;
+  RecordShape delivered_;
+};
+
+// The whole record (or its window first, into a buffer of the reader
+// thread), converted to float on the host into the slot's output.
+class HostConversion final : public RecordCopy {
+ public:
+  HostConversion(const LoaderOptions& options, RecordShape stored, RecordShape delivered,
+                 bool windowed)
+      : format_(options.output),
+        norm_(Normalization::from_mean_std(options.mean.data(), options.stddev.data(),
+                                           stored.channels)),
+        stored_(stored),
+        delivered_(delivered),
+        output_bytes_(delivered.bytes() * output_element_bytes(options.output)),
+        windowed_(windowed) {}
+  void place(Slot& slot, std::size_t pos, const uint8_t* src,
+             const RecordWindow& window) const override {
+    auto* out = static_cast<uint8_t*>(slot.output.data()) + pos * output_bytes_;
+    if (windowed_) {
+      thread_local std::vector<uint8_t> window_pixels;
+      window_pixels.resize(delivered_.bytes());
+      copy_window(src, stored_, window_pixels.data(), delivered_, window);
+      src = window_pixels.data();
+    }
+    convert_record_host(src, out, format_, delivered_, norm_);
+  }
+
+ private:
+  OutputFormat format_;
+  Normalization norm_;
+  RecordShape stored_;
+  RecordShape delivered_;
+  std::size_t output_bytes_;
+  bool windowed_;
+};
+
+// Direct upload: the device copies the record from the mapping itself.
+class MappingPointer final : public RecordCopy {
+ public:
+  explicit MappingPointer(SlotSources sources) : sources_(sources) {}
+  void place(Slot& slot, std::size_t pos, const uint8_t* src,
+             const RecordWindow& /*window*/) const override {
+    (slot.*sources_)[pos] = src;
+  }
+
+ private:
+  SlotSources sources_;
+};
+
+// How the layer at `base` (`sources` for direct upload) of shape `stored`,
+// delivered as `delivered`, becomes the slot's.
+std::unique_ptr<const RecordCopy> choose_copy(const SlotPlan& plan, bool windowed, SlotBytes base,
+                                              SlotSources sources, RecordShape stored,
+                                              RecordShape delivered) {
+  if (plan.direct) return std::make_unique<MappingPointer>(sources);
+  if (windowed) return std::make_unique<WindowCopy>(base, stored, delivered);
+  return std::make_unique<WholeCopy>(base, stored.bytes(), plan.read_by_device);
+}
+
+}  // namespace
+
+SlotFiller::SlotFiller(const Dataset& dataset, const LoaderOptions& options, const SlotPlan& plan)
+    : dataset_(dataset),
+      options_(options),
+      stored_{dataset.height(), dataset.width(), dataset.channels()},
+      delivered_(delivered_shape(options.crop, stored_)),
+      windowed_(!options.crop.is_identity()),
+      random_crop_(random_windows(options)),
+      direct_(plan.direct) {
+  const RecordShape stored_mask{stored_.height, stored_.width, 1};
+  const RecordShape delivered_mask{delivered_.height, delivered_.width, 1};
+  if (plan.convert_on_host) {
+    images_ = std::make_unique<HostConversion>(options, stored_, delivered_, windowed_);
+  } else {
+    images_ = choose_copy(plan, windowed_, &Slot::host_images, &Slot::sources, stored_, delivered_);
+  }
+  if (dataset.has_masks()) {
+    masks_ = choose_copy(plan, windowed_, &Slot::host_masks, &Slot::mask_sources, stored_mask,
+                         delivered_mask);
+  }
+
+  std::size_t chunk = kChunkBytes / (delivered_.bytes() + (masks_ ? delivered_mask.bytes() : 0));
+  if (options.read_path != ReadPath::mapped && !direct_) {
+    const uint64_t bytes = dataset.num_records() * (dataset.record_bytes() + dataset.mask_bytes());
+    const bool direct_io = options.direct_io == DirectIo::on ||
+                           (options.direct_io == DirectIo::automatic && bytes > plan.memory);
+    images_files_ = std::make_unique<ShardFiles>(dataset, Layer::images, direct_io);
+    if (masks_) masks_files_ = std::make_unique<ShardFiles>(dataset, Layer::masks, direct_io);
+    // A chunk is what one thread keeps in flight when it reads.
+    chunk = std::max<std::size_t>(chunk, options.reads_in_flight);
+  }
+  chunk_records_ = std::max<std::size_t>(chunk, 1);
+}
+
+SlotFiller::~SlotFiller() = default;
+
+void SlotFiller::fill(const EpochBatches& work, std::size_t batch, std::size_t begin,
+                      std::size_t end, Slot& slot, ThreadReaders& readers, bool in_memory) const {
+  if (begin >= end) return;  // a chunk past the end of a short last batch
+  const std::span<const uint64_t> records(work.entries.data() + batch * options_.batch_size + begin,
+                                          end - begin);
+  // Each record's window, drawn once for its image and its mask; one buffer
+  // per reader thread.
+  thread_local std::vector<RecordWindow> windows;
+  windows.assign(records.size(), RecordWindow{});
+  if (windowed_) {
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      windows[i] = draw_window(options_.crop, random_crop_, stored_, delivered_,
+                               options_.order.seed, work.epoch, dataset_.record_sample(records[i]),
+                               dataset_.record_variant(records[i]));
+    }
+  }
+
+  if (in_memory || !reads_chunk(records.front())) {
+    volatile std::size_t current = 0;  // read after a jump out of the loop
+    const void* fault = read_mapped([&] {
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        current = i;
+        place_image(slot, begin + i, records[i], dataset_.record_data(records[i]), windows[i]);
+        if (masks_) {
+          place_mask(slot, begin + i, records[i], dataset_.mask_data(records[i]), windows[i]);
+        }
+      }
+    });
+    if (fault != nullptr) {
+      // The shard of the record being placed shrank (or was rewritten in
+      // place) since the dataset was opened: its pages are gone.
+      const uint64_t record = records[current];
+      throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
+                       "truncated or rewritten in place while the dataset was open (reading row " +
+                           std::to_string(dataset_.index().records.row[record]) +
+                           " from its mapping faulted with SIGBUS); reopen the dataset");
+    }
+    return;
+  }
+
+  records_read_.fetch_add(records.size(), std::memory_order_relaxed);
+  if (!readers.images) readers.images.emplace(*images_files_, options_.reads_in_flight);
+  readers.images->read(
+      records, [&](std::size_t i) { return images_->read_target(slot, begin + i); },
+      [&](std::size_t i, const uint8_t* pixels) {
+        place_image(slot, begin + i, records[i], pixels, windows[i]);
+      });
+  if (!masks_) return;
+  if (!readers.masks) readers.masks.emplace(*masks_files_, options_.reads_in_flight);
+  readers.masks->read(
+      records, [&](std::size_t i) { return masks_->read_target(slot, begin + i); },
+      [&](std::size_t i, const uint8_t* mask) {
+        place_mask(slot, begin + i, records[i], mask, windows[i]);
+      });
+}
+
+void SlotFiller::check(uint64_t record, const uint8_t* src, Layer layer) const {
+  const bool image = layer == Layer::images;
+  const uint64_t stored =
+      image ? dataset_.record_checksum(record) : dataset_.record_mask_checksum(record);
+  if (checksum(src, image ? dataset_.record_bytes() : dataset_.mask_bytes()) == stored) return;
+  throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
+                   std::string(image ? "" : "the mask of ") + "row " +
+                       std::to_string(dataset_.index().records.row[record]) + " (sample " +
+                       std::to_string(dataset_.record_sample(record)) +
+                       ") does not match its stored checksum");
+}
+
+void SlotFiller::place_image(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
+                             const RecordWindow& window) const {
+  if (options_.verify_checksums) check(record, src, Layer::images);
+  images_->place(slot, pos, src, window);
+  slot.labels[pos] = dataset_.record_label(record);
+  slot.samples[pos] = dataset_.record_sample(record);
+  slot.records[pos] = record;
+}
+
+void SlotFiller::place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
+                            const RecordWindow& window) const {
+  if (options_.verify_checksums) check(record, src, Layer::masks);
+  masks_->place(slot, pos, src, window);
+}
+
+bool SlotFiller::reads_chunk(uint64_t first_record) const {
+  switch (options_.read_path) {
+    case ReadPath::mapped:
+      return false;
+    case ReadPath::read:
+      return true;
+    case ReadPath::automatic:
+      break;
+  }
+  // Sequential order reads the files front to back, which the kernel's
+  // readaround on the mapping already turns into large requests.
+  return !direct_ && options_.order.mode != OrderMode::sequential &&
+         !dataset_.record_cached(first_record);
+}
+
+}  // namespace imgpack::detail

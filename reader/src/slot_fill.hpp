@@ -1,0 +1,142 @@
+// Filling a slot of the loader's ring (internal to the reader).
+//
+// LoaderCore decides *when*: which chunk of which batch a reader thread takes,
+// under the ring's lock. SlotFiller does the rest, without any lock: *where*
+// a record's bytes come from (the shard mappings, or reads for records the
+// page cache does not hold: ReadPath) and *how* they become the slot's
+// contents. The how is fixed for a loader's life and chosen once, when the
+// loader is made, as one RecordCopy per layer (images, masks): copied,
+// cut to the online crop's window, converted to float on the host, or only
+// pointed at for direct upload. A record's window is drawn once for both of
+// its layers; the checksum check is the same for both.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "epoch_batches.hpp"
+#include "imgpack/dataset.hpp"
+#include "imgpack/loader.hpp"
+#include "imgpack/output_format.hpp"
+#include "imgpack/record_shape.hpp"
+#include "imgpack/upload_backend.hpp"
+#include "record_reads.hpp"
+#include "record_window.hpp"
+
+namespace imgpack::detail {
+
+// The memory and events of one slot of the ring; reused batch after batch.
+// With masks, a slot's staging (and device) memory holds the batch's masks
+// right after room for `capacity` images: [images][masks], so that one copy
+// uploads a full batch's images and masks.
+struct Slot {
+  Memory staging;  // uint8 records written by reader threads (only their masks when converting on
+                   // the host)
+  Memory device;   // device copy of `staging` (CUDA)
+  Memory output;   // converted images (float formats)
+  uint8_t* host_images = nullptr;  // where reader threads write uint8 images (in `staging`)
+  uint8_t* host_masks = nullptr;   // where reader threads write the masks (in `staging`)
+  const void* images = nullptr;    // what Batch::data() shows
+  const uint8_t* masks = nullptr;  // what Batch::masks() shows
+  std::vector<int32_t> labels;
+  std::vector<int64_t> samples;
+  std::vector<uint64_t> records;
+  std::vector<const void*> sources;            // direct upload: where each record is in the mapping
+  std::vector<const void*> mask_sources;       // and its mask
+  std::unique_ptr<UploadEvent> upload_done;    // fires when the slot's upload is complete
+  std::unique_ptr<UploadEvent> consumer_done;  // recorded on the consumer's stream
+  bool consumer_pending = false;               // the next upload must wait for consumer_done
+};
+
+// A reader thread's means of reading records from their files (the read
+// path): one for the images and, with masks, one for the masks; made on
+// first use.
+struct ThreadReaders {
+  std::optional<RecordReader> images;
+  std::optional<RecordReader> masks;
+};
+
+// What the loader decided about its ring, which the filling follows.
+struct SlotPlan {
+  bool convert_on_host = false;  // float output made by the reader threads
+  bool read_by_device = false;   // staging is read only by the device's copy engine
+  bool direct = false;           // the device copies from the mappings: slots hold pointers
+  uint64_t memory = 0;           // what the page cache may use (memory_for_page_cache())
+};
+
+// How one layer (images or masks) of a record becomes the slot's: chosen
+// once per loader (SlotFiller's constructor), called per record.
+class RecordCopy {
+ public:
+  virtual ~RecordCopy() = default;
+  // Places the stored bytes `src` of the record at position `pos` of `slot`,
+  // cut to `window` where the loader crops or flips.
+  virtual void place(Slot& slot, std::size_t pos, const uint8_t* src,
+                     const RecordWindow& window) const = 0;
+  // Where a read of the record should land so that place() finds it in
+  // place and copies nothing; null when it must land elsewhere first.
+  virtual uint8_t* read_target(Slot& /*slot*/, std::size_t /*pos*/) const { return nullptr; }
+};
+
+class SlotFiller {
+ public:
+  // Throws what opening the read path's files throws (imgpack::Error).
+  SlotFiller(const Dataset& dataset, const LoaderOptions& options, const SlotPlan& plan);
+  ~SlotFiller();
+  SlotFiller(const SlotFiller&) = delete;
+  SlotFiller& operator=(const SlotFiller&) = delete;
+
+  // Records a reader thread takes at once: about 1 MiB of them, and on the
+  // read path at least as many as it keeps in flight.
+  std::size_t chunk_records() const { return chunk_records_; }
+  // The read path's files when some records may be read rather than copied
+  // from the mappings, null otherwise.
+  const ShardFiles* shard_files() const { return images_files_.get(); }
+
+  // Fills entries [begin, end) of batch `batch` of `work` into positions
+  // [begin, end) of `slot`: the records' pixels (and masks) with their
+  // labels, samples and record ids. `in_memory`: the shard prefetcher has
+  // read these records' shards into the page cache, so they are copied from
+  // the mappings. Safe to call from several threads at once on different
+  // slots or entries; each thread passes its own `readers`. Throws
+  // imgpack::Error naming the shard for a record that does not match its
+  // checksum (LoaderOptions::verify_checksums), a read that fails, and a
+  // shard truncated or rewritten in place under the loader.
+  void fill(const EpochBatches& work, std::size_t batch, std::size_t begin, std::size_t end,
+            Slot& slot, ThreadReaders& readers, bool in_memory) const;
+
+  // Records read from their files so far (LoaderStats::records_read).
+  uint64_t records_read() const { return records_read_.load(std::memory_order_relaxed); }
+  void reset_records_read() { records_read_.store(0, std::memory_order_relaxed); }
+
+ private:
+  // Whether the chunk starting at `first_record` is read with pread (ReadPath).
+  bool reads_chunk(uint64_t first_record) const;
+  // Throws if `src`, a record's `layer`, does not match its stored checksum.
+  void check(uint64_t record, const uint8_t* src, ShardFiles::Layer layer) const;
+  void place_image(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
+                   const RecordWindow& window) const;
+  void place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
+                  const RecordWindow& window) const;
+
+  const Dataset& dataset_;
+  const LoaderOptions& options_;
+  const RecordShape stored_;     // the dataset's records
+  const RecordShape delivered_;  // what a batch holds per image (the crop's window)
+  const bool windowed_;          // crop or flip while copying
+  const bool random_crop_;
+  const bool direct_;
+  std::unique_ptr<const RecordCopy> images_;
+  std::unique_ptr<const RecordCopy> masks_;  // null without masks
+  std::unique_ptr<ShardFiles> images_files_;
+  std::unique_ptr<ShardFiles> masks_files_;
+  std::size_t chunk_records_ = 1;
+  mutable std::atomic<uint64_t> records_read_{0};
+};
+
+}  // namespace imgpack::detail
