@@ -232,8 +232,9 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
   ConversionPlan plan;
   plan.list = options.scan.csv
                   ? scan_csv(options.src, options.scan)
-                  : scan_directory(options.src, options.scan, mask_folder_inside_source(options));
-  attach_masks(plan.list, options);
+                  : scan_directory(options.src, options.scan,
+                                   mask_folder_inside_source(options.src, options.masks));
+  attach_masks(plan.list, options.src, options.scan, options.masks);
   if (plan.list.samples.empty()) {
     throw UsageError(options.src.string() +
                      ": no images found (extensions: jpg, jpeg, png, bmp, "

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "augment.hpp"
+#include "augment_spec.hpp"
 #include "enum_names.hpp"
 #include "imgpack/convert_options.hpp"
 #include "imgpack/error.hpp"

@@ -331,16 +331,22 @@ DecodedImage decode_image(std::span<const uint8_t> bytes, const DecodeOptions& o
   if (bytes.empty()) throw DecodeError("empty file");
   const ImageFormat format = sniff_format(bytes);
   if (format == ImageFormat::unknown) throw DecodeError("not an image (unrecognised content)");
-  std::optional<ImageInfo> info = probe_image(bytes);
+  const std::optional<ImageInfo> info = probe_image(bytes);
   if (!info) {
     throw DecodeError(std::string("corrupt or truncated ") + format_name(format) + " header");
   }
-  check_pixel_limit(*info, options.max_pixels);
+  return decode_image(bytes, *info, options);
+}
+
+DecodedImage decode_image(std::span<const uint8_t> bytes, const ImageInfo& info,
+                          const DecodeOptions& options) {
+  check_pixel_limit(info, options.max_pixels);
+  const ImageFormat format = info.format;
   DecodedImage decoded;
-  decoded.info = *info;
-  int orientation = info->orientation;
+  decoded.info = info;
+  int orientation = info.orientation;
   if (format == ImageFormat::jpeg) {
-    decoded.pixels = decode_jpeg_turbo(bytes, *info, options, decoded);
+    decoded.pixels = decode_jpeg_turbo(bytes, info, options, decoded);
   } else {
     decoded.pixels = decode_opencv(bytes, format, options);
     if (format == ImageFormat::tiff && opencv_applies_tiff_orientation()) orientation = 1;

@@ -29,8 +29,8 @@
 #include <string>
 
 #include "image_probe.hpp"
-#include "imgpack/convert_options.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/image_modes.hpp"
 
 namespace imgpack {
 
@@ -71,6 +71,10 @@ struct DecodedImage {
 // Throws DecodeError with the reason on any failure (empty, not an image,
 // corrupt, truncated, too many pixels).
 DecodedImage decode_image(std::span<const uint8_t> bytes, const DecodeOptions& options);
+// The same for bytes whose header the caller has read already (probe_image()):
+// the header is not read again.
+DecodedImage decode_image(std::span<const uint8_t> bytes, const ImageInfo& info,
+                          const DecodeOptions& options);
 
 // Applies EXIF orientation 1..8 to an image.
 cv::Mat apply_orientation(const cv::Mat& image, int orientation);

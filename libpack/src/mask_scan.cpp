@@ -98,8 +98,7 @@ void remove_masks_from_images(SourceList& list, const std::string& suffix) {
   std::erase_if(list.skipped, [&](const SkippedInput& s) { return is_mask(s.path); });
 }
 
-void attach_from_folder(SourceList& list, const ConvertOptions& options) {
-  const MaskOptions& masks = options.masks;
+void attach_from_folder(SourceList& list, const MaskOptions& masks) {
   const MaskListing listing(masks.dir);
   for (SourceSample& sample : list.samples) {
     const std::string stem = without_extension(sample.path) + masks.suffix;
@@ -144,25 +143,25 @@ void attach_from_csv(SourceList& list, const fs::path& root) {
 
 }  // namespace
 
-fs::path mask_folder_inside_source(const ConvertOptions& options) {
-  if (options.masks.dir.empty() || !strictly_inside(options.masks.dir, options.src)) return {};
-  return options.masks.dir;
+fs::path mask_folder_inside_source(const fs::path& src, const MaskOptions& masks) {
+  if (masks.dir.empty() || !strictly_inside(masks.dir, src)) return {};
+  return masks.dir;
 }
 
-fs::path mask_root(const ConvertOptions& options) {
-  return options.masks.dir.empty() ? options.src : options.masks.dir;
+fs::path mask_root(const fs::path& src, const MaskOptions& masks) {
+  return masks.dir.empty() ? src : masks.dir;
 }
 
-void attach_masks(SourceList& list, const ConvertOptions& options) {
-  if (!options.has_masks()) return;
-  const MaskOptions& masks = options.masks;
-  const bool csv = options.scan.csv && !options.scan.csv->mask.empty();
+void attach_masks(SourceList& list, const fs::path& src, const ScanOptions& scan,
+                  const MaskOptions& masks) {
+  const bool csv = scan.csv && !scan.csv->mask.empty();
+  if (masks.dir.empty() && !csv) return;  // no masks
   if (!masks.dir.empty()) {
     std::error_code ec;
     if (!fs::is_directory(masks.dir, ec)) {
       throw UsageError(masks.dir.string() + ": no such mask directory (MaskOptions::dir)");
     }
-    if (!csv && same_directory(masks.dir, options.src)) {
+    if (!csv && same_directory(masks.dir, src)) {
       if (masks.suffix.empty()) {
         throw UsageError(masks.dir.string() +
                          ": the mask folder is SRC itself; give MaskOptions::suffix (say "
@@ -172,9 +171,9 @@ void attach_masks(SourceList& list, const ConvertOptions& options) {
     }
   }
   if (csv) {
-    attach_from_csv(list, mask_root(options));
+    attach_from_csv(list, mask_root(src, masks));
   } else {
-    attach_from_folder(list, options);
+    attach_from_folder(list, masks);
   }
 }
 

@@ -21,16 +21,19 @@
 namespace imgpack {
 
 // The folder mask paths are relative to: MaskOptions::dir, or SRC.
-std::filesystem::path mask_root(const ConvertOptions& options);
+std::filesystem::path mask_root(const std::filesystem::path& src, const MaskOptions& masks);
 
 // A mask folder below SRC (not SRC itself) that a directory scan must not
 // walk, or an empty path.
-std::filesystem::path mask_folder_inside_source(const ConvertOptions& options);
+std::filesystem::path mask_folder_inside_source(const std::filesystem::path& src,
+                                                const MaskOptions& masks);
 
-// Attaches masks as above. When DIR is SRC itself, files whose name (without
-// extension) ends in MaskOptions::suffix are masks: they are taken out of
-// the listing's images. Throws UsageError when DIR is not a directory, or is
-// SRC without a suffix to tell masks from images.
-void attach_masks(SourceList& list, const ConvertOptions& options);
+// Attaches masks as above to the listing of SRC made with `scan`; nothing
+// without a mask folder or a CSV mask column. When DIR is SRC itself, files
+// whose name (without extension) ends in MaskOptions::suffix are masks: they
+// are taken out of the listing's images. Throws UsageError when DIR is not a
+// directory, or is SRC without a suffix to tell masks from images.
+void attach_masks(SourceList& list, const std::filesystem::path& src, const ScanOptions& scan,
+                  const MaskOptions& masks);
 
 }  // namespace imgpack

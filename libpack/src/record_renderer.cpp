@@ -11,7 +11,7 @@ RecordRenderer::RecordRenderer(const ConvertOptions& options, RecordShape shape,
                                const SourceList& list, const MaskColors& mask_colors)
     : list_(list),
       masks_(options.has_masks()),
-      mask_root_(mask_root(options)),
+      mask_root_(mask_root(options.src, options.masks)),
       mask_colors_(&mask_colors),
       mask_fill_(options.masks.fill),
       max_pixels_(options.max_pixels),
@@ -57,13 +57,16 @@ void RecordRenderer::render(InputSlot& slot) const {
     throw DecodeError(list_.samples[slot.sample].mask_problem);
   }
   DecodeOptions decode = decode_;
+  // The header is read once: here, for the size to decode at.
   std::optional<ImageInfo> info = probe_image(slot.file_bytes);
   if (info) {
     cv::Size need = spec_.required_source_size(info->upright_width(), info->upright_height());
     decode.min_width = static_cast<uint32_t>(need.width);
     decode.min_height = static_cast<uint32_t>(need.height);
   }
-  DecodedImage image = decode_image(slot.file_bytes, decode);
+  // Without a header, decode_image() says what is wrong with the file.
+  DecodedImage image =
+      info ? decode_image(slot.file_bytes, *info, decode) : decode_image(slot.file_bytes, decode);
   slot.source_width = info ? info->upright_width() : static_cast<uint32_t>(image.pixels.cols);
   slot.source_height = info ? info->upright_height() : static_cast<uint32_t>(image.pixels.rows);
   resize_into(image.pixels, spec_, slot.pixels.data());
@@ -99,7 +102,7 @@ void RecordRenderer::render_augmented(InputSlot& slot, const std::optional<Image
   if (image.pixels.cols < need.width || image.pixels.rows < need.height) {
     decode.min_width = static_cast<uint32_t>(need.width);
     decode.min_height = static_cast<uint32_t>(need.height);
-    larger = decode_image(slot.file_bytes, decode);
+    larger = decode_image(slot.file_bytes, image.info, decode);
     decoded = &larger;
   }
   const cv::Mat* source = &decoded->pixels;

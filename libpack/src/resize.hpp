@@ -13,7 +13,7 @@
 #include <array>
 #include <cstdint>
 
-#include "imgpack/convert_options.hpp"
+#include "imgpack/image_modes.hpp"
 
 namespace imgpack {
 

@@ -48,8 +48,8 @@ ConvertOptions options_for(const fs::path& src, const fs::path& masks,
 }
 
 SourceList scan_with_masks(const ConvertOptions& o) {
-  SourceList list = scan_directory(o.src, o.scan, mask_folder_inside_source(o));
-  attach_masks(list, o);
+  SourceList list = scan_directory(o.src, o.scan, mask_folder_inside_source(o.src, o.masks));
+  attach_masks(list, o.src, o.scan, o.masks);
   return list;
 }
 
@@ -131,7 +131,7 @@ TEST(AttachMasks, ACsvColumnListsMasksRelativeToTheMaskFolder) {
   o.scan.csv = CsvInput{dir / "list.csv", "img/{id}.jpg", "", "", "seg"};
   o.masks.dir = dir.path();
   SourceList list = scan_csv(o.src, o.scan);
-  attach_masks(list, o);
+  attach_masks(list, o.src, o.scan, o.masks);
   ASSERT_EQ(list.samples.size(), 4u);
   EXPECT_EQ(sample(list, "img/1.jpg").mask_path, "labels/1_seg.png");
   EXPECT_EQ(sample(list, "img/1.jpg").mask_stamp.size, 2u);
@@ -145,7 +145,7 @@ TEST(AttachMasks, ACsvColumnListsMasksRelativeToTheMaskFolder) {
   o.scan.csv->mask = "img/{id}.png";
   o.masks.dir.clear();
   list = scan_csv(o.src, o.scan);
-  attach_masks(list, o);
+  attach_masks(list, o.src, o.scan, o.masks);
   EXPECT_EQ(sample(list, "img/1.jpg").mask_path, "img/1.png");
   EXPECT_NE(sample(list, "img/2.jpg").mask_problem.find("missing"), std::string::npos);
 }

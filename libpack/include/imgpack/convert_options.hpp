@@ -11,18 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "imgpack/image_modes.hpp"
 #include "imgpack/split.hpp"
 
 namespace imgpack {
-
-// How a decoded image is fitted to the record size:
-//   crop     scale so the image covers the target, then take the centre
-//   stretch  scale each axis independently (aspect ratio not kept)
-//   pad      scale so the image fits inside the target, letterbox with the fill colour
-enum class ResizeMode { crop, stretch, pad };
-
-// Output channels: RGB, or BT.601 luma.
-enum class ColorMode { rgb, gray };
 
 // dirs: the first folder below SRC names the class; none: every label is -1;
 // csv: the CSV's label column names the class (scan_csv only).
@@ -186,13 +178,9 @@ struct ConvertOptions {
 std::string augment_spec_help();
 
 // Each enum's names, as the CLI and index.h5's convert_options spell them:
-// "crop", "stretch", "pad"; "rgb", "gray"; "dirs", "none", "csv";
-// "shuffle", "sorted"; "skip", "fail". The parsers throw UsageError naming
-// the choices for anything else.
-ResizeMode parse_resize_mode(std::string_view text);
-std::string_view resize_mode_name(ResizeMode mode);
-ColorMode parse_color_mode(std::string_view text);
-std::string_view color_mode_name(ColorMode mode);
+// "dirs", "none", "csv"; "shuffle", "sorted"; "skip", "fail" (ResizeMode's
+// and ColorMode's: image_modes.hpp). The parsers throw UsageError naming the
+// choices for anything else.
 LabelSource parse_label_source(std::string_view text);
 std::string_view label_source_name(LabelSource source);
 WriteOrder parse_write_order(std::string_view text);
