@@ -1,6 +1,6 @@
 """Adversarial labels-and-groups layouts for group-aware splits.
 
-Shared by the property tests (tests/libpack/split_sklearn_property_test.py)
+Shared by the property tests (tests/libpack/split/split_sklearn_property_test.py)
 and the adversarial-layout benchmark (bench/splits/adversarial.py). Every
 layout is a pure function of its index: the same labels, groups and number of
 folds on every machine.

@@ -33,7 +33,7 @@
 #include <string_view>
 
 #include "augment_spec.hpp"
-#include "mask_geometry.hpp"
+#include "masks/mask_geometry.hpp"
 #include "resize.hpp"
 
 namespace imgpack {

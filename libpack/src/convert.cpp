@@ -14,15 +14,15 @@
 #include <utility>
 #include <vector>
 
-#include "conversion_plan.hpp"
-#include "conversion_report.hpp"
+#include "conversion/conversion_plan.hpp"
+#include "conversion/conversion_report.hpp"
+#include "conversion/output_directory.hpp"
+#include "conversion/resume.hpp"
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/merge.hpp"
-#include "output_directory.hpp"
 #include "record_renderer.hpp"
-#include "resume.hpp"
 #include "shard_writer.hpp"
 #include "tbb_tsan.hpp"
 

@@ -2,8 +2,8 @@
 
 #include "files.hpp"
 #include "imgpack/checksum.hpp"
-#include "mask_geometry.hpp"
-#include "mask_scan.hpp"
+#include "masks/mask_geometry.hpp"
+#include "masks/mask_scan.hpp"
 
 namespace imgpack {
 

@@ -12,7 +12,7 @@
 #include "decode.hpp"
 #include "imgpack/convert_options.hpp"
 #include "imgpack/record_shape.hpp"
-#include "mask_decode.hpp"
+#include "masks/mask_decode.hpp"
 #include "resize.hpp"
 #include "scan.hpp"
 

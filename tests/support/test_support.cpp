@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "convert_journal.hpp"
+#include "conversion/convert_journal.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
 

@@ -1,0 +1,47 @@
+#include "conversion/conversion_report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "files.hpp"
+#include "imgpack/format.hpp"
+
+namespace imgpack {
+
+using json = nlohmann::ordered_json;
+
+void write_report(const ConvertOptions& options, const ConversionPlan& plan,
+                  const std::string& created_by, const ConvertResult& result,
+                  const ConversionTimings& timings, const std::string& failure) {
+  json report;
+  if (!failure.empty()) report["failed"] = failure;
+  report["imgpack_format"] = format::kIndexVersion;
+  report["created_by"] = created_by;
+  report["dataset_uuid"] = plan.uuid;
+  report["source"] = options.src.string();
+  report["records"] = result.records;
+  report["samples"] = result.samples;
+  report["shards"] = result.shards;
+  report["ignored_files"] = result.ignored_files;
+  json skipped = json::array();
+  for (const SkippedInput& s : result.skipped) {
+    skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+  }
+  report["skipped"] = std::move(skipped);
+  report["max_skipped"] = options.max_skipped.text();
+  if (options.resume) {
+    report["resumed"] = {{"shards_kept", result.resumed_shards},
+                         {"inputs_kept", result.resumed_inputs},
+                         {"notes", result.resume_notes}};
+  }
+  report["threads"] = timings.threads;
+  report["timings"] = {
+      {"plan_s", timings.plan_s}, {"convert_s", timings.convert_s}, {"total_s", timings.total_s}};
+  report["images_per_s"] = timings.convert_s > 0
+                               ? static_cast<double>(timings.converted_inputs) / timings.convert_s
+                               : 0.0;
+  report["options"] = json::parse(plan.options_json);
+  write_file_atomic(options.out / format::kReportFile,
+                    report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+}  // namespace imgpack

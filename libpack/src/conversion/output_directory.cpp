@@ -1,0 +1,299 @@
+#include "conversion/output_directory.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "files.hpp"
+#include "h5.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/verify.hpp"
+#include "record_check.hpp"
+#include "shard_check.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_imgpack_output(const std::string& name) {
+  return name == format::kIndexFile || name == format::kSplitsFile || name == format::kReportFile ||
+         name == kJournalFile || format::is_shard_file_name(name) ||
+         name.ends_with(format::kTmpSuffix);
+}
+
+bool is_inside(const fs::path& child, const fs::path& parent) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(child, ec);
+  fs::path p = fs::weakly_canonical(parent, ec);
+  auto [pi, ci] = std::mismatch(p.begin(), p.end(), c.begin(), c.end());
+  return pi == p.end();
+}
+
+void remove_file(const fs::path& path) {
+  std::error_code ec;
+  fs::remove(path, ec);
+  if (ec) throw file_error(path, "cannot remove: " + ec.message());
+}
+
+// The files in OUT, all of which imgpack must have written.
+std::vector<fs::path> list_output(const fs::path& out) {
+  std::vector<fs::path> ours;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(out, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!is_imgpack_output(name)) {
+      throw UsageError(out.string() + ": not empty and holds " + name +
+                       ", which imgpack did not write; choose an empty or new directory");
+    }
+    ours.push_back(entry.path());
+  }
+  if (ec) throw UsageError(out.string() + ": cannot list directory: " + ec.message());
+  std::sort(ours.begin(), ours.end());
+  return ours;
+}
+
+// Whether the journal's account of `entry` is possible as the next shard
+// after `kept` shards ending at `position` of the write order: "" or the problem.
+std::string journal_problem(const JournalShard& entry, std::size_t kept, std::size_t position,
+                            const ConversionPlan& plan, uint32_t variants) {
+  if (entry.shard != kept || entry.file != format::shard_file_name(entry.shard)) {
+    return "is out of sequence in the journal";
+  }
+  if (entry.next_position < position || entry.next_position > plan.order.size()) {
+    return "has an impossible position in the journal";
+  }
+  const uint64_t converted = entry.next_position - position - entry.skipped.size();
+  if (entry.records != converted * variants) return "disagrees with the journal";
+  if (!entry.inputs) return "has no fingerprint of its inputs in the journal";
+  if (*entry.inputs != inputs_fingerprint(plan, position, entry.next_position)) {
+    return "was made from inputs that changed since (an input's size, modification or "
+           "status-change time differs)";
+  }
+  return "";
+}
+
+// The shards of the journal that a resumed run keeps: the longest prefix that
+// is whole, continues the sample numbering and matches its checksums.
+ResumePoint keep_verified_shards(const ConvertOptions& options, const ConversionPlan& plan,
+                                 const JournalState& journal) {
+  const uint32_t variants = options.variants;
+  const RecordShape& shape = plan.shape;
+  std::vector<KeptShard> whole;
+  std::vector<ShardRecords> records;  // of each shard in `whole`
+  std::string problem;
+
+  // Structure and numbering, shard by shard, up to the first problem.
+  int64_t next_sample = 0;
+  std::size_t position = 0;
+  for (const JournalShard& entry : journal.shards) {
+    const fs::path path = options.out / entry.file;
+    problem = journal_problem(entry, whole.size(), position, plan, variants);
+    if (!problem.empty()) {
+      problem = file_error(path, problem).what();
+      break;
+    }
+    try {
+      const FileDescriptor fd = open_for_reading(path);
+      const ShardExpectation expected{plan.uuid,
+                                      entry.shard,
+                                      entry.records,
+                                      shape.height,
+                                      shape.width,
+                                      shape.channels,
+                                      "the conversion being resumed",
+                                      options.has_masks(),
+                                      std::nullopt};
+      ShardContents contents = read_shard(path, expected, fd.size(path));
+      // Records must be the variants of the next samples, in order.
+      for (uint64_t row = 0; row < entry.records; ++row) {
+        if (contents.samples[row] != next_sample + static_cast<int64_t>(row / variants) ||
+            contents.variants[row] != row % variants) {
+          throw file_error(
+              path, "row " + std::to_string(row) + " does not continue the sample numbering");
+        }
+      }
+      records.push_back({path, fd.identity(path), contents.images_offset,
+                         std::move(contents.checksums.values()),
+                         options.has_masks() ? shape.pixels() : 0, contents.masks_offset,
+                         std::move(contents.mask_checksums.values())});
+      whole.push_back(
+          {entry, std::move(contents.samples.values()), std::move(contents.variants.values())});
+    } catch (const Error& e) {
+      problem = e.what();
+      break;
+    }
+    next_sample += static_cast<int64_t>(entry.records / variants);
+    position = entry.next_position;
+  }
+
+  // Pixels: the records of every whole shard against their checksums, at once.
+  VerifyOptions check_options;
+  check_options.threads = options.threads;
+  const RecordCheck check = check_records(records, shape.bytes(), check_options);
+  std::size_t keep = whole.size();
+  if (!check.unreadable.empty()) {
+    keep = check.unreadable.front().shard;
+    problem = check.unreadable.front().message;
+  }
+  if (!check.mismatched.empty() && check.mismatched.front().shard < keep) {
+    const MismatchedRow& bad = check.mismatched.front();
+    keep = bad.shard;
+    problem = file_error(records[bad.shard].path, std::string(bad.mask ? "the mask of " : "") +
+                                                      "record " + std::to_string(bad.row) +
+                                                      " does not match its checksum")
+                  .what();
+  }
+
+  ResumePoint point;
+  if (!problem.empty()) point.notes.push_back(problem + "; it is converted again");
+  whole.resize(keep);
+  point.shards = std::move(whole);
+  if (keep > 0) point.next_position = point.shards.back().journal.next_position;
+  return point;
+}
+
+}  // namespace
+
+bool output_is_complete(const ConvertOptions& options, const ConversionPlan& plan) {
+  std::error_code ec;
+  if (!fs::exists(options.out / format::kIndexFile, ec)) return false;
+  try {
+    h5::File index = h5::File::open_read(options.out / format::kIndexFile);
+    return index.read_string_attr("/", format::kAttrUuid) == plan.uuid;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::string discard_if_damaged(const ConvertOptions& options) {
+  VerifyOptions verify;
+  verify.threads = options.threads;
+  const VerifyReport report = verify_dataset(options.out, verify);
+  if (report.ok()) return "";
+  std::string problem;
+  if (!report.errors.empty()) {
+    problem = report.errors.front();
+  } else {
+    const BadRecord& bad = report.bad_records.front();
+    problem =
+        file_error(options.out / bad.shard_file,
+                   std::string(bad.mask ? "the mask of " : "") + "row " + std::to_string(bad.row) +
+                       " (" + bad.sample_path + ") does not match its stored checksum")
+            .what();
+  }
+  const std::size_t more = report.errors.size() + report.bad_records.size() - 1;
+  if (more > 0) problem += " (and " + std::to_string(more) + " more problems)";
+  remove_file(options.out / format::kIndexFile);
+  fsync_path(options.out);
+  return problem +
+         "; the complete dataset there was damaged since it was converted, so it is "
+         "converted again";
+}
+
+DirectoryLock lock_output(const ConvertOptions& options) {
+  const fs::path& out = options.out;
+  if (is_inside(out, options.src)) {
+    throw UsageError(out.string() + ": the output directory must not be inside SRC (" +
+                     options.src.string() + "), which imgpack never modifies");
+  }
+  if (!options.masks.dir.empty() && is_inside(out, options.masks.dir)) {
+    throw UsageError(out.string() + ": the output directory must not be inside the mask folder (" +
+                     options.masks.dir.string() + "), which imgpack never modifies");
+  }
+  std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {
+    throw UsageError(out.string() + ": exists and is not a directory");
+  }
+  if (!fs::exists(out, ec)) {
+    fs::create_directories(out, ec);
+    if (ec) throw UsageError(out.string() + ": cannot create directory: " + ec.message());
+  }
+  std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
+  if (!lock) {
+    throw UsageError(out.string() +
+                     ": another conversion (or a split) is writing to it now; wait for it to "
+                     "finish, then run this one again");
+  }
+  return std::move(*lock);
+}
+
+ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& plan) {
+  const fs::path& out = options.out;
+  const std::vector<fs::path> ours = list_output(out);
+  if (ours.empty()) return {};
+
+  std::error_code ec;
+  const bool complete = fs::exists(out / format::kIndexFile, ec);
+  std::optional<JournalState> journal;
+  std::string journal_problem;
+  if (!complete && !options.overwrite) {
+    try {
+      journal = ConvertJournal::read(out);
+    } catch (const Error& e) {
+      journal_problem = e.what();
+    }
+  }
+
+  if (!options.overwrite && !options.resume) {
+    if (complete) {
+      throw UsageError(out.string() +
+                       ": already holds a dataset; ConvertOptions::overwrite replaces it");
+    }
+    throw UsageError(out.string() + ": holds an unfinished conversion" +
+                     (journal ? " (" + std::to_string(journal->shards.size()) + " shards written)"
+                              : std::string()) +
+                     "; rerun the same conversion with ConvertOptions::resume to keep its "
+                     "complete shards and continue, or with ConvertOptions::overwrite to start "
+                     "over");
+  }
+
+  ResumePoint point;
+  if (journal && journal->torn_header) {
+    // A run stopped while creating its journal committed nothing.
+    if (options.resume && !options.overwrite) {
+      point.notes.push_back((out / kJournalFile).string() +
+                            " is empty (a run stopped while creating it): starting over");
+    }
+    journal.reset();
+  }
+  if (options.resume && !options.overwrite) {
+    if (complete) {
+      throw UsageError(out.string() +
+                       ": holds a complete dataset of another conversion (other "
+                       "inputs or options); ConvertOptions::resume continues only the same "
+                       "conversion, ConvertOptions::overwrite replaces it");
+    }
+    if (!journal_problem.empty()) {
+      throw UsageError("cannot resume: " + journal_problem +
+                       "; ConvertOptions::overwrite starts over");
+    }
+    if (journal && journal->dataset_uuid != plan.uuid) {
+      throw UsageError(out.string() +
+                       ": the unfinished conversion there had other inputs or "
+                       "options, so its shards cannot be reused; rerun it with its original "
+                       "options and ConvertOptions::resume, or with ConvertOptions::overwrite "
+                       "to start over");
+    }
+    if (journal) point = keep_verified_shards(options, plan, *journal);
+  } else {
+    // --overwrite: invalidate the old dataset first; without index.h5 no reader accepts it.
+    remove_file(out / format::kIndexFile);
+    fsync_path(out);
+  }
+
+  // Remove everything not kept, the journal last (a crash meanwhile leaves it
+  // describing shards that are still there or are redone).
+  for (const fs::path& path : ours) {
+    const std::string name = path.filename().string();
+    bool kept = name == kJournalFile && !point.shards.empty();
+    for (const KeptShard& shard : point.shards) kept = kept || name == shard.journal.file;
+    if (!kept && name != kJournalFile) remove_file(path);
+  }
+  if (point.shards.empty()) remove_file(out / kJournalFile);
+  fsync_path(out);
+  return point;
+}
+
+}  // namespace imgpack

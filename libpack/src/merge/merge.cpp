@@ -1,0 +1,282 @@
+// merge(): check the parts, journal the plan, move the shards, then the
+// splits, report.json and index.h5, last; then the parts' folders go.
+//
+// Crash points (crash_point() in files.hpp) for the crash-safety tests:
+// "merge-patch:K" (merged shard K renumbered but still open for writing),
+// "merge-shard:K" (renumbered and closed, not yet renamed into OUT),
+// "splits-committed" (splits.h5 in place, index.h5 not yet written; from
+// write_index()) and "merge-index-committed" (index.h5 in place, parts not
+// yet removed).
+#include "imgpack/merge.hpp"
+
+#include <hdf5.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "files.hpp"
+#include "h5.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/split.hpp"
+#include "merge/merge_check.hpp"
+#include "merge/merge_plan.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+bool path_exists(const fs::path& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+// Opens a committed part shard for writing. A merge killed while it had the
+// shard open leaves HDF5's "open for writing" mark in its superblock, which
+// makes every later open fail; the shard's contents are whole (only its
+// /sample column and an attribute are rewritten, with values a rerun writes
+// again), so the mark is cleared, as h5clear does.
+h5::Handle open_shard_for_patch(const fs::path& path) {
+  h5::silence_errors();
+  h5::Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  hbool_t clear = 1;
+  if (fapl.get() < 0 || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
+      H5Pset(fapl.get(), "clear_status_flags", &clear) < 0) {
+    throw file_error(path, "cannot set up HDF5 file access: " + h5::last_error_message());
+  }
+  h5::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get()));
+  if (!file) throw file_error(path, "cannot open for writing: " + h5::last_error_message());
+  return file;
+}
+
+// Gives a part shard its place in the merged dataset: its /sample column the
+// merged sample ids, its shard_index attribute the merged shard number.
+void patch_shard(const fs::path& path, const ShardMove& move) {
+  h5::Handle file = open_shard_for_patch(path);
+  auto fail = [&](const char* call) {
+    throw file_error(path, std::string(call) + " failed: " + h5::last_error_message());
+  };
+  {
+    h5::Handle samples(H5Dopen2(file.get(), format::kSample, H5P_DEFAULT));
+    if (!samples) fail("H5Dopen2 /sample");
+    h5::Handle space(H5Dget_space(samples.get()));
+    if (!space ||
+        H5Sget_simple_extent_npoints(space.get()) != static_cast<hssize_t>(move.samples.size())) {
+      throw file_error(path, "its /sample column does not have the length its part's index gives");
+    }
+    if (!move.samples.empty() && H5Dwrite(samples.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL,
+                                          H5P_DEFAULT, move.samples.data()) < 0) {
+      fail("H5Dwrite /sample");
+    }
+    h5::Handle attr(H5Aopen(file.get(), format::kAttrShardIndex, H5P_DEFAULT));
+    if (!attr) fail("H5Aopen shard_index");
+    const int64_t shard = move.shard;
+    if (H5Awrite(attr.get(), H5T_NATIVE_INT64, &shard) < 0) fail("H5Awrite shard_index");
+  }
+  if (H5Fflush(file.get(), H5F_SCOPE_LOCAL) < 0) fail("H5Fflush");
+  crash_point("merge-patch", move.shard);  // the shard still marked open for writing
+  if (file.close() < 0) fail("H5Fclose");
+}
+
+// Moves one part shard to its place in OUT. Done already (a rerun after a
+// crash) when it is there and the part's file is gone.
+void move_shard(const fs::path& out, const ShardMove& move) {
+  const fs::path from = out / move.from;
+  const fs::path to = out / move.to;
+  if (path_exists(to) && !path_exists(from)) return;
+  if (!path_exists(from))
+    throw file_error(from, "missing: the part's shard is gone (and not in OUT)");
+  patch_shard(from, move);
+  fsync_path(from);
+  crash_point("merge-shard", move.shard);
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (ec) throw file_error(from, "cannot move to " + to.string() + ": " + ec.message());
+  fsync_path(out);
+  fsync_path(from.parent_path());
+}
+
+// The splits of the merged conversion's options, over the merged samples.
+void compute_splits(DatasetIndex& index, std::vector<std::string>& warnings) {
+  const json options = json::parse(index.convert_options);
+  if (!options.contains("splits")) return;
+  const auto seed = options.at("seed").get<uint64_t>();
+  for (const json& text : options.at("splits")) {
+    const NamedSplitSpec split = parse_split_option(text.get<std::string>(), seed);
+    try {
+      store_split(index, make_split(index, split.name, split.spec, "", &warnings), false);
+    } catch (const UsageError& e) {
+      throw UsageError("ConvertOptions::splits " + split.name +
+                       " over the merged samples: " + e.what());
+    }
+  }
+}
+
+// OUT/report.json: the parts' reports summed.
+void write_merged_report(const fs::path& out, const MergePlan& plan, const MergeResult& result) {
+  const json first = json::parse(plan.parts.front().report);
+  json report;
+  report["imgpack_format"] = format::kIndexVersion;
+  report["created_by"] = plan.index.created_by;
+  report["dataset_uuid"] = plan.index.uuid;
+  report["source"] = first.value("source", "");
+  report["records"] = result.records;
+  report["samples"] = result.samples;
+  report["shards"] = result.shards;
+  report["ignored_files"] = first.value("ignored_files", 0);
+  json skipped = json::array();
+  json parts = json::array();
+  double seconds = 0;
+  for (const PartDataset& part : plan.parts) {
+    const json part_report = json::parse(part.report);
+    for (const json& s : part_report.value("skipped", json::array())) skipped.push_back(s);
+    const double part_s = part_report.value("timings", json::object()).value("total_s", 0.0);
+    seconds += part_s;
+    parts.push_back({{"part", part_name(part.record.part)},
+                     {"records", part.index.num_records()},
+                     {"samples", part.index.num_samples()},
+                     {"skipped", part.skipped},
+                     {"total_s", part_s}});
+  }
+  report["skipped"] = std::move(skipped);
+  report["max_skipped"] = first.value("max_skipped", "");
+  report["parts"] = std::move(parts);
+  report["timings"] = {{"parts_total_s", seconds}, {"merge_s", result.seconds}};
+  json options = first.value("options", json::object());
+  report["options"] = std::move(options);
+  write_file_atomic(out / format::kReportFile,
+                    report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+// After index.h5: the parts' folders, holding only their index, splits and report now.
+void remove_parts(const fs::path& out) {
+  const fs::path parts = out / kPartsFolder;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(parts, ec)) {
+    for (const char* name : {format::kIndexFile, format::kSplitsFile, format::kReportFile}) {
+      fs::remove(entry.path() / name, ec);
+    }
+    fs::remove(entry.path(), ec);  // only if empty: nothing else is ours to remove
+  }
+  fs::remove(parts, ec);
+  fs::remove(out / kMergeJournalFile, ec);
+  fsync_path(out);
+}
+
+// OUT holds a dataset that a merge made: its index.h5, and a report.json
+// that lists the parts it was merged from.
+bool merged_already(const fs::path& out) {
+  if (!path_exists(out / format::kIndexFile)) return false;
+  std::vector<uint8_t> bytes;
+  if (!read_file(out / format::kReportFile, bytes).empty()) return false;
+  const json report = json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  return report.is_object() && report.contains("parts");
+}
+
+// Refuses an OUT holding anything but the parts (and what a merge that was
+// interrupted left: its journal, shards and temporary files).
+void check_output(const fs::path& out, bool resuming) {
+  for (const fs::directory_entry& entry : fs::directory_iterator(out)) {
+    const std::string name = entry.path().filename().string();
+    // A temporary file is what a merge killed while writing it left.
+    if (name == kPartsFolder || name == kMergeJournalFile || name.ends_with(format::kTmpSuffix)) {
+      continue;
+    }
+    if (resuming && (format::is_shard_file_name(name) || name == format::kReportFile ||
+                     name == format::kSplitsFile)) {
+      continue;
+    }
+    throw UsageError(out.string() + ": holds " + name +
+                     " besides the parts; merge writes only into an OUT that holds nothing but "
+                     "its parts folder");
+  }
+}
+
+}  // namespace
+
+MergeResult merge(const MergeOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const fs::path& out = options.out;
+  if (!fs::is_directory(out)) throw UsageError(out.string() + ": not a directory");
+  std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
+  if (!lock) {
+    throw UsageError(out.string() + ": another merge, conversion or split is writing to it now");
+  }
+  MergeResult result;
+  if (!fs::is_directory(out / kPartsFolder) && !path_exists(out / kMergeJournalFile)) {
+    // A merge stopped after its last step (the journal's removal) left a
+    // finished dataset: running it again has nothing left to do.
+    if (merged_already(out)) {
+      const DatasetIndex done = read_index(out);
+      result.records = done.num_records();
+      result.samples = done.num_samples();
+      result.shards = done.num_shards();
+      result.uuid = done.uuid;
+      result.resumed = true;
+      return result;
+    }
+    throw UsageError(out.string() + ": no parts to merge (" + (out / kPartsFolder).string() +
+                     " does not exist; ConvertOptions::part I/N converts part I there)");
+  }
+  const bool journaled = path_exists(out / kMergeJournalFile);
+  if (journaled && path_exists(out / format::kIndexFile)) {
+    // Stopped after index.h5: only the parts' folders are left to remove.
+    const DatasetIndex done = read_index(out);
+    remove_parts(out);
+    result.records = done.num_records();
+    result.samples = done.num_samples();
+    result.shards = done.num_shards();
+    result.uuid = done.uuid;
+    result.resumed = true;
+    return result;
+  }
+  if (path_exists(out / format::kIndexFile)) {
+    throw UsageError(out.string() + ": already holds a dataset (" + format::kIndexFile +
+                     "); merge joins parts into an OUT without one");
+  }
+  check_output(out, journaled);
+  MergePlan plan = plan_merge(out);
+  // Before anything moves: a split the merged samples cannot make is refused here.
+  compute_splits(plan.index, result.split_warnings);
+  const std::string journal = merge_journal_text(plan);
+  if (journaled) {
+    std::vector<uint8_t> bytes;
+    const std::string problem = read_file(out / kMergeJournalFile, bytes);
+    if (!problem.empty() || std::string(bytes.begin(), bytes.end()) != journal) {
+      throw UsageError((out / kMergeJournalFile).string() +
+                       ": an interrupted merge of other parts; its shards are already in " +
+                       out.string() + ", so these parts cannot be merged there");
+    }
+  }
+  // Every shard, pixels included, before the first is renumbered: merging
+  // rewrites what would tell a damaged shard from a good one.
+  check_adopted_shards(out, plan, journaled, options.threads);
+  if (!journaled) write_file_atomic(out / kMergeJournalFile, journal);
+  for (const ShardMove& move : plan.moves) move_shard(out, move);
+
+  result.parts = static_cast<uint32_t>(plan.parts.size());
+  result.records = plan.index.num_records();
+  result.samples = plan.index.num_samples();
+  result.shards = plan.index.num_shards();
+  result.uuid = plan.index.uuid;
+  result.resumed = journaled;
+  for (const PartDataset& part : plan.parts) {
+    result.skipped += part.skipped;
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  write_merged_report(out, plan, result);
+  write_index(out, plan.index);  // last: its presence makes the dataset complete
+  crash_point("merge-index-committed");
+  plan.locks.clear();
+  remove_parts(out);
+  return result;
+}
+
+}  // namespace imgpack

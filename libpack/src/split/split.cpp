@@ -1,0 +1,392 @@
+#include "imgpack/split.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+#include <unordered_map>
+
+#include "enum_names.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "random.hpp"
+#include "split/split_groups.hpp"
+
+namespace imgpack {
+
+namespace {
+
+// Stream ids for CounterRng, so unrelated random choices never share a stream.
+constexpr uint64_t kClassOrderStream = 0x73706c6974636c;  // "splitcl"
+constexpr uint64_t kSampleOrderStream = 0x73706c697473;   // "splits"
+constexpr uint64_t kFoldStartStream = 0x73706c697466;     // "splitf"
+
+std::string fraction_text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// Samples ordered by class, classes in a seeded order, samples of a class in
+// a seeded order: dealing this sequence round-robin (or by a fraction) gives
+// every part within one sample of its share of every class.
+std::vector<uint32_t> stratified_order(const std::vector<int32_t>& classes, int32_t num_classes,
+                                       uint64_t seed) {
+  std::vector<uint32_t> class_rank(static_cast<std::size_t>(num_classes));
+  {
+    std::vector<uint32_t> order(class_rank.size());
+    std::iota(order.begin(), order.end(), 0u);
+    CounterRng(seed, kClassOrderStream).shuffle(std::span(order));
+    for (std::size_t r = 0; r < order.size(); ++r) class_rank[order[r]] = static_cast<uint32_t>(r);
+  }
+  std::vector<uint32_t> shuffled(classes.size());
+  std::iota(shuffled.begin(), shuffled.end(), 0u);
+  CounterRng(seed, kSampleOrderStream).shuffle(std::span(shuffled));
+  // Stable counting sort of the shuffled samples by class rank.
+  std::vector<std::size_t> start(class_rank.size() + 1, 0);
+  for (int32_t c : classes) ++start[class_rank[static_cast<std::size_t>(c)] + 1];
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<uint32_t> out(classes.size());
+  for (uint32_t i : shuffled) out[start[class_rank[static_cast<std::size_t>(classes[i])]]++] = i;
+  return out;
+}
+
+// Splits `sequence` (runs of samples of one class, as stratified_order makes
+// it) into a fraction p of the samples and the rest, both in sequence order.
+// The selection takes round(n p) samples; each class gives floor(n_c p) or
+// ceil(n_c p) of them, the ceilings going to the classes with the largest
+// remainders (ties: earlier run first), so every class's share of the
+// selection is as close to its share of the whole as counts allow.
+void carve(const std::vector<uint32_t>& sequence, const std::vector<int32_t>& classes, double p,
+           std::vector<uint32_t>& selected, std::vector<uint32_t>& rest) {
+  struct Run {
+    std::size_t begin, length, take;
+    double remainder;
+  };
+  std::vector<Run> runs;
+  for (std::size_t j = 0; j < sequence.size(); ++j) {
+    if (j == 0 || classes[sequence[j]] != classes[sequence[j - 1]]) runs.push_back({j, 0, 0, 0});
+    ++runs.back().length;
+  }
+  const auto target =
+      static_cast<std::size_t>(std::floor(static_cast<double>(sequence.size()) * p + 0.5));
+  std::size_t taken = 0;
+  for (Run& run : runs) {
+    const double exact = static_cast<double>(run.length) * p;
+    run.take = std::min(run.length, static_cast<std::size_t>(std::floor(exact)));
+    run.remainder = exact - static_cast<double>(run.take);
+    taken += run.take;
+  }
+  std::vector<std::size_t> by_remainder(runs.size());
+  std::iota(by_remainder.begin(), by_remainder.end(), std::size_t{0});
+  std::stable_sort(by_remainder.begin(), by_remainder.end(), [&](std::size_t a, std::size_t b) {
+    return runs[a].remainder > runs[b].remainder;
+  });
+  for (std::size_t r = 0; taken < target && r < by_remainder.size(); ++r) {
+    Run& run = runs[by_remainder[r]];
+    if (run.take < run.length) {
+      ++run.take;
+      ++taken;
+    }
+  }
+  selected.clear();
+  rest.clear();
+  for (const Run& run : runs) {
+    selected.insert(selected.end(), sequence.begin() + static_cast<std::ptrdiff_t>(run.begin),
+                    sequence.begin() + static_cast<std::ptrdiff_t>(run.begin + run.take));
+    rest.insert(rest.end(), sequence.begin() + static_cast<std::ptrdiff_t>(run.begin + run.take),
+                sequence.begin() + static_cast<std::ptrdiff_t>(run.begin + run.length));
+  }
+}
+
+struct Problem {
+  const SplitSpec& spec;
+  std::size_t samples;
+  bool stratify;
+  bool grouped;
+};
+
+std::vector<int16_t> split_samples(const Problem& problem, const std::vector<int32_t>& classes,
+                                   int32_t num_classes) {
+  const SplitSpec& spec = problem.spec;
+  std::vector<int16_t> assign(problem.samples, 0);
+  std::vector<uint32_t> rest = stratified_order(classes, num_classes, spec.seed);
+  std::vector<uint32_t> selected, remaining;
+  if (spec.test_fraction > 0) {
+    carve(rest, classes, spec.test_fraction, selected, remaining);
+    if (selected.empty()) {
+      throw UsageError("SplitSpec::test_fraction " + fraction_text(spec.test_fraction) +
+                       " selects none of the " + std::to_string(problem.samples) + " samples");
+    }
+    for (uint32_t i : selected) assign[i] = format::kTestFold;
+    rest.swap(remaining);
+  }
+  if (spec.kind == SplitKind::holdout) {
+    carve(rest, classes, spec.val_fraction / (1 - spec.test_fraction), selected, remaining);
+    if (selected.empty()) {
+      throw UsageError("SplitSpec::val_fraction " + fraction_text(spec.val_fraction) +
+                       " selects none of the " + std::to_string(rest.size()) + " samples");
+    }
+    if (remaining.empty()) {
+      throw UsageError("SplitSpec::val_fraction " + fraction_text(spec.val_fraction) +
+                       " leaves no training samples");
+    }
+    for (uint32_t i : remaining) assign[i] = 1;
+    return assign;
+  }
+  if (rest.size() < static_cast<std::size_t>(spec.folds)) {
+    throw UsageError("SplitSpec::folds " + std::to_string(spec.folds) + " is more than the " +
+                     std::to_string(rest.size()) + " samples" +
+                     (spec.test_fraction > 0 ? " left after SplitSpec::test_fraction" : ""));
+  }
+  const auto k = static_cast<uint64_t>(spec.folds);
+  const uint64_t start = CounterRng(spec.seed, kFoldStartStream).below(k);
+  for (std::size_t j = 0; j < rest.size(); ++j) {
+    assign[rest[j]] = static_cast<int16_t>((j + start) % k);
+  }
+  return assign;
+}
+
+// Checks the class sizes against the folds as scikit-learn does: an error when
+// every class is smaller than k, a warning when some are.
+void check_class_sizes(std::span<const int32_t> labels, const SplitSpec& spec,
+                       std::span<const std::string> class_names, SplitResult& result) {
+  std::unordered_map<int32_t, int64_t> members;
+  for (int32_t label : labels) {
+    if (label >= 0) ++members[label];
+  }
+  int32_t smallest = -1;
+  int64_t largest_size = 0, too_small = 0;
+  for (const auto& [label, n] : members) {
+    largest_size = std::max(largest_size, n);
+    if (n < spec.folds) ++too_small;
+    if (smallest < 0 || n < members[smallest] || (n == members[smallest] && label < smallest)) {
+      smallest = label;
+    }
+  }
+  if (largest_size < spec.folds) {
+    throw UsageError("SplitSpec::folds " + std::to_string(spec.folds) +
+                     " is more than the members of every class (the largest has " +
+                     std::to_string(largest_size) + ")");
+  }
+  if (too_small > 0) {
+    const auto s = static_cast<std::size_t>(smallest);
+    std::string name =
+        s < class_names.size() ? "'" + class_names[s] + "'" : "id " + std::to_string(smallest);
+    result.warnings.push_back(std::to_string(too_small) + " of " + std::to_string(members.size()) +
+                              " classes have fewer members than the " + std::to_string(spec.folds) +
+                              " folds (the least populated, " + name + ", has " +
+                              std::to_string(members[smallest]) +
+                              "); they cannot appear in every fold");
+  }
+}
+
+}  // namespace
+
+namespace {
+
+constexpr EnumNames kSplitKindNames{
+    "split kind",
+    {EnumName{SplitKind::random, "random"}, EnumName{SplitKind::stratified, "stratified"},
+     EnumName{SplitKind::group, "group"}, EnumName{SplitKind::stratified_group, "stratified-group"},
+     EnumName{SplitKind::holdout, "holdout"}}};
+
+}  // namespace
+
+// The names are string literals: data() ends in a NUL.
+const char* split_kind_name(SplitKind kind) { return kSplitKindNames.name(kind).data(); }
+SplitKind parse_split_kind(std::string_view name) { return kSplitKindNames.parse(name); }
+
+void SplitSpec::validate() const {
+  if (!std::isfinite(test_fraction) || test_fraction < 0 || test_fraction >= 1) {
+    throw UsageError("SplitSpec::test_fraction " + fraction_text(test_fraction) +
+                     " is outside [0, 1)");
+  }
+  if (kind == SplitKind::holdout) {
+    if (!std::isfinite(val_fraction) || val_fraction <= 0 || val_fraction >= 1) {
+      throw UsageError("SplitSpec::val_fraction " + fraction_text(val_fraction) +
+                       " is outside (0, 1)");
+    }
+    if (val_fraction + test_fraction >= 1) {
+      throw UsageError("SplitSpec::val_fraction " + fraction_text(val_fraction) +
+                       " and SplitSpec::test_fraction " + fraction_text(test_fraction) +
+                       " leave nothing to train on");
+    }
+    return;
+  }
+  if (val_fraction != 0) {
+    throw UsageError("SplitSpec::val_fraction applies only to SplitSpec::kind holdout");
+  }
+  if (!use_labels || !use_groups) {
+    throw UsageError(std::string("SplitSpec::kind ") + split_kind_name(kind) +
+                     " decides itself whether labels and groups are used; "
+                     "SplitSpec::use_labels and SplitSpec::use_groups apply only to holdout");
+  }
+  if (folds < 2 || folds > kMaxFolds) {
+    throw UsageError("SplitSpec::folds " + std::to_string(folds) + " is outside 2.." +
+                     std::to_string(kMaxFolds));
+  }
+}
+
+SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32_t> groups,
+                          const SplitSpec& spec, std::span<const std::string> class_names) {
+  spec.validate();
+  if (labels.size() != groups.size()) {
+    throw Error("compute_split: " + std::to_string(labels.size()) + " labels but " +
+                std::to_string(groups.size()) + " groups");
+  }
+  if (labels.empty()) throw UsageError("the dataset has no samples to split");
+  if (labels.size() > UINT32_MAX) throw UsageError("more than 2^32 samples");
+  const bool has_labels =
+      std::any_of(labels.begin(), labels.end(), [](int32_t l) { return l >= 0; });
+  const bool has_groups =
+      std::any_of(groups.begin(), groups.end(), [](int32_t g) { return g >= 0; });
+  const char* kind = split_kind_name(spec.kind);
+
+  Problem problem{spec, labels.size(), false, false};
+  switch (spec.kind) {
+    case SplitKind::random:
+      break;
+    case SplitKind::stratified:
+      problem.stratify = true;
+      break;
+    case SplitKind::group:
+      problem.grouped = true;
+      break;
+    case SplitKind::stratified_group:
+      problem.stratify = problem.grouped = true;
+      break;
+    case SplitKind::holdout:
+      problem.stratify = spec.use_labels && has_labels;
+      problem.grouped = spec.use_groups && has_groups;
+      break;
+  }
+  SplitResult result;
+  result.stratified = problem.stratify;
+  result.grouped = problem.grouped;
+  if (spec.kind != SplitKind::holdout) {
+    if (problem.grouped && !has_groups) {
+      throw UsageError(std::string("SplitSpec::kind ") + kind +
+                       " needs groups and these samples have none (convert with "
+                       "ScanOptions::group_regex or a CSV group column)");
+    }
+    if (problem.stratify) {
+      if (!has_labels) {
+        throw UsageError(std::string("SplitSpec::kind ") + kind +
+                         " needs labels and these samples have none");
+      }
+      check_class_sizes(labels, spec, class_names, result);
+    }
+  }
+
+  // A group kfold balances sizes first and then, within that, classes: the
+  // labels cost nothing to use there and only make the folds better.
+  const bool use_labels = problem.stratify || (spec.kind == SplitKind::group && has_labels);
+  detail::Ids classes;
+  if (use_labels) {
+    classes = detail::canonical_ids(labels, false);
+  } else {
+    classes.of.assign(labels.size(), 0);
+    classes.original = {-1};
+  }
+  if (!problem.grouped) {
+    result.assign = split_samples(problem, classes.of, classes.count());
+    return result;
+  }
+  const detail::Ids group_ids = detail::canonical_ids(groups, true);
+  const int32_t num_groups = group_ids.count();
+  const int32_t needed = spec.stored_folds() + (spec.test_fraction > 0 ? 1 : 0);
+  if (num_groups < needed && spec.kind != SplitKind::holdout) {
+    throw UsageError(
+        "SplitSpec::folds " + std::to_string(spec.folds) + " is more than the " +
+        std::to_string(num_groups) + " groups" +
+        (spec.test_fraction > 0 ? " (one more is needed for SplitSpec::test_fraction)" : ""));
+  }
+  result.assign = detail::split_groups(spec, problem.stratify, classes, group_ids);
+  return result;
+}
+
+void check_split_name(const std::string& name) {
+  const bool ok =
+      !name.empty() && name.size() <= 128 && name[0] != '.' &&
+      std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+      });
+  if (!ok) {
+    throw UsageError("split name '" + name +
+                     "' must be 1..128 letters, digits, '_', '-' or '.', not starting with '.'");
+  }
+}
+
+Split make_split(const DatasetIndex& index, const std::string& name, const SplitSpec& spec,
+                 const std::string& created, std::vector<std::string>* warnings) {
+  check_split_name(name);
+  SplitResult result =
+      compute_split(index.sample_label, index.sample_group, spec, index.class_names);
+  if (warnings) warnings->insert(warnings->end(), result.warnings.begin(), result.warnings.end());
+  return named_split(name, spec, std::move(result), created);
+}
+
+Split named_split(const std::string& name, const SplitSpec& spec, SplitResult result,
+                  const std::string& created) {
+  Split split;
+  split.name = name;
+  split.kind = split_kind_name(spec.kind);
+  split.folds = spec.stored_folds();
+  split.seed = spec.seed;
+  split.test_fraction = spec.test_fraction;
+  split.val_fraction = spec.kind == SplitKind::holdout ? spec.val_fraction : 0;
+  split.stratified = result.stratified;
+  split.grouped = result.grouped;
+  split.created = created;
+  split.assign = std::move(result.assign);
+  return split;
+}
+
+void store_split(DatasetIndex& index, Split split, bool replace) {
+  auto at = std::lower_bound(index.splits.begin(), index.splits.end(), split.name,
+                             [](const Split& s, const std::string& name) { return s.name < name; });
+  if (at != index.splits.end() && at->name == split.name) {
+    if (!replace) {
+      throw UsageError("a split named '" + split.name +
+                       "' exists; store_split replaces it only when asked to");
+    }
+    *at = std::move(split);
+    return;
+  }
+  index.splits.insert(at, std::move(split));
+}
+
+NamedSplitSpec parse_split_option(const std::string& text, uint64_t seed) {
+  const auto first = text.find(':');
+  const auto second = first == std::string::npos ? first : text.find(':', first + 1);
+  if (second == std::string::npos || text.find(':', second + 1) != std::string::npos) {
+    throw UsageError("parse_split_option: '" + text +
+                     "' must be NAME:KIND:K (or NAME:holdout:FRACTION)");
+  }
+  NamedSplitSpec out;
+  out.name = text.substr(0, first);
+  check_split_name(out.name);
+  out.spec.kind = parse_split_kind(text.substr(first + 1, second - first - 1));
+  out.spec.seed = seed;
+  const std::string value = text.substr(second + 1);
+  std::size_t used = 0;
+  try {
+    if (out.spec.kind == SplitKind::holdout) {
+      out.spec.val_fraction = std::stod(value, &used);
+    } else {
+      const long folds = std::stol(value, &used);
+      out.spec.folds = folds > kMaxFolds || folds < 0 ? -1 : static_cast<int32_t>(folds);
+    }
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size()) {
+    throw UsageError("parse_split_option: '" + text + "': '" + value + "' is not " +
+                     (out.spec.kind == SplitKind::holdout ? "a fraction" : "a number of folds"));
+  }
+  out.spec.validate();
+  return out;
+}
+
+}  // namespace imgpack
