@@ -123,6 +123,20 @@ def ratio(s, digits=None):
     return mmm(s, digits, unit="x")
 
 
+def peers_measured(record):
+    """Whether a section's run measured its peers (bench/run-all --quick leaves them out
+    unless --peers; records from before that option always measured them)."""
+    return record.get("peers", True)
+
+
+def peer_target(page, what, issue, s, at_least, digits=None):
+    """A target on imgpack's ratio to a peer: unmeasured where the peer was left out."""
+    if s is None:
+        page.target(what, issue, "unmeasured", None)
+    else:
+        page.target(what, issue, ratio(s, digits), s["median"] >= at_least)
+
+
 def whiskers(summaries):
     """matplotlib yerr: the distances from each median down to the min and up to the max."""
     return [[x["median"] - x["min"] for x in summaries],
@@ -350,13 +364,15 @@ def training_section(page, record):
                                   fed["imgpack_python"], fed["imgpack"]))
     if fed["imgpack"] is not None:
         for p in ("torch_jpeg", "torch_h5py"):
-            if fed[p] is not None and fed[p] <= fed["imgpack"]:
+            if fed.get(p) is not None and fed[p] <= fed["imgpack"]:
                 page.not_ahead.append("Training loop: %s kept the consumer fed down to the same "
                                       "step (%g ms) as imgpack." % (LABELS[p], fed[p]))
 
 
 def convert_section(page, record):
     d = record["data"]
+    peers = peers_measured(record)
+    contenders = ("imgpack", "no-dct", "python") if peers else ("imgpack", "no-dct")
     page.add("## Conversion", "",
              "`imgpack convert` against the straightforward Python way (one process per core: "
              "`cv2.imread`, `cv2.resize` with INTER_AREA, centre crop, written in order to one "
@@ -371,16 +387,17 @@ def convert_section(page, record):
              "| source | input | imgpack images/s | --no-dct-scaling | Python baseline | "
              "imgpack / baseline | DCT-scaling gain |", "|---|---:|---:|---:|---:|---:|---:|")
     for s in d["sources"]:
-        for n in ("imgpack", "no-dct", "python"):
+        for n in contenders:
             page.need_summary("convert %s %s images/s" % (s["source"], n), s["images_per_s"][n])
-        page.need_summary("convert %s ratio" % s["source"], s["ratio_vs_python"])
+        if peers:
+            page.need_summary("convert %s ratio" % s["source"], s["ratio_vs_python"])
         page.need_summary("convert %s dct gain" % s["source"], s["dct_scaling_gain"])
         page.add("| %s | %d x %.0f KB | %s | %s | %s | %s | %s |" % (
             s["source"], s["images"], 1000 * s["input_mb"] / s["images"],
             mmm(s["images_per_s"]["imgpack"], 0), mmm(s["images_per_s"]["no-dct"], 0),
             mmm(s["images_per_s"]["python"], 0), ratio(s["ratio_vs_python"]),
             ratio(s["dct_scaling_gain"])))
-        if s["ratio_vs_python"]["median"] < 1:
+        if s["ratio_vs_python"] and s["ratio_vs_python"]["median"] < 1:
             page.not_ahead.append("Conversion of %s sources: imgpack %s the Python baseline." % (
                 s["source"], ratio(s["ratio_vs_python"])))
         if s["dct_scaling_gain"]["median"] < 1.05:
@@ -395,6 +412,8 @@ def convert_section(page, record):
     xs = range(len(labels))
     for n, label in (("imgpack", "imgpack convert"), ("no-dct", "imgpack --no-dct-scaling"),
                      ("python", "Python cv2 + h5py")):
+        if n not in contenders:
+            continue
         ys = [s["images_per_s"][n] for s in d["sources"]]
         left.errorbar(xs, [y["median"] for y in ys],
                       yerr=whiskers(ys),
@@ -410,11 +429,14 @@ def convert_section(page, record):
     for key, label, colour in (("ratio_vs_python", "imgpack / Python baseline", "tab:blue"),
                                ("dct_scaling_gain", "DCT-scaling gain (imgpack / --no-dct)",
                                 "tab:cyan")):
+        if key == "ratio_vs_python" and not peers:
+            continue
         ys = [s[key] for s in d["sources"]]
         right.errorbar(xs, [y["median"] for y in ys],
                        yerr=whiskers(ys),
                        fmt="o-", capsize=3, color=colour, label=label)
-    right.axhline(2, color="tab:blue", ls=":", lw=1, label="target: 2x the baseline")
+    if peers:
+        right.axhline(2, color="tab:blue", ls=":", lw=1, label="target: 2x the baseline")
     right.axhline(1, color="0.5", lw=0.8)
     right.set_xticks(list(xs), labels)
     right.set_xlabel("source JPEG size")
@@ -426,9 +448,8 @@ def convert_section(page, record):
     page.save(fig, "convert_by_size.png", "conversion images/s and ratios by source size")
 
     main = next((s for s in d["sources"] if s["source"] == "1024x768"), d["sources"][0])
-    page.target("`imgpack convert` >= 2x the Python baseline (%s sources, %d images)" % (
-        main["source"], main["images"]), 3, ratio(main["ratio_vs_python"]),
-        main["ratio_vs_python"]["median"] >= 2)
+    peer_target(page, "`imgpack convert` >= 2x the Python baseline (%s sources, %d images)" % (
+        main["source"], main["images"]), 3, main["ratio_vs_python"], 2)
 
     rss = d["peak_rss"]
     counts = sorted(rss["mib"], key=int)

@@ -1,23 +1,27 @@
 #!/usr/bin/python3
 """Runs every imgpack benchmark against its peers and writes the results page.
 
-usage: bench/run-all [--quick] [--work DIR] [--repeat N] [--only SECTION,...]
+usage: bench/run-all [--quick [--peers]] [--work DIR] [--repeat N] [--only SECTION,...]
                      [--report-only] [--docs DIR]
 
 Sections (in this order): convert, parts, augment, splits, reader, cold, python,
 verify, scale, masks, training. Each runs a script under bench/ that measures imgpack and its peers
 side by side in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
-leaves WORK/results/SECTION.json. Inputs are generated deterministically and
-cached in WORK (default out/bench; --quick: out/bench-quick), so a second run
-skips the generation.
+leaves WORK/results/SECTION.json. The peers are the reference implementations
+imgpack is compared with (the Python OpenCV + h5py packer, scikit-learn's
+splitters, h5py reads, torch DataLoaders). Inputs are generated
+deterministically and cached in WORK (default out/bench; --quick:
+out/bench-quick), so a second run skips the generation.
 
 Full mode then rewrites docs/BENCHMARKS.md and docs/bench/*.png (or --docs
 DIR). It takes tens of minutes on two cores (the first run longer: it
 generates about 25,000 photo-like JPEGs) and is not run in CI.
 
---quick uses small inputs and one repeat and finishes in a few minutes; it
-writes the page to WORK/report/ (never docs/) and checks that every benchmark
-produced its figures (present, finite, positive), not that targets are met,
+--quick uses small inputs and one repeat and finishes in a few minutes. It
+runs every imgpack code path but no peer (the sections' scripts get
+--no-peers) unless --peers asks for them. It writes the page to WORK/report/
+(never docs/) and checks that every benchmark produced its figures (present,
+finite, positive; the peers' only where they ran), not that targets are met,
 so noise cannot fail it. Exit status: 0, or 1 when a benchmark failed or a
 figure is missing.
 
@@ -118,6 +122,7 @@ class Runner:
         self.results = os.path.join(self.work, "results")
         self.photos = os.path.join(self.work, "photos")
         self.repeat = str(args.repeat or sizes["repeat"])
+        self.peers = args.peers or not args.quick
         self.imgpack = benchlib.imgpack_binary()
         for d in (self.results, self.photos):
             os.makedirs(d, exist_ok=True)
@@ -126,6 +131,16 @@ class Runner:
         path = os.path.join(self.work, name)
         os.makedirs(path, exist_ok=True)
         return path
+
+    def peer_args(self):
+        """What a script that measures peers is given when they are left out."""
+        return [] if self.peers else ["--no-peers"]
+
+    def mode_flags(self):
+        """The options of bench/run-all that reproduce this run's sizes and peers."""
+        if not self.args.quick:
+            return ""
+        return " --quick --peers" if self.peers else " --quick"
 
     def run_script(self, section, command, result_file, accept=(0,)):
         """Runs one benchmark script; its stdout (the table) goes to WORK/SECTION.log."""
@@ -147,7 +162,7 @@ class Runner:
         command = [benchlib.PYTHON, script("convert", "run.py"), self.sizes["convert_count"], out,
                    "--sources", self.sizes["convert_sources"], "--rss-counts",
                    self.sizes["rss_counts"], "--rss-source", "1024x768", "--repeat", self.repeat,
-                   "--photos", self.photos, "--json", result]
+                   "--photos", self.photos, "--json", result] + self.peer_args()
         return [command], self.run_script("convert", command, result)
 
     def parts(self):
@@ -175,7 +190,7 @@ class Runner:
                                     ["--kinds", "stratified-group"])):
             folder = os.path.join(out, name)
             command = [benchlib.PYTHON, script("splits", "bench_splits.py"), "--repeats",
-                       self.repeat, "--out", folder] + extra
+                       self.repeat, "--out", folder] + extra + self.peer_args()
             for key, value in sizes.items():
                 command += ["--" + key, value]
             commands.append(command)
@@ -185,7 +200,7 @@ class Runner:
         # Wins, ties and losses against scikit-learn on generated adversarial layouts.
         folder = os.path.join(out, "adversarial")
         command = [benchlib.PYTHON, script("splits", "adversarial.py"), "--layouts",
-                   self.sizes["splits_adversarial"], "--out", folder]
+                   self.sizes["splits_adversarial"], "--out", folder] + self.peer_args()
         commands.append(command)
         data["adversarial"] = self.run_script("splits", command,
                                               os.path.join(folder, "adversarial.json"),
@@ -207,7 +222,7 @@ class Runner:
         src, dataset = self.reader_inputs()
         out = self.scratch("reader")
         command = [benchlib.PYTHON, script("reader", "run.py"), dataset, src, out, "--repeat",
-                   self.repeat] + self.sizes["reader_args"]
+                   self.repeat] + self.sizes["reader_args"] + self.peer_args()
         return [command], self.run_script("reader", command, os.path.join(out, "results.json"))
 
     def cold(self):
@@ -229,7 +244,7 @@ class Runner:
         _, dataset = self.reader_inputs()
         out = self.scratch("python")
         command = [benchlib.PYTHON, script("python", "run.py"), dataset, out, "--repeat",
-                   self.repeat] + self.sizes["python_args"]
+                   self.repeat] + self.sizes["python_args"] + self.peer_args()
         return [command], self.run_script("python", command, os.path.join(out, "results.json"))
 
     def verify(self):
@@ -256,7 +271,7 @@ class Runner:
         src, dataset = self.reader_inputs()
         out = self.scratch("training")
         command = [benchlib.PYTHON, script("training", "run.py"), dataset, src, out, "--repeat",
-                   self.repeat] + self.sizes["training_args"]
+                   self.repeat] + self.sizes["training_args"] + self.peer_args()
         return [command], self.run_script("training", command, os.path.join(out, "results.json"))
 
     def section(self, name):
@@ -273,9 +288,10 @@ class Runner:
             "load_before": load_before,
             "load_after": benchlib.loadavg(),
             "quick": self.args.quick,
+            "peers": self.peers,
             "commit": benchlib.commit(),
             "repeat": int(self.repeat),
-            "run_all": "bench/run-all%s --only %s" % (" --quick" if self.args.quick else "", name),
+            "run_all": "bench/run-all%s --only %s" % (self.mode_flags(), name),
             "commands": [" ".join(shlex.quote(os.path.relpath(str(c), benchlib.ROOT)
                                               if str(c).startswith(benchlib.ROOT) else str(c))
                                   for c in command) for command in commands],
@@ -292,7 +308,10 @@ def main():
         prog="bench/run-all", description=__doc__.splitlines()[0],
         epilog="\n".join(__doc__.splitlines()[2:]), formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--quick", action="store_true",
-                        help="small inputs, 1 repeat; page in WORK/report, checks figures only")
+                        help="small inputs, 1 repeat, no peers; page in WORK/report, checks "
+                             "figures only")
+    parser.add_argument("--peers", action="store_true",
+                        help="with --quick, measure the peers too (full mode always does)")
     parser.add_argument("--work", help="inputs, scratch and results (default out/bench, "
                                        "out/bench-quick with --quick)")
     parser.add_argument("--repeat", type=int, help="repeats per measurement (3; --quick: 1)")

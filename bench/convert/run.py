@@ -4,6 +4,7 @@
 usage: bench/convert/run.py COUNT WORKDIR [--sources 640x480,1024x768,2048x1536]
                             [--rss-counts 2000,8000] [--rss-source 1024x768] [--repeat R]
                             [--size 224] [--json FILE] [--photos DIR] [--imgpack PATH]
+                            [--no-peers]
 
 For each source size WxH, generates (once; later runs reuse them) COUNT
 photo-like WxH JPEGs under WORKDIR/photos-WxH (or DIR/photos-WxH) with
@@ -22,6 +23,9 @@ Then the peak RSS of imgpack convert (/usr/bin/time -v) at each of the RSS
 counts of the --rss-source photos, R times each. All inputs are read once
 beforehand so every contender starts with them in the page cache.
 
+--no-peers leaves the baseline out: its rates and imgpack's ratio to it are
+null in the JSON.
+
 Prints a table (min / median / max over the repeats) and writes the samples
 and their summaries to --json (default WORKDIR/results.json).
 """
@@ -36,6 +40,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import benchlib  # noqa: E402
 
 CONTENDERS = ("imgpack", "no-dct", "python")
+PEERS = ("python",)
 
 
 def parse_source(text):
@@ -67,6 +72,8 @@ def clean(workdir):
 
 
 def fmt(s, digits=1):
+    if s is None:
+        return "-"
     return "%.*f / %.*f / %.*f" % (digits, s["min"], digits, s["median"], digits, s["max"])
 
 
@@ -85,7 +92,10 @@ def main(argv):
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--json", help="result file (default WORKDIR/results.json)")
     parser.add_argument("--photos", help="where the generated photos are kept (default WORKDIR)")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="measure imgpack only, not the Python baseline")
     args = parser.parse_args(argv)
+    contenders = [n for n in CONTENDERS if not (args.no_peers and n in PEERS)]
     sources = [parse_source(s) for s in args.sources.split(",")]
     rss_counts = ([int(c) for c in args.rss_counts.split(",")] if args.rss_counts
                   else [args.count, 4 * args.count])
@@ -105,7 +115,7 @@ def main(argv):
         paths = [p for p in benchlib.files_under(src) if p.endswith(".jpg")]
         seconds = {name: [] for name in CONTENDERS}
         for r in range(args.repeat):
-            for name in CONTENDERS:
+            for name in contenders:
                 command = contender_command(name, args, src, args.workdir)
                 wall, _, _, _ = benchlib.timed(command)
                 seconds[name].append(wall)
@@ -114,7 +124,7 @@ def main(argv):
             benchlib.say("convert", "%dx%d repeat %d/%d: %s" % (
                 w, h, r + 1, args.repeat,
                 ", ".join("%s %.0f images/s" % (n, len(paths) / seconds[n][-1])
-                          for n in CONTENDERS)))
+                          for n in contenders)))
         rates = {n: [len(paths) / s for s in seconds[n]] for n in CONTENDERS}
         results["sources"].append({
             "source": "%dx%d" % (w, h),

@@ -4,6 +4,7 @@
 usage: bench/python/run.py DATASET OUT [--repeat R] [--batches 64,256] [--epochs 3]
                            [--threads 2] [--prefetch 4] [--torch-max-images N]
                            [--devices cpu[,cuda:0]] [--outputs uint8,float32,float16]
+                           [--no-peers]
 
 Every repeat runs, for each batch size, on the same DATASET with the same
 options (random order, seed 0, THREADS reader threads, PREFETCH slots, host
@@ -20,6 +21,7 @@ alternating which goes first, then, once per repeat, a torch DataLoader
 (2 workers) over the same shards read with h5py at batch 256
 (bench/reader/torch_loaders.py; its rate leaves out worker start-up).
 Ratios are taken within a repeat (python / imgpack bench, python / DataLoader).
+--no-peers leaves the DataLoader out: its rate and the ratio to it are null.
 
 With --devices cpu,cuda:0 (a CUDA device), the same pair is also run with
 --device cuda:0 for each --outputs format at batch 256: the Python loop's
@@ -82,6 +84,8 @@ def main():
     parser.add_argument("--devices", default="cpu")
     parser.add_argument("--outputs", default="uint8,float32,float16")
     parser.add_argument("--imgpack", default=benchlib.imgpack_binary())
+    parser.add_argument("--no-peers", action="store_true",
+                        help="measure imgpack only, not the DataLoader over h5py")
     args = parser.parse_args()
     batches = sorted({int(b) for b in args.batches.split(",")} | {TARGET_BATCH})
     devices = [d for d in args.devices.split(",") if d]
@@ -98,11 +102,12 @@ def main():
             rep["by_batch"][str(batch)] = runs
             commands["imgpack bench (batch %d)" % batch] = cmds["cpp"]
             commands["python loop (batch %d)" % batch] = cmds["python"]
-        torch_command = [benchlib.PYTHON, TORCH_LOADERS, "throughput", "--source", "h5py",
-                         args.dataset, "--configs", "%d:2" % TARGET_BATCH, "--max-images",
-                         args.torch_max_images]
-        rep["torch_h5py"] = benchlib.run_json(torch_command)["runs"][0]
-        commands["torch DataLoader(2 workers) over h5py"] = " ".join(map(str, torch_command))
+        if not args.no_peers:
+            torch_command = [benchlib.PYTHON, TORCH_LOADERS, "throughput", "--source", "h5py",
+                             args.dataset, "--configs", "%d:2" % TARGET_BATCH, "--max-images",
+                             args.torch_max_images]
+            rep["torch_h5py"] = benchlib.run_json(torch_command)["runs"][0]
+            commands["torch DataLoader(2 workers) over h5py"] = " ".join(map(str, torch_command))
         for device in devices:
             if device == "cpu":
                 continue
@@ -114,10 +119,11 @@ def main():
         repeats.append(rep)
         main_run = rep["by_batch"][str(TARGET_BATCH)]
         benchlib.say("python", "repeat %d/%d: batch %d: python %.0f images/s, imgpack bench %.0f "
-                     "(%.2fx), DataLoader over h5py %.0f" % (
+                     "(%.2fx)%s" % (
                          r + 1, args.repeat, TARGET_BATCH, main_run["python"]["images_per_s"],
                          main_run["cpp"]["images_per_s"],
                          main_run["python"]["images_per_s"] / main_run["cpp"]["images_per_s"],
+                         "" if args.no_peers else ", DataLoader over h5py %.0f" %
                          rep["torch_h5py"]["images_per_s"]))
 
     results = summarise(repeats, batches, args)
@@ -142,7 +148,7 @@ def summarise(repeats, batches, args):
             "cpp_starvation": S([x["cpp"]["starvation"] for x in runs]),
         }
     main_runs = [rep["by_batch"][str(TARGET_BATCH)] for rep in repeats]
-    torch_ips = [rep["torch_h5py"]["images_per_s"] for rep in repeats]
+    torch_ips = [rep["torch_h5py"]["images_per_s"] for rep in repeats if "torch_h5py" in rep]
     gpu = []
     for i, row in enumerate(repeats[0]["gpu"]):
         runs = [rep["gpu"][i] for rep in repeats]

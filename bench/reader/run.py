@@ -4,6 +4,7 @@
 usage: bench/reader/run.py DATASET SRC OUT [--repeat R] [--batches 16,64,256,1024]
                            [--threads 1,2,3,4] [--jpeg-configs B:W,...] [--h5py-configs B:W,...]
                            [--epochs 3] [--h5py-max-images N] [--torch-max-images N]
+                           [--no-peers]
 
 DATASET is an imgpack dataset of 224x224x3 records (for the issue's targets:
 at least 2 GiB, so 14,300 records or more), SRC the JPEG class folders it was
@@ -22,6 +23,9 @@ the starvation with a simulated step of 1.2x the pure read time. The shards
 are read once first, so the page cache holds them. Ratios are taken within a
 repeat and summarised as min / median / max over the repeats. Writes
 OUT/results.json and OUT/results.md and prints the table.
+
+--no-peers runs imgpack bench only (memcpy included): the h5py and torch
+figures and imgpack's ratios to them are null.
 """
 import argparse
 import json
@@ -45,6 +49,19 @@ def bench(imgpack, dataset, batch, threads, epochs, extra=(), device="host"):
 
 def configs(text):
     return [tuple(int(x) for x in c.split(":")) for c in text.split(",") if c]
+
+
+def peer_runs(args, seed, jpeg_pairs, h5_pairs, commands):
+    """One repeat of the peers: h5py per-sample reads and the two DataLoaders."""
+    h5_command = [benchlib.PYTHON, os.path.join(HERE, "h5py_read.py"), args.dataset,
+                  "--batch", TARGET_BATCH, "--max-images", args.h5py_max_images, "--seed", seed]
+    runs = {"h5py": benchlib.run_json(h5_command)}
+    commands["h5py per-sample"] = " ".join(map(str, h5_command))
+    runs["torch_jpeg"], commands["torch jpeg"] = torch_throughput(
+        "jpeg", args.src, jpeg_pairs, args.torch_max_images)
+    runs["torch_h5py"], commands["torch h5py"] = torch_throughput(
+        "h5py", args.dataset, h5_pairs, args.torch_max_images)
+    return runs
 
 
 def torch_throughput(kind, path, pairs, max_images):
@@ -80,6 +97,8 @@ def main():
     parser.add_argument("--h5py-max-images", type=int, default=20000)
     parser.add_argument("--torch-max-images", type=int, default=3072)
     parser.add_argument("--imgpack", default=benchlib.imgpack_binary())
+    parser.add_argument("--no-peers", action="store_true",
+                        help="measure imgpack only, not h5py and the torch DataLoaders")
     args = parser.parse_args()
     batches = sorted({int(b) for b in args.batches.split(",")} | {TARGET_BATCH})
     threads = sorted(int(t) for t in args.threads.split(","))
@@ -92,7 +111,8 @@ def main():
 
     shards = [p for p in benchlib.files_under(args.dataset) if p.endswith(".h5")]
     benchlib.say("reader", "warming the page cache (%.2f GB)" % (benchlib.warm(shards) / 1e9))
-    benchlib.warm(benchlib.files_under(args.src))
+    if not args.no_peers:
+        benchlib.warm(benchlib.files_under(args.src))
 
     commands = {}
     repeats = []
@@ -105,21 +125,15 @@ def main():
         rep["sweep"], commands["imgpack bench --sweep-threads"] = bench(
             args.imgpack, args.dataset, TARGET_BATCH, max(threads), max(1, args.epochs - 1),
             ["--sweep-threads"])
-        h5_command = [benchlib.PYTHON, os.path.join(HERE, "h5py_read.py"), args.dataset,
-                      "--batch", TARGET_BATCH, "--max-images", args.h5py_max_images, "--seed", r]
-        rep["h5py"] = benchlib.run_json(h5_command)
-        commands["h5py per-sample"] = " ".join(map(str, h5_command))
-        rep["torch_jpeg"], commands["torch jpeg"] = torch_throughput(
-            "jpeg", args.src, jpeg_pairs, args.torch_max_images)
-        rep["torch_h5py"], commands["torch h5py"] = torch_throughput(
-            "h5py", args.dataset, h5_pairs, args.torch_max_images)
+        if not args.no_peers:
+            rep.update(peer_runs(args, r, jpeg_pairs, h5_pairs, commands))
         repeats.append(rep)
         main_run = rep["by_batch"][str(TARGET_BATCH)]
-        benchlib.say("reader", "repeat %d/%d: imgpack %.0f images/s (%.0f%% of memcpy), "
-                     "h5py %.0f, torch jpeg %.0f images/s" % (
-                         r + 1, args.repeat, main_run["images_per_s"],
-                         100 * main_run["reader_vs_memcpy"], rep["h5py"]["images_per_s"],
-                         pick(rep["torch_jpeg"], TARGET_BATCH, TARGET_THREADS)))
+        benchlib.say("reader", "repeat %d/%d: imgpack %.0f images/s (%.0f%% of memcpy)%s" % (
+            r + 1, args.repeat, main_run["images_per_s"], 100 * main_run["reader_vs_memcpy"],
+            "" if args.no_peers else ", h5py %.0f, torch jpeg %.0f images/s" % (
+                rep["h5py"]["images_per_s"],
+                pick(rep["torch_jpeg"], TARGET_BATCH, TARGET_THREADS))))
 
     gpu = gpu_runs(args.imgpack, args.dataset)
     results = summarise(repeats, batches, threads, jpeg_pairs, h5_pairs, gpu)
@@ -143,9 +157,10 @@ def summarise(repeats, batches, threads, jpeg_pairs, h5_pairs, gpu):
     S = benchlib.summary
     main_runs = [rep["by_batch"][str(TARGET_BATCH)] for rep in repeats]
     reader_ips = [m["images_per_s"] for m in main_runs]
-    h5_ips = [rep["h5py"]["images_per_s"] for rep in repeats]
-    jpeg_ips = [pick(rep["torch_jpeg"], TARGET_BATCH, TARGET_THREADS) for rep in repeats]
-    torch_h5_ips = [pick(rep["torch_h5py"], TARGET_BATCH, TARGET_THREADS) for rep in repeats]
+    peer_reps = [rep for rep in repeats if "h5py" in rep]  # none with --no-peers
+    h5_ips = [rep["h5py"]["images_per_s"] for rep in peer_reps]
+    jpeg_ips = [pick(rep["torch_jpeg"], TARGET_BATCH, TARGET_THREADS) for rep in peer_reps]
+    torch_h5_ips = [pick(rep["torch_h5py"], TARGET_BATCH, TARGET_THREADS) for rep in peer_reps]
     first = main_runs[0]
     targets = {
         "reader_vs_memcpy": S([m["reader_vs_memcpy"] for m in main_runs]),
@@ -160,10 +175,10 @@ def summarise(repeats, batches, threads, jpeg_pairs, h5_pairs, gpu):
         "reader_gb_per_s": S([m["gb_per_s"] for m in main_runs]),
         "memcpy_gb_per_s": S([m["memcpy_gb_per_s"] for m in main_runs]),
         "h5py_images_per_s": S(h5_ips),
-        "h5py_best_method": [rep["h5py"]["best_method"] for rep in repeats],
+        "h5py_best_method": [rep["h5py"]["best_method"] for rep in peer_reps],
         "h5py_methods": {name: S([rep["h5py"]["methods"][name]["images_per_s"]
-                                  for rep in repeats])
-                         for name in repeats[0]["h5py"]["methods"]},
+                                  for rep in peer_reps])
+                         for name in (peer_reps[0]["h5py"]["methods"] if peer_reps else ())},
         "torch_jpeg_images_per_s": S(jpeg_ips),
         "torch_h5py_images_per_s": S(torch_h5_ips),
         "reader_memory_mib": S([m["reader_memory_bytes"] / 2**20 for m in main_runs]),
@@ -179,16 +194,18 @@ def summarise(repeats, batches, threads, jpeg_pairs, h5_pairs, gpu):
             "imgpack_vs_memcpy": S([x["reader_vs_memcpy"] for x in runs]),
             "memcpy_images_per_s": S([x["memcpy_gb_per_s"] * 1e9 / x["record_bytes"]
                                       for x in runs]),
-            "torch_jpeg": S([pick(rep["torch_jpeg"], batch, TARGET_THREADS) for rep in repeats]),
-            "torch_h5py": S([pick(rep["torch_h5py"], batch, TARGET_THREADS) for rep in repeats]),
+            "torch_jpeg": S([pick(rep["torch_jpeg"], batch, TARGET_THREADS)
+                             for rep in peer_reps]),
+            "torch_h5py": S([pick(rep["torch_h5py"], batch, TARGET_THREADS)
+                             for rep in peer_reps]),
         }
     sweep = {}
     for t in threads:
         sweep[str(t)] = {
             "imgpack": S([next((x["images_per_s"] for x in rep["sweep"]["sweep"]
                                 if x["threads"] == t), None) for rep in repeats]),
-            "torch_jpeg": S([pick(rep["torch_jpeg"], TARGET_BATCH, t) for rep in repeats]),
-            "torch_h5py": S([pick(rep["torch_h5py"], TARGET_BATCH, t) for rep in repeats]),
+            "torch_jpeg": S([pick(rep["torch_jpeg"], TARGET_BATCH, t) for rep in peer_reps]),
+            "torch_h5py": S([pick(rep["torch_h5py"], TARGET_BATCH, t) for rep in peer_reps]),
         }
     gpu_rows = None
     if gpu and "upload" in gpu:

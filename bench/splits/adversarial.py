@@ -23,13 +23,14 @@ StratifiedGroupKFold unshuffled and shuffled (--shuffle-seeds seeds, each
 layout and seed one comparison), group with GroupKFold; it also counts the
 runs that beat stratified-group on both criterion and spread.
 
-Usage: adversarial.py [--layouts N] [--shuffle-seeds S] [--seed SEED]
+Usage: adversarial.py [--layouts N] [--shuffle-seeds S] [--seed SEED] [--no-peers]
                       [--out DIR] [--format markdown|json] [--imgpack PATH]
 With --out, writes DIR/adversarial.json and DIR/adversarial.md as well as
 printing. Exit status 0 when imgpack has no loss on a figure it promises by
 construction (stratified-group: criterion and spread against
 StratifiedGroupKFold unshuffled; group: spread against GroupKFold; leakage 0),
-3 otherwise. Needs /usr/bin/python3 with numpy, h5py
+3 otherwise. --no-peers runs imgpack's splits and counts their leakage only:
+no scikit-learn, no rows. Needs /usr/bin/python3 with numpy, h5py
 and scikit-learn 1.2.
 """
 import argparse
@@ -100,6 +101,19 @@ def sklearn_folds(splitter, label, group):
     return assign
 
 
+def peer_scores(label, group, k, shuffle_seeds):
+    """The scores of each scikit-learn peer's runs on one layout."""
+    from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
+    return {
+        "StratifiedGroupKFold": [scores(sklearn_folds(StratifiedGroupKFold(k), label, group),
+                                        label, group, k)],
+        "StratifiedGroupKFold(shuffle)": [
+            scores(sklearn_folds(StratifiedGroupKFold(k, shuffle=True, random_state=s), label,
+                                 group), label, group, k) for s in range(shuffle_seeds)],
+        "GroupKFold": [scores(sklearn_folds(GroupKFold(k), label, group), label, group, k)],
+    }
+
+
 def run_imgpack(imgpack, directory, kind, k, seed):
     cmd = [imgpack, "split", directory, "--name", "s", "--kind", kind, "--folds", str(k),
            "--seed", str(seed), "--force", "--json"]
@@ -115,17 +129,21 @@ def run_imgpack(imgpack, directory, kind, k, seed):
 def markdown(result):
     lines = [f"Adversarial layouts: {result['layouts']} layouts ({', '.join(layouts.FAMILIES)}), "
              f"k {result['k_min']} to {result['k_max']}, {result['samples_min']} to "
-             f"{result['samples_max']} samples; imgpack seed {result['seed']}, "
-             f"scikit-learn shuffled with seeds 0..{result['shuffle_seeds'] - 1}", "",
-             "| kind | scikit-learn peer | figure | comparisons | wins | ties | losses |",
-             "|---|---|---|---:|---:|---:|---:|"]
-    for row in result["rows"]:
-        lines.append(f"| {row['kind']} | {row['peer']} | {row['figure']}{'*' if row['promised'] else ''}"
-                     f" | {row['comparisons']} | {row['win']} | {row['tie']} | {row['loss']} |")
-    lines += ["", "stratified-group beaten on both criterion and spread: " +
-              ", ".join(f"{n} times by {peer}" for peer, n in result["dominated"].items()),
-              "", f"* = promised by construction: no loss. Group leakage: {result['leakage']}. "
-              f"No loss on a promised figure: {'yes' if result['no_loss'] else 'NO'}"]
+             f"{result['samples_max']} samples; imgpack seed {result['seed']}, " +
+             (f"scikit-learn shuffled with seeds 0..{result['shuffle_seeds'] - 1}"
+              if result["peers"] else "scikit-learn not run (--no-peers)")]
+    verdict = f"Group leakage: {result['leakage']}."
+    if result["peers"]:
+        lines += ["", "| kind | scikit-learn peer | figure | comparisons | wins | ties | losses |",
+                  "|---|---|---|---:|---:|---:|---:|"]
+        for row in result["rows"]:
+            lines.append(f"| {row['kind']} | {row['peer']} | {row['figure']}{'*' if row['promised'] else ''}"
+                         f" | {row['comparisons']} | {row['win']} | {row['tie']} | {row['loss']} |")
+        lines += ["", "stratified-group beaten on both criterion and spread: " +
+                  ", ".join(f"{n} times by {peer}" for peer, n in result["dominated"].items())]
+        verdict = (f"* = promised by construction: no loss. {verdict} "
+                   f"No loss on a promised figure: {'yes' if result['no_loss'] else 'NO'}")
+    lines += ["", verdict]
     return "\n".join(lines)
 
 
@@ -138,15 +156,18 @@ def main():
     parser.add_argument("--imgpack", default=os.path.join(ROOT, "build", "tools", "imgpack"))
     parser.add_argument("--out", help="directory for adversarial.json and adversarial.md")
     parser.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="run imgpack only: its splits and their leakage, no scikit-learn")
     args = parser.parse_args()
     if not os.access(args.imgpack, os.X_OK):
         raise SystemExit(f"{args.imgpack}: not found; build first (scripts/build) or pass --imgpack")
-    from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
 
+    compared = [] if args.no_peers else ROWS
     tally = {(kind, peer, figure): {"win": 0, "tie": 0, "loss": 0}
-             for kind, peer, figure, _ in ROWS}
+             for kind, peer, figure, _ in compared}
     leakage, sizes, ks, compute = 0, [], [], []
-    dominated = {"StratifiedGroupKFold": 0, "StratifiedGroupKFold(shuffle)": 0}
+    dominated = {} if args.no_peers else {"StratifiedGroupKFold": 0,
+                                          "StratifiedGroupKFold(shuffle)": 0}
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="imgpack-bench-adversarial-") as tmp:
         for i in range(args.layouts):
@@ -158,18 +179,15 @@ def main():
             bench_splits.write_index(tmp, y, g, y.max() + 1, g.max() + 1)
             sizes.append(len(y))
             ks.append(k)
-            ours, theirs = {}, {}
+            ours = {}
             for kind in ("stratified-group", "group"):
                 assign, seconds = run_imgpack(args.imgpack, tmp, kind, k, args.seed)
                 ours[kind] = scores(assign, y, g, k)
                 compute.append(seconds)
                 leakage += ours[kind]["leakage"]
-            theirs["StratifiedGroupKFold"] = [scores(sklearn_folds(StratifiedGroupKFold(k), y, g),
-                                                     y, g, k)]
-            theirs["StratifiedGroupKFold(shuffle)"] = [
-                scores(sklearn_folds(StratifiedGroupKFold(k, shuffle=True, random_state=s), y, g),
-                       y, g, k) for s in range(args.shuffle_seeds)]
-            theirs["GroupKFold"] = [scores(sklearn_folds(GroupKFold(k), y, g), y, g, k)]
+            if args.no_peers:
+                continue
+            theirs = peer_scores(y, g, k, args.shuffle_seeds)
             for kind, peer, figure, _ in ROWS:
                 for their in theirs[peer]:
                     tally[(kind, peer, figure)][outcome(ours[kind][figure], their[figure])] += 1
@@ -181,8 +199,9 @@ def main():
                     dominated[peer] += "win" not in both and "loss" in both
     rows = [{"kind": kind, "peer": peer, "figure": figure, "promised": promised,
              "comparisons": sum(tally[(kind, peer, figure)].values()),
-             **tally[(kind, peer, figure)]} for kind, peer, figure, promised in ROWS]
+             **tally[(kind, peer, figure)]} for kind, peer, figure, promised in compared]
     result = {"layouts": args.layouts, "shuffle_seeds": args.shuffle_seeds, "seed": args.seed,
+              "peers": not args.no_peers,
               "k_min": min(ks), "k_max": max(ks), "samples_min": min(sizes),
               "samples_max": max(sizes), "leakage": leakage, "rows": rows,
               "dominated": dominated,

@@ -30,10 +30,12 @@ scikit-learn's time to produce all folds; --repeats runs of each, interleaved
 Ratios are imgpack / scikit-learn: below 1 is better for imgpack.
 
 Usage: bench_splits.py [--samples N --groups G --classes C --folds K --seed S]
-                       [--kinds random,stratified,...] [--repeats R] [--no-sklearn]
+                       [--kinds random,stratified,...] [--repeats R] [--no-peers]
                        [--sklearn-repeats N]
                        [--out DIR] [--format markdown|json] [--imgpack PATH]
 With --out, writes DIR/splits.json and DIR/splits.md as well as printing.
+--no-peers (or --no-sklearn) runs imgpack only: its times and figures, no
+scikit-learn.
 Exit status 0 when imgpack is no worse on every judged figure, 3 otherwise.
 Needs /usr/bin/python3 with numpy, h5py and scikit-learn 1.2; finds
 build/tools/imgpack relative to this file unless --imgpack is given.
@@ -297,7 +299,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--repeats", type=int, default=1, help="runs per tool; the best time counts")
-    parser.add_argument("--no-sklearn", action="store_true", help="time imgpack only (large sizes)")
+    parser.add_argument("--no-peers", "--no-sklearn", action="store_true",
+                        help="time imgpack only, without scikit-learn")
     parser.add_argument("--sklearn-repeats", type=int,
                         help="run scikit-learn in only the first N repeats (default: every repeat)")
     parser.add_argument("--imgpack", default=os.path.join(ROOT, "build", "tools", "imgpack"))
@@ -312,8 +315,8 @@ def main():
         raise SystemExit(f"{args.imgpack}: not found; build first (scripts/build) or pass --imgpack")
 
     sklearn_repeats = args.repeats if args.sklearn_repeats is None else args.sklearn_repeats
-    if not args.no_sklearn and sklearn_repeats < 1:
-        raise SystemExit("--sklearn-repeats must be at least 1 (or use --no-sklearn)")
+    if not args.no_peers and sklearn_repeats < 1:
+        raise SystemExit("--sklearn-repeats must be at least 1 (or use --no-peers)")
     label, group = make_inputs(args.samples, args.groups, args.classes, args.seed)
     rows = []
     with tempfile.TemporaryDirectory(prefix="imgpack-bench-splits-") as tmp:
@@ -329,7 +332,7 @@ def main():
                 ours, c, w, report = run_imgpack(args.imgpack, tmp, kind, args.folds, args.seed, args.val, 0)
                 compute_runs.append(c)
                 wall_runs.append(w)
-                if not args.no_sklearn and len(sk_runs) < sklearn_repeats:
+                if not args.no_peers and len(sk_runs) < sklearn_repeats:
                     theirs, t = run_sklearn(kind, label, group, folds, args.seed, args.val)
                     sk_runs.append(t)
             row = {"kind": kind, "samples": args.samples, "groups": args.groups, "classes": args.classes,
@@ -338,7 +341,7 @@ def main():
                    "imgpack_process_s_runs": wall_runs, "judged": JUDGED[kind],
                    "imgpack": score(ours)}
             check_own_figures(kind, report, row["imgpack"])
-            if not args.no_sklearn:
+            if not args.no_peers:
                 row["sklearn_s"] = min(sk_runs)
                 row["sklearn_s_runs"] = sk_runs
                 row["sklearn"] = score(theirs)

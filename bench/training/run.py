@@ -3,7 +3,7 @@
 
 usage: bench/training/run.py DATASET SRC OUT [--batch 256] [--threads 2] [--workers 2]
                              [--steps-ms 2000,1000,500,200,100,50,20,10,5,2,1] [--repeat R]
-                             [--budget-s 6] [--min-batches 8]
+                             [--budget-s 6] [--min-batches 8] [--no-peers]
 
 The consumer is a training loop whose step (the GPU's work on one batch)
 takes a fixed time: it sleeps that long per batch and records how long it
@@ -25,7 +25,7 @@ the first next() on, epoch starts included (for long steps it reads the
 validation part of a holdout split `bench_headline` it creates in DATASET, so
 a point need not read the whole dataset); the DataLoaders' figures leave out
 worker start-up and the batches prefetched meanwhile (torch_loaders.py), so
-the comparison favours torch.
+the comparison favours torch. --no-peers leaves the torch pipelines out.
 
 Writes OUT/results.json and prints a table.
 """
@@ -44,6 +44,7 @@ TORCH_LOADERS = os.path.join(os.path.dirname(HERE), "reader", "torch_loaders.py"
 CONSUME = os.path.join(os.path.dirname(HERE), "python", "consume.py")
 SPLIT = "bench_headline"
 PIPELINES = ("imgpack", "imgpack_python", "torch_jpeg", "torch_h5py")
+PEERS = ("torch_jpeg", "torch_h5py")
 STARVING = 0.05  # "keeps up" = starvation under 5%
 
 
@@ -109,18 +110,23 @@ def main():
     parser.add_argument("--rate-images", type=int, default=2048,
                         help="images read by the torch pipelines' pure-rate runs")
     parser.add_argument("--imgpack", default=benchlib.imgpack_binary())
+    parser.add_argument("--no-peers", action="store_true",
+                        help="imgpack's pipelines only, not the torch DataLoaders")
     args = parser.parse_args()
     steps = [float(s) for s in args.steps_ms.split(",")]
     os.makedirs(args.out, exist_ok=True)
 
     shards = [p for p in benchlib.files_under(args.dataset) if p.endswith(".h5")]
     benchlib.warm(shards)
-    benchlib.warm(benchlib.files_under(args.src))
+    if not args.no_peers:
+        benchlib.warm(benchlib.files_under(args.src))
     probe, _ = imgpack_bench(args, ["--epochs", 1])
     records = probe["records"]
     subset = make_subset(args, records)
-    sources = {"torch_jpeg": ("jpeg", args.src), "torch_h5py": ("h5py", args.dataset)}
-    pipelines = [p for p in PIPELINES if p != "imgpack_python" or python_module_available()]
+    sources = {} if args.no_peers else {"torch_jpeg": ("jpeg", args.src),
+                                        "torch_h5py": ("h5py", args.dataset)}
+    pipelines = [p for p in PIPELINES if not (args.no_peers and p in PEERS) and
+                 (p != "imgpack_python" or python_module_available())]
     if "imgpack_python" not in pipelines:
         benchlib.say("training", "the imgpack Python module is not built: no Python consumer")
 

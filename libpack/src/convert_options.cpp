@@ -17,22 +17,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr EnumNames kResizeModeNames{
-    "resize mode",
-    {EnumName{ResizeMode::crop, "crop"}, EnumName{ResizeMode::stretch, "stretch"},
-     EnumName{ResizeMode::pad, "pad"}}};
-constexpr EnumNames kColorModeNames{
-    "colour mode", {EnumName{ColorMode::rgb, "rgb"}, EnumName{ColorMode::gray, "gray"}}};
-constexpr EnumNames kLabelSourceNames{
-    "label source",
-    {EnumName{LabelSource::dirs, "dirs"}, EnumName{LabelSource::none, "none"},
-     EnumName{LabelSource::csv, "csv"}}};
-constexpr EnumNames kWriteOrderNames{
-    "write order",
-    {EnumName{WriteOrder::shuffle, "shuffle"}, EnumName{WriteOrder::sorted, "sorted"}}};
-constexpr EnumNames kOnErrorNames{
-    "error policy", {EnumName{OnError::skip, "skip"}, EnumName{OnError::fail, "fail"}}};
-
 std::string split_option_text(const NamedSplitSpec& split) {
   const SplitSpec& spec = split.spec;
   return split.name + ":" + split_kind_name(spec.kind) + ":" +
@@ -42,16 +26,16 @@ std::string split_option_text(const NamedSplitSpec& split) {
 
 }  // namespace
 
-ResizeMode parse_resize_mode(std::string_view text) { return kResizeModeNames.parse(text); }
-std::string_view resize_mode_name(ResizeMode mode) { return kResizeModeNames.name(mode); }
-ColorMode parse_color_mode(std::string_view text) { return kColorModeNames.parse(text); }
-std::string_view color_mode_name(ColorMode mode) { return kColorModeNames.name(mode); }
-LabelSource parse_label_source(std::string_view text) { return kLabelSourceNames.parse(text); }
-std::string_view label_source_name(LabelSource source) { return kLabelSourceNames.name(source); }
-WriteOrder parse_write_order(std::string_view text) { return kWriteOrderNames.parse(text); }
-std::string_view write_order_name(WriteOrder order) { return kWriteOrderNames.name(order); }
-OnError parse_on_error(std::string_view text) { return kOnErrorNames.parse(text); }
-std::string_view on_error_name(OnError policy) { return kOnErrorNames.name(policy); }
+IMGPACK_ENUM_NAMES(ResizeMode, resize_mode, "resize mode", {ResizeMode::crop, "crop"},
+                   {ResizeMode::stretch, "stretch"}, {ResizeMode::pad, "pad"})
+IMGPACK_ENUM_NAMES(ColorMode, color_mode, "colour mode", {ColorMode::rgb, "rgb"},
+                   {ColorMode::gray, "gray"})
+IMGPACK_ENUM_NAMES(LabelSource, label_source, "label source", {LabelSource::dirs, "dirs"},
+                   {LabelSource::none, "none"}, {LabelSource::csv, "csv"})
+IMGPACK_ENUM_NAMES(WriteOrder, write_order, "write order", {WriteOrder::shuffle, "shuffle"},
+                   {WriteOrder::sorted, "sorted"})
+IMGPACK_ENUM_NAMES(OnError, on_error, "error policy", {OnError::skip, "skip"},
+                   {OnError::fail, "fail"})
 
 uint64_t SkipLimit::allowed(uint64_t inputs) const {
   if (count) return *count;

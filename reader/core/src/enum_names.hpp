@@ -7,7 +7,8 @@
 //   kRoleNames.name(Role::train)   -> "train"
 //   kRoleNames.parse("val")        -> throws UsageError
 //                                     "unknown role 'val' (use all or train)"
-// A public pair parse_role() / role_name() is one line each over the table.
+// A public pair parse_role() / role_name() over its own table is one
+// IMGPACK_ENUM_NAMES line (below).
 #pragma once
 
 #include <array>
@@ -74,4 +75,24 @@ struct EnumNames {
 template <class Enum, std::size_t N>
 EnumNames(std::string_view, const EnumName<Enum> (&)[N]) -> EnumNames<Enum, N>;
 
+// The table of `names` (each {Enum::value, "name"}), as the macro below builds it.
+template <class Enum, std::size_t N>
+constexpr EnumNames<Enum, N> enum_names(std::string_view what, const EnumName<Enum> (&names)[N]) {
+  return {what, std::to_array(names)};
+}
+
 }  // namespace imgpack
+
+// Defines the public pair `Enum parse_STEM(std::string_view)` (throws
+// UsageError for an unknown name) and `std::string_view STEM_name(Enum)` over
+// one table of the enum's names; `what` is what messages call the enum. At
+// namespace scope in namespace imgpack, once per enum:
+//   IMGPACK_ENUM_NAMES(Role, role, "role", {Role::train, "train"}, {Role::val, "val"})
+// defines parse_role() and role_name(). (A macro because the pair's names are
+// public and differ per enum; the table has internal linkage.)
+#define IMGPACK_ENUM_NAMES(Enum, STEM, what, ...)                               \
+  namespace {                                                                   \
+  constexpr auto STEM##_names = enum_names<Enum>(what, {__VA_ARGS__});          \
+  }                                                                             \
+  Enum parse_##STEM(std::string_view text) { return STEM##_names.parse(text); } \
+  std::string_view STEM##_name(Enum value) { return STEM##_names.name(value); }
