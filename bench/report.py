@@ -592,6 +592,7 @@ def splits_section(page, record):
     d = record["data"]
     rows = d["kinds"]
     r0 = rows[0]
+    peers = peers_measured(record)
     page.add("## Splits", "",
              "`imgpack split` against scikit-learn %s on the same labels and groups: %d samples, "
              "%d groups of log-normal sizes (groups favour two classes each, as patients or "
@@ -618,17 +619,21 @@ def splits_section(page, record):
         rat = benchlib.summary([a / b for a, b in zip(row["imgpack_compute_s_runs"],
                                           row.get("sklearn_s_runs", [])) if b])
         page.need_summary("splits %s imgpack time" % kind, ours)
-        page.need_summary("splits %s sklearn time" % kind, theirs)
+        if peers:
+            page.need_summary("splits %s sklearn time" % kind, theirs)
         quality = []
         for m in row["judged"] + [m for m in ("max_dev", "mean_dev", "size_spread")
                                  if m not in row["judged"] and m in row["imgpack"]]:
-            a, b = row["imgpack"][m], row["sklearn"][m]
+            a, b = row["imgpack"][m], row.get("sklearn", {}).get(m)
             page.need("splits %s %s" % (kind, m), a, zero_ok=True)
-            page.need("splits %s sklearn %s" % (kind, m), b, zero_ok=True)
-            text = "%s %s vs %s" % (m.replace("_", " "), fig_value(a), fig_value(b))
+            if peers:
+                page.need("splits %s sklearn %s" % (kind, m), b, zero_ok=True)
+            text = "%s %s" % (m.replace("_", " "), fig_value(a))
+            if b is not None:
+                text += " vs %s" % fig_value(b)
+                if m in row["judged"] and a > b and not math.isclose(a, b, rel_tol=1e-12):
+                    worse_judged.append("%s %s" % (kind, m))
             quality.append("**%s**" % text if m in row["judged"] else text)
-            if m in row["judged"] and a > b and not math.isclose(a, b, rel_tol=1e-12):
-                worse_judged.append("%s %s" % (kind, m))
         page.add("| %s | %s | %s | %s | %s | %s |" % (
             kind, SPLIT_PEERS[kind], mmm(ours, fmt=secs), mmm(theirs, fmt=secs), ratio(rat),
             "; ".join(quality)))
@@ -645,16 +650,19 @@ def splits_section(page, record):
                     if better else ""))
         chance = ["%s %s vs %s" % (m.replace("_", " "), fig_value(row["imgpack"][m]),
                                     fig_value(row["sklearn"][m]))
-                  for m in ("max_dev", "mean_dev") if m not in row["judged"] and
-                  row["imgpack"][m] > row["sklearn"][m] * (1 + 1e-9)]
+                  for m in ("max_dev", "mean_dev") if "sklearn" in row and
+                  m not in row["judged"] and row["imgpack"][m] > row["sklearn"][m] * (1 + 1e-9)]
         if chance:
             page.not_ahead.append(
                 "`%s` split: class balance %s (imgpack vs scikit-learn); this kind promises no "
                 "class balance, for both tools it is chance." % (kind, ", ".join(chance)))
     page.add("")
-    page.target("Split quality no worse than scikit-learn on every judged figure, every kind", 5,
-                "worse on: " + ", ".join(worse_judged) if worse_judged else "no worse anywhere",
-                not worse_judged)
+    what = "Split quality no worse than scikit-learn on every judged figure, every kind"
+    if any("sklearn" in row for row in rows):
+        page.target(what, 5, "worse on: " + ", ".join(worse_judged) if worse_judged else
+                    "no worse anywhere", not worse_judged)
+    else:
+        page.target(what, 5, "unmeasured", None)
     for w in worse_judged:
         page.not_ahead.append("Split quality: imgpack is worse than scikit-learn on %s." % w)
     for kind, peer in (("group", "GroupKFold"), ("holdout", "GroupShuffleSplit")):
@@ -662,22 +670,27 @@ def splits_section(page, record):
         if row:
             rat = benchlib.summary([a / b for a, b in zip(row["imgpack_compute_s_runs"],
                                                          row.get("sklearn_s_runs", [])) if b])
-            page.target("`%s` split at most %s's time (%s samples), better balanced" % (
-                kind, peer, "{:,}".format(row["samples"])), 19, ratio(rat),
-                bool(rat) and rat["median"] <= 1 and row.get("no_worse", False))
+            what = "`%s` split at most %s's time (%s samples), better balanced" % (
+                kind, peer, "{:,}".format(row["samples"]))
+            if rat:
+                page.target(what, 19, ratio(rat),
+                            rat["median"] <= 1 and row.get("no_worse", False))
+            else:
+                page.target(what, 19, "unmeasured", None)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     kinds = [r["kind"] for r in rows]
     width = 0.38
-    for i, (key, label, colour) in enumerate((("imgpack_compute_s_runs", "imgpack", "tab:blue"),
-                                              ("sklearn_s_runs", "scikit-learn", "tab:gray"))):
-        ys = [benchlib.summary(r.get(key, [])) for r in rows]
-        pos = [j + (i - 0.5) * width for j in range(len(kinds))]
+    tools = [("imgpack_compute_s_runs", "imgpack", "imgpack", "tab:blue")]
+    if all("sklearn" in r for r in rows):
+        tools.append(("sklearn_s_runs", "sklearn", "scikit-learn", "tab:gray"))
+    for i, (key, figures, label, colour) in enumerate(tools):
+        ys = [benchlib.summary(r[key]) for r in rows]
+        pos = [j + (i - (len(tools) - 1) / 2) * width for j in range(len(kinds))]
         left.bar(pos, [y["median"] for y in ys], width, color=colour, label=label,
                  yerr=whiskers(ys),
                  capsize=3)
-        right.bar(pos, [r["imgpack" if i == 0 else "sklearn"]["max_dev"] for r in rows], width,
-                  color=colour, label=label)
+        right.bar(pos, [r[figures]["max_dev"] for r in rows], width, color=colour, label=label)
     for ax in (left, right):
         ax.set_xticks(range(len(kinds)), kinds, rotation=25, ha="right", fontsize=8)
         ax.grid(True, axis="y", alpha=0.3)
@@ -690,8 +703,10 @@ def splits_section(page, record):
     page.save(fig, "splits.png", "split time and class balance, imgpack vs scikit-learn")
 
     adversarial = d.get("adversarial")
-    if adversarial:
+    if adversarial and adversarial.get("peers", True):
         adversarial_table(page, adversarial)
+    elif adversarial:
+        adversarial_leakage(page, adversarial)
 
     large = d.get("large")
     if large:
@@ -702,17 +717,21 @@ def splits_section(page, record):
         rat = benchlib.summary([a / b for a, b in zip(row["imgpack_compute_s_runs"],
                                           row.get("sklearn_s_runs", [])) if b])
         page.need_summary("splits large imgpack time", ours)
+        if "sklearn" in row:
+            peer = ("scikit-learn's StratifiedGroupKFold in %s, ratio %s. Quality: max dev %s vs "
+                    "%s, sk objective %s vs %s." % (
+                        mmm(theirs, fmt=secs), ratio(rat), fig_value(row["imgpack"]["max_dev"]),
+                        fig_value(row["sklearn"]["max_dev"]),
+                        fig_value(row["imgpack"]["sk_objective"]),
+                        fig_value(row["sklearn"]["sk_objective"])))
+        else:
+            peer = "scikit-learn not run. Quality: max dev %s, sk objective %s." % (
+                fig_value(row["imgpack"]["max_dev"]), fig_value(row["imgpack"]["sk_objective"]))
         page.add("Large: %s samples, %s groups, %d classes, k=%d, `stratified-group`: imgpack "
                  "computes it in %s (%s for the whole `imgpack split` process: reading and "
-                 "rewriting index.h5, quality figures); scikit-learn's StratifiedGroupKFold in "
-                 "%s, ratio %s. Quality: max dev %s vs %s, sk objective %s vs %s." % (
+                 "rewriting index.h5, quality figures); %s" % (
                      "{:,}".format(row["samples"]), "{:,}".format(row["groups"]), row["classes"],
-                     row["folds"], mmm(ours, fmt=secs), mmm(process, fmt=secs),
-                     mmm(theirs, fmt=secs), ratio(rat),
-                     fig_value(row["imgpack"]["max_dev"]),
-                     fig_value(row.get("sklearn", {}).get("max_dev", float("nan"))),
-                     fig_value(row["imgpack"]["sk_objective"]),
-                     fig_value(row.get("sklearn", {}).get("sk_objective", float("nan")))), "")
+                     row["folds"], mmm(ours, fmt=secs), mmm(process, fmt=secs), peer), "")
         page.target("%s samples / %s groups / %d classes, k=%d stratified-group under 5 s" % (
             "{:,}".format(row["samples"]), "{:,}".format(row["groups"]), row["classes"],
             row["folds"]), 5, "%s (process %s)" % (mmm(ours, fmt=secs), mmm(process, fmt=secs)),
@@ -724,6 +743,10 @@ def splits_section(page, record):
 
 ADVERSARIAL_FIGURES = {"criterion": "criterion", "spread": "size spread",
                        "class_dev": "class dev"}
+ADVERSARIAL_NO_LOSS = ("stratified-group and group never worse than scikit-learn on the figures "
+                       "promised by construction, %d adversarial layouts")
+ADVERSARIAL_CRITERION = ("stratified-group's criterion no worse than shuffled "
+                         "StratifiedGroupKFold runs, %d adversarial layouts")
 
 
 def adversarial_table(page, result):
@@ -759,16 +782,14 @@ def adversarial_table(page, result):
     losses = {(r["peer"], r["figure"]): r for r in result["rows"] if r["loss"]}
     page.add("", "Group leakage: %d." % result["leakage"], "")
     promised = [r for r in result["rows"] if r["promised"]]
-    page.target("stratified-group and group never worse than scikit-learn on the figures "
-                "promised by construction, %d adversarial layouts" % result["layouts"], 19,
+    page.target(ADVERSARIAL_NO_LOSS % result["layouts"], 19,
                 "%d losses in %d comparisons" % (sum(r["loss"] for r in promised),
                                                  sum(r["comparisons"] for r in promised)),
                 result["no_loss"])
     crit = next((r for r in result["rows"] if r["peer"] == "StratifiedGroupKFold(shuffle)" and
                  r["figure"] == "criterion"), None)
     if crit:
-        page.target("stratified-group's criterion no worse than shuffled StratifiedGroupKFold "
-                    "runs, %d adversarial layouts" % result["layouts"], 19,
+        page.target(ADVERSARIAL_CRITERION % result["layouts"], 19,
                     "%d losses in %d comparisons" % (crit["loss"], crit["comparisons"]),
                     crit["loss"] == 0)
     dominated = result.get("dominated", {})
@@ -798,9 +819,26 @@ def adversarial_table(page, result):
                     else "fold sizes first"))
 
 
+def adversarial_leakage(page, result):
+    """imgpack's splits of the adversarial layouts when scikit-learn was left out."""
+    page.need("adversarial layouts", result["layouts"])
+    page.need("adversarial leakage", result["leakage"], zero_ok=True)
+    page.need("adversarial imgpack compute", result["imgpack_compute_s_total"])
+    page.add("Adversarial layouts (bench/splits/adversarial.py): `imgpack split` "
+             "(`stratified-group` and `group`) on %d generated layouts that make group-aware "
+             "stratification hard, k from %d to %d, %s to %s samples, in %s of split "
+             "computation; scikit-learn not run, so no wins, ties or losses. Group leakage: "
+             "%d." % (result["layouts"], result["k_min"], result["k_max"],
+                      "{:,}".format(result["samples_min"]), "{:,}".format(result["samples_max"]),
+                      secs(result["imgpack_compute_s_total"]), result["leakage"]), "")
+    page.target(ADVERSARIAL_NO_LOSS % result["layouts"], 19, "unmeasured", None)
+    page.target(ADVERSARIAL_CRITERION % result["layouts"], 19, "unmeasured", None)
+
+
 def reader_section(page, record):
     d = record["data"]
     t, f = d["targets"], d["figures"]
+    peers = peers_measured(record)
     page.add("## Reader", "",
              "The imgpack reader (`imgpack bench`: memory-mapped shards, worker threads copying "
              "records into a ring of batch slots, host output) over %d records of 224x224x3 "
@@ -816,32 +854,40 @@ def reader_section(page, record):
              run_note(record), "",
              "| target (issue 6), batch %d, %d reader threads | ratio | reference |" % (
                  d["batch"], d["threads"]), "|---|---:|---|")
-    for key in ("reader_vs_memcpy", "reader_vs_h5py", "reader_vs_torch_jpeg",
-                "reader_vs_torch_h5py", "memory_vs_bound"):
+    for key in ("reader_vs_memcpy", "memory_vs_bound"):
         page.need_summary("reader %s" % key, t[key])
-    for key in ("reader_images_per_s", "reader_gb_per_s", "memcpy_gb_per_s", "h5py_images_per_s",
-                "torch_jpeg_images_per_s", "torch_h5py_images_per_s"):
+    for key in ("reader_images_per_s", "reader_gb_per_s", "memcpy_gb_per_s"):
         page.need_summary("reader %s" % key, f[key])
+    if peers:
+        for key in ("reader_vs_h5py", "reader_vs_torch_jpeg", "reader_vs_torch_h5py"):
+            page.need_summary("reader %s" % key, t[key])
+        for key in ("h5py_images_per_s", "torch_jpeg_images_per_s", "torch_h5py_images_per_s"):
+            page.need_summary("reader %s" % key, f[key])
+
+    def rate(s):
+        return "%s images/s" % mmm(s, 0) if s else "not measured"
+
     page.add("| reader / same-run 2-thread memcpy >= 0.70 | %s | reader %s GB/s (%s images/s), "
              "memcpy %s GB/s |" % (ratio(t["reader_vs_memcpy"]), mmm(f["reader_gb_per_s"]),
                                    mmm(f["reader_images_per_s"], 0), mmm(f["memcpy_gb_per_s"])),
-             "| reader / fastest h5py per-sample >= 2 | %s | h5py %s images/s (%s) |" % (
-                 ratio(t["reader_vs_h5py"]), mmm(f["h5py_images_per_s"], 0),
-                 ", ".join(sorted(set(f["h5py_best_method"])))),
-             "| reader / ImageFolder + DataLoader(2 workers) >= 50 | %s | %s images/s |" % (
-                 ratio(t["reader_vs_torch_jpeg"]), mmm(f["torch_jpeg_images_per_s"], 0)),
-             "| reader / DataLoader(2 workers) over h5py (no target) | %s | %s images/s |" % (
-                 ratio(t["reader_vs_torch_h5py"]), mmm(f["torch_h5py_images_per_s"], 0)),
+             "| reader / fastest h5py per-sample >= 2 | %s | %s |" % (
+                 ratio(t["reader_vs_h5py"]),
+                 "h5py %s (%s)" % (rate(f["h5py_images_per_s"]),
+                                   ", ".join(sorted(set(f["h5py_best_method"]))))
+                 if f["h5py_images_per_s"] else rate(None)),
+             "| reader / ImageFolder + DataLoader(2 workers) >= 50 | %s | %s |" % (
+                 ratio(t["reader_vs_torch_jpeg"]), rate(f["torch_jpeg_images_per_s"])),
+             "| reader / DataLoader(2 workers) over h5py (no target) | %s | %s |" % (
+                 ratio(t["reader_vs_torch_h5py"]), rate(f["torch_h5py_images_per_s"])),
              "| reader memory beyond the page cache / ((prefetch + 2) x batch + 64 MiB) < 1 | %s "
              "| %s MiB of %s MiB (ring of %d slots: %s MiB) |" % (
                  ratio(t["memory_vs_bound"]), mmm(f["reader_memory_mib"], 0),
                  num(f["memory_bound_mib"], 0), f["prefetch"], num(f["ring_host_mib"], 0)), "")
     page.target("Reader >= 70% of same-run 2-thread memcpy", 6, ratio(t["reader_vs_memcpy"]),
                 t["reader_vs_memcpy"]["median"] >= 0.7)
-    page.target("Reader >= 2x the fastest h5py per-sample reads", 6,
-                ratio(t["reader_vs_h5py"]), t["reader_vs_h5py"]["median"] >= 2)
-    page.target("Reader >= 50x ImageFolder + DataLoader(2 workers)", 6,
-                ratio(t["reader_vs_torch_jpeg"]), t["reader_vs_torch_jpeg"]["median"] >= 50)
+    peer_target(page, "Reader >= 2x the fastest h5py per-sample reads", 6, t["reader_vs_h5py"], 2)
+    peer_target(page, "Reader >= 50x ImageFolder + DataLoader(2 workers)", 6,
+                t["reader_vs_torch_jpeg"], 50)
     page.target("Reader memory beyond the page cache below (prefetch + 2) x batch + 64 MiB", 6,
                 "%s MiB of %s MiB" % (mmm(f["reader_memory_mib"], 0),
                                        num(f["memory_bound_mib"], 0)),
@@ -852,7 +898,7 @@ def reader_section(page, record):
     for key, target, what in (("reader_vs_memcpy", 0.7, "70% of the same-run memcpy"),
                               ("reader_vs_h5py", 2, "2x the fastest h5py"),
                               ("reader_vs_torch_jpeg", 50, "50x the JPEG DataLoader")):
-        if t[key]["median"] < target:
+        if t[key] and t[key]["median"] < target:
             page.not_ahead.append("Reader below its target of %s: %s." % (what, ratio(t[key])))
 
     # By batch size.
@@ -872,8 +918,9 @@ def reader_section(page, record):
                       fmt="o--" if key.startswith("memcpy") else "o-", capsize=3, color=colour,
                       label=label)
     h5 = f["h5py_images_per_s"]
-    left.axhline(h5["median"], color=COLOURS["h5py"], ls="-.",
-                 label="h5py per-sample, fastest (batch-independent)")
+    if h5:
+        left.axhline(h5["median"], color=COLOURS["h5py"], ls="-.",
+                     label="h5py per-sample, fastest (batch-independent)")
     left.set_xscale("log", base=2)
     left.set_yscale("log")
     left.set_xlabel("batch size")
@@ -892,7 +939,9 @@ def reader_section(page, record):
     memcpy_ips = d["by_batch"][str(d["batch"])]["memcpy_images_per_s"]
     right.axhline(memcpy_ips["median"], color=COLOURS["memcpy"], ls="--",
                   label="memcpy, 2 threads (same run)")
-    right.axhline(h5["median"], color=COLOURS["h5py"], ls="-.", label="h5py per-sample, fastest")
+    if h5:
+        right.axhline(h5["median"], color=COLOURS["h5py"], ls="-.",
+                      label="h5py per-sample, fastest")
     right.set_yscale("log")
     right.set_xticks([int(n) for n in threads])
     right.set_xlabel("reader threads / DataLoader workers (%d cores)" % os.cpu_count())
@@ -920,9 +969,11 @@ def reader_section(page, record):
                                              mmm(row.get("torch_h5py"), 0),
                                              mmm(row.get("torch_jpeg"), 0)))
     page.add("", "`imgpack bench --sweep-threads` recommended %s thread(s) (the fewest within 5%% "
-             "of the best). h5py per-sample methods (images/s): %s." % (
+             "of the best).%s" % (
                  ", ".join(str(x) for x in sorted(set(d["recommended_threads"]))),
-                 "; ".join("%s %s" % (k, mmm(v, 0)) for k, v in f["h5py_methods"].items())), "")
+                 " h5py per-sample methods (images/s): %s." % "; ".join(
+                     "%s %s" % (k, mmm(v, 0)) for k, v in f["h5py_methods"].items())
+                 if f["h5py_methods"] else ""), "")
     worst = min(batches, key=lambda b: d["by_batch"][b]["imgpack_vs_memcpy"]["median"])
     wr = d["by_batch"][worst]["imgpack_vs_memcpy"]
     if wr["median"] < 0.7:
@@ -1082,16 +1133,20 @@ def python_section(page, record):
             page.need_summary("python batch %s %s" % (b, key), row[key])
         page.add("| %s | %s | %s | %s |" % (b, mmm(row["python"], 0), mmm(row["cpp"], 0),
                                              ratio(row["python_vs_cpp"])))
-    page.need_summary("python torch h5py images/s", d["torch_h5py_images_per_s"])
-    page.need_summary("python vs torch h5py", d["python_vs_torch_h5py"])
-    page.add("", "DataLoader (2 workers) over h5py, batch %d: %s images/s; the Python loop / it: "
-             "%s." % (d["batch"], mmm(d["torch_h5py_images_per_s"], 0),
-                      ratio(d["python_vs_torch_h5py"], 1)), "")
+    if peers_measured(record):
+        page.need_summary("python torch h5py images/s", d["torch_h5py_images_per_s"])
+        page.need_summary("python vs torch h5py", d["python_vs_torch_h5py"])
+    if d["torch_h5py_images_per_s"]:
+        page.add("", "DataLoader (2 workers) over h5py, batch %d: %s images/s; the Python loop / "
+                 "it: %s." % (d["batch"], mmm(d["torch_h5py_images_per_s"], 0),
+                              ratio(d["python_vs_torch_h5py"], 1)), "")
+    else:
+        page.add("", "DataLoader (2 workers) over h5py: not measured.", "")
     main = d["by_batch"][str(d["batch"])]["python_vs_cpp"]
     page.target("Python loop (torch tensors) >= 0.9x `imgpack bench` at batch %d" % d["batch"],
                 15, ratio(main), main["median"] >= 0.9)
-    page.target("Python loop >= 10x a DataLoader (2 workers) over h5py", 15,
-                ratio(d["python_vs_torch_h5py"], 1), d["python_vs_torch_h5py"]["median"] >= 10)
+    peer_target(page, "Python loop >= 10x a DataLoader (2 workers) over h5py", 15,
+                d["python_vs_torch_h5py"], 10, digits=1)
     for b in batches:
         r = d["by_batch"][b]["python_vs_cpp"]
         if r["median"] < 0.9:
@@ -1361,6 +1416,10 @@ def write(results, docs, quick=False, expect=()):
         page.add("> **Quick mode** (`bench/run-all --quick`): tiny inputs and one repeat, to check "
                  "that every benchmark runs and produces its figures. These numbers are not "
                  "results; the full run writes docs/BENCHMARKS.md.", "")
+        if not all(peers_measured(r) for r in present):
+            page.add("> The peers (the Python baseline, scikit-learn, h5py, torch DataLoaders) "
+                     "were not measured: their figures read *not measured* or -, and the targets "
+                     "on them *unmeasured*. `bench/run-all --quick --peers` measures them.", "")
     page.add("Generated by `bench/run-all` on %s. Every comparison below was measured side by "
              "side in one run on one machine: a ratio is taken between runs of the same repeat, "
              "and each figure is given as **median (min–max)** over the repeats (plots: median, "

@@ -137,7 +137,8 @@ def markdown(result):
         lines += ["", "| kind | scikit-learn peer | figure | comparisons | wins | ties | losses |",
                   "|---|---|---|---:|---:|---:|---:|"]
         for row in result["rows"]:
-            lines.append(f"| {row['kind']} | {row['peer']} | {row['figure']}{'*' if row['promised'] else ''}"
+            promised = "*" if row["promised"] else ""
+            lines.append(f"| {row['kind']} | {row['peer']} | {row['figure']}{promised}"
                          f" | {row['comparisons']} | {row['win']} | {row['tie']} | {row['loss']} |")
         lines += ["", "stratified-group beaten on both criterion and spread: " +
                   ", ".join(f"{n} times by {peer}" for peer, n in result["dominated"].items())]

@@ -34,7 +34,7 @@
 
 #include "augment_spec.hpp"
 #include "masks/mask_geometry.hpp"
-#include "resize.hpp"
+#include "image/resize.hpp"
 
 namespace imgpack {
 

@@ -23,8 +23,8 @@
 #include "imgpack/format.hpp"
 #include "imgpack/merge.hpp"
 #include "record_renderer.hpp"
-#include "shard_writer.hpp"
-#include "tbb_tsan.hpp"
+#include "conversion/shard_writer.hpp"
+#include "conversion/tbb_tsan.hpp"
 
 namespace imgpack {
 

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "augment.hpp"
-#include "decode.hpp"
+#include "image/decode.hpp"
 #include "imgpack/convert_options.hpp"
 #include "imgpack/record_shape.hpp"
 #include "masks/mask_decode.hpp"
-#include "resize.hpp"
-#include "scan.hpp"
+#include "image/resize.hpp"
+#include "inputs/scan.hpp"
 
 namespace imgpack {
 

@@ -15,7 +15,7 @@
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
-#include "resize.hpp"
+#include "image/resize.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {

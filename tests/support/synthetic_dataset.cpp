@@ -7,7 +7,7 @@
 #include "imgpack/checksum.hpp"
 #include "imgpack/format.hpp"
 #include "random.hpp"
-#include "shard_writer.hpp"
+#include "conversion/shard_writer.hpp"
 
 namespace imgpack::test {
 

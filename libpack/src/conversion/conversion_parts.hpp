@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "imgpack/convert_options.hpp"
-#include "scan.hpp"
+#include "inputs/scan.hpp"
 
 namespace imgpack {
 

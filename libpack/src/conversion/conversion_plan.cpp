@@ -14,16 +14,16 @@
 #include <utility>
 #include <vector>
 
-#include "decode.hpp"
+#include "image/decode.hpp"
 #include "files.hpp"
-#include "image_probe.hpp"
+#include "image/image_probe.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/version.hpp"
 #include "masks/mask_scan.hpp"
 #include "random.hpp"
-#include "tbb_tsan.hpp"
+#include "conversion/tbb_tsan.hpp"
 
 namespace imgpack {
 

@@ -13,7 +13,7 @@
 #include "imgpack/convert_options.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "masks/mask_decode.hpp"
-#include "scan.hpp"
+#include "inputs/scan.hpp"
 
 namespace imgpack {
 

@@ -11,7 +11,7 @@
 #include "conversion/convert_journal.hpp"
 #include "conversion/output_directory.hpp"
 #include "imgpack/convert.hpp"
-#include "shard_writer.hpp"
+#include "conversion/shard_writer.hpp"
 
 namespace imgpack {
 

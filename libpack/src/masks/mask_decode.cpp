@@ -10,10 +10,10 @@
 #include <opencv2/imgcodecs.hpp>
 #include <string_view>
 
-#include "csv.hpp"
-#include "decode.hpp"
+#include "inputs/csv.hpp"
+#include "image/decode.hpp"
 #include "files.hpp"
-#include "image_probe.hpp"
+#include "image/image_probe.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 

@@ -23,8 +23,8 @@
 
 #include <cstdint>
 
-#include "decode.hpp"
-#include "resize.hpp"
+#include "image/decode.hpp"
+#include "image/resize.hpp"
 
 namespace imgpack {
 

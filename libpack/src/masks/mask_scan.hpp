@@ -16,7 +16,7 @@
 #include <filesystem>
 
 #include "imgpack/convert_options.hpp"
-#include "scan.hpp"
+#include "inputs/scan.hpp"
 
 namespace imgpack {
 

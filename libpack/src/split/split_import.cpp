@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "csv.hpp"
+#include "inputs/csv.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/split.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "decode.hpp"
+#include "image/decode.hpp"
 #include "image_fixtures.hpp"
 #include "imgpack/error.hpp"
 #include "test_support.hpp"

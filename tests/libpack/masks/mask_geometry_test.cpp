@@ -11,7 +11,7 @@
 #include <set>
 
 #include "augment.hpp"
-#include "decode.hpp"
+#include "image/decode.hpp"
 #include "image_fixtures.hpp"
 #include "test_support.hpp"
 

@@ -1,4 +1,4 @@
-#include "csv.hpp"
+#include "inputs/csv.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-// Tests for libpack/src/decode.cpp: every format against OpenCV's own decode,
+// Tests for libpack/src/image/decode.cpp: every format against OpenCV's own decode,
 // 16-bit, alpha, CMYK, EXIF orientation, DCT scaling, decompression bombs, bad
 // inputs, and a corrupt JPEG never costing the next. Long because each input
 // kind has its own cases over shared encoders.
-#include "decode.hpp"
+#include "image/decode.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "image_fixtures.hpp"
-#include "resize.hpp"
+#include "image/resize.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {

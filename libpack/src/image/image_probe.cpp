@@ -1,4 +1,4 @@
-#include "image_probe.hpp"
+#include "image/image_probe.hpp"
 
 #include <cstring>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "shard_writer.hpp"
+#include "conversion/shard_writer.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "shard_writer.hpp"
+#include "conversion/shard_writer.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

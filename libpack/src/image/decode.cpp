@@ -1,4 +1,4 @@
-#include "decode.hpp"
+#include "image/decode.hpp"
 
 #include <turbojpeg.h>
 

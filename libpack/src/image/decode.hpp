@@ -28,7 +28,7 @@
 #include <span>
 #include <string>
 
-#include "image_probe.hpp"
+#include "image/image_probe.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/image_modes.hpp"
 

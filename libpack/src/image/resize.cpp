@@ -1,4 +1,4 @@
-#include "resize.hpp"
+#include "image/resize.hpp"
 
 #include <opencv2/imgproc.hpp>
 

@@ -1,4 +1,4 @@
-#include "scan.hpp"
+#include "inputs/scan.hpp"
 
 #include <sys/stat.h>
 
@@ -21,7 +21,7 @@
 #pragma GCC diagnostic pop
 #endif
 
-#include "csv.hpp"
+#include "inputs/csv.hpp"
 #include "imgpack/error.hpp"
 
 namespace imgpack {

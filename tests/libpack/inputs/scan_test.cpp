@@ -1,4 +1,4 @@
-#include "scan.hpp"
+#include "inputs/scan.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
