@@ -33,8 +33,8 @@
 #include <string_view>
 
 #include "augment_spec.hpp"
-#include "masks/mask_geometry.hpp"
 #include "image/resize.hpp"
+#include "masks/mask_geometry.hpp"
 
 namespace imgpack {
 

@@ -18,13 +18,13 @@
 #include "conversion/conversion_report.hpp"
 #include "conversion/output_directory.hpp"
 #include "conversion/resume.hpp"
+#include "conversion/shard_writer.hpp"
+#include "conversion/tbb_tsan.hpp"
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/merge.hpp"
 #include "record_renderer.hpp"
-#include "conversion/shard_writer.hpp"
-#include "conversion/tbb_tsan.hpp"
 
 namespace imgpack {
 

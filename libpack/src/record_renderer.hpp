@@ -10,11 +10,11 @@
 
 #include "augment.hpp"
 #include "image/decode.hpp"
+#include "image/resize.hpp"
 #include "imgpack/convert_options.hpp"
 #include "imgpack/record_shape.hpp"
-#include "masks/mask_decode.hpp"
-#include "image/resize.hpp"
 #include "inputs/scan.hpp"
+#include "masks/mask_decode.hpp"
 
 namespace imgpack {
 

@@ -11,11 +11,11 @@
 
 #include "files.hpp"
 #include "h5.hpp"
+#include "image/resize.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
-#include "image/resize.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {

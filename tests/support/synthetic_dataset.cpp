@@ -3,11 +3,11 @@
 #include <bit>
 #include <stdexcept>
 
+#include "conversion/shard_writer.hpp"
 #include "h5.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/format.hpp"
 #include "random.hpp"
-#include "conversion/shard_writer.hpp"
 
 namespace imgpack::test {
 

@@ -14,8 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "image/decode.hpp"
+#include "conversion/tbb_tsan.hpp"
 #include "files.hpp"
+#include "image/decode.hpp"
 #include "image/image_probe.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
@@ -23,7 +24,6 @@
 #include "imgpack/version.hpp"
 #include "masks/mask_scan.hpp"
 #include "random.hpp"
-#include "conversion/tbb_tsan.hpp"
 
 namespace imgpack {
 

@@ -12,8 +12,8 @@
 #include "conversion/conversion_parts.hpp"
 #include "imgpack/convert_options.hpp"
 #include "imgpack/dataset_index.hpp"
-#include "masks/mask_decode.hpp"
 #include "inputs/scan.hpp"
+#include "masks/mask_decode.hpp"
 
 namespace imgpack {
 

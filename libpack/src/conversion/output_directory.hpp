@@ -9,9 +9,9 @@
 
 #include "conversion/conversion_plan.hpp"
 #include "conversion/convert_journal.hpp"
+#include "conversion/shard_writer.hpp"
 #include "files.hpp"
 #include "imgpack/convert.hpp"
-#include "conversion/shard_writer.hpp"
 
 namespace imgpack {
 

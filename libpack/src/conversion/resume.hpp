@@ -10,8 +10,8 @@
 #include "conversion/conversion_plan.hpp"
 #include "conversion/convert_journal.hpp"
 #include "conversion/output_directory.hpp"
-#include "imgpack/convert.hpp"
 #include "conversion/shard_writer.hpp"
+#include "imgpack/convert.hpp"
 
 namespace imgpack {
 

@@ -21,8 +21,8 @@
 #pragma GCC diagnostic pop
 #endif
 
-#include "inputs/csv.hpp"
 #include "imgpack/error.hpp"
+#include "inputs/csv.hpp"
 
 namespace imgpack {
 

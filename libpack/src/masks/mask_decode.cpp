@@ -10,12 +10,12 @@
 #include <opencv2/imgcodecs.hpp>
 #include <string_view>
 
-#include "inputs/csv.hpp"
-#include "image/decode.hpp"
 #include "files.hpp"
+#include "image/decode.hpp"
 #include "image/image_probe.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
+#include "inputs/csv.hpp"
 
 namespace imgpack {
 

@@ -7,9 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "inputs/csv.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/split.hpp"
+#include "inputs/csv.hpp"
 
 namespace imgpack {
 

@@ -15,8 +15,8 @@
 #include <random>
 #include <thread>
 
-#include "image_fixtures.hpp"
 #include "image/resize.hpp"
+#include "image_fixtures.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
