@@ -103,9 +103,11 @@ class Keys:
             return None
         digest = hashlib.sha256(self.config.encode())
         digest.update(self.normalized(entry["command"]).encode())
-        for name in sorted(set(os.path.normpath(os.path.join(entry["directory"], f))
-                               for f in files)):
-            digest.update(("\n" + self.normalized(name) + " " + self.file_hash(name)).encode())
+        # In the order of the normalized names: the same in every clone, wherever it is.
+        paths = {self.normalized(path): path for path in
+                 (os.path.normpath(os.path.join(entry["directory"], f)) for f in files)}
+        for name in sorted(paths):
+            digest.update(("\n" + name + " " + self.file_hash(paths[name])).encode())
         return digest.hexdigest()
 
 

@@ -294,9 +294,20 @@ TEST_F(DamagedDatasetTest, PristineDatasetPassesEveryCommand) {
 
 // Every command on a copy of `pristine` with `damage` applied (`other`: a
 // dataset of another uuid).
+// Under a sanitizer, a damaged index.h5 (refused by the index read that every
+// command starts with) is given to one command per way in: the reader's open
+// (inspect), the converter's index read (split --list) and verify. The fuzzer
+// covers that read under AddressSanitizer with far more damages; the Release
+// run gives it to every command.
+bool sampled_out_under_sanitizer(const Command& command, const Damage& damage) {
+  return test::kSanitizer && damage.reach == Reach::index && command.name != "inspect" &&
+         command.name != "split --list" && command.name != "verify";
+}
+
 void expect_every_command_fails_cleanly(const fs::path& pristine, const fs::path& other,
                                         const Damage& damage) {
   for (const Command& command : commands()) {
+    if (sampled_out_under_sanitizer(command, damage)) continue;
     SCOPED_TRACE(command.name);
     test::TempDir scratch;
     const fs::path data = scratch / "data";
