@@ -8,8 +8,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "bindings.hpp"
 #include "cuda_device.hpp"
@@ -109,19 +112,13 @@ class PyLoader {
     return std::make_shared<BatchState>(std::move(*batch), live_);
   }
 
-  // The loader's position (LoaderState) as bytes, for a checkpoint.
-  py::bytes state() const {
-    const std::vector<uint8_t> bytes = open_loader().state().to_bytes();
-    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
-  }
+  // The loader's position, for a checkpoint.
+  LoaderState state() const { return open_loader().state(); }
 
-  // Continues from state() bytes: the next iteration reads the rest of the
-  // saved epoch (as does set_epoch() of that epoch right after).
-  void restore(const py::bytes& bytes) {
+  // Continues from `state`: the next iteration reads the rest of the saved
+  // epoch (as does set_epoch() of that epoch right after).
+  void restore(const LoaderState& state) {
     Loader& loader = open_loader();
-    const std::string_view view(bytes);
-    const LoaderState state = LoaderState::from_bytes(
-        std::span(reinterpret_cast<const uint8_t*>(view.data()), view.size()));
     {
       const Busy busy(busy_);
       without_gil([&] { loader.restore(state); });
@@ -220,6 +217,114 @@ py::dict stats_dict(const LoaderStats& s) {
   return d;
 }
 
+// --- Checkpoints: state() bytes and state_dict() --------------------------------------------
+
+py::bytes bytes_of(const LoaderState& state) {
+  const std::vector<uint8_t> bytes = state.to_bytes();
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+LoaderState state_of_bytes(const py::bytes& bytes) {
+  const std::string_view view(bytes);
+  return LoaderState::from_bytes(
+      std::span(reinterpret_cast<const uint8_t*>(view.data()), view.size()));
+}
+
+// state_dict()'s "format"; the dict also holds "version" (the state's own
+// version), every member of LoaderState::to_json() by its name, and "state":
+// the state() bytes in base64, which load_state_dict() restores.
+constexpr const char* kStateDictFormat = "imgpack.loader_state";
+// The version member of LoaderState::to_json(), "version" in the dict.
+constexpr const char* kStateJsonVersion = "imgpack_loader_state";
+
+// UTF-8 text as a str; bytes that are not UTF-8 (a split named so) become
+// lone surrogates, which json.dumps, pickle and a decode the same way keep.
+py::str text_of(const std::string& text) {
+  PyObject* decoded =
+      PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "surrogateescape");
+  if (decoded == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
+}
+
+py::dict state_dict_of(const LoaderState& state) {
+  const py::dict fields = py::module_::import("json").attr("loads")(text_of(state.to_json()));
+  py::dict d;
+  d["format"] = kStateDictFormat;
+  d["version"] = fields[kStateJsonVersion];
+  for (const auto& [key, value] : fields) {
+    if (!py::str(key).equal(py::str(kStateJsonVersion))) d[key] = value;
+  }
+  d["state"] =
+      py::module_::import("base64").attr("b64encode")(bytes_of(state)).attr("decode")("ascii");
+  return d;
+}
+
+[[noreturn]] void refuse_state_dict(const std::string& problem) {
+  throw Error("load_state_dict(): " + problem);
+}
+
+std::string repr_of(const py::handle& value) { return py::repr(value).cast<std::string>(); }
+
+// The state a state_dict() dict carries. Its "state" bytes are the
+// authority; every other member must be there and equal, type and value, to
+// what state_dict() makes of those bytes, so a dict edited by hand or
+// damaged is refused (imgpack::Error naming the member) instead of restored
+// into a position other than its fields say.
+LoaderState state_of_dict(const py::handle& object) {
+  if (!py::isinstance<py::dict>(object)) {
+    throw py::type_error(
+        "load_state_dict() takes the dict Loader.state_dict() returned, not " +
+        std::string(py::str(py::type::of(object).attr("__name__"))) +
+        (py::isinstance<py::bytes>(object) ? " (Loader.restore() takes state() bytes)" : ""));
+  }
+  const auto d = py::reinterpret_borrow<py::dict>(object);
+  if (!d.contains("format") || !d.contains("state")) {
+    refuse_state_dict("the dict has no " +
+                      std::string(d.contains("format") ? "'state'" : "'format'") +
+                      " member: not a Loader.state_dict(), or damaged");
+  }
+  const py::object format = d["format"];
+  if (!py::isinstance<py::str>(format) || !format.equal(py::str(kStateDictFormat))) {
+    refuse_state_dict("'format' is " + repr_of(format) + ", not '" + kStateDictFormat + "'");
+  }
+  const py::object encoded = d["state"];
+  if (!py::isinstance<py::str>(encoded)) {
+    refuse_state_dict("'state' is " + std::string(py::str(py::type::of(encoded).attr("__name__"))) +
+                      ", not a base64 str");
+  }
+  py::bytes bytes;
+  try {
+    bytes = py::module_::import("base64").attr("b64decode")(encoded, "validate"_a = true);
+  } catch (const py::error_already_set& e) {
+    refuse_state_dict("'state' is not base64 (" + std::string(py::str(e.value())) + ")");
+  }
+  LoaderState state = [&] {
+    try {
+      return state_of_bytes(bytes);
+    } catch (const Error& e) {  // damaged bytes
+      refuse_state_dict(std::string("'state': ") + e.what());
+    }
+  }();
+
+  const py::dict expected = state_dict_of(state);
+  std::string missing;
+  for (const auto& [key, value] : expected) {
+    if (!d.contains(key)) missing += (missing.empty() ? "" : ", ") + repr_of(key);
+  }
+  if (!missing.empty()) refuse_state_dict("the dict lacks " + missing + " (damaged)");
+  for (const auto& [key, value] : d) {
+    if (!expected.contains(key)) refuse_state_dict("unknown member " + repr_of(key));
+    if (py::str(key).equal(py::str("state"))) continue;
+    const py::object want = expected[key];
+    if (!py::type::of(value).is(py::type::of(want)) || !value.equal(want)) {
+      refuse_state_dict(repr_of(key) + " is " + repr_of(value) + " but the saved state says " +
+                        repr_of(want) +
+                        " (a dict edited by hand? its members must agree with 'state')");
+    }
+  }
+  return state;
+}
+
 std::string loader_repr(const PyLoader& l) {
   if (l.closed()) return "<imgpack.Loader (closed)>";
   const Loader& loader = l.open_loader();
@@ -312,13 +417,18 @@ Sampling: sampling "uniform" (every record once per epoch), "class-balanced"
   "weighted" (record of sample s with probability weights[s]; one weight per
   sample of the dataset); epoch_length: draws per epoch (default: the
   selection's records).
-Checkpoints: state() returns bytes to store with the model; restore(bytes)
-  on a new Loader with the same options continues mid-epoch, on the same or
-  another world_size:
-    loader.restore(checkpoint["loader"])
+Checkpoints: state_dict() returns a dict of plain values (str and int) to
+  store with the model; load_state_dict(d) on a new Loader with the same
+  options continues mid-epoch, on the same or another world_size, byte for
+  byte as the uninterrupted run would have:
+    torch.save({"model": model.state_dict(), "loader": loader.state_dict()}, path)
+    ...
+    checkpoint = torch.load(path)
+    loader.load_state_dict(checkpoint["loader"])
     for epoch in range(loader.epoch, epochs):
         loader.set_epoch(epoch)      # keeps the restored position
         for batch in loader: ...
+  state() and restore(bytes) do the same with the state as bytes.
 Epochs: `for batch in loader` reads one epoch: the one set_epoch() named
 last, else the one after the previous iteration (0 first), so plain
 re-iteration sees a new order each epoch. len(loader) is batches per epoch.
@@ -429,17 +539,37 @@ void register_loader(py::module_& m) {
       .def(
           "__len__", [](const PyLoader& l) { return l.open_loader().batches_per_epoch(); },
           "Batches per epoch (for this rank, after the last-batch policy).")
-      .def("state", &PyLoader::state,
-           "Where the loader is, as bytes for a checkpoint: the epoch and the positions the "
-           "batches taken so far cover on every rank, with a fingerprint of the dataset, "
-           "selection, order and batch options (imgpack::LoaderState). Rank 0's copy serves "
-           "every rank.")
-      .def("restore", &PyLoader::restore, "state"_a,
-           "Continues from state() bytes, on the same or another world_size (batch_size "
-           "must then keep the global batch): the next iteration delivers the rest of the "
-           "saved epoch, exactly as an uninterrupted run would from that step. ValueError "
-           "naming every option that differs from the saved ones; imgpack.Error for damaged "
-           "bytes.")
+      .def(
+          "state_dict", [](const PyLoader& l) { return state_dict_of(l.state()); },
+          "Where the loader is, for a checkpoint, as a dict of plain values (str and int: "
+          "json.dumps and torch.save(weights_only=True) take it as it is): 'format' "
+          "('imgpack.loader_state'), 'version', the epoch and 'consumed' (global positions "
+          "of the epoch the batches taken so far cover, on every rank), the world_size and "
+          "batch_size it was saved with, the fingerprint of the dataset, selection, order and "
+          "batch options, and 'state': the state() bytes in base64. Rank 0's dict serves "
+          "every rank. torchdata's StatefulDataLoader and Lightning call this name.")
+      .def(
+          "load_state_dict",
+          [](PyLoader& l, const py::object& state_dict) { l.restore(state_of_dict(state_dict)); },
+          "state_dict"_a,
+          "Continues from a state_dict(), on the same or another world_size (batch_size must "
+          "then keep the global batch): the next iteration delivers the rest of the saved "
+          "epoch, exactly as an uninterrupted run would from that step. ValueError naming "
+          "every option that differs from the saved ones; imgpack.Error for a damaged dict "
+          "(a member missing, of another type, or disagreeing with its 'state'); TypeError "
+          "for something other than a dict.")
+      .def(
+          "state", [](const PyLoader& l) { return bytes_of(l.state()); },
+          "The state of state_dict() as bytes (imgpack::LoaderState::to_bytes(), which the C++ "
+          "reader reads too): the epoch and the positions the batches taken so far cover on "
+          "every rank, with a fingerprint of the dataset, selection, order and batch options. "
+          "Rank 0's copy serves every rank.")
+      .def(
+          "restore", [](PyLoader& l, const py::bytes& state) { l.restore(state_of_bytes(state)); },
+          "state"_a,
+          "load_state_dict() for state() bytes: continues from them, on the same or another "
+          "world_size (batch_size must then keep the global batch). ValueError naming every "
+          "option that differs from the saved ones; imgpack.Error for damaged bytes.")
       .def("set_epoch", &PyLoader::set_epoch, "epoch"_a,
            "Sets the epoch the next iteration reads, and starts reading it now. Batches of an "
            "earlier epoch not yet taken are dropped; those taken stay valid.")

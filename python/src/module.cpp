@@ -52,8 +52,10 @@ PYBIND11_MODULE(imgpack, m) {
       "\n"
       "Dataset opens and validates a dataset; Loader delivers its batches in a seeded order "
       "computed by the same C++ reader as imgpack's tools; Batch.images and Batch.labels are "
-      "Arrays exported with DLPack. Errors are imgpack.Error (a RuntimeError naming the file) "
-      "and ValueError for invalid arguments.";
+      "Arrays exported with DLPack. Loader.state_dict() and load_state_dict() checkpoint the "
+      "position within an epoch beside a model's state (torch.save, json.dumps), as torchdata "
+      "and Lightning expect. Errors are imgpack.Error (a RuntimeError naming the file) and "
+      "ValueError for invalid arguments.";
   m.attr("__version__") = imgpack::kVersionString;
   register_errors(m);
   register_dataset(m);

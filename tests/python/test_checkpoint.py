@@ -1,9 +1,13 @@
-"""Loader checkpoints from Python (state() / restore()) and class-balanced
-sampling: the C++ LoaderState and Sampling through the module."""
+"""Loader checkpoints from Python (state_dict() / load_state_dict(), and the
+state() / restore() bytes) and class-balanced sampling: the C++ LoaderState
+and Sampling through the module."""
+import base64
 import collections
+import json
 
 import numpy as np
 import pytest
+import torch
 
 import imgpack
 
@@ -15,6 +19,192 @@ def records_of(batches):
         records = [int(r) for r in np.from_dlpack(b.records)]
         out += records[:len(records) - b.padding]
     return out
+
+
+def contents_of(batches):
+    """(images bytes, labels bytes, padding) of every batch: copies, so that
+    no batch stays alive."""
+    return [(np.asarray(b.images).tobytes(), np.asarray(b.labels).tobytes(), b.padding)
+            for b in batches]
+
+
+# Random crops and flips too: they depend on (seed, epoch, sample), so a
+# resumed epoch must deliver the same pixels, not only the same records.
+RESUMABLE = dict(split="cv3", fold=1, role="train", batch_size=5, seed=7, crop=(16, 12),
+                 hflip=0.5, threads=2)
+
+
+def test_state_dict_in_a_torch_checkpoint_continues_the_epoch_byte_for_byte(dataset_dir,
+                                                                             tmp_path):
+    uninterrupted = imgpack.Loader(dataset_dir, **RESUMABLE)
+    uninterrupted.set_epoch(1)
+    whole_epoch = contents_of(uninterrupted)
+    next_epoch = contents_of(uninterrupted)  # epoch 2
+    assert len(whole_epoch) == len(uninterrupted) > 4
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(12, 3)
+    interrupted = imgpack.Loader(dataset_dir, **RESUMABLE)
+    interrupted.set_epoch(1)
+    it = iter(interrupted)
+    assert contents_of(next(it) for _ in range(3)) == whole_epoch[:3]
+    path = str(tmp_path / "checkpoint.pt")
+    torch.save({"model": model.state_dict(), "loader": interrupted.state_dict(), "step": 3}, path)
+    interrupted.close()
+    del it, interrupted
+
+    # Plain values only: the loader's part loads with weights_only=True
+    # (torch.load's default from torch 2.6 on).
+    checkpoint = torch.load(path, weights_only=True)
+    restored_model = torch.nn.Linear(12, 3)
+    restored_model.load_state_dict(checkpoint["model"])
+    assert torch.equal(restored_model.weight, model.weight)
+    resumed = imgpack.Loader(dataset_dir, **RESUMABLE)  # a new loader, as after a restart
+    resumed.load_state_dict(checkpoint["loader"])
+    assert resumed.epoch == 1
+    for epoch in range(resumed.epoch, 3):
+        resumed.set_epoch(epoch)  # keeps the restored position for the restored epoch
+        got = contents_of(resumed)
+        assert got == (whole_epoch[3:] if epoch == 1 else next_epoch), epoch
+
+
+def test_state_dict_is_plain_values_that_survive_json(dataset_dir):
+    loader = imgpack.Loader(dataset_dir, **RESUMABLE)
+    loader.set_epoch(4)
+    it = iter(loader)
+    taken = contents_of(next(it) for _ in range(2))
+    saved, saved_bytes = loader.state_dict(), loader.state()
+    rest = contents_of(it)
+    assert isinstance(saved, dict)
+    assert all(type(v) in (int, str) for v in saved.values()), saved
+    assert saved["format"] == "imgpack.loader_state" and saved["version"] == 1
+    assert (saved["epoch"], saved["consumed"]) == (4, 2 * RESUMABLE["batch_size"])
+    assert (saved["world_size"], saved["batch_size"], saved["seed"]) == (1, 5, 7)
+    assert (saved["split"], saved["fold"], saved["role"]) == ("cv3", 1, "train")
+    # The bytes inside are state()'s: the two forms are one state.
+    assert base64.b64decode(saved["state"]) == saved_bytes
+
+    copy = json.loads(json.dumps(saved))
+    assert copy == saved
+    resumed = imgpack.Loader(dataset_dir, **RESUMABLE)
+    resumed.load_state_dict(copy)
+    assert contents_of(resumed) == rest and len(taken) + len(rest) == len(loader)
+
+    # Rank 0's dict serves every rank of another world size with the same global batch.
+    delivered = []
+    for rank in range(5):
+        elastic = imgpack.Loader(dataset_dir, **dict(RESUMABLE, batch_size=1, rank=rank,
+                                                     world_size=5))
+        elastic.load_state_dict(copy)
+        delivered += records_of(elastic)
+    resumed.load_state_dict(copy)
+    assert sorted(delivered) == sorted(records_of(resumed))
+
+
+def test_state_and_restore_stay_as_aliases(dataset_dir):
+    loader = imgpack.Loader(dataset_dir, **RESUMABLE)
+    it = iter(loader)
+    next(it)
+    as_bytes, as_dict = loader.state(), loader.state_dict()
+    rest = contents_of(it)
+    from_bytes, from_dict = (imgpack.Loader(dataset_dir, **RESUMABLE) for _ in range(2))
+    from_bytes.restore(as_bytes)
+    from_dict.load_state_dict(as_dict)
+    assert contents_of(from_bytes) == contents_of(from_dict) == rest
+    assert from_bytes.state_dict() == from_dict.state_dict()
+
+
+def test_load_state_dict_lightning_style_mid_epoch(dataset_dir):
+    """Lightning restores a loader it may already have iterated:
+    loader.load_state_dict(other.state_dict()) in the middle of an epoch."""
+    source = imgpack.Loader(dataset_dir, **RESUMABLE)
+    source.set_epoch(3)
+    source_it = iter(source)
+    for _ in range(4):
+        next(source_it)
+    target = imgpack.Loader(dataset_dir, **RESUMABLE)
+    target_it = iter(target)  # epoch 0, two batches in
+    next(target_it), next(target_it)
+    target.load_state_dict(source.state_dict())
+    with pytest.raises(RuntimeError, match="stale"):
+        next(target_it)  # the iteration before the restore is over
+    assert target.epoch == 3
+    rest = contents_of(source_it)
+    target_it = iter(target)
+    assert contents_of(next(target_it) for _ in range(2)) == rest[:2]
+
+    # Its own state, restored mid-epoch, continues where it is.
+    target.load_state_dict(target.state_dict())
+    assert contents_of(target) == rest[2:]
+    # After the restored epoch, the next iteration is the next epoch.
+    fresh = imgpack.Loader(dataset_dir, **RESUMABLE)
+    fresh.set_epoch(4)
+    assert contents_of(target) == contents_of(fresh)
+
+
+def edited(saved, **changes):
+    out = dict(saved)
+    out.update(changes)
+    return out
+
+
+def without(saved, *keys):
+    return {k: v for k, v in saved.items() if k not in keys}
+
+
+def reencoded(saved, transform):
+    """saved with its 'state' bytes changed by transform(bytes)."""
+    state = transform(base64.b64decode(saved["state"]))
+    return edited(saved, state=base64.b64encode(state).decode("ascii"))
+
+
+DAMAGED = {
+    "missing state": (lambda d: without(d, "state"), r"no 'state'"),
+    "missing format": (lambda d: without(d, "format"), r"no 'format'"),
+    "missing fields": (lambda d: without(d, "seed", "epoch"), r"lacks 'epoch', 'seed'"),
+    "other format": (lambda d: edited(d, format="torchdata"), r"'format' is 'torchdata'"),
+    "epoch edited": (lambda d: edited(d, epoch=d["epoch"] + 1),
+                     r"'epoch' is 1 but the saved state says 0"),
+    "consumed edited": (lambda d: edited(d, consumed=0), r"'consumed' is 0"),
+    "a bool for an int": (lambda d: edited(d, world_size=True), r"'world_size' is True"),
+    "a str for an int": (lambda d: edited(d, seed="7"), r"'seed' is '7'"),
+    "a float for an int": (lambda d: edited(d, batch_size=5.0), r"'batch_size' is 5\.0"),
+    "unknown member": (lambda d: edited(d, rank=0), r"unknown member 'rank'"),
+    "state not a str": (lambda d: edited(d, state=b"imgpack"), r"'state' is bytes"),
+    "state not base64": (lambda d: edited(d, state="not base64!"), r"'state' is not base64"),
+    "state truncated": (lambda d: reencoded(d, lambda b: b[:-5]), r"'state'.*damaged"),
+    "state of something else": (lambda d: reencoded(d, lambda b: b"PK" + b),
+                                r"'state'.*not an imgpack loader state"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGED.keys())
+def test_load_state_dict_refuses_a_damaged_dict(dataset_dir, damage):
+    source = imgpack.Loader(dataset_dir, **RESUMABLE)
+    it = iter(source)
+    next(it), next(it)
+    saved = source.state_dict()
+    make, message = DAMAGED[damage]
+    loader = imgpack.Loader(dataset_dir, **RESUMABLE)
+    with pytest.raises(imgpack.Error, match=r"load_state_dict\(\): .*" + message):
+        loader.load_state_dict(make(saved))
+    # Refused, the loader is unchanged: it reads epoch 0 from its start.
+    fresh = imgpack.Loader(dataset_dir, **RESUMABLE)
+    assert contents_of(loader) == contents_of(fresh)
+
+
+def test_load_state_dict_refuses_what_is_no_dict_and_other_options(dataset_dir):
+    loader = imgpack.Loader(dataset_dir, **RESUMABLE)
+    saved = loader.state_dict()
+    with pytest.raises(TypeError, match="not bytes.*restore"):
+        loader.load_state_dict(loader.state())
+    for other in (None, [saved], json.dumps(saved)):
+        with pytest.raises(TypeError, match="takes the dict"):
+            loader.load_state_dict(other)
+    with pytest.raises(ValueError, match="seed is 7 in the state, 8 here"):
+        imgpack.Loader(dataset_dir, **dict(RESUMABLE, seed=8)).load_state_dict(saved)
+    with pytest.raises(ValueError, match="the order is random in the state, sequential here"):
+        imgpack.Loader(dataset_dir, **dict(RESUMABLE, order="sequential")).load_state_dict(saved)
 
 
 def test_restore_continues_the_epoch_where_the_checkpoint_was(dataset_dir):
@@ -42,8 +232,6 @@ def test_restore_continues_the_epoch_where_the_checkpoint_was(dataset_dir):
         elastic.restore(saved)
         delivered += records_of(elastic)
     assert sorted(delivered) == sorted(rest)
-    with pytest.raises(ValueError, match="batch_size"):
-        imgpack.Loader(dataset_dir, batch_size=6, seed=3, world_size=2).restore(saved)
 
 
 def test_restore_refuses_other_options_and_damaged_bytes(dataset_dir):
