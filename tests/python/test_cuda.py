@@ -1,34 +1,25 @@
 """The module on a CUDA device: device batches as torch CUDA tensors, the
 DLPack stream protocol, normalization on the GPU. Skipped without a device
-(and without a CUDA build of torch)."""
+(and without a CUDA build of torch); test_cuda_host.py runs the host half of
+these checks everywhere."""
 import numpy as np
 import pytest
 import torch
 
 import imgpack
+from cuda_checks import COMPARED, MEAN, STD, epoch_tensors
 
 pytestmark = pytest.mark.skipif(
     not (torch.cuda.is_available() and imgpack.cuda_device_count() > 0),
     reason="needs a CUDA device visible to both torch (%s) and imgpack (%d)" % (
         torch.cuda.is_available(), imgpack.cuda_device_count()))
 
-MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-
-
-def epoch_tensors(loader):
-    out = []
-    for batch in loader:
-        images = torch.from_dlpack(batch.images)
-        out.append((images.cpu(), torch.from_dlpack(batch.labels).clone(),
-                    np.asarray(batch.records).copy(), images.device))
-    return out
-
 
 @pytest.mark.parametrize("output", ["uint8", "float32", "float16"])
 @pytest.mark.parametrize("direct_upload", [False, True])
 def test_device_batches_equal_host_batches(dataset_dir, output, direct_upload):
     norm = {} if output == "uint8" else dict(mean=MEAN, std=STD)
-    options = dict(split="cv3", fold=1, role="train", batch_size=7, seed=3, output=output, **norm)
+    options = dict(COMPARED, output=output, **norm)
     host = epoch_tensors(imgpack.Loader(dataset_dir, **options))
     device = epoch_tensors(imgpack.Loader(dataset_dir, device="cuda:0",
                                           direct_upload=direct_upload, **options))
