@@ -462,12 +462,24 @@ void register_loader(py::module_& m) {
                     "with len() = batches per epoch: what Lightning or a plain loop over "
                     "(inputs, targets) expects.\n\n"
                     "    train_data = loader.pairs(torch.from_dlpack)\n\n"
-                    "Each iteration reads the loader's next epoch, as iterating the loader does.")
+                    "Each iteration reads the loader's next epoch, as iterating the loader does; "
+                    "state_dict() and load_state_dict() are the loader's, so a framework that "
+                    "checkpoints its iterables saves the loader's position.")
       .def("__iter__",
            [](const Pairs& p) {
              return PairsIterator{EpochIterator{p.loader, p.loader->begin_iteration()}, p.convert};
            })
-      .def("__len__", [](const Pairs& p) { return p.loader->open_loader().batches_per_epoch(); });
+      .def("__len__", [](const Pairs& p) { return p.loader->open_loader().batches_per_epoch(); })
+      .def(
+          "state_dict", [](const Pairs& p) { return state_dict_of(p.loader->state()); },
+          "The loader's state_dict(): a framework that checkpoints the iterables it is given "
+          "(Lightning) saves the loader's position with the model.")
+      .def(
+          "load_state_dict",
+          [](const Pairs& p, const py::object& state_dict) {
+            p.loader->restore(state_of_dict(state_dict));
+          },
+          "state_dict"_a, "The loader's load_state_dict(): the next iteration continues there.");
 
   py::class_<PyLoader, std::shared_ptr<PyLoader>>(m, "Loader", kLoaderDoc)
       .def(

@@ -142,6 +142,24 @@ def test_load_state_dict_lightning_style_mid_epoch(dataset_dir):
     assert contents_of(target) == contents_of(fresh)
 
 
+def test_pairs_checkpoint_their_loader(dataset_dir):
+    """Lightning is given loader.pairs(...) and checkpoints it when it has
+    state_dict() and load_state_dict() (its _Stateful protocol)."""
+    pairs = imgpack.Loader(dataset_dir, **RESUMABLE).pairs(torch.from_dlpack)
+    it = iter(pairs)
+    next(it), next(it)
+    saved = pairs.state_dict()
+    rest = [(images.clone(), labels.clone()) for images, labels in it]
+    assert saved["consumed"] == 2 * RESUMABLE["batch_size"]
+    resumed = imgpack.Loader(dataset_dir, **RESUMABLE).pairs(torch.from_dlpack)
+    resumed.load_state_dict(json.loads(json.dumps(saved)))
+    got = [(images.clone(), labels.clone()) for images, labels in resumed]
+    assert len(got) == len(rest) == len(pairs) - 2
+    assert all(torch.equal(a, c) and torch.equal(b, d) for (a, b), (c, d) in zip(got, rest))
+    with pytest.raises(imgpack.Error, match="unknown member"):
+        resumed.load_state_dict(edited(saved, step=2))
+
+
 def edited(saved, **changes):
     out = dict(saved)
     out.update(changes)
