@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <string_view>
 
 #include "files.hpp"
 #include "h5.hpp"
+#include "image/codecs.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -331,7 +331,7 @@ void write_png(const fs::path& path, const cv::Mat& rgb) {
   cv::Mat bgr;
   cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
   std::vector<uint8_t> png;
-  if (!cv::imencode(".png", bgr, png)) throw file_error(path, "cannot encode the PNG");
+  if (!codecs::encode(".png", bgr, png)) throw file_error(path, "cannot encode the PNG");
   write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
 }
 

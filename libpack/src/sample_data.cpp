@@ -1,6 +1,6 @@
 #include "imgpack/sample_data.hpp"
 
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // the IMWRITE_ flags; encoding goes through codecs.hpp
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "image/codecs.hpp"
 #include "imgpack/error.hpp"
 #include "random.hpp"
 
@@ -112,7 +113,7 @@ void paint_background(cv::Mat& image, uint32_t group, CounterRng& rng) {
 void write_encoded(const fs::path& path, const cv::Mat& image, const char* extension,
                    const std::vector<int>& params, SampleDataResult& result) {
   std::vector<uint8_t> encoded;
-  if (!cv::imencode(extension, image, encoded, params)) {
+  if (!codecs::encode(extension, image, encoded, params)) {
     throw file_error(path, "cannot encode image");
   }
   std::ofstream file(path, std::ios::binary | std::ios::trunc);

@@ -7,7 +7,7 @@
 // C function, kEntryPoint, returning its ModuleFunctions. The reader accepts a
 // module only when its `abi` equals kCudaModuleAbi, a hash of the module's
 // sources and of the headers of what crosses the boundary (UploadBackend,
-// Memory, ConvertJob, Error) made at build time (cuda_module_abi.cmake): a
+// Memory, ConvertJob, Error) made at build time (cmake/module_abi.cmake): a
 // module built from other sources, an older installed one say, is refused
 // and the search goes on.
 #pragma once
@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_module_abi.hpp"  // generated: IMGPACK_CUDA_MODULE_ABI
@@ -38,6 +39,9 @@ struct ModuleFunctions {
   // Pinned host memory (cudaHostAlloc), or an empty Memory if that fails.
   Memory (*try_allocate_pinned)(std::size_t bytes);
 };
+
+// loadable_module reads `abi` through a pointer to the table.
+static_assert(std::is_standard_layout_v<ModuleFunctions>);
 
 using EntryPoint = const ModuleFunctions* (*)();
 

@@ -5,10 +5,12 @@
 #include <array>
 #include <cstdio>
 #include <memory>
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // the IMREAD_ flags; decoding goes through codecs.hpp
 #include <opencv2/imgproc.hpp>
 #include <optional>
 #include <vector>
+
+#include "image/codecs.hpp"
 
 namespace imgpack {
 
@@ -191,10 +193,10 @@ bool opencv_applies_tiff_orientation() {
     tiff[kDataOffset] = 10;
     tiff[kDataOffset + 1] = 200;
     try {
-      const cv::Mat buffer(1, static_cast<int>(tiff.size()), CV_8UC1, tiff.data());
-      cv::Mat image = cv::imdecode(buffer, cv::IMREAD_UNCHANGED | cv::IMREAD_IGNORE_ORIENTATION);
+      const cv::Mat image =
+          codecs::decode(tiff, cv::IMREAD_UNCHANGED | cv::IMREAD_IGNORE_ORIENTATION);
       return image.rows == 2 && image.cols == 1;
-    } catch (const cv::Exception&) {
+    } catch (const codecs::CodecError&) {
       return false;
     }
   }();
@@ -242,12 +244,10 @@ cv::Mat decode_opencv(std::span<const uint8_t> bytes, ImageFormat format,
                       const DecodeOptions& options) {
   // Orientation is applied by the caller from our own EXIF parse, the same
   // way for every path.
-  const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1,
-                       const_cast<uint8_t*>(bytes.data()));
   cv::Mat image;
   try {
-    image = cv::imdecode(buffer, cv::IMREAD_UNCHANGED | cv::IMREAD_IGNORE_ORIENTATION);
-  } catch (const cv::Exception& e) {
+    image = codecs::decode(bytes, cv::IMREAD_UNCHANGED | cv::IMREAD_IGNORE_ORIENTATION);
+  } catch (const codecs::CodecError& e) {
     throw DecodeError(std::string("cannot decode: ") + e.what());
   }
   if (image.empty()) {

@@ -7,10 +7,11 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // IMREAD_UNCHANGED; decoding goes through codecs.hpp
 #include <string_view>
 
 #include "files.hpp"
+#include "image/codecs.hpp"
 #include "image/decode.hpp"
 #include "image/image_probe.hpp"
 #include "imgpack/checksum.hpp"
@@ -236,12 +237,10 @@ cv::Mat decode_opencv_mask(std::span<const uint8_t> bytes, const MaskColors* col
                       std::to_string(info->height) +
                       " pixels, more than ConvertOptions::max_pixels allows");
   }
-  const cv::Mat encoded(1, static_cast<int>(bytes.size()), CV_8UC1,
-                        const_cast<uint8_t*>(bytes.data()));
   cv::Mat image;
   try {
-    image = cv::imdecode(encoded, cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
+    image = codecs::decode(bytes, cv::IMREAD_UNCHANGED);
+  } catch (const codecs::CodecError& e) {
     throw DecodeError(std::string("not a readable mask: ") + e.what());
   }
   if (image.empty()) throw DecodeError("not a readable image (corrupt, truncated or no image)");

@@ -1,0 +1,111 @@
+#include "loadable_module.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <system_error>
+
+namespace imgpack::loadable_module {
+
+namespace {
+
+// The file the dynamic linker opened for `handle` (a bare name resolved).
+std::string loaded_file(void* handle, const std::string& fallback) {
+  link_map* map = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr &&
+      map->l_name[0] != '\0') {
+    return map->l_name;
+  }
+  return fallback;
+}
+
+// One candidate: its table and the file it came from, or why it is not usable.
+const void* try_load(const std::string& candidate, const Kind& kind, std::string& path,
+                     std::string& problem) {
+  const bool is_path = candidate.find('/') != std::string::npos;
+  std::error_code ec;
+  if (is_path && !std::filesystem::exists(candidate, ec)) {
+    problem = candidate + ": not found";
+    return nullptr;
+  }
+  // RTLD_LOCAL: the module's symbols stay its own.
+  void* handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* error = ::dlerror();
+    const std::string why = error != nullptr ? error : "cannot be loaded";
+    // dlerror() names the module itself only when the module is what failed,
+    // not a library it needs (libcudart.so.13, say).
+    problem = !is_path                     ? candidate + ": not found by the dynamic linker"
+              : why.starts_with(candidate) ? why
+                                           : candidate + ": " + why;
+    return nullptr;
+  }
+  ::dlerror();
+  void* symbol = ::dlsym(handle, kind.entry_point);
+  if (symbol == nullptr) {
+    problem = candidate + ": not " + kind.what + " (no " + kind.entry_point + ")";
+    ::dlclose(handle);
+    return nullptr;
+  }
+  // POSIX guarantees that a dlsym result converts to a function pointer. The
+  // table is standard-layout with `const char* abi` first, so a pointer to it
+  // is a pointer to that member.
+  using EntryPoint = const void* (*)();
+  const void* table = reinterpret_cast<EntryPoint>(symbol)();
+  const char* abi = table != nullptr ? *static_cast<const char* const*>(table) : nullptr;
+  if (abi == nullptr || std::strcmp(abi, kind.abi) != 0) {
+    problem = candidate + ": built from another version of imgpack (module " +
+              (abi != nullptr ? abi : "?") + ", expected " + kind.abi + ")";
+    ::dlclose(handle);
+    return nullptr;
+  }
+  path = loaded_file(handle, candidate);
+  return table;
+}
+
+}  // namespace
+
+Found load_first(const std::vector<std::string>& candidates, const Kind& kind) {
+  Found found;
+  for (const std::string& candidate : candidates) {
+    std::string path, problem;
+    if (const void* table = try_load(candidate, kind, path, problem)) {
+      found.table = table;
+      found.path = path;
+      found.problem.clear();
+      return found;
+    }
+    found.problem += (found.problem.empty() ? "" : "; ") + problem;
+  }
+  return found;
+}
+
+std::filesystem::path directory_of_this_object() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&directory_of_this_object), &info) != 0 &&
+      info.dli_fname != nullptr && info.dli_fname[0] == '/') {
+    return std::filesystem::path(info.dli_fname).parent_path();
+  }
+  std::error_code ec;  // the main program's name may be relative or empty
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+
+std::vector<std::string> candidates(const char* path_variable, const char* file_name,
+                                    const char* build_path, const char* install_path) {
+  if (const char* override_path = std::getenv(path_variable);
+      override_path != nullptr && override_path[0] != '\0') {
+    return {override_path};
+  }
+  std::vector<std::string> list;
+  const std::filesystem::path here = directory_of_this_object();
+  if (!here.empty()) list.push_back((here / file_name).string());
+  list.emplace_back(file_name);
+  list.emplace_back(build_path);
+  list.emplace_back(install_path);
+  return list;
+}
+
+}  // namespace imgpack::loadable_module

@@ -1,0 +1,58 @@
+// Loading a module of this project (a shared library opened with dlopen the
+// first time it is needed, so that programs which never need it do not load
+// it or what it links): the CUDA upload backend (libimgpack_cuda.so, which
+// links the CUDA runtime) and the converter's image codecs
+// (libimgpack_codecs.so, which links OpenCV's imgcodecs and through it
+// dozens of libraries).
+//
+// A module exports one C function returning a pointer to its table of
+// functions, a standard-layout struct whose first member is `const char*
+// abi`. A module is accepted only when that string equals the one the loader
+// was built with (a hash of the sources on both sides of the boundary, see
+// cmake/module_abi.cmake): a stale or foreign module is refused and the search
+// goes on.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace imgpack::loadable_module {
+
+// What one module's search found: its table (nullptr when no candidate could
+// be loaded), the file it came from as the dynamic linker opened it, and
+// otherwise why each candidate failed ("; "-separated).
+struct Found {
+  const void* table = nullptr;
+  std::string path;
+  std::string problem;
+};
+
+// What to look for: the exported function's name, the ABI its table must name
+// and, for messages, what such a module is ("an imgpack CUDA module").
+struct Kind {
+  const char* entry_point;
+  const char* abi;
+  const char* what;
+};
+
+// Tries `candidates` in order (a path containing '/' is opened as it is, a
+// bare file name through the dynamic linker's search: the program's run path,
+// LD_LIBRARY_PATH, the system's directories) and returns the first that loads
+// with RTLD_NOW | RTLD_LOCAL, exports kind.entry_point and names kind.abi. A
+// loaded module is never closed (what it made may live until the process
+// exits). Never throws.
+Found load_first(const std::vector<std::string>& candidates, const Kind& kind);
+
+// The directory of the executable or shared object this code is linked into
+// (where an installed program's modules sit beside it); empty if unknown.
+std::filesystem::path directory_of_this_object();
+
+// The usual search for a module file named `file_name`: $`path_variable`
+// alone when it is set and not empty; otherwise beside the executable or
+// shared object holding this code, the dynamic linker's search, the build
+// tree's copy and the install prefix's, in that order.
+std::vector<std::string> candidates(const char* path_variable, const char* file_name,
+                                    const char* build_path, const char* install_path);
+
+}  // namespace imgpack::loadable_module
