@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = re.compile("^" + re.escape(ROOT) + r"/(reader|libpack|tools|tests|python)/.*\.cpp$")
+SOURCES = re.compile("^" + re.escape(ROOT) + r"/(reader|libpack|tools|tests|python|bench)/.*\.cpp$")
 
 
 def say(text):

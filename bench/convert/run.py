@@ -1,10 +1,10 @@
-#!/usr/bin/python3
-"""Conversion benchmark: imgpack convert against a straightforward Python packer.
+#!/usr/bin/env python3
+"""Conversion benchmark: imgpack convert against its decode bound and a straightforward Python packer.
 
 usage: bench/convert/run.py COUNT WORKDIR [--sources 640x480,1024x768,2048x1536]
                             [--rss-counts 2000,8000] [--rss-source 1024x768] [--repeat R]
                             [--size 224] [--json FILE] [--photos DIR] [--imgpack PATH]
-                            [--no-peers]
+                            [--decode-bound PATH] [--threads 1,2,4] [--no-peers]
 
 For each source size WxH, generates (once; later runs reuse them) COUNT
 photo-like WxH JPEGs under WORKDIR/photos-WxH (or DIR/photos-WxH) with
@@ -12,12 +12,18 @@ make_photos.py (1024x768: about 200 KB each; 8000 of them take 1.6 GB and, on
 two cores, about ten minutes to make), and converts them to SIZE x SIZE
 (centre crop) with
 
+  decode       the decode bound (imgpack_decode_bound, built in bench/): the same
+               files read and decoded with TurboJPEG at the DCT scale the
+               conversion picks, on as many threads as the conversion, and
+               nothing else (no resize, checksum or shard)
   imgpack      imgpack convert (DCT-scaled JPEG decoding, all cores)
   no-dct       imgpack convert --no-dct-scaling (full-size decode, then resize)
   python       baseline.py: cv2.imread + cv2.resize + h5py, one process per core
 
-R times, the three interleaved in every repeat so that each repeat's ratios
-compare runs made side by side. Times are end-to-end wall times, including
+R times, interleaved in every repeat so that each repeat's ratios compare runs
+made side by side. Then, on 1024x768 sources (else the first size), the scaling by threads: for
+each count of --threads (default: 1, 2, 4, ... up to the CPUs), R alternated
+pairs of the decode bound and `imgpack convert --threads T`. Times are end-to-end wall times, including
 start-up and, for imgpack, the final fsyncs (the baseline does not fsync).
 Then the peak RSS of imgpack convert (/usr/bin/time -v) at each of the RSS
 counts of the --rss-source photos, R times each. All inputs are read once
@@ -39,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import benchlib  # noqa: E402
 
-CONTENDERS = ("imgpack", "no-dct", "python")
+CONTENDERS = ("decode", "imgpack", "no-dct", "python")
 PEERS = ("python",)
 
 
@@ -53,8 +59,29 @@ def imgpack_command(binary, src, out, size, extra=()):
             "--overwrite"] + list(extra)
 
 
+def decode_bound_command(args, src, threads):
+    return [args.decode_bound, src, "--size", str(args.size), "--threads", str(threads)]
+
+
+def default_decode_bound(imgpack):
+    """build/bench/imgpack_decode_bound beside build/tools/imgpack."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(imgpack))), "bench",
+                        "imgpack_decode_bound")
+
+
+def thread_counts(cpus):
+    counts = [1]
+    while counts[-1] * 2 <= cpus:
+        counts.append(counts[-1] * 2)
+    if counts[-1] != cpus:
+        counts.append(cpus)
+    return counts
+
+
 def contender_command(name, args, src, workdir):
     out = os.path.join(workdir, "out")
+    if name == "decode":
+        return decode_bound_command(args, src, args.cpus)
     if name == "imgpack":
         return imgpack_command(args.imgpack, src, out, args.size)
     if name == "no-dct":
@@ -92,9 +119,20 @@ def main(argv):
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--json", help="result file (default WORKDIR/results.json)")
     parser.add_argument("--photos", help="where the generated photos are kept (default WORKDIR)")
+    parser.add_argument("--decode-bound", default=None,
+                        help="the decode-bound program (default: bench/imgpack_decode_bound "
+                             "of the build that holds --imgpack)")
+    parser.add_argument("--threads", default=None,
+                        help="comma-separated thread counts of the scaling pairs "
+                             "(default: 1, 2, 4, ... up to the CPUs)")
     parser.add_argument("--no-peers", action="store_true",
                         help="measure imgpack only, not the Python baseline")
     args = parser.parse_args(argv)
+    args.decode_bound = args.decode_bound or default_decode_bound(args.imgpack)
+    # The CPUs this process may use, which is what imgpack convert's default uses.
+    args.cpus = len(os.sched_getaffinity(0))
+    threads = ([int(t) for t in args.threads.split(",")] if args.threads
+               else thread_counts(args.cpus))
     contenders = [n for n in CONTENDERS if not (args.no_peers and n in PEERS)]
     sources = [parse_source(s) for s in args.sources.split(",")]
     rss_counts = ([int(c) for c in args.rss_counts.split(",")] if args.rss_counts
@@ -109,7 +147,7 @@ def main(argv):
     for folder in list(sets.values()) + list(rss_sets.values()):
         benchlib.warm(benchlib.files_under(folder))
 
-    results = {"images": args.count, "size": args.size, "cpus": os.cpu_count(),
+    results = {"images": args.count, "size": args.size, "cpus": args.cpus,
                "repeat": args.repeat, "sources": [], "commands": {}}
     for (w, h), src in sets.items():
         paths = [p for p in benchlib.files_under(src) if p.endswith(".jpg")]
@@ -133,9 +171,36 @@ def main(argv):
             "seconds": seconds,
             "images_per_s": {n: benchlib.summary(rates[n]) for n in CONTENDERS},
             "ratio_vs_python": benchlib.summary(benchlib.ratios(rates["imgpack"], rates["python"])),
+            "ratio_vs_decode": benchlib.summary(benchlib.ratios(rates["imgpack"],
+                                                                rates["decode"])),
             "dct_scaling_gain": benchlib.summary(benchlib.ratios(rates["imgpack"],
                                                                  rates["no-dct"])),
         })
+
+    # Scaling by threads, on 1024x768 sources where measured (else the first
+    # size): alternated pairs.
+    (w, h), src = next(((size, folder) for size, folder in sets.items() if size == (1024, 768)),
+                       next(iter(sets.items())))
+    paths = [p for p in benchlib.files_under(src) if p.endswith(".jpg")]
+    rows = []
+    for t in threads:
+        rates = {"decode": [], "imgpack": []}
+        for r in range(args.repeat):
+            for name in ("decode", "imgpack"):
+                command = (decode_bound_command(args, src, t) if name == "decode" else
+                           imgpack_command(args.imgpack, src, os.path.join(args.workdir, "out"),
+                                           args.size, ["--threads", str(t)]))
+                wall, _, _, _ = benchlib.timed(command)
+                rates[name].append(len(paths) / wall)
+                results["commands"]["scaling " + name] = " ".join(command)
+                clean(args.workdir)
+        benchlib.say("convert", "%dx%d at %d threads: decode bound %.0f, imgpack %.0f images/s"
+                     % (w, h, t, rates["decode"][-1], rates["imgpack"][-1]))
+        rows.append({"threads": t,
+                     "images_per_s": {n: benchlib.summary(v) for n, v in rates.items()},
+                     "ratio_vs_decode": benchlib.summary(benchlib.ratios(rates["imgpack"],
+                                                                         rates["decode"]))})
+    results["scaling"] = {"source": "%dx%d" % (w, h), "images": len(paths), "rows": rows}
 
     rss = {}
     for r in range(args.repeat):
@@ -154,16 +219,25 @@ def main(argv):
         json.dump(results, f, indent=2)
 
     print("convert COUNT=%d photo-like JPEGs to %dx%d, %d CPUs; min / median / max of %d"
-          % (args.count, args.size, args.size, os.cpu_count(), args.repeat))
+          % (args.count, args.size, args.size, args.cpus, args.repeat))
     for s in results["sources"]:
         print("%s (%.0f MB):" % (s["source"], s["input_mb"]))
+        print("  %-34s %s images/s" % ("decode bound (TurboJPEG only)",
+                                       fmt(s["images_per_s"]["decode"])))
         print("  %-34s %s images/s" % ("imgpack convert", fmt(s["images_per_s"]["imgpack"])))
         print("  %-34s %s images/s" % ("imgpack convert --no-dct-scaling",
                                        fmt(s["images_per_s"]["no-dct"])))
         print("  %-34s %s images/s" % ("python (cv2 + h5py, %d procs)" % os.cpu_count(),
                                        fmt(s["images_per_s"]["python"])))
-        print("  imgpack / python: %s   DCT-scaling gain: %s"
-              % (fmt(s["ratio_vs_python"], 2), fmt(s["dct_scaling_gain"], 2)))
+        print("  imgpack / decode bound: %s   imgpack / python: %s   DCT-scaling gain: %s"
+              % (fmt(s["ratio_vs_decode"], 2), fmt(s["ratio_vs_python"], 2),
+                 fmt(s["dct_scaling_gain"], 2)))
+    sc = results["scaling"]
+    print("scaling by threads, %s:" % sc["source"])
+    for row in sc["rows"]:
+        print("  %2d threads: decode bound %s, imgpack %s images/s, ratio %s" % (
+            row["threads"], fmt(row["images_per_s"]["decode"], 0),
+            fmt(row["images_per_s"]["imgpack"], 0), fmt(row["ratio_vs_decode"], 2)))
     for count, s in results["peak_rss"]["mib"].items():
         print("peak RSS of imgpack convert at %6s inputs: %s MiB" % (count, fmt(s)))
 
