@@ -127,8 +127,10 @@ ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capaci
   images_ = create_images(file_, shape_, capacity_);
   if (masks_) masks_dataset_ = create_masks(file_, shape_, capacity_);
   staging_capacity_ = std::clamp<uint64_t>(kStagingBytes / shape_.bytes(), 1, capacity_);
-  staging_.resize(staging_capacity_ * shape_.bytes());
-  if (masks_) mask_staging_.resize(staging_capacity_ * shape_.pixels());
+  staging_ = std::make_unique_for_overwrite<uint8_t[]>(staging_capacity_ * shape_.bytes());
+  if (masks_) {
+    mask_staging_ = std::make_unique_for_overwrite<uint8_t[]>(staging_capacity_ * shape_.pixels());
+  }
   labels_.reserve(capacity_);
   samples_.reserve(capacity_);
   variants_.reserve(capacity_);
@@ -150,9 +152,9 @@ void ShardWriter::append(const uint8_t* pixels, uint64_t checksum, int32_t label
                          uint16_t variant, const uint8_t* mask, uint64_t mask_checksum) {
   if (full()) throw file_error(tmp_path_, "shard is full");
   if (masks_ && mask == nullptr) throw file_error(tmp_path_, "a record without its mask");
-  std::memcpy(staging_.data() + staged_ * shape_.bytes(), pixels, shape_.bytes());
+  std::memcpy(staging_.get() + staged_ * shape_.bytes(), pixels, shape_.bytes());
   if (masks_) {
-    std::memcpy(mask_staging_.data() + staged_ * shape_.pixels(), mask, shape_.pixels());
+    std::memcpy(mask_staging_.get() + staged_ * shape_.pixels(), mask, shape_.pixels());
     mask_checksums_.push_back(mask_checksum);
   }
   ++staged_;
@@ -167,10 +169,10 @@ void ShardWriter::flush_staging() {
   if (staged_ == 0) return;
   h5::silence_errors();  // the writer may run on any pipeline thread
   const hsize_t dims[4] = {capacity_, shape_.height, shape_.width, shape_.channels};
-  write_rows(file_, images_, format::kImages, 4, dims, staging_first_, staged_, staging_.data());
+  write_rows(file_, images_, format::kImages, 4, dims, staging_first_, staged_, staging_.get());
   if (masks_) {
     write_rows(file_, masks_dataset_, format::kMasks, 3, dims, staging_first_, staged_,
-               mask_staging_.data());
+               mask_staging_.get());
   }
   staging_first_ += staged_;
   staged_ = 0;

@@ -69,11 +69,13 @@ class ShardWriter {
   h5::File file_;
   h5::Handle images_;
   h5::Handle masks_dataset_;
-  std::vector<uint8_t> staging_;       // whole records waiting for one large H5Dwrite
-  std::vector<uint8_t> mask_staging_;  // their masks
-  uint64_t staging_capacity_ = 0;      // records
-  uint64_t staged_ = 0;                // records in staging_
-  uint64_t staging_first_ = 0;         // row of staging_'s first record
+  // Whole records waiting for one large H5Dwrite, and their masks: left
+  // uninitialised (32 MiB that every record overwrites before it is written).
+  std::unique_ptr<uint8_t[]> staging_;
+  std::unique_ptr<uint8_t[]> mask_staging_;
+  uint64_t staging_capacity_ = 0;  // records
+  uint64_t staged_ = 0;            // records in staging_
+  uint64_t staging_first_ = 0;     // row of staging_'s first record
 
   std::vector<int32_t> labels_;
   std::vector<int64_t> samples_;
