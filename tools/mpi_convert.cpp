@@ -13,7 +13,8 @@
 #include "summaries.hpp"
 
 #ifdef IMGPACK_HAVE_MPI
-#include <mpi.h>
+#include "loadable_module.hpp"
+#include "mpi_module.hpp"
 #endif
 
 namespace imgpack::cli {
@@ -35,6 +36,22 @@ int exit_code_of(int rank, Work&& work) {
   }
 }
 
+#ifdef IMGPACK_HAVE_MPI
+// The MPI module (mpi_module.hpp), loaded on first use; throws if it cannot be.
+const mpi_module::ModuleFunctions& mpi() {
+  static const loadable_module::Found found = loadable_module::load_first(
+      loadable_module::candidates(mpi_module::kPathVariable, mpi_module::kFileName,
+                                  IMGPACK_MPI_MODULE_BUILD_PATH, IMGPACK_MPI_MODULE_INSTALL_PATH),
+      {mpi_module::kEntryPoint, mpi_module::kMpiModuleAbi, "imgpack's MPI module"});
+  if (found.table == nullptr) {
+    throw Error("an MPI launcher started imgpack convert, but " +
+                loadable_module::not_loaded("MPI module", mpi_module::kFileName,
+                                            mpi_module::kPathVariable, found.problem));
+  }
+  return *static_cast<const mpi_module::ModuleFunctions*>(found.table);
+}
+#endif
+
 }  // namespace
 
 bool started_by_mpi_launcher() {
@@ -49,30 +66,28 @@ bool started_by_mpi_launcher() {
 #ifdef IMGPACK_HAVE_MPI
 
 int run_convert_with_mpi(ConvertOptions options, bool quiet, bool json) {
-  MPI_Init(nullptr, nullptr);
+  const mpi_module::ModuleFunctions& module = mpi();
   int rank = 0;
   int size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  module.init(&rank, &size);
   options.part = ConvertPart{static_cast<uint32_t>(rank), static_cast<uint32_t>(size)};
   // Every rank converts its part with --resume, so a rerun of the job continues.
   options.resume = options.resume || !options.overwrite;
   ConvertResult converted;
   const int local = exit_code_of(rank, [&] { converted = convert(options); });
-  int worst = local;
-  MPI_Allreduce(&local, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int worst = module.max_over_ranks(local);
   if (worst != kExitOk) {
     if (rank == 0) {
       std::fprintf(stderr, "imgpack: a rank failed, so the %d parts in %s were not merged\n", size,
                    options.out.c_str());
     }
-    MPI_Finalize();
+    module.finalize();
     return worst;
   }
   MergeResult merged;
-  int code = rank == 0 ? exit_code_of(rank, [&] { merged = merge({options.out}); }) : kExitOk;
-  MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  MPI_Finalize();
+  const int code = module.broadcast_from_rank0(
+      rank == 0 ? exit_code_of(rank, [&] { merged = merge({options.out}); }) : kExitOk);
+  module.finalize();
   if (rank != 0 || code != kExitOk) return code;
   if (json) {
     print_json(merge_json(merged, options.out.string()));

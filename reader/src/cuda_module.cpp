@@ -1,7 +1,5 @@
 #include "cuda_module.hpp"
 
-#include <cstdlib>
-
 #include "loadable_module.hpp"
 
 namespace imgpack::cuda_module {
@@ -34,16 +32,8 @@ const LoadResult& process_module() {
     const std::vector<std::string> candidates = module_candidates();
     LoadResult result = load_module(candidates);
     if (result.functions != nullptr || candidates.empty()) return result;
-    const char* override_path = std::getenv(kPathVariable);
-    if (override_path != nullptr && override_path[0] != '\0') {
-      result.problem =
-          std::string(kPathVariable) + " names no usable CUDA module: " + result.problem;
-    } else {
-      result.problem = std::string("the CUDA module ") + kFileName +
-                       " was not found or cannot be loaded (" + result.problem +
-                       "); it is installed with imgpack in its library directory, or set " +
-                       kPathVariable + " to its path";
-    }
+    result.problem =
+        loadable_module::not_loaded("CUDA module", kFileName, kPathVariable, result.problem);
     return result;
   }();
   return module;

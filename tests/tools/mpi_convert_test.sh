@@ -21,7 +21,7 @@ args=(--size 16x12 --variants 2 --augment hflip --shard-size 4K --threads 1
 "$imgpack" verify "$tmp/mpi" -q
 [ ! -e "$tmp/mpi/parts" ] || { echo "parts left in $tmp/mpi" >&2; exit 1; }
 
-/usr/bin/python3 - "$tmp/single" "$tmp/mpi" <<'PY'
+"${PYTHON:-python3}" - "$tmp/single" "$tmp/mpi" <<'PY'
 import os, sys
 import h5py
 
@@ -64,4 +64,20 @@ if "${mpirun[@]}" "$imgpack" convert "$tmp/src" "$tmp/fail" "${args[@]}" --on-er
 fi
 grep -q "zz_broken.png" "$tmp/fail.err" || { cat "$tmp/fail.err" >&2; exit 1; }
 [ ! -e "$tmp/fail/index.h5" ] || { echo "index.h5 written although a rank failed" >&2; exit 1; }
+
+# MPI is reached through libimgpack_mpi.so, loaded only under a launcher: a
+# run without one loads no MPI library, and a launcher with the module gone
+# is an error naming it.
+if LD_DEBUG=libs "$imgpack" --version 2>&1 | grep -q "libmpi"; then
+  echo "imgpack --version loaded MPI" >&2
+  exit 1
+fi
+if IMGPACK_MPI_MODULE=/nonexistent/libimgpack_mpi.so "${mpirun[@]}" "$imgpack" convert \
+    "$tmp/src" "$tmp/nomodule" "${args[@]}" 2> "$tmp/nomodule.err"; then
+  echo "a conversion under mpirun without the MPI module succeeded" >&2
+  exit 1
+fi
+grep -q "IMGPACK_MPI_MODULE names no usable MPI module\|libimgpack_mpi.so: not found" \
+  "$tmp/nomodule.err" || { cat "$tmp/nomodule.err" >&2; exit 1; }
+[ ! -e "$tmp/nomodule/index.h5" ] || { echo "index.h5 written without MPI" >&2; exit 1; }
 echo "mpi_convert: ok"

@@ -1,7 +1,5 @@
 #include "codecs.hpp"
 
-#include <cstdlib>
-
 #include "loadable_module.hpp"
 
 namespace imgpack::codecs {
@@ -22,19 +20,9 @@ const ModuleFunctions& module() {
         {kEntryPoint, kCodecsModuleAbi, "imgpack's image codecs module"});
     Search s;
     s.functions = static_cast<const ModuleFunctions*>(found.table);
-    if (s.functions != nullptr) return s;
-    const char* override_path = std::getenv(kPathVariable);
-    if (override_path != nullptr && override_path[0] != '\0') {
-      s.problem =
-          std::string(kPathVariable) + " names no usable image codecs module: " + found.problem;
-    } else {
-      s.problem = std::string("the image codecs module ") + kFileName +
-                  " (OpenCV's imgcodecs, for images other than JPEG) was not found or cannot "
-                  "be loaded (" +
-                  found.problem +
-                  "); it is installed with imgpack in its library directory, "
-                  "or set " +
-                  kPathVariable + " to its path";
+    if (s.functions == nullptr) {
+      s.problem = loadable_module::not_loaded("image codecs module", kFileName, kPathVariable,
+                                              found.problem);
     }
     return s;
   }();

@@ -108,4 +108,15 @@ std::vector<std::string> candidates(const char* path_variable, const char* file_
   return list;
 }
 
+std::string not_loaded(const char* name, const char* file_name, const char* path_variable,
+                       const std::string& problem) {
+  const char* override_path = std::getenv(path_variable);
+  if (override_path != nullptr && override_path[0] != '\0') {
+    return std::string(path_variable) + " names no usable " + name + ": " + problem;
+  }
+  return std::string("the ") + name + " " + file_name + " was not found or cannot be loaded (" +
+         problem + "); it is installed with imgpack in its library directory, or set " +
+         path_variable + " to its path";
+}
+
 }  // namespace imgpack::loadable_module

@@ -55,4 +55,11 @@ std::filesystem::path directory_of_this_object();
 std::vector<std::string> candidates(const char* path_variable, const char* file_name,
                                     const char* build_path, const char* install_path);
 
+// Why no module was loaded, for an error: "$`path_variable` names no usable
+// `name`: `problem`" when the variable is set, else "the `name` `file_name` was
+// not found or cannot be loaded (`problem`); it is installed with imgpack in
+// its library directory, or set `path_variable` to its path".
+std::string not_loaded(const char* name, const char* file_name, const char* path_variable,
+                       const std::string& problem);
+
 }  // namespace imgpack::loadable_module
