@@ -67,89 +67,128 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   start_prefetch(memory);
 }
 
+// The ring's first `prefetch` slots; more are added only while a consumer
+// keeps every slot held (grow_when_every_slot_is_held()).
+void LoaderCore::allocate_ring(uint64_t memory) {
+  memory_ = memory;
+  // A consumer may keep 2 x prefetch batches alive and still ask for the next.
+  max_slots_ = 2 * options_.prefetch + 1;
+  require_ring_fits(options_.prefetch, slot_capacity_, slot_host_bytes_per_image(), memory,
+                    RingGrowth::initial);
+  slots_.resize(max_slots_);
+  for (std::size_t i = 0; i < options_.prefetch; ++i) {
+    slots_[i] = make_slot();
+    free_slots_.push_back(static_cast<int>(i));
+  }
+  slot_count_ = options_.prefetch;
+  table_.resize(options_.prefetch);
+}
+
 // Every slot: host staging (or host output when converting on the host),
 // device copy and device output when uploading, the per-entry columns and
 // the slot's two events.
-void LoaderCore::allocate_ring(uint64_t memory) {
+Slot LoaderCore::make_slot() {
   const bool device_copy = backend_->separate_device_memory();
   const bool converting = options_.output != OutputFormat::uint8_nhwc;
   const std::size_t batch = slot_capacity_;
-  require_ring_fits(memory);
-  slots_.resize(options_.prefetch);
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    Slot& slot = slots_[i];
-    const std::size_t masks = batch * slot_mask_bytes_;
-    if (convert_on_host_) {
-      slot.output = backend_->allocate_host(batch * output_record_bytes_);
-      slot.images = slot.output.data();
-      ring_host_bytes_ += slot.output.size();
-      if (masks > 0) {
-        slot.staging = backend_->allocate_host(masks);
-        slot.host_masks = static_cast<uint8_t*>(slot.staging.data());
-        ring_host_bytes_ += slot.staging.size();
-      }
-    } else if (direct_) {
-      slot.sources.resize(batch);  // the copy engine reads the mapping: no staging
-      slot.mask_sources.resize(masks > 0 ? batch : 0);
-    } else {
-      slot.staging = backend_->allocate_host(batch * slot_record_bytes_ + masks);
-      slot.images = slot.staging.data();
-      slot.host_images = static_cast<uint8_t*>(slot.staging.data());
-      if (masks > 0) {
-        slot.host_masks = static_cast<uint8_t*>(slot.staging.data()) + batch * slot_record_bytes_;
-      }
-      ring_host_bytes_ += slot.staging.size();
+  const std::size_t masks = batch * slot_mask_bytes_;
+  Slot slot;
+  std::size_t host_bytes = 0, device_bytes = 0;
+  if (convert_on_host_) {
+    slot.output = backend_->allocate_host(batch * output_record_bytes_);
+    slot.images = slot.output.data();
+    host_bytes += slot.output.size();
+    if (masks > 0) {
+      slot.staging = backend_->allocate_host(masks);
+      slot.host_masks = static_cast<uint8_t*>(slot.staging.data());
+      host_bytes += slot.staging.size();
     }
-    slot.masks = slot.host_masks;
-    if (device_copy) {
-      slot.device = backend_->allocate_device(batch * slot_record_bytes_ + masks);
-      slot.images = slot.device.data();
-      if (masks > 0) {
-        slot.masks = static_cast<const uint8_t*>(slot.device.data()) + batch * slot_record_bytes_;
-      }
-      ring_device_bytes_ += slot.device.size();
-      if (converting) {
-        slot.output = backend_->allocate_device(batch * output_record_bytes_);
-        slot.images = slot.output.data();
-        ring_device_bytes_ += slot.output.size();
-      }
+  } else if (direct_) {
+    slot.sources.resize(batch);  // the copy engine reads the mapping: no staging
+    slot.mask_sources.resize(masks > 0 ? batch : 0);
+  } else {
+    slot.staging = backend_->allocate_host(batch * slot_record_bytes_ + masks);
+    slot.images = slot.staging.data();
+    slot.host_images = static_cast<uint8_t*>(slot.staging.data());
+    if (masks > 0) {
+      slot.host_masks = static_cast<uint8_t*>(slot.staging.data()) + batch * slot_record_bytes_;
     }
-    slot.labels.resize(batch);
-    slot.samples.resize(batch);
-    slot.records.resize(batch);
-    slot.upload_done = backend_->create_event();
-    slot.consumer_done = backend_->create_event();
-    free_slots_.push_back(static_cast<int>(i));
+    host_bytes += slot.staging.size();
   }
-  table_.resize(options_.prefetch);
+  slot.masks = slot.host_masks;
+  if (device_copy) {
+    slot.device = backend_->allocate_device(batch * slot_record_bytes_ + masks);
+    slot.images = slot.device.data();
+    if (masks > 0) {
+      slot.masks = static_cast<const uint8_t*>(slot.device.data()) + batch * slot_record_bytes_;
+    }
+    device_bytes += slot.device.size();
+    if (converting) {
+      slot.output = backend_->allocate_device(batch * output_record_bytes_);
+      slot.images = slot.output.data();
+      device_bytes += slot.output.size();
+    }
+  }
+  slot.labels.resize(batch);
+  slot.samples.resize(batch);
+  slot.records.resize(batch);
+  slot.upload_done = backend_->create_event();
+  slot.consumer_done = backend_->create_event();
+  ring_host_bytes_.fetch_add(host_bytes, std::memory_order_relaxed);
+  ring_device_bytes_.fetch_add(device_bytes, std::memory_order_relaxed);
+  return slot;
+}
+
+uint64_t LoaderCore::slot_host_bytes_per_image() const {
+  if (convert_on_host_) return output_record_bytes_ + slot_mask_bytes_;
+  return direct_ ? 0 : slot_record_bytes_ + slot_mask_bytes_;
 }
 
 // Host memory is allocated lazily and only touched when filled: a ring larger
 // than the memory there is would be killed by the kernel later instead of
 // refused now.
-void LoaderCore::require_ring_fits(uint64_t memory) const {
-  uint64_t per_image = 0;  // host bytes of one image in a slot (direct upload: none)
-  if (convert_on_host_) {
-    per_image = output_record_bytes_ + slot_mask_bytes_;
-  } else if (!direct_) {
-    per_image = slot_record_bytes_ + slot_mask_bytes_;
-  }
-  const uint64_t slots = options_.prefetch;
-  if (per_image == 0 || slot_capacity_ <= memory / slots / per_image) return;
-  const long double bytes = static_cast<long double>(slots) * slot_capacity_ * per_image;
+void require_ring_fits(uint64_t slots, uint64_t slot_images, uint64_t per_image, uint64_t memory,
+                       RingGrowth growth) {
+  if (per_image == 0 || slots == 0 || slot_images <= memory / slots / per_image) return;
+  const long double bytes = static_cast<long double>(slots) * slot_images * per_image;
   char size[32];
   std::snprintf(size, sizeof size, "%.3Lg", bytes);
-  throw UsageError("the loader's ring of " + std::to_string(slots) + " prefetch slots of " +
-                   std::to_string(slot_capacity_) + " images (" + std::to_string(per_image) +
-                   " bytes each) needs " + size + " bytes of host memory, more than the " +
-                   std::to_string(memory) +
-                   " this process may use (physical memory or its memory cgroup's limit); "
-                   "lower batch_size or prefetch");
+  const std::string limit = std::string(size) + " bytes of host memory, more than the " +
+                            std::to_string(memory) +
+                            " this process may use (physical memory or its memory cgroup's limit)";
+  if (growth == RingGrowth::initial) {
+    throw UsageError("the loader's ring of " + std::to_string(slots) + " prefetch slots of " +
+                     std::to_string(slot_images) + " images (" + std::to_string(per_image) +
+                     " bytes each) needs " + limit + "; lower batch_size or prefetch");
+  }
+  throw Error(
+      "Loader::next: every prefetch slot is held by a live Batch object, and adding one "
+      "would make the ring " +
+      std::to_string(slots) + " slots of " + std::to_string(slot_images) + " images (" +
+      std::to_string(per_image) + " bytes each): " + limit +
+      "; release a batch (keep copies of what you keep) or lower batch_size");
+}
+
+void LoaderCore::grow_when_every_slot_is_held(std::unique_lock<std::mutex>& lock) {
+  if (held_ < slot_count_ || slot_count_ == max_slots_) return;
+  // Only the consumer thread grows the ring, so slots_[index] is nobody
+  // else's until it is put into free_slots_ below.
+  const std::size_t index = slot_count_;
+  require_ring_fits(index + 1, slot_capacity_, slot_host_bytes_per_image(), memory_,
+                    RingGrowth::added);
+  lock.unlock();
+  Slot slot = make_slot();
+  lock.lock();
+  slots_[index] = std::move(slot);
+  free_slots_.push_back(static_cast<int>(index));
+  slot_count_ = index + 1;
+  work_cv_.notify_all();
 }
 
 LoaderCore::~LoaderCore() {
   // In-flight copies read the staging memory: let them finish before it is freed.
   for (Slot& slot : slots_) {
+    if (!slot.upload_done) continue;  // never allocated
     try {
       backend_->synchronize(*slot.upload_done);
     } catch (...) {  // the device is gone; nothing left to wait for
@@ -563,12 +602,18 @@ std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
   auto ready = [&] { return error_ || (f.seq == seq && f.stage == Stage::ready); };
   if (!ready()) {
     while (!ready()) {
-      if (held_ == slots_.size()) {
-        throw Error("Loader::next: all " + std::to_string(slots_.size()) +
-                    " prefetch slots are held by live Batch objects; release one (or raise "
-                    "prefetch) before asking for the next batch");
+      grow_when_every_slot_is_held(lock);
+      if (stalled()) {
+        throw Error("Loader::next: all " + std::to_string(slot_count_) +
+                    " prefetch slots are held by live Batch objects (prefetch " +
+                    std::to_string(options_.prefetch) + " and " +
+                    std::to_string(slot_count_ - options_.prefetch) +
+                    " added for batches kept alive): a consumer may keep at most 2 x prefetch = " +
+                    std::to_string(2 * options_.prefetch) +
+                    " batches alive while it asks for the next; release one (or raise prefetch) "
+                    "first");
       }
-      consumer_cv_.wait(lock);
+      if (!ready()) consumer_cv_.wait(lock);
     }
     wait_ns_ += nanoseconds_since(entered);
   }
@@ -591,7 +636,7 @@ std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
 }
 
 bool LoaderCore::deliverable() const {
-  if (error_ || next_deliver_ >= end_seq_ || held_ == slots_.size()) return true;
+  if (error_ || next_deliver_ >= end_seq_ || stalled()) return true;
   const InFlight& f = table_[next_deliver_ % table_.size()];
   return f.seq == next_deliver_ && f.stage == Stage::ready;
 }
@@ -608,6 +653,13 @@ bool LoaderCore::wait_for_next(Clock::duration timeout) {
   std::unique_lock lock(mu_);
   const Clock::time_point entered = Clock::now();
   consumer_entered(entered);
+  if (!deliverable()) {
+    try {
+      grow_when_every_slot_is_held(lock);
+    } catch (const Error&) {
+      return true;  // next() grows the ring or throws this error
+    }
+  }
   if (deliverable()) return true;
   const bool ready = consumer_cv_.wait_for(lock, timeout, [&] { return deliverable(); });
   wait_ns_ += nanoseconds_since(entered);
@@ -664,6 +716,7 @@ LoaderStats LoaderCore::stats() const {
   s.reader_busy_seconds = seconds(reader_ns_.load(std::memory_order_relaxed));
   s.upload_busy_seconds = seconds(upload_ns_.load(std::memory_order_relaxed));
   s.read_ahead_batches = read_ahead_;
+  s.added_slots = slot_count_ - options_.prefetch;
   s.records_read = filler_->records_read();
   if (prefetch_) {
     s.prefetched_bytes = prefetch_->populated_bytes();

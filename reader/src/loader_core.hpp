@@ -60,6 +60,16 @@ struct InFlight {
 // fit, a zero stddev), saying which; LoaderCore's constructor calls it first.
 void require_valid_options(const Dataset& dataset, const LoaderOptions& options);
 
+// Whether a ring is being made (a UsageError refuses the options) or grown
+// by a slot while the consumer keeps every slot held (an Error from next()).
+enum class RingGrowth { initial, added };
+
+// Throws, naming the size, when `slots` slots of `slot_images` images of
+// `per_image` host bytes each are more than `memory`, what the process may
+// use (memory_for_page_cache()).
+void require_ring_fits(uint64_t slots, uint64_t slot_images, uint64_t per_image, uint64_t memory,
+                       RingGrowth growth);
+
 class LoaderCore {
  public:
   LoaderCore(Dataset dataset, LoaderOptions options);
@@ -104,14 +114,26 @@ class LoaderCore {
   const EpochOrder& order() const { return order_; }
   const LoaderOptions& options() const { return options_; }
   UploadBackend& backend() const { return *backend_; }
-  std::size_t ring_host_bytes() const { return ring_host_bytes_; }
-  std::size_t ring_device_bytes() const { return ring_device_bytes_; }
+  std::size_t ring_host_bytes() const { return ring_host_bytes_.load(std::memory_order_relaxed); }
+  std::size_t ring_device_bytes() const {
+    return ring_device_bytes_.load(std::memory_order_relaxed);
+  }
 
  private:
-  // Allocates the ring; `memory` is what this process may use (memory_for_page_cache()).
+  // Allocates the ring's first `prefetch` slots; `memory` is what this
+  // process may use (memory_for_page_cache()).
   void allocate_ring(uint64_t memory);
-  // Throws UsageError naming the size if the ring's host memory is more than `memory`.
-  void require_ring_fits(uint64_t memory) const;
+  // Host bytes of one slot's images and masks, per image (direct upload: 0).
+  uint64_t slot_host_bytes_per_image() const;
+  // A slot with its memory and events; adds the bytes it holds to the ring's.
+  Slot make_slot();
+  // When every slot is held by a live Batch, adds one to the ring (up to
+  // max_slots_), so that a consumer keeping batches alive can go on; takes
+  // `lock` (held) off while it allocates. Throws imgpack::Error naming the
+  // size if the ring would need more host memory than the process may use.
+  void grow_when_every_slot_is_held(std::unique_lock<std::mutex>& lock);
+  // Every slot is held and the ring may not grow: next() throws (mu_ held).
+  bool stalled() const { return held_ == slot_count_ && slot_count_ == max_slots_; }
   // The batches of `epoch`, checked to fit the slots.
   std::shared_ptr<const EpochBatches> plan_epoch(uint64_t epoch) const;
   // Starts `epoch` at batch `first` (0 unless resuming); `resumed` marks a
@@ -166,13 +188,20 @@ class LoaderCore {
   std::size_t slot_capacity_ = 1;  // images a slot holds: the largest batch of an epoch
   std::size_t chunk_records_ = 1;
   std::size_t chunks_per_batch_ = 1;
-  std::size_t ring_host_bytes_ = 0;
-  std::size_t ring_device_bytes_ = 0;
+  // Added to by the consumer thread when the ring grows, outside the lock.
+  std::atomic<std::size_t> ring_host_bytes_{0};
+  std::atomic<std::size_t> ring_device_bytes_{0};
+  uint64_t memory_ = 0;  // what the process may use (memory_for_page_cache()), at construction
 
   // Declared before the slots and registrations: their memory, events and
   // registrations die first.
   std::unique_ptr<UploadBackend> backend_;
+  // Room for max_slots_ slots, never resized (reader threads and Batches
+  // hold references into it): slots_[0, slot_count_) are allocated, the
+  // first `prefetch` at construction, the others by
+  // grow_when_every_slot_is_held() while a consumer keeps batches alive.
   std::vector<Slot> slots_;
+  std::size_t max_slots_ = 1;  // 2 x prefetch + 1: 2 x prefetch kept, one being filled
   // Direct upload: the shard mappings registered with the device.
   bool direct_ = false;
   std::vector<std::unique_ptr<HostRegistration>> registrations_;
@@ -189,9 +218,12 @@ class LoaderCore {
   uint64_t generation_ = 0;  // bumped by set_epoch(); work of an older one is discarded
   uint64_t epoch_ = 0;
   std::shared_ptr<const EpochBatches> work_;
-  std::vector<InFlight> table_;  // batch seq lives at table_[seq % prefetch]
+  // Batch seq lives at table_[seq % prefetch]: at most `prefetch` batches are
+  // between being opened and being delivered, however many slots were added.
+  std::vector<InFlight> table_;
   std::deque<int> free_slots_;
-  std::size_t held_ = 0;  // slots held by live Batches
+  std::size_t slot_count_ = 0;  // slots allocated: prefetch, and those added since
+  std::size_t held_ = 0;        // slots held by live Batches
   uint64_t base_seq_ = 0, end_seq_ = 0;
   std::size_t next_unit_ = 0, total_units_ = 0;
   // Reading ahead: once every unit of the current epoch is claimed, reader

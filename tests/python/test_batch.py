@@ -88,12 +88,13 @@ def test_a_kept_tensor_holds_its_slot_and_dropping_it_frees_the_slot(dataset_dir
     first = next(it)
     labels = torch.from_dlpack(first.labels)  # only the labels are kept
     del first
-    second = next(it)
+    # The ring grows for kept batches: 2 x prefetch + 1 may be alive at once.
+    others = [next(it) for _ in range(4)]
     with pytest.raises(imgpack.Error, match="prefetch slots are held.*tensor.clone"):
         next(it)
     del labels  # the last view of the first batch: its slot returns to the ring
-    third = next(it)
-    assert (second.index, third.index) == (1, 2)
+    after = next(it)
+    assert (others[-1].index, after.index) == (4, 5)
 
 
 def test_unconsumed_and_consumed_capsules(dataset_dir):
@@ -103,34 +104,35 @@ def test_unconsumed_and_consumed_capsules(dataset_dir):
     capsule = batch.images.__dlpack__()
     assert type(capsule).__name__ == "PyCapsule"
     del batch
-    other = next(it)
+    others = [next(it) for _ in range(4)]  # a full grown ring: 2 x prefetch + 1
     with pytest.raises(imgpack.Error):
         next(it)  # the capsule alone holds the first slot
     del capsule  # never consumed: its destructor frees the tensor and the slot
-    del other
+    del others
     batch = next(it)
     capsule = batch.labels.__dlpack__()
     tensor = torch.from_dlpack(capsule)  # consumed: the tensor owns it now
     del batch, capsule
-    other = next(it)
+    others = [next(it) for _ in range(4)]
     with pytest.raises(imgpack.Error):
         next(it)
     assert tensor.shape == (4,)
     del tensor
-    assert next(it).index == 4
+    assert next(it).index == 10
 
 
-def test_for_loop_needs_two_slots(dataset_dir):
-    # `for batch in loader` holds the previous batch while it asks for the next.
+def test_for_loop_holding_the_previous_batch_grows_a_ring_of_one(dataset_dir):
+    # `for batch in loader` holds the previous batch while it asks for the next:
+    # with prefetch 1 the loader adds a slot for it.
     loader = imgpack.Loader(dataset_dir, batch_size=30, prefetch=1)
-    with pytest.raises(imgpack.Error, match="all 1 prefetch slots"):
-        for batch in loader:
-            pass
-    del batch
+    assert [batch.index for batch in loader] == [0, 1]
     it = iter(loader)
-    first = next(it)
-    del first  # released before asking: one slot is enough
-    assert next(it).index == 1
+    held = [next(it), next(it)]  # an epoch's two batches, both kept
+    it = iter(loader)
+    third = next(it)  # 2 x prefetch + 1 alive: the most the ring grows to
+    with pytest.raises(imgpack.Error, match="all 3 prefetch slots"):
+        next(it)
+    del held, third
 
 
 def test_dlpack_arguments(dataset_dir):

@@ -11,12 +11,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
+#include "loader_core.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
@@ -435,18 +437,111 @@ TEST_F(LoaderTest, ReadersGoOnIntoTheNextEpochAndSetEpochKeepsWhatTheyRead) {
   EXPECT_EQ(loader.stats().read_ahead_batches, kept);
 }
 
-TEST_F(LoaderTest, HoldingEverySlotIsAnErrorNotAHang) {
+// A consumer keeping batches alive (labels kept for metrics) holds their
+// slots: the ring grows so that it may keep 2 x prefetch of them and still
+// get the next, and next() throws, saying so, only beyond that.
+TEST_F(LoaderTest, KeepingTwicePrefetchBatchesGrowsTheRingAndOneMoreIsAnErrorNotAHang) {
   LoaderOptions o = base_options();
   o.prefetch = 2;
   Loader loader(dataset_, o);
-  std::optional<Batch> a = loader.next();
-  std::optional<Batch> b = loader.next();
-  ASSERT_TRUE(a && b);
-  EXPECT_THROW(loader.next(), Error);
-  a.reset();
-  std::optional<Batch> c = loader.next();  // progress again once a slot is free
-  ASSERT_TRUE(c);
-  EXPECT_EQ(c->index(), 2u);
+  const std::size_t slot_bytes = loader.ring_host_bytes() / o.prefetch;
+  std::vector<Batch> kept;
+  for (std::size_t i = 0; i < 2 * o.prefetch + 1; ++i) {
+    std::optional<Batch> batch = loader.next();
+    ASSERT_TRUE(batch);
+    EXPECT_EQ(batch->index(), i);
+    kept.push_back(std::move(*batch));
+  }
+  EXPECT_EQ(loader.stats().added_slots, o.prefetch + 1);
+  EXPECT_EQ(loader.ring_host_bytes(), (2 * o.prefetch + 1) * slot_bytes);
+  try {
+    loader.next();
+    ADD_FAILURE() << "a sixth batch with five alive and prefetch 2";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("all 5 prefetch slots are held by live Batch objects (prefetch 2 and 3 "
+                        "added for batches kept alive): a consumer may keep at most 2 x "
+                        "prefetch = 4 batches alive"),
+              std::string::npos)
+        << what;
+  }
+  kept.erase(kept.begin());
+  std::optional<Batch> next = loader.next();  // progress again once a slot is free
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->index(), 5u);
+  kept.clear();
+  next.reset();
+  // The ring keeps its slots: the next epoch grows it no further.
+  loader.set_epoch(1);
+  while (loader.next()) {
+  }
+  EXPECT_EQ(loader.stats().added_slots, o.prefetch + 1);
+  loader.reset_stats();
+  EXPECT_EQ(loader.stats().added_slots, o.prefetch + 1);
+}
+
+// Batches kept alive change nothing of what is delivered: a consumer keeping
+// the last 2 x prefetch batches while it asks for the next reads, over two
+// epochs (the second read ahead into the grown ring), the very batches of one
+// that releases each at once.
+TEST_F(LoaderTest, KeptBatchesDeliverTheSameBytesAsReleasedOnes) {
+  for (std::size_t prefetch : {1u, 3u}) {
+    LoaderOptions o = base_options();
+    o.prefetch = prefetch;
+    o.threads = 3;
+    Loader released(dataset_, o);
+    const Epoch expected[] = {read_epoch(released, 0), read_epoch(released, 1)};
+    EXPECT_EQ(released.stats().added_slots, 0u);
+
+    Loader keeping(dataset_, o);
+    for (uint64_t epoch : {0u, 1u}) {
+      keeping.set_epoch(epoch);
+      std::deque<Batch> kept;  // the last 2 x prefetch
+      std::vector<uint64_t> records;
+      std::vector<uint64_t> pixel_sums;
+      while (std::optional<Batch> batch = keeping.next()) {
+        for (std::size_t i = 0; i < batch->size(); ++i) {
+          records.push_back(batch->records()[i]);
+          const uint8_t* image = batch->data_as<uint8_t>() + i * dataset_.record_bytes();
+          EXPECT_EQ(checksum(image, dataset_.record_bytes()),
+                    dataset_.record_checksum(batch->records()[i]));
+        }
+        kept.push_back(std::move(*batch));
+        if (kept.size() > 2 * prefetch) kept.pop_front();
+        // The kept batches still show what they were delivered with.
+        const Batch& oldest = kept.front();
+        EXPECT_EQ(checksum(oldest.data(), dataset_.record_bytes()),
+                  dataset_.record_checksum(oldest.records()[0]));
+      }
+      std::vector<uint64_t> want;
+      for (const Entry& e : expected[epoch].entries) want.push_back(e.record);
+      EXPECT_EQ(records, want) << "prefetch " << prefetch << ", epoch " << epoch;
+    }
+    EXPECT_EQ(keeping.stats().added_slots, prefetch + 1);
+  }
+}
+
+// An added slot is refused, naming the size, when the ring would need more
+// host memory than the process may use, as the first slots are.
+TEST(LoaderRing, AddedSlotsAreCheckedAgainstMemoryLikeTheFirstOnes) {
+  using detail::require_ring_fits;
+  using detail::RingGrowth;
+  EXPECT_NO_THROW(require_ring_fits(4, 256, 1000, 1'024'000, RingGrowth::initial));
+  EXPECT_NO_THROW(require_ring_fits(4, 256, 1000, 1'024'000, RingGrowth::added));
+  EXPECT_NO_THROW(require_ring_fits(4, 256, 0, 1, RingGrowth::added));  // direct upload
+  try {
+    require_ring_fits(5, 256, 1000, 1'024'000, RingGrowth::added);
+    ADD_FAILURE() << "a fifth slot beyond memory was allowed";
+  } catch (const UsageError& e) {
+    ADD_FAILURE() << "an added slot is an Error of next(), not of the options: " << e.what();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("5 slots of 256 images (1000 bytes each): 1.28e+06 bytes of host memory, "
+                        "more than the 1024000 this process may use"),
+              std::string::npos)
+        << what;
+  }
+  EXPECT_THROW(require_ring_fits(5, 256, 1000, 1'024'000, RingGrowth::initial), UsageError);
 }
 
 TEST_F(LoaderTest, WaitForNextInSlicesDeliversWhatNextDoes) {
@@ -473,27 +568,31 @@ TEST_F(LoaderTest, WaitForNextInSlicesDeliversWhatNextDoes) {
   EXPECT_EQ(loader.stats().batches, expected.batch_sizes.size());
 }
 
-TEST_F(LoaderTest, WaitForNextStartsEpochZeroAndReportsHeldSlots) {
+TEST_F(LoaderTest, WaitForNextStartsEpochZeroGrowsTheRingAndReportsHeldSlots) {
   LoaderOptions o = base_options();
   o.prefetch = 2;
   Loader loader(dataset_, o);
   ASSERT_TRUE(loader.wait_for_next(std::chrono::hours(1)));  // no epoch set: epoch 0
-  std::optional<Batch> a = loader.next();
-  ASSERT_TRUE(a);
-  EXPECT_EQ(a->epoch(), 0u);
-  ASSERT_TRUE(loader.wait_for_next(std::chrono::hours(1)));
-  std::optional<Batch> b = loader.next();
-  ASSERT_TRUE(b);
-  // Every slot held: next() would throw at once, so the wait does not block.
+  std::vector<Batch> kept;
+  for (std::size_t i = 0; i < 5; ++i) {
+    // With every slot held the wait adds one and waits for its batch.
+    ASSERT_TRUE(loader.wait_for_next(std::chrono::hours(1)));
+    std::optional<Batch> batch = loader.next();
+    ASSERT_TRUE(batch);
+    EXPECT_EQ(batch->epoch(), 0u);
+    kept.push_back(std::move(*batch));
+  }
+  // 2 x prefetch + 1 held: next() would throw at once, so the wait does not block.
   EXPECT_TRUE(loader.wait_for_next(std::chrono::hours(1)));
   EXPECT_THROW(loader.next(), Error);
-  a.reset();
+  kept.erase(kept.begin());
   ASSERT_TRUE(loader.wait_for_next(std::chrono::hours(1)));
   std::optional<Batch> c = loader.next();
   ASSERT_TRUE(c);
-  EXPECT_EQ(c->index(), 2u);
+  EXPECT_EQ(c->index(), 5u);
   LoaderStats s = loader.stats();
   EXPECT_LE(s.wait_seconds, s.consumer_seconds);
+  EXPECT_EQ(s.added_slots, 3u);
 }
 
 TEST_F(LoaderTest, BatchesCanBeReleasedOnOtherThreads) {

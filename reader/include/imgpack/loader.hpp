@@ -19,8 +19,9 @@
 //
 // Pipeline: `threads` reader threads copy records from the dataset's mappings
 // into a ring of `prefetch` slots (cudaHostAlloc'd when uploading to a GPU,
-// page-aligned memory otherwise); an upload stage issues, per batch and in
-// batch order, cudaMemcpyAsync on its own stream into the slot's device
+// page-aligned memory otherwise; a few more while the consumer keeps batches
+// alive, see LoaderOptions::prefetch); an upload stage issues, per batch and
+// in batch order, cudaMemcpyAsync on its own stream into the slot's device
 // buffer, the optional conversion kernel, and records the slot's ready event;
 // next() hands out the batches in order. The reader threads never call HDF5,
 // never allocate and take no lock per record (one per chunk of about 1 MiB).
@@ -154,8 +155,22 @@ struct LoaderOptions {
   std::size_t batch_size = 256;
   LastBatch last_batch = LastBatch::partial;
 
-  unsigned threads = 2;      // reader threads, >= 1
-  std::size_t prefetch = 4;  // slots in the ring (the one the consumer holds included), >= 1
+  unsigned threads = 2;  // reader threads, >= 1
+  // Slots in the ring (the one the consumer holds included), >= 1: the
+  // reader threads work at most this many batches ahead of the consumer.
+  // A consumer that keeps batches alive (a Batch, or in Python any array or
+  // tensor viewing one, such as the labels kept for metrics) holds their
+  // slots. When it holds every slot and asks for the next batch, the loader
+  // adds a slot to the ring rather than stop, so that it may keep up to
+  // 2 x prefetch batches alive and still get the next one: up to
+  // prefetch + 1 added slots, 2 x prefetch + 1 in all. Beyond that next()
+  // throws. Added slots stay in the ring for the loader's life (the reader
+  // threads still work at most `prefetch` batches ahead; order and bytes do
+  // not change) and cost what the first ones do: the ring's host memory
+  // (ring_host_bytes(), and device memory when delivering to a device) can
+  // reach (2 x prefetch + 1) / prefetch times what it was at construction.
+  // LoaderStats::added_slots counts them.
+  std::size_t prefetch = 4;
   Device device = Device::host();
   // Host delivery only: allocate the slots with cudaHostAlloc when a CUDA
   // device is present, so that the caller can upload them quickly itself.
@@ -438,6 +453,10 @@ struct LoaderStats {
   // loader's life: reset_stats() leaves them.
   uint64_t prefetched_bytes = 0;
   uint64_t prefetch_cached_shards = 0;
+  // Slots added to the ring, beyond `prefetch`, because the consumer held
+  // every slot with live Batches (LoaderOptions::prefetch): 0..prefetch + 1.
+  // The ring keeps them: reset_stats() leaves this.
+  uint64_t added_slots = 0;
 
   // Fraction of the consumer's time spent waiting: 0 = never starved.
   double starvation() const { return consumer_seconds > 0 ? wait_seconds / consumer_seconds : 0; }
@@ -471,17 +490,23 @@ class Loader {
   // epoch is exhausted (call set_epoch() for the next). If no epoch was
   // started, starts epoch 0. Rethrows the first error of a reader thread or
   // the upload stage (among them an imgpack::Error naming a shard truncated
-  // or rewritten in place while it was read, on every read path). Throws imgpack::Error if every
-  // slot of the ring is held by live Batches (no progress is possible: release one first).
+  // or rewritten in place while it was read, on every read path). When
+  // every slot of the ring is held by live Batches, adds a slot to the ring
+  // (LoaderOptions::prefetch) and reads into it; throws imgpack::Error when
+  // 2 x prefetch + 1 Batches are alive (the ring's bound), or when one more
+  // slot would need more host memory than the process may use (naming the
+  // size): no progress is possible then, release a Batch first.
   std::optional<Batch> next();
 
   // Waits at most `timeout` until next() would return at once: a batch is
   // ready, the epoch is exhausted, an error is pending, or every slot is held
-  // (which next() reports). Returns whether it would; false means the time
-  // ran out. Starts epoch 0 if no epoch was started, like next(); the time
-  // waited counts as consumer wait in LoaderStats, as if spent in next(). For
-  // a caller that waits in slices to react to something else meanwhile (a
-  // signal, a shutdown request): `while (!loader.wait_for_next(50ms)) poll();`
+  // and the ring can grow no more (which next() reports); adds a slot to the
+  // ring first, as next() does, when every slot is held. Returns whether it
+  // would; false means the time ran out. Starts epoch 0 if no epoch was
+  // started, like next(); the time waited counts as consumer wait in
+  // LoaderStats, as if spent in next(). For a caller that waits in slices to
+  // react to something else meanwhile (a signal, a shutdown request):
+  // `while (!loader.wait_for_next(50ms)) poll();`
   bool wait_for_next(std::chrono::nanoseconds timeout);
 
   uint64_t epoch() const;
@@ -511,7 +536,7 @@ class Loader {
   const EpochOrder& order() const;
   const LoaderOptions& options() const;
   Device device() const;
-  // Bytes of slot memory the ring holds (host and device).
+  // Bytes of slot memory the ring holds (host and device), added slots included.
   std::size_t ring_host_bytes() const;
   std::size_t ring_device_bytes() const;
 
