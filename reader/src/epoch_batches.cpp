@@ -35,7 +35,12 @@ std::size_t EpochBatches::padding(std::size_t b) const {
   return end > padded_from ? end - padded_from : 0;
 }
 
-EpochBatches make_epoch_batches(EpochPlan plan, std::size_t batch_size, LastBatch last) {
+namespace {
+
+// Cuts a rank's records into batches; LastBatch::pad repeats `fill` (the
+// rank's first records in an uninterrupted epoch; its own records when empty).
+EpochBatches cut_into_batches(EpochPlan plan, std::size_t batch_size, LastBatch last,
+                              std::span<const uint64_t> fill) {
   EpochBatches work;
   work.epoch = plan.epoch;
   work.batch_size = batch_size;
@@ -46,29 +51,56 @@ EpochBatches make_epoch_batches(EpochPlan plan, std::size_t batch_size, LastBatc
   if (images < m) {
     work.entries.resize(images);
   } else {
-    for (std::size_t j = 0; work.entries.size() < images; ++j) {
-      work.entries.push_back(work.entries[j % m]);
+    if (fill.empty()) fill = std::span<const uint64_t>(work.entries.data(), m);
+    std::vector<uint64_t> padding;
+    for (std::size_t j = 0; m + padding.size() < images; ++j) {
+      padding.push_back(fill[j % fill.size()]);
     }
+    work.entries.insert(work.entries.end(), padding.begin(), padding.end());
   }
   work.pad_from = std::min(m - plan.padding, work.entries.size());
   return work;
 }
 
-uint64_t consumed_positions(std::size_t delivered, std::size_t batches, uint64_t global_batch,
-                            uint64_t epoch_positions) {
-  return delivered >= batches ? epoch_positions : delivered * global_batch;
+}  // namespace
+
+EpochBatches make_epoch_batches(EpochPlan plan, std::size_t batch_size, LastBatch last) {
+  return cut_into_batches(std::move(plan), batch_size, last, {});
 }
 
-std::size_t resume_batch(uint64_t consumed, std::size_t batches, uint64_t global_batch,
-                         uint64_t epoch_positions) {
-  if (consumed == epoch_positions) return batches;
-  if (consumed > epoch_positions || consumed % global_batch != 0 ||
-      consumed / global_batch > batches) {
-    throw Error("loader state: " + std::to_string(consumed) + " consumed positions of " +
-                std::to_string(epoch_positions) + " is no step of a global batch of " +
-                std::to_string(global_batch) + " (damaged state?)");
+EpochBatches make_resumed_batches(uint64_t epoch, std::span<const uint64_t> global, uint64_t first,
+                                  RankLayout layout, std::size_t batch_size, LastBatch last) {
+  const uint64_t n = global.size();
+  const uint64_t w = layout.world;
+  auto rank_records = [&](uint64_t positions) {
+    return layout.policy == RankPolicy::pad ? (positions + w - 1) / w : positions / w;
+  };
+  EpochPlan plan;
+  plan.epoch = epoch;
+  const uint64_t count = first < n ? rank_records(n - first) : 0;
+  plan.records.resize(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t position = first + layout.rank + i * w;
+    plan.records[i] = global[position % n];
+    if (position >= n) ++plan.padding;
   }
-  return static_cast<std::size_t>(consumed / global_batch);
+  // What LastBatch::pad repeats: the rank's first records in an
+  // uninterrupted epoch (no more than a batch of them is ever needed).
+  std::vector<uint64_t> fill;
+  if (last == LastBatch::pad && count > 0) {
+    fill.resize(std::min<uint64_t>(rank_records(n), batch_size));
+    for (uint64_t j = 0; j < fill.size(); ++j) fill[j] = global[(layout.rank + j * w) % n];
+  }
+  EpochBatches work = cut_into_batches(std::move(plan), batch_size, last, fill);
+  work.first_position = first;
+  work.first_index = static_cast<std::size_t>(first / (uint64_t{batch_size} * w));
+  return work;
+}
+
+uint64_t consumed_positions(const EpochBatches& work, std::size_t delivered, uint64_t global_batch,
+                            uint64_t epoch_positions) {
+  if (delivered >= work.batches) return epoch_positions;
+  return work.first_position + delivered * global_batch;
 }
 
 void require_batches(const EpochOrder& order, const LoaderOptions& options) {

@@ -10,15 +10,21 @@
 // Over W ranks with batch size b each, step k (batch k on every rank) covers
 // positions [k*G, (k+1)*G) of the epoch's global order, G = b*W the global
 // batch: rank r's entries are positions r, r + W, r + 2W, ... (EpochOrder).
-// That is what makes resumption exact and elastic: after k steps the ranks
-// have consumed positions [0, k*G) whatever W was, so W' ranks with batch
-// G / W' continue the epoch from their own batch k (see LoaderState).
+// After k steps the ranks have consumed positions [0, c), c = k*G, whatever
+// W was. That is what makes resumption exact and elastic: W' ranks with any
+// batch size b' continue the epoch by dealing the positions [c, N) as an
+// epoch is dealt, rank r taking c + r, c + r + W', ... (make_resumed_batches).
+// Where c is a step of the new global batch G' = b'*W' (always, when G' = G)
+// that is exactly the uninterrupted epoch of W' ranks from its batch c / G'
+// on; elsewhere it is the rest of the epoch re-dealt, each remaining
+// position once over the new ranks.
 //
 // Every function here is pure and safe from any thread.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "imgpack/epoch_order.hpp"
@@ -30,10 +36,15 @@ namespace imgpack::detail {
 std::size_t batches_per_epoch(std::size_t rank_records, std::size_t batch_size, LastBatch last);
 std::size_t images_per_epoch(std::size_t rank_records, std::size_t batch_size, LastBatch last);
 
-// Everything one epoch delivers, fixed when the epoch starts.
+// Everything one epoch delivers, fixed when the epoch starts: the whole
+// epoch, or its rest after a resume.
 struct EpochBatches {
   uint64_t epoch = 0;
   std::size_t batch_size = 0;
+  // Where batch 0 starts: the first global position of its step (0, or the
+  // positions consumed before a resume), and its Batch::index().
+  uint64_t first_position = 0;
+  std::size_t first_index = 0;
   // The record at every position of every batch, last-batch padding included:
   // images_per_epoch() entries.
   std::vector<uint64_t> entries;
@@ -52,19 +63,33 @@ struct EpochBatches {
 // Cuts one rank's plan of an epoch into batches.
 EpochBatches make_epoch_batches(EpochPlan plan, std::size_t batch_size, LastBatch last);
 
-// Positions of an epoch of `epoch_positions` consumed once every rank has
-// been delivered `delivered` of its `batches` batches: delivered * global_batch,
-// or the whole epoch once the last batch is out (the policies' dropped tail
-// included).
-uint64_t consumed_positions(std::size_t delivered, std::size_t batches, uint64_t global_batch,
-                            uint64_t epoch_positions);
+// The rest of an epoch after `first` of its positions were consumed, for
+// rank `rank` of `world` with `batch_size`, as the epoch itself is dealt and
+// cut (EpochOrder, make_epoch_batches()) but over the positions [first, N) of
+// `global`, the epoch's global order (N = global.size() > 0): the rank's
+// entries are positions first + rank, first + rank + world, ...; with
+// RankPolicy::pad every rank takes ceil((N - first) / world) of them, those
+// past the end wrapping to the start of the order (padding), with drop
+// floor((N - first) / world). LastBatch::pad fills the last batch with the
+// first records the rank reads in an uninterrupted epoch. Batch 0's index is
+// first / (batch_size * world). make_resumed_batches(..., 0, ...) is the
+// whole epoch; with `first` a multiple of batch_size * world, it is the
+// whole epoch's batches from first / (batch_size * world) on, entry for entry.
+struct RankLayout {
+  uint32_t rank = 0;
+  uint32_t world = 1;
+  RankPolicy policy = RankPolicy::pad;
+};
+EpochBatches make_resumed_batches(uint64_t epoch, std::span<const uint64_t> global, uint64_t first,
+                                  RankLayout layout, std::size_t batch_size, LastBatch last);
 
-// The batch to continue from after `consumed` positions (consumed_positions()
-// of any world size with the same global batch): `batches` when the epoch is
-// done. Throws imgpack::Error for a count no step ends at (not a multiple of
-// the global batch, past the epoch).
-std::size_t resume_batch(uint64_t consumed, std::size_t batches, uint64_t global_batch,
-                         uint64_t epoch_positions);
+// Positions of the epoch consumed once `delivered` of the batches of `work`
+// (with `global_batch` = batch_size x world size) have been delivered:
+// work.first_position + delivered * global_batch, or the whole epoch
+// (`epoch_positions`) once its last batch is out (the policies' dropped tail
+// included).
+uint64_t consumed_positions(const EpochBatches& work, std::size_t delivered, uint64_t global_batch,
+                            uint64_t epoch_positions);
 
 // Throws imgpack::UsageError saying why when `order` cut into batches as
 // `options` says gives no batch per epoch (every rank has as many batches):

@@ -231,18 +231,18 @@ std::size_t LoaderCore::images_per_epoch() const {
 }
 
 void LoaderCore::set_epoch(uint64_t epoch) {
-  std::size_t first = 0;
+  uint64_t consumed = 0;
   bool resumed = false;
   {
     std::lock_guard lock(mu_);
     if (resume_pending_ && epoch == epoch_) {
-      first = resume_batch_;
+      consumed = resume_consumed_;
       resumed = true;
     } else if (adopt_next_epoch(epoch)) {
       return;
     }
   }
-  start_epoch(epoch, first, resumed);
+  start_epoch(epoch, consumed, resumed);
 }
 
 bool LoaderCore::adopt_next_epoch(uint64_t epoch) {
@@ -269,30 +269,33 @@ bool LoaderCore::adopt_next_epoch(uint64_t epoch) {
 
 LoaderState LoaderCore::state() const {
   LoaderState state = initial_state_;
-  std::size_t delivered = 0;
-  {
-    std::lock_guard lock(mu_);
-    if (started_) {
-      state.epoch = epoch_;
-      delivered = static_cast<std::size_t>(next_deliver_ - base_seq_);
-    }
+  std::lock_guard lock(mu_);
+  if (started_) {
+    state.epoch = epoch_;
+    state.consumed = consumed_positions(*work_, static_cast<std::size_t>(next_deliver_ - base_seq_),
+                                        state.global_batch, state.epoch_positions);
   }
-  state.consumed =
-      consumed_positions(delivered, batches_per_epoch(), state.global_batch, state.epoch_positions);
   return state;
 }
 
 void LoaderCore::restore(const LoaderState& saved) {
   require_same_fingerprint(saved, initial_state_);
-  const std::size_t first =
-      resume_batch(saved.consumed, batches_per_epoch(), initial_state_.global_batch,
-                   initial_state_.epoch_positions);
-  start_epoch(saved.epoch, first, true);
+  if (saved.consumed > initial_state_.epoch_positions) {
+    throw Error("loader state: " + std::to_string(saved.consumed) + " consumed positions of " +
+                std::to_string(initial_state_.epoch_positions) + " (damaged state?)");
+  }
+  start_epoch(saved.epoch, saved.consumed, true);
 }
 
-std::shared_ptr<const EpochBatches> LoaderCore::plan_epoch(uint64_t epoch) const {
+std::shared_ptr<const EpochBatches> LoaderCore::plan_epoch(uint64_t epoch,
+                                                           uint64_t consumed) const {
+  const OrderOptions& order = order_.options();
   auto work = std::make_shared<const EpochBatches>(
-      make_epoch_batches(order_.plan(epoch), options_.batch_size, options_.last_batch));
+      consumed == 0
+          ? make_epoch_batches(order_.plan(epoch), options_.batch_size, options_.last_batch)
+          : make_resumed_batches(epoch, order_.global_order(epoch), consumed,
+                                 {order.rank, order.world_size, order.rank_policy},
+                                 options_.batch_size, options_.last_batch));
   // Batch 0 is the largest.
   if (work->batches > 0 && work->size(0) > slot_capacity_) {
     throw Error("Loader: epoch " + std::to_string(epoch) + " has batches of " +
@@ -302,8 +305,8 @@ std::shared_ptr<const EpochBatches> LoaderCore::plan_epoch(uint64_t epoch) const
   return work;
 }
 
-void LoaderCore::start_epoch(uint64_t epoch, std::size_t first, bool resumed) {
-  std::shared_ptr<const EpochBatches> work = plan_epoch(epoch);
+void LoaderCore::start_epoch(uint64_t epoch, uint64_t consumed, bool resumed) {
+  std::shared_ptr<const EpochBatches> work = plan_epoch(epoch, consumed);
   std::unique_lock lock(mu_);
   ++generation_;
   running_ = false;
@@ -315,20 +318,18 @@ void LoaderCore::start_epoch(uint64_t epoch, std::size_t first, bool resumed) {
   }
   work_ = std::move(work);
   epoch_ = epoch;
-  if (prefetch_) prefetch_->reset(work_, first * options_.batch_size);
+  if (prefetch_) prefetch_->reset(work_, 0);
   next_work_ = nullptr;
   next_epoch_unit_ = 0;
   planning_ = false;
   plan_failed_ = false;
   resume_pending_ = resumed;
-  resume_batch_ = first;
-  // Sequence numbers stay those of batch 0.. of the epoch; a resumed epoch
-  // simply begins at batch `first`.
+  resume_consumed_ = consumed;
   base_seq_ = end_seq_;
   end_seq_ = base_seq_ + work_->batches;
-  next_unit_ = first * chunks_per_batch_;
+  next_unit_ = 0;
   total_units_ = work_->batches * chunks_per_batch_;
-  next_upload_ = next_deliver_ = base_seq_ + first;
+  next_upload_ = next_deliver_ = base_seq_;
   error_ = nullptr;
   running_ = true;
   started_ = true;
@@ -619,11 +620,12 @@ std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
   }
   if (error_) std::rethrow_exception(error_);
 
-  const Batch::View view = batch_view(seq - base_seq_, slots_[static_cast<std::size_t>(f.slot)]);
+  const auto b = static_cast<std::size_t>(seq - base_seq_);
+  const Batch::View view = batch_view(b, slots_[static_cast<std::size_t>(f.slot)]);
   Batch batch(SlotLease(self, f.slot), view);
   f = InFlight{};
   ++next_deliver_;
-  if (prefetch_) prefetch_->delivered(work_->begin(view.index) + view.size);
+  if (prefetch_) prefetch_->delivered(work_->begin(b) + view.size);
   resume_pending_ = false;
   ++held_;
   ++batches_;
@@ -669,7 +671,7 @@ bool LoaderCore::wait_for_next(Clock::duration timeout) {
 Batch::View LoaderCore::batch_view(std::size_t b, const Slot& slot) const {
   Batch::View view;
   view.epoch = work_->epoch;
-  view.index = b;
+  view.index = work_->first_index + b;
   view.size = work_->size(b);
   view.padding = work_->padding(b);
   view.format = options_.output;

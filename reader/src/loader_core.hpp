@@ -7,8 +7,8 @@
 // ready event, in batch order; next() hands batches out in order, as Batches
 // leasing their slot. One mutex guards the ring's state. set_epoch() bumps a
 // generation so that work of an abandoned epoch is discarded, never
-// delivered; an epoch may start at a later batch (restore()), whose position
-// epoch_batches.hpp computes.
+// delivered; an epoch may start after some of its positions (restore()),
+// whose rest epoch_batches.hpp deals.
 #pragma once
 
 #include <atomic>
@@ -134,11 +134,13 @@ class LoaderCore {
   void grow_when_every_slot_is_held(std::unique_lock<std::mutex>& lock);
   // Every slot is held and the ring may not grow: next() throws (mu_ held).
   bool stalled() const { return held_ == slot_count_ && slot_count_ == max_slots_; }
-  // The batches of `epoch`, checked to fit the slots.
-  std::shared_ptr<const EpochBatches> plan_epoch(uint64_t epoch) const;
-  // Starts `epoch` at batch `first` (0 unless resuming); `resumed` marks a
-  // restore() that set_epoch(epoch) keeps until the next delivery.
-  void start_epoch(uint64_t epoch, std::size_t first, bool resumed);
+  // The batches of `epoch` after `consumed` of its global positions (0: the
+  // whole epoch; make_resumed_batches()), checked to fit the slots.
+  std::shared_ptr<const EpochBatches> plan_epoch(uint64_t epoch, uint64_t consumed = 0) const;
+  // Starts `epoch` after `consumed` of its positions (0 unless resuming);
+  // `resumed` marks a restore() that set_epoch(epoch) keeps until the next
+  // delivery.
+  void start_epoch(uint64_t epoch, uint64_t consumed, bool resumed);
   // What Batch shows of batch `b` of the current epoch, filled into `slot` (mu_ held).
   Batch::View batch_view(std::size_t b, const Slot& slot) const;
   // next() would return without waiting (mu_ held).
@@ -237,8 +239,8 @@ class LoaderCore {
   bool planning_ = false;     // a reader thread is planning epoch_ + 1
   bool plan_failed_ = false;  // planning threw: no reading ahead this epoch
   uint64_t next_upload_ = 0, next_deliver_ = 0;
-  bool resume_pending_ = false;  // restore() started epoch_ at batch resume_batch_
-  std::size_t resume_batch_ = 0;
+  bool resume_pending_ = false;  // restore() started epoch_ after resume_consumed_ positions
+  uint64_t resume_consumed_ = 0;
   unsigned busy_readers_ = 0;
   bool upload_busy_ = false;
   std::exception_ptr error_;

@@ -1,5 +1,5 @@
 // LoaderState: its fingerprint, its JSON and bytes, and the check restore()
-// makes. The batch arithmetic that turns `consumed` into a batch is in
+// makes. The batch arithmetic that deals the rest of an epoch from `consumed` is in
 // epoch_batches.cpp.
 #include "loader_state.hpp"
 
@@ -95,10 +95,8 @@ void require_consistent(const LoaderState& s) {
     refuse("consumed " + std::to_string(s.consumed) + " is more than the epoch's " +
            std::to_string(s.epoch_positions) + " positions");
   }
-  if (s.consumed != s.epoch_positions && s.consumed % s.global_batch != 0) {
-    refuse("consumed " + std::to_string(s.consumed) + " is no step of the global batch " +
-           std::to_string(s.global_batch));
-  }
+  // `consumed` need not be a step of the global batch: a state saved in an
+  // epoch resumed on another topology counts from where that one resumed.
   if ((s.order == OrderMode::shard_window) != (s.window_shards > 0)) {
     refuse("window_shards " + std::to_string(s.window_shards) + " with order " +
            std::string(order_mode_name(s.order)));
@@ -283,20 +281,6 @@ void require_same_fingerprint(const LoaderState& saved, const LoaderState& here)
   }
   m.compare("the epoch length", saved.epoch_positions, here.epoch_positions,
             [](uint64_t n) { return std::to_string(n) + " positions"; });
-  if (saved.global_batch != here.global_batch) {
-    std::string text = "the global batch (batch_size x world_size) is " +
-                       number(saved.global_batch) + " in the state (" + number(saved.batch_size) +
-                       " x " + number(saved.world_size) + "), " + number(here.global_batch) +
-                       " here (" + number(here.batch_size) + " x " + number(here.world_size) + ")";
-    if (here.world_size > 0 && saved.global_batch % here.world_size == 0) {
-      text += ": with " + number(here.world_size) + " rank" + (here.world_size == 1 ? "" : "s") +
-              " use batch_size " + number(saved.global_batch / here.world_size);
-    } else {
-      text += ": " + number(saved.global_batch) + " cannot be split over " +
-              number(here.world_size) + " ranks";
-    }
-    m.add(text);
-  }
   m.compare("the last-batch policy", saved.last_batch, here.last_batch,
             named<LastBatch>(last_batch_name));
   if (!m.empty()) throw UsageError("the loader state does not fit this loader: " + m.text());

@@ -14,8 +14,8 @@ namespace imgpack::detail {
 LoaderState initial_loader_state(const EpochOrder& order, const LoaderOptions& options);
 
 // Throws imgpack::UsageError naming every fingerprint field in which `saved`
-// differs from `here` (a state of this loader), with both values, and a
-// global batch other than `here`'s with the batch size that would keep it.
+// differs from `here` (a state of this loader), with both values. The
+// topology (world size, batch size) may differ.
 void require_same_fingerprint(const LoaderState& saved, const LoaderState& here);
 
 }  // namespace imgpack::detail

@@ -40,7 +40,7 @@
 //
 // Checkpoints: state() says where the loader is as a LoaderState (bytes or
 // JSON for the checkpoint); restore() continues from one, on the same or on
-// another number of ranks (see LoaderState below).
+// another number of ranks and batch size (see LoaderState below).
 //
 // Thread-safety: a Loader is used from one thread (construction, set_epoch,
 // next, stats). Batches may be moved to and destroyed on any thread. Errors
@@ -233,27 +233,40 @@ struct LoaderOptions {
 // epoch's last batch has been delivered (a tail that drop policies leave out
 // counts as consumed).
 //
-// Restoring (Loader::restore):
+// Restoring (Loader::restore) on W' ranks of batch_size b' (G' = b' * W'):
 // - Same world size and batch size: the next batch is batch k, byte for byte
 //   what an uninterrupted run delivers (records, labels, pixels, index() and
 //   padding()), and so is everything after it.
-// - Another world size W': the global batch is kept, so batch_size must be
-//   G / W' (a UsageError says so otherwise). The W' ranks deliver batches k,
-//   k+1, ... of an uninterrupted epoch of W' ranks with batch G / W', and
-//   Batch::index() continues at k. Those batches hold the positions from kG
-//   on, so over the epoch every position is delivered exactly once: the
-//   first kG by the old ranks, the rest by the new. Padding and the last
-//   batch follow the new topology's rules, as in its uninterrupted epoch:
-//   with RankPolicy::pad, positions past N wrap to the start of the epoch
-//   (padding entries); LastBatch::pad fills the last batch with the first
-//   records the rank would read in an uninterrupted epoch of W' ranks;
-//   RankPolicy::drop leaves the last (N - kG) mod W' positions unread, and
-//   LastBatch::drop fewer than G (unread, not padding). A state saved after
-//   the epoch's last batch resumes into nothing: next() returns nullopt.
+// - Any other world size or batch size: the positions not yet consumed,
+//   [c, N) with c = `consumed`, are dealt over the W' ranks as an epoch is:
+//   rank r reads positions c + r, c + r + W', c + r + 2W', ... in batches of
+//   b', so every remaining position is delivered once, by one of the new
+//   ranks, and none of [0, c) again. Where c is a multiple of G' (always when
+//   G' = G) those are exactly batches c / G', c / G' + 1, ... of an
+//   uninterrupted epoch of the new topology; elsewhere Batch::index() starts
+//   at floor(c / G') and the resumed epoch may hold one batch fewer than
+//   batches_per_epoch() - floor(c / G'). The epochs after it are those of a
+//   fresh run of the new topology.
+// - The tail follows the new topology's rules applied to the remaining
+//   positions, as in its uninterrupted epoch: with RankPolicy::pad every new
+//   rank reads ceil((N - c) / W') entries, those past N wrapping to the start
+//   of the epoch (padding entries, counted by Batch::padding()), and
+//   LastBatch::pad fills the last batch with the first records the rank
+//   would read in an uninterrupted epoch of W' ranks (padding too). So with
+//   RankPolicy::pad and LastBatch::partial or pad, each of the N positions is
+//   delivered exactly once over the old and new ranks, padding aside. The
+//   drop policies drop here as they do in any epoch: RankPolicy::drop leaves
+//   the last (N - c) mod W' positions unread, LastBatch::drop each rank's
+//   last short batch (under G' positions in all); they count as consumed.
+// - A state saved after the epoch's last batch resumes into nothing: next()
+//   returns nullopt. A state saved in a resumed epoch counts its positions
+//   from c (c + k'G' after k' batches there), so it may be restored again on
+//   any topology; on the same one the continuation is byte for byte.
 //
 // The fingerprint says what the positions refer to; restore() requires every
 // field to match the loader's and names each one that does not. The
-// topology it was saved in (world_size, batch_size) is informative.
+// topology it was saved in (world_size, batch_size, global_batch) is
+// informative.
 struct LoaderState {
   uint64_t epoch = 0;
   uint64_t consumed = 0;  // global positions of `epoch` consumed (above)
@@ -520,16 +533,17 @@ class Loader {
   // delivered stay valid). Throws imgpack::UsageError naming every field of
   // the fingerprint that differs from this loader's (dataset uuid, split,
   // fold, role, variants, selected samples, order, seed, window, rank
-  // policy, sampling, weights, epoch length, last batch) and a global batch
-  // batch_size * world_size other than the state's, and imgpack::Error for
-  // a position no step ends at (a damaged state). The loader is unchanged
-  // when it throws. (LoaderState::from_bytes() and from_json() already
+  // policy, sampling, weights, epoch length, last batch), and imgpack::Error
+  // for a position past the epoch (a damaged state); any world size and
+  // batch size are accepted (see LoaderState). The loader is unchanged when
+  // it throws. (LoaderState::from_bytes() and from_json() already
   // refuse a state whose fields contradict each other, such as a world_size
   // of 0, even behind a valid checksum.)
   void restore(const LoaderState& state);
 
   // Per rank and epoch, after the last-batch policy (a resumed epoch
-  // delivers the batches from its resume step to this count).
+  // delivers the batches from its resume step to this count, or one fewer
+  // after a resume on another global batch: see LoaderState).
   std::size_t batches_per_epoch() const;
   std::size_t images_per_epoch() const;
 
