@@ -276,8 +276,9 @@ constexpr const char* kArrayDoc = R"(A zero-copy view of one array of a Batch, f
 The memory is the loader's slot. The Array, every capsule made by
 __dlpack__ and every tensor made from one keep the slot out of the ring
 until the last of them is gone: the loader never writes over memory a live
-tensor can see. So a kept tensor holds a slot; keep .clone()s of what you
-keep across many batches (e.g. labels for metrics), or raise `prefetch`.
+tensor can see. So a kept tensor holds a slot: the loader adds slots for up
+to 2 x prefetch batches kept alive (see Loader), and refuses one more; keep
+.clone()s of what you keep across more batches, or raise `prefetch`.
 
 On CUDA, __dlpack__(stream=s) follows the DLPack stream protocol: stream s
 waits for the batch's upload before any work queued on it later, and the

@@ -214,6 +214,7 @@ py::dict stats_dict(const LoaderStats& s) {
   d["records_read"] = s.records_read;
   d["prefetched_bytes"] = s.prefetched_bytes;
   d["prefetch_cached_shards"] = s.prefetch_cached_shards;
+  d["added_slots"] = s.added_slots;
   return d;
 }
 
@@ -378,11 +379,15 @@ Order: order ("random", "sequential", "shard-window" with window_shards
 Distributed: rank of world_size takes every world_size-th position of the
   epoch; rank_policy "pad" gives every rank ceil(N / world_size) records
   (padding repeats), "drop" floor(N / world_size).
-Pipeline: threads reader threads fill a ring of prefetch slots; a Batch
-  holds its slot while it or anything taken from it lives, so prefetch
-  bounds how many batches you can keep at once. A `for` loop still holds
-  the previous batch while it asks for the next: it needs prefetch >= 2
-  (the default 4 reads three batches ahead).
+Pipeline: threads reader threads fill a ring of prefetch slots, at most
+  prefetch batches ahead of you; a Batch holds its slot while it or
+  anything taken from it (an Array, a tensor) lives. A loop that keeps
+  batches alive (labels kept as views for metrics, say) makes the ring grow
+  rather than stop: up to 2 x prefetch batches may be alive, the loop
+  variable's included, when you ask for the next, the ring adding up to
+  prefetch + 1 slots (stats()["added_slots"]; each as large as the first
+  ones, see ring_bytes). One batch more raises imgpack.Error: keep clones
+  of what you keep longer, or raise prefetch.
 Device: "cpu", "cuda", "cuda:N" or a torch.device; pin_memory allocates
   host slots with cudaHostAlloc (host delivery); direct_upload lets the GPU
   copy records straight from the page cache (CUDA only; pins the dataset).
@@ -419,8 +424,10 @@ Sampling: sampling "uniform" (every record once per epoch), "class-balanced"
   selection's records).
 Checkpoints: state_dict() returns a dict of plain values (str and int) to
   store with the model; load_state_dict(d) on a new Loader with the same
-  options continues mid-epoch, on the same or another world_size, byte for
-  byte as the uninterrupted run would have:
+  options continues mid-epoch. With the same world_size and batch_size the
+  rest of the epoch is byte for byte what the uninterrupted run would have
+  delivered; on any other world_size or batch_size the epoch's remaining
+  positions are dealt over the new ranks, each delivered once:
     torch.save({"model": model.state_dict(), "loader": loader.state_dict()}, path)
     ...
     checkpoint = torch.load(path)
@@ -564,12 +571,14 @@ void register_loader(py::module_& m) {
           "load_state_dict",
           [](PyLoader& l, const py::object& state_dict) { l.restore(state_of_dict(state_dict)); },
           "state_dict"_a,
-          "Continues from a state_dict(), on the same or another world_size (batch_size must "
-          "then keep the global batch): the next iteration delivers the rest of the saved "
-          "epoch, exactly as an uninterrupted run would from that step. ValueError naming "
-          "every option that differs from the saved ones; imgpack.Error for a damaged dict "
-          "(a member missing, of another type, or disagreeing with its 'state'); TypeError "
-          "for something other than a dict.")
+          "Continues from a state_dict(): the next iteration delivers the rest of the saved "
+          "epoch. With the saved world_size and batch_size those are, byte for byte, the "
+          "batches an uninterrupted run would have delivered from that step; with any other "
+          "world_size or batch_size, the epoch's remaining positions dealt over the new ranks, "
+          "each delivered once. ValueError naming every option that differs from "
+          "the saved ones; imgpack.Error for a damaged dict (a member missing, of another "
+          "type, or disagreeing with its 'state'); TypeError for something other than a "
+          "dict.")
       .def(
           "state", [](const PyLoader& l) { return bytes_of(l.state()); },
           "The state of state_dict() as bytes (imgpack::LoaderState::to_bytes(), which the C++ "
@@ -580,8 +589,8 @@ void register_loader(py::module_& m) {
           "restore", [](PyLoader& l, const py::bytes& state) { l.restore(state_of_bytes(state)); },
           "state"_a,
           "load_state_dict() for state() bytes: continues from them, on the same or another "
-          "world_size (batch_size must then keep the global batch). ValueError naming every "
-          "option that differs from the saved ones; imgpack.Error for damaged bytes.")
+          "world_size and batch_size. ValueError naming every option that differs from the "
+          "saved ones; imgpack.Error for damaged bytes.")
       .def("set_epoch", &PyLoader::set_epoch, "epoch"_a,
            "Sets the epoch the next iteration reads, and starts reading it now. Batches of an "
            "earlier epoch not yet taken are dropped; those taken stay valid.")
@@ -602,7 +611,10 @@ void register_loader(py::module_& m) {
           "read before it started: the reader goes on into the next epoch at the end of one), "
           "records_read (records read from their files rather than copied from the mapping; "
           "read_path), prefetched_bytes and prefetch_cached_shards (shards read ahead in "
-          "shard-window and sequential order, and those found in memory already).")
+          "shard-window and sequential order, and those found in memory already), "
+          "added_slots (slots the ring added, beyond prefetch, for batches kept alive: 0 to "
+          "prefetch + 1; like prefetched_bytes and prefetch_cached_shards, reset_stats() "
+          "leaves it).")
       .def(
           "reset_stats", [](PyLoader& l) { l.open_loader().reset_stats(); },
           "Zeroes the counters of stats().")
