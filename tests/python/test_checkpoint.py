@@ -98,7 +98,16 @@ def test_state_dict_is_plain_values_that_survive_json(dataset_dir):
         elastic.load_state_dict(copy)
         delivered += records_of(elastic)
     resumed.load_state_dict(copy)
-    assert sorted(delivered) == sorted(records_of(resumed))
+    remaining = records_of(resumed)
+    assert sorted(delivered) == sorted(remaining)
+    # And on another global batch: 2 ranks of 4 deliver the rest once each.
+    resized = []
+    for rank in range(2):
+        elastic = imgpack.Loader(dataset_dir, **dict(RESUMABLE, batch_size=4, rank=rank,
+                                                     world_size=2))
+        elastic.load_state_dict(copy)
+        resized += records_of(elastic)
+    assert sorted(resized) == sorted(remaining)
 
 
 def test_state_and_restore_stay_as_aliases(dataset_dir):
