@@ -3,7 +3,8 @@ photo sets, the page cache and the machine description.
 
 Scripts in bench/*/ import it with
     sys.path.insert(0, os.path.dirname(HERE)); import benchlib
-Runs under /usr/bin/python3 (the interpreter with numpy, h5py, cv2, torch).
+Runs under the interpreter bench/run-all chose (scripts/python.sh: one with numpy,
+h5py, cv2, torch), which every child Python of a benchmark runs under too.
 """
 import json
 import math
@@ -18,7 +19,7 @@ import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
-PYTHON = "/usr/bin/python3"
+PYTHON = sys.executable
 
 
 def imgpack_binary():

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Runs every imgpack benchmark against its peers and writes the results page.
 
 usage: bench/run-all [--quick [--peers]] [--work DIR] [--repeat N] [--only SECTION,...]

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Trains a small CNN with PyTorch on one fold of an imgpack dataset, fed by imgpack.Loader.
 
 usage: samples/train_torch.py DATASET [--split cv5] [--fold 0] [--epochs 6] [--batch-size 32]

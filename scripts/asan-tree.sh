@@ -7,6 +7,7 @@
 # builds and tests that one too; the Release tree has CUDA where it is found.
 #   asan_tree_configure DIR
 asan_tree_dir=${IMGPACK_ASAN_BUILD_DIR:-build-asan}
+source scripts/python.sh
 
 asan_tree_configure() {
   local dir=$1
@@ -17,7 +18,8 @@ asan_tree_configure() {
   CC=clang CXX=clang++ cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -D_GLIBCXX_ASSERTIONS" \
     -DIMGPACK_SANITIZE=address,undefined,fuzzer-no-link -DIMGPACK_BUILD_FUZZERS=ON \
-    -DIMGPACK_WITH_CUDA=OFF -DIMGPACK_WERROR=ON -DIMGPACK_BUILD_TESTS=ON >/dev/null
+    -DIMGPACK_WITH_CUDA=OFF -DIMGPACK_WERROR=ON -DIMGPACK_BUILD_TESTS=ON \
+    "-DPython_EXECUTABLE:FILEPATH=$(imgpack_python)" >/dev/null
 }
 
 # llvm-symbolizer (Debian's llvm-14, which scripts/setup --tests installs):

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Convert throughput with K=4 pre-augmented variants against K=1, in one run.
 
 Decoding dominates a conversion, and the K variants of an image share one

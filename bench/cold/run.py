@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The reader on a dataset the page cache does not hold: `imgpack bench --cold`
 (the dataset evicted before every epoch, the storage's own O_DIRECT reads over
 the same files measured in the same run as the reference), by order, reader

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The straightforward Python way to pack an image folder: the reference for imgpack convert.
 
 One worker process per core decodes each image with OpenCV (cv2.imread), scales

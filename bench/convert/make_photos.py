@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes COUNT photo-like JPEGs (default 1024x768, quality 90) into OUT/cK/img_NNNNNN.jpg.
 
 Each image is a deterministic function of its index: multi-scale value noise

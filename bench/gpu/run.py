@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The CUDA path on a real GPU: tests, sanitizers and the upload benchmarks.
 
 usage: bench/gpu/run.py OUT [--imgpack PATH] [--tests PATH,...] [--sample PATH]

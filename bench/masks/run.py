@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Segmentation masks: conversion with masks against without, and the reader's
 GB/s with masks against a same-run memcpy of the same bytes.
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Conversion in parts: N concurrent `imgpack convert --part I/N` processes and
 `imgpack merge`, against one `imgpack convert` with the same total threads.
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The imgpack reader from Python: a loop taking every batch as torch tensors,
 measured the way `imgpack bench` measures the C++ loop. Prints one JSON object.
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The reader from Python against the reader from C++ and a torch DataLoader, side by side.
 
 usage: bench/python/run.py DATASET OUT [--repeat R] [--batches 64,256] [--epochs 3]

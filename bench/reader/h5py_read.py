@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Per-sample reads of an imgpack dataset's shards with h5py, in the same
 random order the reader uses by default: the fastest of several ways is the
 peer figure (bench/reader/run.sh). Prints one JSON object.

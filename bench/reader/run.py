@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reader benchmarks against their peers, side by side in one run on one machine.
 
 usage: bench/reader/run.py DATASET SRC OUT [--repeat R] [--batches 16,64,256,1024]

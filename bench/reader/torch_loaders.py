@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The usual PyTorch input pipelines, the peers of the imgpack reader. Prints one JSON object.
 
 Sources (--source):

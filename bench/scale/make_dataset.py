@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes a synthetic imgpack dataset of N one-pixel records, to time what
 grows with the sample count (index reads, splits, the reader's open) without
 the pixels.

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """What grows with the sample count, at several sizes: opening a dataset (time
 and the reader's anonymous memory), inspect, split --list, every split kind
 (one group per image, and groups of 40), verify and imgpack upgrade, on

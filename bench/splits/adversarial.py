@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Splits on adversarial layouts: imgpack split against scikit-learn, wins / ties / losses.
 
 For every layout of bench/splits/layouts.py (Zipf and uniform group sizes, one
@@ -30,7 +30,7 @@ printing. Exit status 0 when imgpack has no loss on a figure it promises by
 construction (stratified-group: criterion and spread against
 StratifiedGroupKFold unshuffled; group: spread against GroupKFold; leakage 0),
 3 otherwise. --no-peers runs imgpack's splits and counts their leakage only:
-no scikit-learn, no rows. Needs /usr/bin/python3 with numpy, h5py
+no scikit-learn, no rows. Needs a Python with numpy, h5py
 and scikit-learn 1.2.
 """
 import argparse

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Splits: imgpack split against scikit-learn on the same synthetic labels and groups.
 
 For each kind, writes a synthetic dataset index (labels, groups; no pixels) that
@@ -37,7 +37,7 @@ With --out, writes DIR/splits.json and DIR/splits.md as well as printing.
 --no-peers (or --no-sklearn) runs imgpack only: its times and figures, no
 scikit-learn.
 Exit status 0 when imgpack is no worse on every judged figure, 3 otherwise.
-Needs /usr/bin/python3 with numpy, h5py and scikit-learn 1.2; finds
+Needs a Python with numpy, h5py and scikit-learn 1.2; finds
 build/tools/imgpack relative to this file unless --imgpack is given.
 """
 import argparse

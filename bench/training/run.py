@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The headline: a simulated training loop fed by each input pipeline.
 
 usage: bench/training/run.py DATASET SRC OUT [--batch 256] [--threads 2] [--workers 2]

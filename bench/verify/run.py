@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """imgpack verify against a plain read of the same shard files, side by side.
 
 usage: bench/verify/run.py DATASET OUT [--repeat N] [--threads 1,2]

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reads an imgpack dataset with h5py only, as a Python user would, and checks
 shapes, labels and pixels against the source images decoded by OpenCV."""
 import json

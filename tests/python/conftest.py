@@ -1,4 +1,5 @@
-"""Shared fixtures of the Python module's tests (run by ctest under /usr/bin/python3).
+"""Shared fixtures of the Python module's tests (run by ctest under CMake's
+Python_EXECUTABLE).
 
 ctest sets PYTHONPATH to the built module, IMGPACK to the CLI and
 IMGPACK_LOADER_ORDER to tests/python/loader_order.cpp's helper. Datasets are

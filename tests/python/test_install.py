@@ -1,4 +1,4 @@
-"""`cmake --install` puts the module and its stubs where IMGPACK_PYTHON_EXECUTABLE
+"""`cmake --install` puts the module and its stubs where Python_EXECUTABLE
 imports them from (python/CMakeLists.txt, cmake/python_site_dir.py)."""
 import glob
 import os

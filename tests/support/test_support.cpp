@@ -189,8 +189,9 @@ double max_pixel_difference(const cv::Mat& a, const cv::Mat& b) {
 
 bool python_has_modules(const std::vector<std::string>& modules) {
   std::string imports;
+  if (system_python().empty()) return false;
   for (const std::string& m : modules) imports += (imports.empty() ? "import " : ", ") + m;
-  return run_command(system_python() + " -c " + shell_quote(imports)).exit_code == 0;
+  return run_command(shell_quote(system_python()) + " -c " + shell_quote(imports)).exit_code == 0;
 }
 
 }  // namespace imgpack::test

@@ -58,7 +58,8 @@ struct CommandResult {
   std::string err;  // stderr
 };
 
-// The imgpack CLI of this build, and the system Python (/usr/bin/python3).
+// The imgpack CLI of this build, and the Python the tests run (CMake's
+// Python_EXECUTABLE; empty when CMake found none).
 // Paths fixed at build time are defined for test_support.cpp alone, so that
 // every other test compiles to the same object in any build folder or clone
 // (what the compiler cache needs to reuse it).
@@ -81,7 +82,7 @@ double mean_abs_diff(const cv::Mat& a, const cv::Mat& b);
 // their sizes or types differ.
 double max_pixel_difference(const cv::Mat& a, const cv::Mat& b);
 
-// True if the system Python (/usr/bin/python3) can import all of `modules`.
+// True if system_python() names a Python that can import all of `modules`.
 bool python_has_modules(const std::vector<std::string>& modules);
 
 // True in an AddressSanitizer build (scripts/sanitize). ASan reserves terabytes

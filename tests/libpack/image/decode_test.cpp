@@ -260,7 +260,9 @@ TEST(DecodeTest, CmykAndYcckJpegDecodeToTheColoursOpenCvShows) {
 // A CMYK JPEG as an image editor writes it (Adobe marker, transform 0, inverted
 // inks), made by PIL from an RGB picture: it must come back as that picture.
 TEST(DecodeTest, PillowCmykJpegComesBackAsTheRgbPicture) {
-  if (!test::python_has_modules({"PIL", "numpy"})) GTEST_SKIP() << "no PIL under /usr/bin/python3";
+  if (!test::python_has_modules({"PIL", "numpy"})) {
+    GTEST_SKIP() << "no PIL under the tests' Python (" << test::system_python() << ")";
+  }
   test::TempDir dir;
   const cv::Mat rgb = make_photo(64, 48, 3);
   test::write_image(dir / "source.png", rgb);

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Property tests: imgpack's group-aware k-folds against scikit-learn 1.2's.
 
 Over 216 generated adversarial layouts (bench/splits/layouts.py: Zipf and
@@ -23,7 +23,7 @@ k from 2 to 10), through split_driver (tests/libpack/split/split_driver.cpp):
   scikit-learn's folds (GroupKFold: its fold sizes), which is what the first
   two promises rest on.
 
-Run by ctest (split_sklearn_property) as `/usr/bin/python3 THIS_FILE`, with
+Run by ctest (split_sklearn_property) as `PYTHON THIS_FILE` (CMake's Python_EXECUTABLE), with
 SPLIT_DRIVER naming the driver; exits 77 (skipped) without numpy, pytest or
 scikit-learn.
 """
