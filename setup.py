@@ -6,12 +6,16 @@ CMake configures a temporary folder: Release, the reader and the Python module
 alone (IMGPACK_BUILD_TOOLS=OFF: no OpenCV, no CLI, no tests), and builds the
 target imgpack_python and what it needs; setuptools' own build/ and egg-info go
 to a temporary folder too, so the source tree is left as it was. The CMake
-folder has the same name on every build of the same source tree (held by a
-lock while in use, removed after), so that the compiler cache
-(cmake/compiler_cache.cmake) finds what an earlier build compiled: the
-generated headers' paths are part of what it compares. Needs CMake, a
-C++20 compiler, HDF5, libxxhash, DLPack's header and pybind11 (CMake's package,
-or the `pybind11` the interpreter imports); offline:
+folder has the same name on every build of the same source tree, in the
+user's cache folder (~/.cache/imgpack; held by a lock while in use, removed
+after), so that the compiler cache (cmake/compiler_cache.cmake) finds what an
+earlier build compiled: the generated headers' paths are part of what it
+compares. Not in /tmp under a fixed name: the reader built there also looks
+for its CUDA module in that folder, so it must be one only this user can
+write to.
+
+Needs CMake, a C++20 compiler, HDF5, libxxhash, DLPack's header and pybind11
+(CMake's package, or the `pybind11` the interpreter imports); offline:
 `pip install --no-build-isolation .`.
 
 Environment: CMAKE_ARGS (extra configure arguments, split as a shell would:
@@ -79,10 +83,12 @@ class CMakeBuild(build_ext):
 
     @staticmethod
     def _cmake_build_dir():
-        """An empty folder named after the source tree and the user, locked
-        until this process ends and removed then."""
-        key = hashlib.sha256(("%s:%d" % (ROOT, os.getuid())).encode()).hexdigest()[:16]
-        build_dir = os.path.join(tempfile.gettempdir(), "imgpack-wheel-" + key)
+        """An empty folder named after the source tree in the user's cache
+        folder, locked until this process ends and removed then."""
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        key = hashlib.sha256(ROOT.encode()).hexdigest()[:16]
+        os.makedirs(os.path.join(cache, "imgpack"), mode=0o700, exist_ok=True)
+        build_dir = os.path.join(cache, "imgpack", "wheel-build-" + key)
         lock = open(build_dir + ".lock", "w")
         fcntl.flock(lock, fcntl.LOCK_EX)
         shutil.rmtree(build_dir, ignore_errors=True)
