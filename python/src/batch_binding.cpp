@@ -277,7 +277,8 @@ The memory is the loader's slot. The Array, every capsule made by
 __dlpack__ and every tensor made from one keep the slot out of the ring
 until the last of them is gone: the loader never writes over memory a live
 tensor can see. So a kept tensor holds a slot: the loader adds slots for up
-to 2 x prefetch batches kept alive (see Loader), and refuses one more; keep
+to 2 x prefetch batches kept alive besides the one in use (see Loader), and
+refuses one more; keep
 .clone()s of what you keep across more batches, or raise `prefetch`.
 
 On CUDA, __dlpack__(stream=s) follows the DLPack stream protocol: stream s

@@ -383,9 +383,9 @@ Pipeline: threads reader threads fill a ring of prefetch slots, at most
   prefetch batches ahead of you; a Batch holds its slot while it or
   anything taken from it (an Array, a tensor) lives. A loop that keeps
   batches alive (labels kept as views for metrics, say) makes the ring grow
-  rather than stop: up to 2 x prefetch batches may be alive, the loop
-  variable's included, when you ask for the next, the ring adding up to
-  prefetch + 1 slots (stats()["added_slots"]; each as large as the first
+  rather than stop: up to 2 x prefetch batches may be kept alive besides
+  the loop variable's when you ask for the next, the ring adding up to
+  prefetch + 2 slots (stats()["added_slots"]; each as large as the first
   ones, see ring_bytes). One batch more raises imgpack.Error: keep clones
   of what you keep longer, or raise prefetch.
 Device: "cpu", "cuda", "cuda:N" or a torch.device; pin_memory allocates
@@ -613,7 +613,7 @@ void register_loader(py::module_& m) {
           "read_path), prefetched_bytes and prefetch_cached_shards (shards read ahead in "
           "shard-window and sequential order, and those found in memory already), "
           "added_slots (slots the ring added, beyond prefetch, for batches kept alive: 0 to "
-          "prefetch + 1; like prefetched_bytes and prefetch_cached_shards, reset_stats() "
+          "prefetch + 2; like prefetched_bytes and prefetch_cached_shards, reset_stats() "
           "leaves it).")
       .def(
           "reset_stats", [](PyLoader& l) { l.open_loader().reset_stats(); },

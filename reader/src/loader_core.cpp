@@ -71,8 +71,9 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
 // keeps every slot held (grow_when_every_slot_is_held()).
 void LoaderCore::allocate_ring(uint64_t memory) {
   memory_ = memory;
-  // A consumer may keep 2 x prefetch batches alive and still ask for the next.
-  max_slots_ = 2 * options_.prefetch + 1;
+  // A consumer may keep 2 x prefetch batches alive besides the one it is
+  // using (a for loop's variable) and still ask for the next.
+  max_slots_ = 2 * options_.prefetch + 2;
   require_ring_fits(options_.prefetch, slot_capacity_, slot_host_bytes_per_image(), memory,
                     RingGrowth::initial);
   slots_.resize(max_slots_);
@@ -611,8 +612,8 @@ std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
                     std::to_string(slot_count_ - options_.prefetch) +
                     " added for batches kept alive): a consumer may keep at most 2 x prefetch = " +
                     std::to_string(2 * options_.prefetch) +
-                    " batches alive while it asks for the next; release one (or raise prefetch) "
-                    "first");
+                    " batches alive besides the one it is using while it asks for the next; "
+                    "release one (or raise prefetch) first");
       }
       if (!ready()) consumer_cv_.wait(lock);
     }

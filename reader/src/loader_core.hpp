@@ -203,7 +203,7 @@ class LoaderCore {
   // first `prefetch` at construction, the others by
   // grow_when_every_slot_is_held() while a consumer keeps batches alive.
   std::vector<Slot> slots_;
-  std::size_t max_slots_ = 1;  // 2 x prefetch + 1: 2 x prefetch kept, one being filled
+  std::size_t max_slots_ = 1;  // 2 x prefetch + 2: 2 x prefetch kept, one in use, one filled
   // Direct upload: the shard mappings registered with the device.
   bool direct_ = false;
   std::vector<std::unique_ptr<HostRegistration>> registrations_;

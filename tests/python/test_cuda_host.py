@@ -15,12 +15,12 @@ PREFETCH = 2
 @pytest.mark.parametrize("output", ["uint8", "float32", "float16"])
 def test_epoch_tensors_of_a_host_loader_hold_no_slot(dataset_dir, reference, output):
     # test_cuda.py's host side with a smaller batch and ring: more batches
-    # than the ring can hold, even grown for kept batches (2 x prefetch + 1),
+    # than the ring can hold, even grown for kept batches (2 x prefetch + 2),
     # so that a helper keeping views of the slots fails here.
     norm = {} if output == "uint8" else dict(mean=MEAN, std=STD)
     loader = imgpack.Loader(dataset_dir, **dict(COMPARED, batch_size=3), prefetch=PREFETCH,
                             output=output, **norm)
-    assert len(loader) > 2 * PREFETCH + 1
+    assert len(loader) > 2 * PREFETCH + 2
     tensors = epoch_tensors(loader)
     assert len(tensors) == len(loader)
     delivered = []

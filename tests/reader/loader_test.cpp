@@ -438,46 +438,47 @@ TEST_F(LoaderTest, ReadersGoOnIntoTheNextEpochAndSetEpochKeepsWhatTheyRead) {
 }
 
 // A consumer keeping batches alive (labels kept for metrics) holds their
-// slots: the ring grows so that it may keep 2 x prefetch of them and still
-// get the next, and next() throws, saying so, only beyond that.
+// slots: the ring grows so that it may keep 2 x prefetch of them besides the
+// one in use and still get the next, and next() throws, saying so, only
+// beyond that.
 TEST_F(LoaderTest, KeepingTwicePrefetchBatchesGrowsTheRingAndOneMoreIsAnErrorNotAHang) {
   LoaderOptions o = base_options();
   o.prefetch = 2;
   Loader loader(dataset_, o);
   const std::size_t slot_bytes = loader.ring_host_bytes() / o.prefetch;
   std::vector<Batch> kept;
-  for (std::size_t i = 0; i < 2 * o.prefetch + 1; ++i) {
+  for (std::size_t i = 0; i < 2 * o.prefetch + 2; ++i) {
     std::optional<Batch> batch = loader.next();
     ASSERT_TRUE(batch);
     EXPECT_EQ(batch->index(), i);
     kept.push_back(std::move(*batch));
   }
-  EXPECT_EQ(loader.stats().added_slots, o.prefetch + 1);
-  EXPECT_EQ(loader.ring_host_bytes(), (2 * o.prefetch + 1) * slot_bytes);
+  EXPECT_EQ(loader.stats().added_slots, o.prefetch + 2);
+  EXPECT_EQ(loader.ring_host_bytes(), (2 * o.prefetch + 2) * slot_bytes);
   try {
     loader.next();
-    ADD_FAILURE() << "a sixth batch with five alive and prefetch 2";
+    ADD_FAILURE() << "a seventh batch with six alive and prefetch 2";
   } catch (const Error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("all 5 prefetch slots are held by live Batch objects (prefetch 2 and 3 "
+    EXPECT_NE(what.find("all 6 prefetch slots are held by live Batch objects (prefetch 2 and 4 "
                         "added for batches kept alive): a consumer may keep at most 2 x "
-                        "prefetch = 4 batches alive"),
+                        "prefetch = 4 batches alive besides the one it is using"),
               std::string::npos)
         << what;
   }
   kept.erase(kept.begin());
   std::optional<Batch> next = loader.next();  // progress again once a slot is free
   ASSERT_TRUE(next);
-  EXPECT_EQ(next->index(), 5u);
+  EXPECT_EQ(next->index(), 6u);
   kept.clear();
   next.reset();
   // The ring keeps its slots: the next epoch grows it no further.
   loader.set_epoch(1);
   while (loader.next()) {
   }
-  EXPECT_EQ(loader.stats().added_slots, o.prefetch + 1);
+  EXPECT_EQ(loader.stats().added_slots, o.prefetch + 2);
   loader.reset_stats();
-  EXPECT_EQ(loader.stats().added_slots, o.prefetch + 1);
+  EXPECT_EQ(loader.stats().added_slots, o.prefetch + 2);
 }
 
 // Batches kept alive change nothing of what is delivered: a consumer keeping
@@ -574,7 +575,7 @@ TEST_F(LoaderTest, WaitForNextStartsEpochZeroGrowsTheRingAndReportsHeldSlots) {
   Loader loader(dataset_, o);
   ASSERT_TRUE(loader.wait_for_next(std::chrono::hours(1)));  // no epoch set: epoch 0
   std::vector<Batch> kept;
-  for (std::size_t i = 0; i < 5; ++i) {
+  for (std::size_t i = 0; i < 6; ++i) {
     // With every slot held the wait adds one and waits for its batch.
     ASSERT_TRUE(loader.wait_for_next(std::chrono::hours(1)));
     std::optional<Batch> batch = loader.next();
@@ -582,17 +583,17 @@ TEST_F(LoaderTest, WaitForNextStartsEpochZeroGrowsTheRingAndReportsHeldSlots) {
     EXPECT_EQ(batch->epoch(), 0u);
     kept.push_back(std::move(*batch));
   }
-  // 2 x prefetch + 1 held: next() would throw at once, so the wait does not block.
+  // 2 x prefetch + 2 held: next() would throw at once, so the wait does not block.
   EXPECT_TRUE(loader.wait_for_next(std::chrono::hours(1)));
   EXPECT_THROW(loader.next(), Error);
   kept.erase(kept.begin());
   ASSERT_TRUE(loader.wait_for_next(std::chrono::hours(1)));
   std::optional<Batch> c = loader.next();
   ASSERT_TRUE(c);
-  EXPECT_EQ(c->index(), 5u);
+  EXPECT_EQ(c->index(), 6u);
   LoaderStats s = loader.stats();
   EXPECT_LE(s.wait_seconds, s.consumer_seconds);
-  EXPECT_EQ(s.added_slots, 3u);
+  EXPECT_EQ(s.added_slots, 4u);
 }
 
 TEST_F(LoaderTest, BatchesCanBeReleasedOnOtherThreads) {

@@ -162,13 +162,13 @@ struct LoaderOptions {
   // tensor viewing one, such as the labels kept for metrics) holds their
   // slots. When it holds every slot and asks for the next batch, the loader
   // adds a slot to the ring rather than stop, so that it may keep up to
-  // 2 x prefetch batches alive and still get the next one: up to
-  // prefetch + 1 added slots, 2 x prefetch + 1 in all. Beyond that next()
-  // throws. Added slots stay in the ring for the loader's life (the reader
+  // 2 x prefetch batches alive besides the one it is using (a for loop's
+  // variable) and still get the next one: up to prefetch + 2 added slots,
+  // 2 x prefetch + 2 in all. Beyond that next() throws. Added slots stay in the ring for the loader's life (the reader
   // threads still work at most `prefetch` batches ahead; order and bytes do
   // not change) and cost what the first ones do: the ring's host memory
   // (ring_host_bytes(), and device memory when delivering to a device) can
-  // reach (2 x prefetch + 1) / prefetch times what it was at construction.
+  // reach (2 x prefetch + 2) / prefetch times what it was at construction.
   // LoaderStats::added_slots counts them.
   std::size_t prefetch = 4;
   Device device = Device::host();
@@ -467,7 +467,7 @@ struct LoaderStats {
   uint64_t prefetched_bytes = 0;
   uint64_t prefetch_cached_shards = 0;
   // Slots added to the ring, beyond `prefetch`, because the consumer held
-  // every slot with live Batches (LoaderOptions::prefetch): 0..prefetch + 1.
+  // every slot with live Batches (LoaderOptions::prefetch): 0..prefetch + 2.
   // The ring keeps them: reset_stats() leaves this.
   uint64_t added_slots = 0;
 
@@ -506,7 +506,7 @@ class Loader {
   // or rewritten in place while it was read, on every read path). When
   // every slot of the ring is held by live Batches, adds a slot to the ring
   // (LoaderOptions::prefetch) and reads into it; throws imgpack::Error when
-  // 2 x prefetch + 1 Batches are alive (the ring's bound), or when one more
+  // 2 x prefetch + 2 Batches are alive (the ring's bound), or when one more
   // slot would need more host memory than the process may use (naming the
   // size): no progress is possible then, release a Batch first.
   std::optional<Batch> next();
