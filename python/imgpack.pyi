@@ -1,6 +1,6 @@
 """Type stubs of the imgpack module (python/src/*.cpp); docstrings live in the module."""
 from os import PathLike
-from typing import Any, Callable, Iterator, Sequence, Tuple
+from typing import Any, Callable, Iterator, Literal, Sequence, Tuple
 
 import numpy
 import numpy.typing
@@ -152,7 +152,7 @@ class Loader:
         prefetch: int = 4,
         device: Any = "cpu",
         pin_memory: bool = False,
-        direct_upload: bool = False,
+        direct_upload: bool | Literal["auto", "on", "off"] = "auto",
         output: str = "uint8",
         mean: Sequence[float] | None = None,
         std: Sequence[float] | None = None,
@@ -187,7 +187,7 @@ class Loader:
         """load_state_dict() for state() bytes."""
     def set_epoch(self, epoch: int) -> None: ...
     def pairs(self, convert: Callable[[Array], Any]) -> Pairs: ...
-    def stats(self) -> dict[str, float]: ...
+    def stats(self) -> dict[str, float | bool | str]: ...
     def reset_stats(self) -> None: ...
     def close(self) -> None: ...
     @property

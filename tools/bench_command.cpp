@@ -184,6 +184,8 @@ void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device&
   j["wait_seconds"] = r.run.stats.wait_seconds;
   j["reader_busy_seconds"] = r.run.stats.reader_busy_seconds;
   j["upload_busy_seconds"] = r.run.stats.upload_busy_seconds;
+  j["direct_upload"] = r.run.stats.direct_upload;
+  j["upload"] = r.run.stats.upload;
   if (r.memory_limit > 0) {
     j["memory_limit_bytes"] = r.memory_limit;
     j["memory_peak_bytes"] = r.memory_peak;
@@ -305,6 +307,9 @@ void print_result_text(const Dataset& dataset, const BenchArgs& a, const Device&
               << " says nothing); pass --step-ms with your training step's time to see whether "
                  "the reader keeps up\n";
   }
+  if (run.stats.upload != "host delivery: nothing to upload") {
+    std::cout << "  upload    " << run.stats.upload << "\n";
+  }
   std::cout << "  memory    ring " << human_bytes(run.ring_host_bytes) << " host"
             << (run.ring_device_bytes > 0 ? " + " + human_bytes(run.ring_device_bytes) + " device"
                                           : "")
@@ -325,7 +330,7 @@ int run_bench(const BenchArgs& a) {
   if (a.cold && a.sweep) {
     throw UsageError("--cold reads at one thread count: give --threads instead of --sweep-threads");
   }
-  if (a.cold && a.direct_upload) {
+  if (a.cold && parse_direct_upload(a.direct_upload) == DirectUpload::on) {
     throw UsageError("--cold and --direct-upload: direct upload pins the whole dataset in memory");
   }
   const Device device = parse_device(a.device);
@@ -411,9 +416,12 @@ void add_bench_command(CLI::App& app, Action& action) {
                 "and recommend the fewest that read 1.25x what --step-ms consumes (without a "
                 "step: the fewest within 5% of the best)");
   cmd->add_option("--device", args->device, "host or cuda:N")->capture_default_str();
-  cmd->add_flag("--direct-upload", args->direct_upload,
-                "With cuda:N: the GPU copies records straight from the page cache (pins the "
-                "whole dataset in memory) instead of reader threads staging them");
+  cmd->add_flag("--direct-upload{on}", args->direct_upload,
+                "With cuda:N: auto (direct where the shards fit in half the memory and nothing "
+                "needs the host to touch the records), on (the GPU copies records straight from "
+                "the page cache, pinning the whole dataset in memory) or off (reader threads "
+                "stage them in pinned memory); --direct-upload alone is on")
+      ->capture_default_str();
   cmd->add_option("--crop", args->crop,
                   "Online crop N or WxH (random for train and all, center for val and test); "
                   "GB/s then counts the cropped bytes");

@@ -136,7 +136,7 @@ LoaderOptions loader_options(const BenchArgs& a, unsigned threads) {
   o.threads = threads;
   o.prefetch = a.prefetch;
   o.device = parse_device(a.device);
-  o.direct_upload = a.direct_upload;
+  o.direct_upload = parse_direct_upload(a.direct_upload);
   o.read_path = parse_read_path(a.read_path);
   o.reads_in_flight = a.reads_in_flight;
   o.direct_io = parse_direct_io(a.direct_io);

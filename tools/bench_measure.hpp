@@ -34,7 +34,7 @@ struct BenchArgs {
   double step_ms = 0;
   bool sweep = false;
   std::string device = "host";
-  bool direct_upload = false;
+  std::string direct_upload = "auto";  // auto, on or off (DirectUpload)
   std::string crop;  // "224" or "WxH"; empty: whole records
   double hflip = 0;
   std::string output = "uint8";

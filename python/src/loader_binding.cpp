@@ -215,6 +215,8 @@ py::dict stats_dict(const LoaderStats& s) {
   d["prefetched_bytes"] = s.prefetched_bytes;
   d["prefetch_cached_shards"] = s.prefetch_cached_shards;
   d["added_slots"] = s.added_slots;
+  d["direct_upload"] = s.direct_upload;
+  d["upload"] = s.upload;
   return d;
 }
 
@@ -348,7 +350,7 @@ Loader(dataset, *, split=None, fold=0, role="all", variants="auto",
        order="random", seed=0, window_shards=4,
        rank=0, world_size=1, rank_policy="pad",
        threads=2, prefetch=4, device="cpu", pin_memory=False,
-       direct_upload=False, output="uint8", mean=None, std=None,
+       direct_upload="auto", output="uint8", mean=None, std=None,
        crop=None, crop_mode="auto", hflip=0.0, vflip=0.0,
        sampling="uniform", weights=None, epoch_length=None,
        verify_checksums=False, read_path="auto", reads_in_flight=16,
@@ -389,8 +391,13 @@ Pipeline: threads reader threads fill a ring of prefetch slots, at most
   ones, see ring_bytes). One batch more raises imgpack.Error: keep clones
   of what you keep longer, or raise prefetch.
 Device: "cpu", "cuda", "cuda:N" or a torch.device; pin_memory allocates
-  host slots with cudaHostAlloc (host delivery); direct_upload lets the GPU
-  copy records straight from the page cache (CUDA only; pins the dataset).
+  host slots with cudaHostAlloc (host delivery); direct_upload: "auto"
+  (default; direct where the shards fit in half the memory and nothing
+  needs the host to touch the records: no crop or flip, no
+  verify_checksums), True or "on" (the GPU copies records straight from
+  the page cache, pinning the dataset; CUDA only) or False or "off" (reader
+  threads stage them in pinned memory). stats()["upload"] says which and
+  why.
 Output: "uint8" (N, H, W, C as stored), "float32" or "float16" (N, C, H, W,
   (x / 255 - mean[c]) / std[c], converted on the GPU for device delivery);
   mean and std one value per channel, torchvision's convention.
@@ -544,7 +551,7 @@ void register_loader(py::module_& m) {
           "variants"_a = "auto", "batch_size"_a = 256, "last_batch"_a = "partial",
           "drop_last"_a = false, "order"_a = "random", "seed"_a = 0, "window_shards"_a = 4,
           "rank"_a = 0, "world_size"_a = 1, "rank_policy"_a = "pad", "threads"_a = 2,
-          "prefetch"_a = 4, "device"_a = "cpu", "pin_memory"_a = false, "direct_upload"_a = false,
+          "prefetch"_a = 4, "device"_a = "cpu", "pin_memory"_a = false, "direct_upload"_a = "auto",
           "output"_a = "uint8", "mean"_a = py::none(), "std"_a = py::none(), "crop"_a = py::none(),
           "crop_mode"_a = "auto", "hflip"_a = 0.0, "vflip"_a = 0.0, "sampling"_a = "uniform",
           "weights"_a = py::none(), "epoch_length"_a = py::none(), "verify_checksums"_a = false,
@@ -614,7 +621,9 @@ void register_loader(py::module_& m) {
           "shard-window and sequential order, and those found in memory already), "
           "added_slots (slots the ring added, beyond prefetch, for batches kept alive: 0 to "
           "prefetch + 2; like prefetched_bytes and prefetch_cached_shards, reset_stats() "
-          "leaves it).")
+          "leaves it), direct_upload (True when the device's copy engine reads the records "
+          "from the page cache) and upload (how batches reach the device and why, one line; "
+          "both chosen when the loader was made).")
       .def(
           "reset_stats", [](PyLoader& l) { l.open_loader().reset_stats(); },
           "Zeroes the counters of stats().")

@@ -122,7 +122,12 @@ LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
   // "cpu", "cuda", "cuda:N", or a torch.device (whose str() is one of those).
   o.device = parse_device(py::str(a.device).cast<std::string>());
   o.pin_host_memory = flag(a.pin_memory, "pin_memory");
-  o.direct_upload = flag(a.direct_upload, "direct_upload");
+  // True/False, or "auto", "on", "off".
+  if (py::isinstance<py::bool_>(a.direct_upload)) {
+    o.direct_upload = a.direct_upload.cast<bool>() ? DirectUpload::on : DirectUpload::off;
+  } else {
+    o.direct_upload = parse_direct_upload(text(a.direct_upload, "direct_upload"));
+  }
   o.output = parse_output_format(text(a.output, "output"));
   const std::vector<float> mean = per_channel(a.mean, "mean", channels);
   const std::vector<float> stddev = per_channel(a.std, "std", channels);

@@ -37,24 +37,8 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   backend_ = make_upload_backend(options_.device, options_.pin_host_memory);
   convert_on_host_ =
       !backend_->separate_device_memory() && options_.output != OutputFormat::uint8_nhwc;
-  direct_ = options_.direct_upload && backend_->separate_device_memory();
-  if (direct_) {
-    for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
-      const std::span<const uint8_t> images = dataset_.shard_images(k);
-      if (images.empty()) continue;
-      try {
-        registrations_.push_back(backend_->register_host(images.data(), images.size()));
-        const std::span<const uint8_t> masks = dataset_.shard_masks(k);
-        if (!masks.empty()) {
-          registrations_.push_back(backend_->register_host(masks.data(), masks.size()));
-        }
-      } catch (const Error& e) {
-        throw file_error(dataset_.shard_path(k),
-                         std::string("cannot register for direct upload: ") + e.what());
-      }
-    }
-  }
   const uint64_t memory = memory_for_page_cache();
+  choose_upload_path(memory);
   filler_ = std::make_unique<SlotFiller>(
       dataset_, options_,
       SlotPlan{convert_on_host_, backend_->separate_device_memory(), direct_, memory});
@@ -65,6 +49,40 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   chunks_per_batch_ = (slot_capacity_ + chunk_records_ - 1) / chunk_records_;
   allocate_ring(memory);
   start_prefetch(memory);
+}
+
+// Direct or staged upload (upload_choice.hpp), and for direct the shards'
+// registration with the device. Where the choice was automatic, a shard the
+// device refuses to register means staged upload instead, with the reason.
+void LoaderCore::choose_upload_path(uint64_t memory) {
+  UploadContext context;
+  context.device_memory = backend_->separate_device_memory();
+  context.memory = memory;
+  for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
+    context.dataset_bytes += dataset_.shard_images(k).size() + dataset_.shard_masks(k).size();
+  }
+  upload_ = choose_upload(options_, context);
+  direct_ = upload_.direct;
+  if (!direct_) return;
+  for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
+    const std::span<const uint8_t> images = dataset_.shard_images(k);
+    if (images.empty()) continue;
+    try {
+      registrations_.push_back(backend_->register_host(images.data(), images.size()));
+      const std::span<const uint8_t> masks = dataset_.shard_masks(k);
+      if (!masks.empty()) {
+        registrations_.push_back(backend_->register_host(masks.data(), masks.size()));
+      }
+    } catch (const Error& e) {
+      const std::string why = "cannot register for direct upload: " + std::string(e.what());
+      if (options_.direct_upload == DirectUpload::on) throw file_error(dataset_.shard_path(k), why);
+      registrations_.clear();
+      direct_ = false;
+      upload_ = {false,
+                 "staged (direct_upload auto): " + dataset_.shard_path(k).string() + ": " + why};
+      return;
+    }
+  }
 }
 
 // The ring's first `prefetch` slots; more are added only while a consumer
@@ -720,6 +738,8 @@ LoaderStats LoaderCore::stats() const {
   s.upload_busy_seconds = seconds(upload_ns_.load(std::memory_order_relaxed));
   s.read_ahead_batches = read_ahead_;
   s.added_slots = slot_count_ - options_.prefetch;
+  s.direct_upload = upload_.direct;
+  s.upload = upload_.reason;
   s.records_read = filler_->records_read();
   if (prefetch_) {
     s.prefetched_bytes = prefetch_->populated_bytes();

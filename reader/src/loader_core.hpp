@@ -28,6 +28,7 @@
 #include "imgpack/loader.hpp"
 #include "shard_prefetch.hpp"
 #include "slot_fill.hpp"
+#include "upload_choice.hpp"
 
 namespace imgpack::detail {
 
@@ -122,6 +123,7 @@ class LoaderCore {
  private:
   // Allocates the ring's first `prefetch` slots; `memory` is what this
   // process may use (memory_for_page_cache()).
+  void choose_upload_path(uint64_t memory);
   void allocate_ring(uint64_t memory);
   // Host bytes of one slot's images and masks, per image (direct upload: 0).
   uint64_t slot_host_bytes_per_image() const;
@@ -205,7 +207,8 @@ class LoaderCore {
   std::vector<Slot> slots_;
   std::size_t max_slots_ = 1;  // 2 x prefetch + 2: 2 x prefetch kept, one in use, one filled
   // Direct upload: the shard mappings registered with the device.
-  bool direct_ = false;
+  UploadChoice upload_;  // direct or staged, and why (upload_choice.hpp)
+  bool direct_ = false;  // upload_.direct
   std::vector<std::unique_ptr<HostRegistration>> registrations_;
 
   mutable std::mutex mu_;

@@ -16,17 +16,18 @@ void require_valid_options(const Dataset& dataset, const LoaderOptions& o) {
   if (o.reads_in_flight == 0 || o.reads_in_flight > 4096) {
     throw UsageError("reads in flight must be between 1 and 4096 per reader thread");
   }
-  if (o.direct_upload && !o.crop.is_identity()) {
+  const bool direct = o.direct_upload == DirectUpload::on;
+  if (direct && !o.crop.is_identity()) {
     throw UsageError(
         "direct upload copies whole records to the device; crop and flip need the reader "
         "threads' copy (turn one of them off)");
   }
-  if (o.direct_upload && o.read_path == ReadPath::read) {
+  if (direct && o.read_path == ReadPath::read) {
     throw UsageError(
         "direct upload copies from the shard mappings; ReadPath::read reads with pread (turn "
         "one of them off)");
   }
-  if (o.direct_upload && !o.device.is_cuda()) {
+  if (direct && !o.device.is_cuda()) {
     throw UsageError("direct upload needs a CUDA device (it copies from the mapping to the GPU)");
   }
   check_crop(o.crop, {dataset.height(), dataset.width(), dataset.channels()});

@@ -19,6 +19,9 @@ IMGPACK_ENUM_NAMES(ReadPath, read_path, "read path", {ReadPath::automatic, "auto
                    {ReadPath::mapped, "mapped"}, {ReadPath::read, "read"})
 IMGPACK_ENUM_NAMES(DirectIo, direct_io, "direct I/O setting", {DirectIo::automatic, "auto"},
                    {DirectIo::on, "on"}, {DirectIo::off, "off"})
+IMGPACK_ENUM_NAMES(DirectUpload, direct_upload, "direct upload setting",
+                   {DirectUpload::automatic, "auto"}, {DirectUpload::on, "on"},
+                   {DirectUpload::off, "off"})
 IMGPACK_ENUM_NAMES(OrderMode, order_mode, "order", {OrderMode::sequential, "sequential"},
                    {OrderMode::random, "random"}, {OrderMode::shard_window, "shard-window"})
 IMGPACK_ENUM_NAMES(RankPolicy, rank_policy, "rank policy", {RankPolicy::pad, "pad"},

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.mark.parametrize("output", ["uint8", "float32", "float16"])
-@pytest.mark.parametrize("direct_upload", [False, True])
+@pytest.mark.parametrize("direct_upload", [False, True, "auto"])
 def test_device_batches_equal_host_batches(dataset_dir, output, direct_upload):
     norm = {} if output == "uint8" else dict(mean=MEAN, std=STD)
     options = dict(COMPARED, output=output, **norm)
@@ -122,3 +122,12 @@ def test_the_programs_current_device_is_kept(dataset_dir):
         assert torch.cuda.current_device() == 1
     del loader
     assert torch.cuda.current_device() == 1
+
+
+def test_automatic_upload_is_direct_for_a_small_dataset_and_staged_with_crop(dataset_dir):
+    plain = imgpack.Loader(dataset_dir, device="cuda:0", batch_size=8).stats()
+    assert plain["direct_upload"] is True, plain["upload"]
+    assert plain["upload"].startswith("direct (direct_upload auto)")
+    cropped = imgpack.Loader(dataset_dir, device="cuda:0", batch_size=8, crop=8).stats()
+    assert cropped["direct_upload"] is False
+    assert "online crop or flip" in cropped["upload"]

@@ -31,6 +31,8 @@ import imgpack
     (dict(output="float32", std=(0.5, 0.0, 0.5)), "stddev must be positive"),
     (dict(mean=(0.5, 0.5, 0.5)), "float output"),
     (dict(direct_upload=True), "direct upload needs a CUDA device"),
+    (dict(direct_upload="on"), "direct upload needs a CUDA device"),
+    (dict(direct_upload="sometimes"), "direct upload setting"),
     (dict(read_path="pread"), "read path"),
     (dict(direct_io="yes"), "direct I/O"),
     (dict(reads_in_flight=0), "reads_in_flight"),
@@ -73,6 +75,18 @@ def test_every_option_is_accepted(dataset_dir):
         direct_io="on")
     batches = list(b.images.shape for b in loader)
     assert batches and all(shape == (5, 3, 20, 24) for shape in batches)
+
+
+def test_direct_upload_is_chosen_by_itself_and_says_why(dataset_dir):
+    # Host delivery: whatever the setting, nothing is uploaded, and stats say so.
+    for setting in ("auto", "off", False):
+        stats = imgpack.Loader(dataset_dir, batch_size=5, direct_upload=setting).stats()
+        assert stats["direct_upload"] is False
+        assert stats["upload"] == "host delivery: nothing to upload"
+    default = imgpack.Loader(dataset_dir, batch_size=5).stats()
+    assert default["upload"] == "host delivery: nothing to upload"
+    with pytest.raises(TypeError, match="direct_upload must be a str"):
+        imgpack.Loader(dataset_dir, direct_upload=1)
 
 
 def test_read_paths_deliver_the_same_batches(dataset_dir):

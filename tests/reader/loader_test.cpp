@@ -791,7 +791,7 @@ TEST_F(LoaderTest, AutomaticReadPathFollowsThePageCache) {
 
 TEST_F(LoaderTest, ReadPathReadWithDirectUploadIsAUsageError) {
   LoaderOptions o = base_options();
-  o.direct_upload = true;
+  o.direct_upload = DirectUpload::on;
   o.read_path = ReadPath::read;
   try {
     Loader loader(dataset_, o);
@@ -836,8 +836,10 @@ TEST_F(LoaderTest, RejectsBadOptions) {
   o.selection.role = Role::val;  // no split
   EXPECT_THROW(Loader(dataset_, o), UsageError);
   o = base_options();
-  o.direct_upload = true;  // host delivery: nothing to upload to
+  o.direct_upload = DirectUpload::on;  // host delivery: nothing to upload to
   EXPECT_THROW(Loader(dataset_, o), UsageError);
+  o.direct_upload = DirectUpload::automatic;  // the default: host delivery ignores it
+  EXPECT_NO_THROW(Loader(dataset_, o));
 }
 
 TEST_F(LoaderTest, EpochsWithoutABatchAreUsageErrorsSayingWhy) {

@@ -348,7 +348,7 @@ TEST_F(LoaderCropTest, ImpossibleRequestsAreUsageErrors) {
   EXPECT_NE(message(options({0, 0, CropMode::random, 1.5, 0})).find("between 0 and 1"),
             std::string::npos);
   LoaderOptions direct = options({5, 6, CropMode::random, 0, 0});
-  direct.direct_upload = true;
+  direct.direct_upload = DirectUpload::on;
   EXPECT_NE(message(direct).find("crop and flip need the reader threads' copy"), std::string::npos);
   EXPECT_EQ(message(options({9, 11, CropMode::random, 1, 1})), "(accepted)");  // a full flip
 }

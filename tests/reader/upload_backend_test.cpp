@@ -150,7 +150,7 @@ TEST_F(CudaLoaderTest, DeliversTheSameBatchesAsTheHost) {
       o.stddev = {0.2f, 0.25f, 0.3f, 1};
       Loader host(dataset_, o);
       o.device = Device::cuda(0);
-      o.direct_upload = direct;
+      o.direct_upload = direct ? DirectUpload::on : DirectUpload::off;
       Loader cuda(dataset_, o);
       EXPECT_TRUE(cuda.device().is_cuda());
       EXPECT_GT(cuda.ring_device_bytes(), 0u);

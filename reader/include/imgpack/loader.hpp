@@ -110,6 +110,22 @@ enum class ReadPath { automatic, mapped, read };
 // multiple of 4096).
 enum class DirectIo { automatic, on, off };
 
+// How batches reach a CUDA device (LoaderOptions::direct_upload):
+//   automatic  direct where it is the faster and safe choice, staged
+//              otherwise: direct when nothing needs the host to touch the
+//              records (no crop or flip, no verify_checksums, no
+//              ReadPath::read, no DirectIo::on) and the dataset's shards
+//              fit in half the memory the page cache may use (registering
+//              pins all of them); LoaderStats says which and why.
+//   on         direct: the device's copy engine reads each batch's records
+//              straight from the page cache through the registered shard
+//              mappings (0.94-0.99x cudaMemcpy on an H200 where staged
+//              reached 0.61-0.77x: docs/BENCHMARKS.md).
+//   off        staged: reader threads copy the records into pinned host
+//              memory, which is then copied to the device.
+// Host delivery ignores it.
+enum class DirectUpload { automatic, on, off };
+
 // Online crop and flip: fresh views of every stored record each epoch, cut
 // by the reader threads while they copy the record into the slot (no extra
 // pass, nothing allocated per record), before any conversion or upload.
@@ -175,16 +191,18 @@ struct LoaderOptions {
   // Host delivery only: allocate the slots with cudaHostAlloc when a CUDA
   // device is present, so that the caller can upload them quickly itself.
   bool pin_host_memory = false;
-  // CUDA delivery only: register the dataset's shard mappings with the device
-  // and let its copy engine read each batch's records straight from the page
-  // cache, instead of reader threads copying them into a pinned staging slot
-  // first. Saves the CPU copy (and a third of the host memory traffic) per
-  // byte. Registration pins every page of the dataset for the Loader's
-  // lifetime, reading in any that are not resident, so it is for datasets
-  // that fit comfortably in memory. The Loader throws imgpack::Error at
+  // CUDA delivery only (DirectUpload): direct upload registers the dataset's
+  // shard mappings with the device and lets its copy engine read each
+  // batch's records straight from the page cache, instead of reader threads
+  // copying them into a pinned staging slot first. Saves the CPU copy (and a
+  // third of the host memory traffic) per byte. Registration pins every page
+  // of the dataset for the Loader's lifetime, reading in any that are not
+  // resident. With DirectUpload::on the Loader throws imgpack::Error at
   // construction if the mappings cannot be registered, and UsageError
-  // without a CUDA device.
-  bool direct_upload = false;
+  // without a CUDA device or with what needs the host's copy (crop, flip,
+  // ReadPath::read); DirectUpload::automatic falls back to staged instead,
+  // saying why in LoaderStats::upload.
+  DirectUpload direct_upload = DirectUpload::automatic;
 
   // Output layout. For float formats: (x / 255 - mean[c]) / stddev[c], NCHW, with mean
   // and stddev in [0, 1] units (torchvision's convention); stddev must be positive.
@@ -470,6 +488,11 @@ struct LoaderStats {
   // every slot with live Batches (LoaderOptions::prefetch): 0..prefetch + 2.
   // The ring keeps them: reset_stats() leaves this.
   uint64_t added_slots = 0;
+  // How batches reach the device, chosen when the loader was made
+  // (LoaderOptions::direct_upload): direct or staged, and why in one line
+  // ("host delivery: nothing to upload" without a device).
+  bool direct_upload = false;
+  std::string upload;
 
   // Fraction of the consumer's time spent waiting: 0 = never starved.
   double starvation() const { return consumer_seconds > 0 ? wait_seconds / consumer_seconds : 0; }
@@ -588,5 +611,8 @@ std::string_view read_path_name(ReadPath path);
 // "auto", "on", "off". Throws imgpack::UsageError.
 DirectIo parse_direct_io(std::string_view text);
 std::string_view direct_io_name(DirectIo io);
+// "auto", "on", "off". Throws imgpack::UsageError.
+DirectUpload parse_direct_upload(std::string_view text);
+std::string_view direct_upload_name(DirectUpload upload);
 
 }  // namespace imgpack
