@@ -3,6 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <thread>
+
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -54,6 +57,16 @@ TEST_F(Cli, SampleDataConvertInspectEndToEnd) {
   ASSERT_EQ(human.exit_code, 0);
   EXPECT_NE(human.out.find("circle"), std::string::npos);
   EXPECT_NE(human.out.find("32 x 32 x 3"), std::string::npos);
+}
+
+// More threads than cores is a choice (to hide I/O waits): oneTBB runs them
+// and says nothing.
+TEST_F(Cli, MoreThreadsThanCoresRunQuietly) {
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency()) + 2;
+  auto r = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out") + " --size 16 -q " +
+                       "--threads " + std::to_string(threads));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
 }
 
 TEST_F(Cli, PlainProgressLinesWhenStderrIsNotATerminal) {
