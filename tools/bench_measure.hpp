@@ -35,7 +35,7 @@ struct BenchArgs {
   bool sweep = false;
   std::string device = "host";
   std::string direct_upload = "auto";  // auto, on or off (DirectUpload)
-  std::string crop;  // "224" or "WxH"; empty: whole records
+  std::string crop;                    // "224" or "WxH"; empty: whole records
   double hflip = 0;
   std::string output = "uint8";
   unsigned memcpy_threads = 2;

@@ -180,12 +180,11 @@ struct LoaderOptions {
   // adds a slot to the ring rather than stop, so that it may keep up to
   // 2 x prefetch batches alive besides the one it is using (a for loop's
   // variable) and still get the next one: up to prefetch + 2 added slots,
-  // 2 x prefetch + 2 in all. Beyond that next() throws. Added slots stay in the ring for the loader's life (the reader
-  // threads still work at most `prefetch` batches ahead; order and bytes do
-  // not change) and cost what the first ones do: the ring's host memory
-  // (ring_host_bytes(), and device memory when delivering to a device) can
-  // reach (2 x prefetch + 2) / prefetch times what it was at construction.
-  // LoaderStats::added_slots counts them.
+  // 2 x prefetch + 2 in all. Beyond that next() throws. Added slots stay in the ring for the
+  // loader's life (the reader threads still work at most `prefetch` batches ahead; order and bytes
+  // do not change) and cost what the first ones do: the ring's host memory (ring_host_bytes(), and
+  // device memory when delivering to a device) can reach (2 x prefetch + 2) / prefetch times what
+  // it was at construction. LoaderStats::added_slots counts them.
   std::size_t prefetch = 4;
   Device device = Device::host();
   // Host delivery only: allocate the slots with cudaHostAlloc when a CUDA
