@@ -42,7 +42,8 @@ const mpi_module::ModuleFunctions& mpi() {
   static const loadable_module::Found found = loadable_module::load_first(
       loadable_module::candidates(mpi_module::kPathVariable, mpi_module::kFileName,
                                   IMGPACK_MPI_MODULE_BUILD_PATH, IMGPACK_MPI_MODULE_INSTALL_PATH),
-      {mpi_module::kEntryPoint, mpi_module::kMpiModuleAbi, "imgpack's MPI module"});
+      {mpi_module::kEntryPoint, loadable_module::call_entry_point<mpi_module::ModuleFunctions>,
+       mpi_module::kMpiModuleAbi, "imgpack's MPI module"});
   if (found.table == nullptr) {
     throw Error("an MPI launcher started imgpack convert, but " +
                 loadable_module::not_loaded("MPI module", mpi_module::kFileName,

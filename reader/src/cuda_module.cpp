@@ -11,7 +11,8 @@ LoadResult load_module(const std::vector<std::string>& candidates) {
     return result;
   }
   const loadable_module::Found found = loadable_module::load_first(
-      candidates, {kEntryPoint, kCudaModuleAbi, "an imgpack CUDA module"});
+      candidates, {kEntryPoint, loadable_module::call_entry_point<ModuleFunctions>, kCudaModuleAbi,
+                   "an imgpack CUDA module"});
   result.functions = static_cast<const ModuleFunctions*>(found.table);
   result.path = found.path;
   result.problem = found.problem;

@@ -17,7 +17,8 @@ const ModuleFunctions& module() {
     const loadable_module::Found found = loadable_module::load_first(
         loadable_module::candidates(kPathVariable, kFileName, IMGPACK_CODECS_MODULE_BUILD_PATH,
                                     IMGPACK_CODECS_MODULE_INSTALL_PATH),
-        {kEntryPoint, kCodecsModuleAbi, "imgpack's image codecs module"});
+        {kEntryPoint, loadable_module::call_entry_point<ModuleFunctions>, kCodecsModuleAbi,
+         "imgpack's image codecs module"});
     Search s;
     s.functions = static_cast<const ModuleFunctions*>(found.table);
     if (s.functions == nullptr) {

@@ -49,11 +49,9 @@ const void* try_load(const std::string& candidate, const Kind& kind, std::string
     ::dlclose(handle);
     return nullptr;
   }
-  // POSIX guarantees that a dlsym result converts to a function pointer. The
-  // table is standard-layout with `const char* abi` first, so a pointer to it
-  // is a pointer to that member.
-  using EntryPoint = const void* (*)();
-  const void* table = reinterpret_cast<EntryPoint>(symbol)();
+  // The table is standard-layout with `const char* abi` first, so a pointer
+  // to it is a pointer to that member.
+  const void* table = kind.call(symbol);
   const char* abi = table != nullptr ? *static_cast<const char* const*>(table) : nullptr;
   if (abi == nullptr || std::strcmp(abi, kind.abi) != 0) {
     problem = candidate + ": built from another version of imgpack (module " +

@@ -28,10 +28,22 @@ struct Found {
   std::string problem;
 };
 
-// What to look for: the exported function's name, the ABI its table must name
-// and, for messages, what such a module is ("an imgpack CUDA module").
+// Calls a module's entry point, found as `symbol`, through its own type
+// (`const Table* (*)()`): a call through any other function type is undefined
+// behaviour (UBSan's -fsanitize=function reports it).
+template <class Table>
+const void* call_entry_point(void* symbol) {
+  // POSIX guarantees that a dlsym result converts to a function pointer.
+  using EntryPoint = const Table* (*)();
+  return reinterpret_cast<EntryPoint>(symbol)();
+}
+
+// What to look for: the exported function's name, how to call it
+// (call_entry_point<Table>), the ABI its table must name and, for messages,
+// what such a module is ("an imgpack CUDA module").
 struct Kind {
   const char* entry_point;
+  const void* (*call)(void* symbol);
   const char* abi;
   const char* what;
 };
