@@ -74,7 +74,18 @@ void check_structure(const fs::path& out, const MergePlan& plan, const ShardMove
   }
   const FileDescriptor fd = open_for_reading(path);
   ShardContents contents = read_shard(path, expected, fd.size(path));
-  const bool renumbered = moved || contents.shard != move.part_shard;
+  // A merge killed while it renumbered this shard may leave its /sample
+  // column renumbered and its shard_index attribute not, or the other way
+  // round (HDF5 writes them back in no set order): on a rerun the column
+  // itself says which numbering it holds.
+  auto holds = [&](const std::vector<int64_t>& ids) {
+    for (std::size_t row = 0; row < ids.size(); ++row) {
+      if (contents.samples[row] != ids[row]) return false;
+    }
+    return true;
+  };
+  const bool renumbered = moved || (resuming ? holds(move.samples) && !holds(move.part_samples)
+                                             : contents.shard != move.part_shard);
   const std::vector<int64_t>& samples = renumbered ? move.samples : move.part_samples;
   for (std::size_t row = 0; row < samples.size(); ++row) {
     if (contents.samples[row] != samples[row] || contents.variants[row] != move.variants[row]) {
