@@ -158,6 +158,9 @@ void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device&
   j["gb_per_s"] = r.run.gb_per_s();
   j["memcpy_gb_per_s"] = r.memcpy_bps / 1e9;
   j["starvation"] = r.run.stats.starvation();
+  j["starvation_after_first_batch"] = r.run.starvation_after_first_batch();
+  j["first_batch_wait_seconds"] = r.run.first_batch_wait_seconds;
+  j["epoch_start_wait_seconds"] = r.run.epoch_start_wait_seconds;
   j["threads"] = r.run.threads;
   j["batch"] = a.batch;
   j["reader_vs_memcpy"] = r.reader_vs_memcpy();
@@ -290,7 +293,11 @@ void print_result_text(const Dataset& dataset, const BenchArgs& a, const Device&
             << (run.threads == 1 ? "" : "s");
   if (a.step_ms > 0) {
     std::cout << " and the step, starvation " << percent(run.stats.starvation())
-              << " (time the step waited for a batch)\n";
+              << " (time the step waited for a batch)\n"
+              << "  waits     " << fixed(run.first_batch_wait_seconds * 1e3, 2)
+              << " ms for the run's first batch, " << fixed(run.epoch_start_wait_seconds * 1e3, 2)
+              << " ms at later epochs' starts; after the first batch, starvation "
+              << percent(run.starvation_after_first_batch()) << "\n";
   } else if (r.storage) {
     std::cout << " (" << fixed(r.reader_vs(r.storage->best_sequential()), 2)
               << "x the best sequential read, " << fixed(r.reader_vs(r.storage->best_random()), 2)

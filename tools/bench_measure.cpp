@@ -166,7 +166,12 @@ ReaderRun run_reader(const Dataset& dataset, const BenchArgs& a, unsigned thread
   const Clock::time_point start = Clock::now();
   for (unsigned epoch = 0; epoch < a.epochs; ++epoch) {
     loader.set_epoch(epoch);
-    while (std::optional<Batch> batch = loader.next()) {
+    // The wait of the epoch's first next(), as the loader counts it.
+    const double waited_before = loader.stats().wait_seconds;
+    std::optional<Batch> batch = loader.next();
+    (epoch == 0 ? run.first_batch_wait_seconds : run.epoch_start_wait_seconds) +=
+        loader.stats().wait_seconds - waited_before;
+    for (; batch; batch = loader.next()) {
       // A training step: the consumer is busy (on the GPU) and lets the
       // readers work ahead.
       if (a.step_ms > 0) std::this_thread::sleep_for(step);

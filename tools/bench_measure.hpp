@@ -56,6 +56,18 @@ struct ReaderRun {
   std::size_t ring_host_bytes = 0;
   std::size_t ring_device_bytes = 0;
   uint64_t anon_growth_bytes = 0;  // peak anonymous memory above the baseline
+  // Where the consumer's waits (stats.wait_seconds) fell: in the run's first
+  // next(), which finds the ring empty whatever the loader does, and in the
+  // first next() of every later epoch (the epoch boundaries).
+  double first_batch_wait_seconds = 0;
+  double epoch_start_wait_seconds = 0;
+  // The consumer's waits after its first batch, as a fraction of its time
+  // after it: what a training run longer than this one converges to.
+  double starvation_after_first_batch() const {
+    const double time = stats.consumer_seconds - first_batch_wait_seconds;
+    const double wait = stats.wait_seconds - first_batch_wait_seconds;
+    return time > 0 && wait > 0 ? wait / time : 0;
+  }
   double images_per_s() const {
     return seconds > 0 ? static_cast<double>(stats.images) / seconds : 0;
   }

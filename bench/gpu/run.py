@@ -2,7 +2,8 @@
 """The CUDA path on a real GPU: tests, sanitizers and the upload benchmarks.
 
 usage: bench/gpu/run.py OUT [--imgpack PATH] [--tests PATH,...] [--sample PATH]
-                        [--records N] [--threads T] [--direct-threads T] [--epochs E]
+                        [--records N] [--threads T] [--direct-threads T] [--auto-threads T]
+                        [--modes auto,staged,direct] [--epochs E]
                         [--repeat R]
                         [--batches 64,256,1024] [--outputs uint8,float32,float16]
                         [--sanitize memcheck,racecheck,synccheck] [--python-tests PATH]
@@ -15,10 +16,13 @@ On a machine with a CUDA device, in this order:
   sanitize   compute-sanitizer (each --sanitize tool) over the same CUDA tests;
   sample     samples/nearest_class_mean on the generated dataset with
              --device cuda:0 (when --sample is given);
-  upload     `imgpack bench --device cuda:0` for every batch size and output
-             format, staged (reader threads copy into pinned slots, --threads)
-             and direct (--direct-upload: the copy engine reads the page cache,
-             --direct-threads): the loader's delivered GB/s (H*W*C bytes per
+  upload     `imgpack bench --device cuda:0` for every batch size, output
+             format and upload mode (--modes): auto (the loader's own choice,
+             with its default reader threads unless --auto-threads), staged
+             (--direct-upload=off: reader threads copy into pinned slots,
+             --threads) and direct (--direct-upload=on: the copy engine reads
+             the page cache, --direct-threads): the mode the loader used, and
+             its delivered GB/s (H*W*C bytes per
              image) against the same run's cudaMemcpyAsync of one batch from
              pinned memory (the `upload_reference_gb_per_s` of that bench run);
   starve     for each upload mode and output format at batch 256: a simulated
@@ -153,15 +157,16 @@ def warm(data):
                     pass
 
 
-# Upload modes: reader threads stage records in pinned memory (the default),
-# or the copy engine reads them straight from the page cache (--direct-upload).
-MODES = {"staged": [], "direct": ["--direct-upload"]}
+# Upload modes: the loader's own choice (the default, with its default reader
+# threads), reader threads staging records in pinned memory, or the copy
+# engine reading them straight from the page cache.
+MODES = {"auto": [], "staged": ["--direct-upload=off"], "direct": ["--direct-upload=on"]}
 
 
 def bench(imgpack, data, batch, output, threads, epochs, step_ms=0.0, mode="staged"):
     command = [imgpack, "bench", data, "--device", "cuda:0", "--batch", str(batch), "--output",
-               output, "--threads", str(threads), "--epochs", str(epochs), "--prefetch", "4",
-               "--json", "--quiet"] + MODES[mode]
+               output, "--epochs", str(epochs), "--prefetch", "4", "--json", "--quiet"]
+    command += MODES[mode] + (["--threads", str(threads)] if threads else [])
     if step_ms > 0:
         command += ["--step-ms", "%.3f" % step_ms]
     status, out = run(command, timeout=1800)
@@ -185,6 +190,7 @@ def upload_matrix(imgpack, data, batches, outputs, threads, epochs, repeat, mode
                     for _ in range(repeat)]
             rows.append({
                 "mode": mode, "threads": threads, "output": output, "batch": batch,
+                "chosen": sorted({str(r.get("upload")) for r in runs}),
                 "gb_per_s": summary([r["gb_per_s"] for r in runs]),
                 "images_per_s": summary([r["images_per_s"] for r in runs]),
                 "cudamemcpy_gb_per_s": summary([r.get("upload_reference_gb_per_s")
@@ -193,10 +199,11 @@ def upload_matrix(imgpack, data, batches, outputs, threads, epochs, repeat, mode
                                                  for r in runs]),
                 "upload_busy_seconds": summary([r.get("upload_busy_seconds") for r in runs]),
                 "raw": runs})
-            print("%-6s %-8s batch %5d: %.2f GB/s, cudaMemcpy %.2f GB/s, ratio %.3f" % (
+            print("%-6s %-8s batch %5d: %.2f GB/s, cudaMemcpy %.2f GB/s, ratio %.3f (%s)" % (
                 mode, output, batch, rows[-1]["gb_per_s"]["median"],
                 rows[-1]["cudamemcpy_gb_per_s"]["median"],
-                rows[-1]["upload_vs_cudamemcpy"]["median"]), flush=True)
+                rows[-1]["upload_vs_cudamemcpy"]["median"], "; ".join(rows[-1]["chosen"])),
+                flush=True)
     return rows
 
 
@@ -210,15 +217,29 @@ def starvation(imgpack, data, outputs, threads, epochs, repeat, mode, batch=256)
             step_ms = 1.2 * read_ms
             stepped = bench(imgpack, data, batch, output, threads, epochs, step_ms, mode=mode)
             runs.append({"read_ms": read_ms, "step_ms": step_ms,
-                         "starvation": stepped["starvation"],
+                         "starvation": stepped["starvation"], "chosen": stepped.get("upload"),
+                         "starvation_after_first_batch": stepped.get("starvation_after_first_batch"),
+                         "first_batch_wait_ms": 1000.0 * stepped.get("first_batch_wait_seconds", 0),
+                         "epoch_start_wait_ms": 1000.0 * stepped.get("epoch_start_wait_seconds", 0),
                          "images_per_s": stepped["images_per_s"]})
         rows.append({"mode": mode, "threads": threads, "output": output, "batch": batch,
+                     "chosen": sorted({str(r["chosen"]) for r in runs}),
                      "read_ms": summary([r["read_ms"] for r in runs]),
                      "step_ms": summary([r["step_ms"] for r in runs]),
-                     "starvation": summary([r["starvation"] for r in runs]), "raw": runs})
-        print("%-6s %-8s batch %d: step %.2f ms (1.2x read), starvation %.3f%%" % (
-            mode, output, batch, rows[-1]["step_ms"]["median"],
-            100 * rows[-1]["starvation"]["median"]), flush=True)
+                     "starvation": summary([r["starvation"] for r in runs]),
+                     "starvation_after_first_batch": summary(
+                         [r["starvation_after_first_batch"] for r in runs]),
+                     "first_batch_wait_ms": summary([r["first_batch_wait_ms"] for r in runs]),
+                     "epoch_start_wait_ms": summary([r["epoch_start_wait_ms"] for r in runs]),
+                     "raw": runs})
+        print("%-6s %-8s batch %d: step %.2f ms (1.2x read), starvation %.3f%% (%s); waits: "
+              "first batch %.2f ms, later epochs' starts %.2f ms; after the first batch %.3f%%" % (
+                  mode, output, batch, rows[-1]["step_ms"]["median"],
+                  100 * rows[-1]["starvation"]["median"], "; ".join(rows[-1]["chosen"]),
+                  rows[-1]["first_batch_wait_ms"]["median"],
+                  rows[-1]["epoch_start_wait_ms"]["median"],
+                  100 * (rows[-1]["starvation_after_first_batch"] or {"median": 0})["median"]),
+              flush=True)
     return rows
 
 
@@ -302,17 +323,24 @@ def markdown(res):
     if res.get("sample"):
         lines.append("sample (cuda:0): exit %s: %s" % (res["sample"]["status"],
                                                        " / ".join(res["sample"]["output"])))
-    lines += ["", "| upload | threads | output | batch | loader GB/s | cudaMemcpy GB/s | ratio |",
-              "|---|---:|---|---:|---:|---:|---:|"]
+    lines += ["", "| upload | threads | output | batch | loader GB/s | cudaMemcpy GB/s | ratio | chosen |",
+              "|---|---:|---|---:|---:|---:|---:|---|"]
     for r in res.get("upload", []):
-        lines.append("| %s | %d | %s | %d | %.2f | %.2f | %.3f |" % (
-            r["mode"], r["threads"], r["output"], r["batch"], r["gb_per_s"]["median"], r["cudamemcpy_gb_per_s"]["median"],
-            r["upload_vs_cudamemcpy"]["median"]))
-    lines += ["", "| upload | threads | output | batch | step (1.2x read) ms | starvation |",
-              "|---|---:|---|---:|---:|---:|"]
+        lines.append("| %s | %s | %s | %d | %.2f | %.2f | %.3f | %s |" % (
+            r["mode"], r["threads"] or "default", r["output"], r["batch"], r["gb_per_s"]["median"],
+            r["cudamemcpy_gb_per_s"]["median"], r["upload_vs_cudamemcpy"]["median"],
+            "; ".join(r.get("chosen", []))))
+    lines += ["", "| upload | threads | output | batch | step (1.2x read) ms | starvation | "
+              "first batch's wait ms | later epoch starts' waits ms | starvation after the first "
+              "batch | chosen |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in res.get("starvation", []):
-        lines.append("| %s | %d | %s | %d | %.2f | %.3f%% |" % (
-            r["mode"], r["threads"], r["output"], r["batch"], r["step_ms"]["median"], 100 * r["starvation"]["median"]))
+        after = r.get("starvation_after_first_batch") or {"median": float("nan")}
+        lines.append("| %s | %s | %s | %d | %.2f | %.3f%% | %.2f | %.2f | %.3f%% | %s |" % (
+            r["mode"], r["threads"] or "default", r["output"], r["batch"], r["step_ms"]["median"],
+            100 * r["starvation"]["median"],
+            (r.get("first_batch_wait_ms") or {"median": float("nan")})["median"],
+            (r.get("epoch_start_wait_ms") or {"median": float("nan")})["median"],
+            100 * after["median"], "; ".join(r.get("chosen", []))))
     if res.get("python"):
         lines += ["", "pytest: exit %s %s" % (res["python"]["status"], res["python"]["summary"])]
     for row in (res.get("python_bench") or {}).get("gpu", []):
@@ -335,6 +363,9 @@ def main():
     ap.add_argument("--records", type=int, default=8192)
     ap.add_argument("--threads", type=int, default=12, help="reader threads, staged upload")
     ap.add_argument("--direct-threads", type=int, default=2, help="reader threads, direct upload")
+    ap.add_argument("--auto-threads", type=int, default=0,
+                    help="reader threads, the loader's own choice (0: its default)")
+    ap.add_argument("--modes", default="auto,staged,direct", help="upload modes to measure")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--batches", default="64,256,1024")
@@ -377,15 +408,16 @@ def main():
         res["sample"] = run_sample(args.sample, data, args.out)
     batches = [int(b) for b in args.batches.split(",")]
     outputs = args.outputs.split(",")
-    threads = {"staged": args.threads, "direct": args.direct_threads}
+    threads = {"auto": args.auto_threads, "staged": args.threads, "direct": args.direct_threads}
+    modes = [m for m in args.modes.split(",") if m]
     if "upload" not in skip:
         res["upload"] = []
-        for mode in ("staged", "direct"):
+        for mode in modes:
             res["upload"] += upload_matrix(args.imgpack, data, batches, outputs, threads[mode],
                                            args.epochs, args.repeat, mode)
     if "starve" not in skip:
         res["starvation"] = []
-        for mode in ("staged", "direct"):
+        for mode in modes:
             res["starvation"] += starvation(args.imgpack, data, outputs, threads[mode],
                                             args.epochs, args.repeat, mode)
     if args.python_tests and "python" not in skip:

@@ -77,6 +77,24 @@ TEST_F(BenchCommandTest, JsonHasTheContractKeys) {
   EXPECT_GT(j["shards"].get<int>(), 1);
 }
 
+// Where the waits fell: the run's first batch, later epochs' first batches,
+// and the rest; the parts add up to no more than the whole.
+TEST_F(BenchCommandTest, JsonSplitsTheWaitsAtTheFirstBatchAndEpochStarts) {
+  test::CommandResult r = run_imgpack("bench " + shell_quote(dataset_) +
+                                      " --batch 4 --threads 2 --epochs 3 --step-ms 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  const double first = j["first_batch_wait_seconds"].get<double>();
+  const double epochs = j["epoch_start_wait_seconds"].get<double>();
+  const double all = j["wait_seconds"].get<double>();
+  EXPECT_GT(first, 0);  // the ring is empty when the run starts
+  EXPECT_GE(epochs, 0);
+  EXPECT_LE(first + epochs, all + 1e-9);
+  const double after = j["starvation_after_first_batch"].get<double>();
+  EXPECT_GE(after, 0);
+  EXPECT_LE(after, j["starvation"].get<double>() + 1e-9);
+}
+
 TEST_F(BenchCommandTest, SelectionStepAndSweep) {
   test::CommandResult r =
       run_imgpack("bench " + shell_quote(dataset_) +
