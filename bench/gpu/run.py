@@ -179,7 +179,8 @@ def summary(values):
     values = [v for v in values if v is not None]
     if not values:
         return None
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "n": len(values)}
 
 
 def upload_matrix(imgpack, data, batches, outputs, threads, epochs, repeat, mode):
