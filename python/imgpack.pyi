@@ -148,7 +148,7 @@ class Loader:
         rank: int = 0,
         world_size: int = 1,
         rank_policy: str = "pad",
-        threads: int = 2,
+        threads: int | None = None,
         prefetch: int = 4,
         device: Any = "cpu",
         pin_memory: bool = False,

@@ -201,6 +201,7 @@ ReaderRun run_reader_cold(const Dataset& dataset, const BenchArgs& a, unsigned t
   eviction = {};
   for (unsigned epoch = 0; epoch < a.epochs; ++epoch) {
     Loader loader(dataset, loader_options(a, threads));
+    run.threads = loader.stats().threads;  // threads 0: the loader's choice
     run.ring_host_bytes = loader.ring_host_bytes();
     run.ring_device_bytes = loader.ring_device_bytes();
     const Eviction e = evict_dataset(dataset);

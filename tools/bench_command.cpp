@@ -73,16 +73,17 @@ BenchResult measure(const Dataset& dataset, const BenchArgs& a, const Device& de
     r.storage = measure_storage(dataset, kStorageSeconds);
     if (say) {
       std::fprintf(stderr,
-                   "bench: reading %u epoch(s) with %u thread%s, each from an evicted "
+                   "bench: reading %u epoch(s) with %s thread%s, each from an evicted "
                    "page cache...\n",
-                   a.epochs, a.threads, a.threads == 1 ? "" : "s");
+                   a.epochs, a.threads == 0 ? "the loader's choice of" : std::to_string(a.threads).c_str(),
+                   a.threads == 1 ? "" : "s");
     }
     r.run = run_reader_cold(dataset, a, a.threads, r.eviction);
     return r;
   }
   if (a.sweep || a.step_ms > 0) {
     const unsigned first = a.sweep ? 1 : a.threads;
-    const unsigned last = a.sweep && !a.threads_given ? r.cores : a.threads;
+    const unsigned last = a.sweep && (!a.threads_given || a.threads == 0) ? r.cores : a.threads;
     for (unsigned t = first; t <= last; ++t) {
       if (say) std::fprintf(stderr, "bench: reader alone, %u thread%s...", t, t == 1 ? "" : "s");
       r.capacities.push_back(measure_capacity(dataset, a, t));
@@ -385,9 +386,10 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   CLI::Option* threads = cmd->add_option("--threads", args->threads,
-                                         "Reader threads (the maximum with --sweep-threads)")
+                                         "Reader threads (the maximum with --sweep-threads; 0: "
+                                         "the loader's automatic choice, LoaderOptions::threads)")
                              ->capture_default_str()
-                             ->check(CLI::Range(1u, 1024u));
+                             ->check(CLI::Range(0u, 1024u));
   cmd->add_option("--prefetch", args->prefetch, "Slots in the ring")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));

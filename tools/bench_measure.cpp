@@ -159,6 +159,7 @@ ReaderRun run_reader(const Dataset& dataset, const BenchArgs& a, unsigned thread
   ReaderRun run;
   run.threads = threads;
   Loader loader(dataset, loader_options(a, threads));
+  run.threads = loader.stats().threads;  // threads 0: the loader's choice
   run.ring_host_bytes = loader.ring_host_bytes();
   run.ring_device_bytes = loader.ring_device_bytes();
   const auto step = std::chrono::duration<double, std::milli>(a.step_ms);
@@ -218,7 +219,7 @@ Capacity measure_capacity(const Dataset& dataset, const BenchArgs& a, unsigned t
   };
   read_for(kRunSeconds);
   Capacity c;
-  c.threads = threads;
+  c.threads = loader.stats().threads;  // threads 0: the loader's choice
   std::vector<double> rates;
   while (true) {
     const auto [images, seconds] = read_for(kRunSeconds);

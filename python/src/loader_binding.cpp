@@ -215,6 +215,7 @@ py::dict stats_dict(const LoaderStats& s) {
   d["prefetched_bytes"] = s.prefetched_bytes;
   d["prefetch_cached_shards"] = s.prefetch_cached_shards;
   d["added_slots"] = s.added_slots;
+  d["threads"] = s.threads;
   d["direct_upload"] = s.direct_upload;
   d["upload"] = s.upload;
   return d;
@@ -349,7 +350,7 @@ Loader(dataset, *, split=None, fold=0, role="all", variants="auto",
        batch_size=256, last_batch="partial", drop_last=False,
        order="random", seed=0, window_shards=4,
        rank=0, world_size=1, rank_policy="pad",
-       threads=2, prefetch=4, device="cpu", pin_memory=False,
+       threads=None, prefetch=4, device="cpu", pin_memory=False,
        direct_upload="auto", output="uint8", mean=None, std=None,
        crop=None, crop_mode="auto", hflip=0.0, vflip=0.0,
        sampling="uniform", weights=None, epoch_length=None,
@@ -381,7 +382,9 @@ Order: order ("random", "sequential", "shard-window" with window_shards
 Distributed: rank of world_size takes every world_size-th position of the
   epoch; rank_policy "pad" gives every rank ceil(N / world_size) records
   (padding repeats), "drop" floor(N / world_size).
-Pipeline: threads reader threads fill a ring of prefetch slots, at most
+Pipeline: threads reader threads (None or 0: chosen by the loader, as
+  stats()["threads"] says: 2, or for staged upload to a GPU half the cores
+  this process may use, 2 to 8) fill a ring of prefetch slots, at most
   prefetch batches ahead of you; a Batch holds its slot while it or
   anything taken from it (an Array, a tensor) lives. A loop that keeps
   batches alive (labels kept as views for metrics, say) makes the ring grow
@@ -550,7 +553,7 @@ void register_loader(py::module_& m) {
           "dataset"_a, py::kw_only(), "split"_a = py::none(), "fold"_a = 0, "role"_a = "all",
           "variants"_a = "auto", "batch_size"_a = 256, "last_batch"_a = "partial",
           "drop_last"_a = false, "order"_a = "random", "seed"_a = 0, "window_shards"_a = 4,
-          "rank"_a = 0, "world_size"_a = 1, "rank_policy"_a = "pad", "threads"_a = 2,
+          "rank"_a = 0, "world_size"_a = 1, "rank_policy"_a = "pad", "threads"_a = py::none(),
           "prefetch"_a = 4, "device"_a = "cpu", "pin_memory"_a = false, "direct_upload"_a = "auto",
           "output"_a = "uint8", "mean"_a = py::none(), "std"_a = py::none(), "crop"_a = py::none(),
           "crop_mode"_a = "auto", "hflip"_a = 0.0, "vflip"_a = 0.0, "sampling"_a = "uniform",

@@ -117,7 +117,7 @@ LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
                      std::to_string(o.order.world_size));
   }
   o.order.rank_policy = parse_rank_policy(text(a.rank_policy, "rank_policy"));
-  o.threads = integer<unsigned>(a.threads, "threads", 1, 1024);
+  o.threads = a.threads.is_none() ? 0 : integer<unsigned>(a.threads, "threads", 0, 1024);
   o.prefetch = integer<std::size_t>(a.prefetch, "prefetch", 1, 4096);
   // "cpu", "cuda", "cuda:N", or a torch.device (whose str() is one of those).
   o.device = parse_device(py::str(a.device).cast<std::string>());

@@ -39,6 +39,8 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       !backend_->separate_device_memory() && options_.output != OutputFormat::uint8_nhwc;
   const uint64_t memory = memory_for_page_cache();
   choose_upload_path(memory);
+  reader_threads_ = choose_threads(options_, backend_->separate_device_memory(), direct_,
+                                   cores_available());
   filler_ = std::make_unique<SlotFiller>(
       dataset_, options_,
       SlotPlan{convert_on_host_, backend_->separate_device_memory(), direct_, memory});
@@ -216,9 +218,9 @@ LoaderCore::~LoaderCore() {
 }
 
 void LoaderCore::start_threads() {
-  threads_.reserve(options_.threads + 1);
+  threads_.reserve(reader_threads_ + 1);
   try {
-    for (unsigned i = 0; i < options_.threads; ++i)
+    for (unsigned i = 0; i < reader_threads_; ++i)
       threads_.emplace_back([this] { reader_main(); });
     threads_.emplace_back([this] { upload_main(); });
   } catch (...) {
@@ -738,6 +740,7 @@ LoaderStats LoaderCore::stats() const {
   s.upload_busy_seconds = seconds(upload_ns_.load(std::memory_order_relaxed));
   s.read_ahead_batches = read_ahead_;
   s.added_slots = slot_count_ - options_.prefetch;
+  s.threads = reader_threads_;
   s.direct_upload = upload_.direct;
   s.upload = upload_.reason;
   s.records_read = filler_->records_read();

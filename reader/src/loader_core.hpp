@@ -257,6 +257,7 @@ class LoaderCore {
   std::atomic<uint64_t> upload_ns_{0};
 
   std::vector<std::thread> threads_;
+  unsigned reader_threads_ = 1;  // LoaderOptions::threads, or its automatic choice
 
   // Shard-window and sequential orders on the automatic read path: whole
   // shards read ahead into the page cache (shard_prefetch.hpp); null

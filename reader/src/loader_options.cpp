@@ -9,7 +9,7 @@ namespace imgpack::detail {
 void require_valid_options(const Dataset& dataset, const LoaderOptions& o) {
   if (!dataset) throw UsageError("Loader: the dataset is not open");
   if (o.batch_size == 0) throw UsageError("batch size must be at least 1");
-  if (o.threads == 0 || o.threads > 1024) throw UsageError("threads must be between 1 and 1024");
+  if (o.threads > 1024) throw UsageError("threads must be between 0 (automatic) and 1024");
   if (o.prefetch == 0 || o.prefetch > 4096) {
     throw UsageError("prefetch must be between 1 and 4096 slots");
   }

@@ -33,4 +33,14 @@ struct UploadContext {
 // Never throws.
 UploadChoice choose_upload(const LoaderOptions& options, const UploadContext& context);
 
+// The reader threads to run: LoaderOptions::threads, or where it is 0 the
+// automatic choice that LoaderOptions::threads documents, for a loader that
+// delivers to a device with memory of its own (`device_memory`) directly or
+// staged (`direct`), on a process that may run on `cores` cores.
+unsigned choose_threads(const LoaderOptions& options, bool device_memory, bool direct,
+                        unsigned cores);
+
+// The cores this process may run on (its CPU affinity), at least 1.
+unsigned cores_available();
+
 }  // namespace imgpack::detail

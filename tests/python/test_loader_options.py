@@ -9,7 +9,7 @@ import imgpack
 @pytest.mark.parametrize("kwargs, message", [
     (dict(batch_size=0), "batch_size"),
     (dict(batch_size=-3), "batch_size"),
-    (dict(threads=0), "threads"),
+    (dict(threads=-1), "threads"),
     (dict(threads=5000), "threads"),
     (dict(prefetch=0), "prefetch"),
     (dict(seed=-1), "seed"),

@@ -820,7 +820,7 @@ TEST_F(LoaderTest, RejectsBadOptions) {
   o.batch_size = 0;
   EXPECT_THROW(Loader(dataset_, o), UsageError);
   o = base_options();
-  o.threads = 0;
+  o.threads = 1025;  // 0 is the automatic choice (UploadChoice tests)
   EXPECT_THROW(Loader(dataset_, o), UsageError);
   o = base_options();
   o.prefetch = 0;

@@ -2,6 +2,8 @@
 // the host: the decision needs no device, only what it is told about one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "imgpack/error.hpp"
@@ -97,6 +99,25 @@ TEST(UploadChoice, NamesRoundTrip) {
   EXPECT_THROW(parse_direct_upload("yes"), UsageError);
 }
 
+// Reader threads: as given, else 2, or for staged upload to a device half
+// the cores, 2 to 8.
+TEST(UploadChoice, AutomaticThreadsFillTheCopyEngineOnlyWhenStaging) {
+  LoaderOptions o;
+  ASSERT_EQ(o.threads, 0u);  // automatic by default
+  for (unsigned cores : {1u, 2u, 4u, 6u, 16u, 64u}) {
+    SCOPED_TRACE(cores);
+    EXPECT_EQ(choose_threads(o, false, false, cores), 2u);  // host delivery
+    EXPECT_EQ(choose_threads(o, true, true, cores), 2u);    // direct upload
+    EXPECT_EQ(choose_threads(o, true, false, cores), std::clamp(cores / 2, 2u, 8u));
+  }
+  EXPECT_EQ(choose_threads(o, true, false, 16), 8u);
+  EXPECT_EQ(choose_threads(o, true, false, 6), 3u);
+  o.threads = 5;
+  for (bool device : {false, true})
+    for (bool direct : {false, true}) EXPECT_EQ(choose_threads(o, device, direct, 16), 5u);
+  EXPECT_GE(cores_available(), 1u);
+}
+
 // A host loader reports the choice too.
 TEST(UploadChoice, HostLoaderStatsSayThereIsNothingToUpload) {
   test::TempDir dir;
@@ -109,6 +130,9 @@ TEST(UploadChoice, HostLoaderStatsSayThereIsNothingToUpload) {
   const LoaderStats s = loader.stats();
   EXPECT_FALSE(s.direct_upload);
   EXPECT_EQ(s.upload, "host delivery: nothing to upload");
+  EXPECT_EQ(s.threads, 2u);  // the automatic choice for host delivery
+  o.threads = 3;
+  EXPECT_EQ(Loader(Dataset::open(dir.path()), o).stats().threads, 3u);
 }
 
 }  // namespace
