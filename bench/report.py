@@ -208,7 +208,9 @@ def gpu_section(page, record):
              "| chosen |", "|---|---:|---|---:|---:|---:|---:|---|")
 
     def threads(r):
-        return str(r["threads"]) if r["threads"] else "default (2)"
+        if r["threads"]:
+            return str(r["threads"])
+        return "%s (chosen)" % ",".join(str(t) for t in r.get("threads_used") or [2])
 
     def chosen(r):
         return "; ".join(c.split(":")[0] for c in r.get("chosen", [])) or "-"

@@ -166,7 +166,7 @@ MODES = {"auto": [], "staged": ["--direct-upload=off"], "direct": ["--direct-upl
 def bench(imgpack, data, batch, output, threads, epochs, step_ms=0.0, mode="staged"):
     command = [imgpack, "bench", data, "--device", "cuda:0", "--batch", str(batch), "--output",
                output, "--epochs", str(epochs), "--prefetch", "4", "--json", "--quiet"]
-    command += MODES[mode] + (["--threads", str(threads)] if threads else [])
+    command += MODES[mode] + ["--threads", str(threads)]  # 0: the loader's choice
     if step_ms > 0:
         command += ["--step-ms", "%.3f" % step_ms]
     status, out = run(command, timeout=1800)
@@ -192,6 +192,7 @@ def upload_matrix(imgpack, data, batches, outputs, threads, epochs, repeat, mode
             rows.append({
                 "mode": mode, "threads": threads, "output": output, "batch": batch,
                 "chosen": sorted({str(r.get("upload")) for r in runs}),
+                "threads_used": sorted({r.get("threads") for r in runs}),
                 "gb_per_s": summary([r["gb_per_s"] for r in runs]),
                 "images_per_s": summary([r["images_per_s"] for r in runs]),
                 "cudamemcpy_gb_per_s": summary([r.get("upload_reference_gb_per_s")
@@ -217,7 +218,7 @@ def starvation(imgpack, data, outputs, threads, epochs, repeat, mode, batch=256)
             read_ms = 1000.0 * batch / pure["images_per_s"]
             step_ms = 1.2 * read_ms
             stepped = bench(imgpack, data, batch, output, threads, epochs, step_ms, mode=mode)
-            runs.append({"read_ms": read_ms, "step_ms": step_ms,
+            runs.append({"read_ms": read_ms, "step_ms": step_ms, "threads_used": stepped.get("threads"),
                          "starvation": stepped["starvation"], "chosen": stepped.get("upload"),
                          "starvation_after_first_batch": stepped.get("starvation_after_first_batch"),
                          "first_batch_wait_ms": 1000.0 * stepped.get("first_batch_wait_seconds", 0),
@@ -225,6 +226,7 @@ def starvation(imgpack, data, outputs, threads, epochs, repeat, mode, batch=256)
                          "images_per_s": stepped["images_per_s"]})
         rows.append({"mode": mode, "threads": threads, "output": output, "batch": batch,
                      "chosen": sorted({str(r["chosen"]) for r in runs}),
+                     "threads_used": sorted({r["threads_used"] for r in runs}),
                      "read_ms": summary([r["read_ms"] for r in runs]),
                      "step_ms": summary([r["step_ms"] for r in runs]),
                      "starvation": summary([r["starvation"] for r in runs]),
@@ -365,7 +367,7 @@ def main():
     ap.add_argument("--threads", type=int, default=12, help="reader threads, staged upload")
     ap.add_argument("--direct-threads", type=int, default=2, help="reader threads, direct upload")
     ap.add_argument("--auto-threads", type=int, default=0,
-                    help="reader threads, the loader's own choice (0: its default)")
+                    help="reader threads in the auto mode (0: the loader's own choice)")
     ap.add_argument("--modes", default="auto,staged,direct", help="upload modes to measure")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3)
