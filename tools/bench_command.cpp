@@ -16,6 +16,7 @@
 #include "bench_measure.hpp"
 #include "cli_common.hpp"
 #include "cli_values.hpp"
+#include "cpu_affinity.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/epoch_order.hpp"
 #include "imgpack/error.hpp"
@@ -64,7 +65,7 @@ BenchResult measure(const Dataset& dataset, const BenchArgs& a, const Device& de
   BenchResult r;
   const std::size_t batch_bytes = a.batch * (dataset.record_bytes() + dataset.mask_bytes());
   r.memory_bound = (a.prefetch + 2) * batch_bytes + (uint64_t{64} << 20);
-  r.cores = cores_available();
+  r.cores = detail::cores_available();
   r.step_images_per_s = a.step_ms > 0 ? static_cast<double>(a.batch) * 1000.0 / a.step_ms : 0;
   r.memcpy_bps = memcpy_bandwidth(dataset, batch_bytes, a.memcpy_threads);
   if (device.is_cuda()) r.upload_bps = upload_bandwidth(device, batch_bytes);
@@ -75,7 +76,8 @@ BenchResult measure(const Dataset& dataset, const BenchArgs& a, const Device& de
       std::fprintf(stderr,
                    "bench: reading %u epoch(s) with %s thread%s, each from an evicted "
                    "page cache...\n",
-                   a.epochs, a.threads == 0 ? "the loader's choice of" : std::to_string(a.threads).c_str(),
+                   a.epochs,
+                   a.threads == 0 ? "the loader's choice of" : std::to_string(a.threads).c_str(),
                    a.threads == 1 ? "" : "s");
     }
     r.run = run_reader_cold(dataset, a, a.threads, r.eviction);

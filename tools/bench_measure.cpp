@@ -3,8 +3,6 @@
 // thread-count sweep with its recommendation.
 #include "bench_measure.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -184,17 +182,6 @@ ReaderRun run_reader(const Dataset& dataset, const BenchArgs& a, unsigned thread
   run.stats = loader.stats();
   run.anon_growth_bytes = peak > baseline ? peak - baseline : 0;
   return run;
-}
-
-// The cores this process may run on (its CPU affinity), which is what reader
-// threads can use; more threads than that only take turns.
-unsigned cores_available() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
-    return static_cast<unsigned>(CPU_COUNT(&set));
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 Capacity measure_capacity(const Dataset& dataset, const BenchArgs& a, unsigned threads) {

@@ -120,9 +120,6 @@ LoaderOptions loader_options(const BenchArgs& a, unsigned threads);
 // Reads --epochs epochs with --step-ms of simulated work per batch.
 ReaderRun run_reader(const Dataset& dataset, const BenchArgs& a, unsigned threads);
 
-// The cores this process may run on (its CPU affinity).
-unsigned cores_available();
-
 // The reader alone at `threads` threads, timed until the rate is steady.
 Capacity measure_capacity(const Dataset& dataset, const BenchArgs& a, unsigned threads);
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "cpu_affinity.hpp"
 #include "imgpack/error.hpp"
 #include "loader_state.hpp"
 #include "memory_cgroup.hpp"
@@ -39,8 +40,8 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
       !backend_->separate_device_memory() && options_.output != OutputFormat::uint8_nhwc;
   const uint64_t memory = memory_for_page_cache();
   choose_upload_path(memory);
-  reader_threads_ = choose_threads(options_, backend_->separate_device_memory(), direct_,
-                                   cores_available());
+  reader_threads_ =
+      choose_threads(options_, backend_->separate_device_memory(), direct_, cores_available());
   filler_ = std::make_unique<SlotFiller>(
       dataset_, options_,
       SlotPlan{convert_on_host_, backend_->separate_device_memory(), direct_, memory});
@@ -49,6 +50,14 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   slot_capacity_ = std::min<std::size_t>(options_.batch_size, images_per_epoch());
   chunk_records_ = std::clamp<std::size_t>(filler_->chunk_records(), 1, slot_capacity_);
   chunks_per_batch_ = (slot_capacity_ + chunk_records_ - 1) / chunk_records_;
+  slot_layout_ = {slot_capacity_,
+                  slot_record_bytes_,
+                  output_record_bytes_,
+                  slot_mask_bytes_,
+                  convert_on_host_,
+                  direct_,
+                  options_.output != OutputFormat::uint8_nhwc,
+                  backend_->separate_device_memory()};
   allocate_ring(memory);
   start_prefetch(memory);
 }
@@ -94,7 +103,7 @@ void LoaderCore::allocate_ring(uint64_t memory) {
   // A consumer may keep 2 x prefetch batches alive besides the one it is
   // using (a for loop's variable) and still ask for the next.
   max_slots_ = 2 * options_.prefetch + 2;
-  require_ring_fits(options_.prefetch, slot_capacity_, slot_host_bytes_per_image(), memory,
+  require_ring_fits(options_.prefetch, slot_capacity_, slot_layout_.host_bytes_per_image(), memory,
                     RingGrowth::initial);
   slots_.resize(max_slots_);
   for (std::size_t i = 0; i < options_.prefetch; ++i) {
@@ -105,89 +114,12 @@ void LoaderCore::allocate_ring(uint64_t memory) {
   table_.resize(options_.prefetch);
 }
 
-// Every slot: host staging (or host output when converting on the host),
-// device copy and device output when uploading, the per-entry columns and
-// the slot's two events.
 Slot LoaderCore::make_slot() {
-  const bool device_copy = backend_->separate_device_memory();
-  const bool converting = options_.output != OutputFormat::uint8_nhwc;
-  const std::size_t batch = slot_capacity_;
-  const std::size_t masks = batch * slot_mask_bytes_;
-  Slot slot;
-  std::size_t host_bytes = 0, device_bytes = 0;
-  if (convert_on_host_) {
-    slot.output = backend_->allocate_host(batch * output_record_bytes_);
-    slot.images = slot.output.data();
-    host_bytes += slot.output.size();
-    if (masks > 0) {
-      slot.staging = backend_->allocate_host(masks);
-      slot.host_masks = static_cast<uint8_t*>(slot.staging.data());
-      host_bytes += slot.staging.size();
-    }
-  } else if (direct_) {
-    slot.sources.resize(batch);  // the copy engine reads the mapping: no staging
-    slot.mask_sources.resize(masks > 0 ? batch : 0);
-  } else {
-    slot.staging = backend_->allocate_host(batch * slot_record_bytes_ + masks);
-    slot.images = slot.staging.data();
-    slot.host_images = static_cast<uint8_t*>(slot.staging.data());
-    if (masks > 0) {
-      slot.host_masks = static_cast<uint8_t*>(slot.staging.data()) + batch * slot_record_bytes_;
-    }
-    host_bytes += slot.staging.size();
-  }
-  slot.masks = slot.host_masks;
-  if (device_copy) {
-    slot.device = backend_->allocate_device(batch * slot_record_bytes_ + masks);
-    slot.images = slot.device.data();
-    if (masks > 0) {
-      slot.masks = static_cast<const uint8_t*>(slot.device.data()) + batch * slot_record_bytes_;
-    }
-    device_bytes += slot.device.size();
-    if (converting) {
-      slot.output = backend_->allocate_device(batch * output_record_bytes_);
-      slot.images = slot.output.data();
-      device_bytes += slot.output.size();
-    }
-  }
-  slot.labels.resize(batch);
-  slot.samples.resize(batch);
-  slot.records.resize(batch);
-  slot.upload_done = backend_->create_event();
-  slot.consumer_done = backend_->create_event();
-  ring_host_bytes_.fetch_add(host_bytes, std::memory_order_relaxed);
-  ring_device_bytes_.fetch_add(device_bytes, std::memory_order_relaxed);
+  SlotBytes bytes;
+  Slot slot = detail::make_slot(*backend_, slot_layout_, bytes);
+  ring_host_bytes_.fetch_add(bytes.host, std::memory_order_relaxed);
+  ring_device_bytes_.fetch_add(bytes.device, std::memory_order_relaxed);
   return slot;
-}
-
-uint64_t LoaderCore::slot_host_bytes_per_image() const {
-  if (convert_on_host_) return output_record_bytes_ + slot_mask_bytes_;
-  return direct_ ? 0 : slot_record_bytes_ + slot_mask_bytes_;
-}
-
-// Host memory is allocated lazily and only touched when filled: a ring larger
-// than the memory there is would be killed by the kernel later instead of
-// refused now.
-void require_ring_fits(uint64_t slots, uint64_t slot_images, uint64_t per_image, uint64_t memory,
-                       RingGrowth growth) {
-  if (per_image == 0 || slots == 0 || slot_images <= memory / slots / per_image) return;
-  const long double bytes = static_cast<long double>(slots) * slot_images * per_image;
-  char size[32];
-  std::snprintf(size, sizeof size, "%.3Lg", bytes);
-  const std::string limit = std::string(size) + " bytes of host memory, more than the " +
-                            std::to_string(memory) +
-                            " this process may use (physical memory or its memory cgroup's limit)";
-  if (growth == RingGrowth::initial) {
-    throw UsageError("the loader's ring of " + std::to_string(slots) + " prefetch slots of " +
-                     std::to_string(slot_images) + " images (" + std::to_string(per_image) +
-                     " bytes each) needs " + limit + "; lower batch_size or prefetch");
-  }
-  throw Error(
-      "Loader::next: every prefetch slot is held by a live Batch object, and adding one "
-      "would make the ring " +
-      std::to_string(slots) + " slots of " + std::to_string(slot_images) + " images (" +
-      std::to_string(per_image) + " bytes each): " + limit +
-      "; release a batch (keep copies of what you keep) or lower batch_size");
 }
 
 void LoaderCore::grow_when_every_slot_is_held(std::unique_lock<std::mutex>& lock) {
@@ -195,7 +127,7 @@ void LoaderCore::grow_when_every_slot_is_held(std::unique_lock<std::mutex>& lock
   // Only the consumer thread grows the ring, so slots_[index] is nobody
   // else's until it is put into free_slots_ below.
   const std::size_t index = slot_count_;
-  require_ring_fits(index + 1, slot_capacity_, slot_host_bytes_per_image(), memory_,
+  require_ring_fits(index + 1, slot_capacity_, slot_layout_.host_bytes_per_image(), memory_,
                     RingGrowth::added);
   lock.unlock();
   Slot slot = make_slot();
@@ -220,8 +152,7 @@ LoaderCore::~LoaderCore() {
 void LoaderCore::start_threads() {
   threads_.reserve(reader_threads_ + 1);
   try {
-    for (unsigned i = 0; i < reader_threads_; ++i)
-      threads_.emplace_back([this] { reader_main(); });
+    for (unsigned i = 0; i < reader_threads_; ++i) threads_.emplace_back([this] { reader_main(); });
     threads_.emplace_back([this] { upload_main(); });
   } catch (...) {
     stop();

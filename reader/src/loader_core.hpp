@@ -28,6 +28,7 @@
 #include "imgpack/loader.hpp"
 #include "shard_prefetch.hpp"
 #include "slot_fill.hpp"
+#include "slot_memory.hpp"
 #include "upload_choice.hpp"
 
 namespace imgpack::detail {
@@ -60,16 +61,6 @@ struct InFlight {
 // out (sizes out of range, direct upload with a crop, a crop that does not
 // fit, a zero stddev), saying which; LoaderCore's constructor calls it first.
 void require_valid_options(const Dataset& dataset, const LoaderOptions& options);
-
-// Whether a ring is being made (a UsageError refuses the options) or grown
-// by a slot while the consumer keeps every slot held (an Error from next()).
-enum class RingGrowth { initial, added };
-
-// Throws, naming the size, when `slots` slots of `slot_images` images of
-// `per_image` host bytes each are more than `memory`, what the process may
-// use (memory_for_page_cache()).
-void require_ring_fits(uint64_t slots, uint64_t slot_images, uint64_t per_image, uint64_t memory,
-                       RingGrowth growth);
 
 class LoaderCore {
  public:
@@ -126,7 +117,6 @@ class LoaderCore {
   void choose_upload_path(uint64_t memory);
   void allocate_ring(uint64_t memory);
   // Host bytes of one slot's images and masks, per image (direct upload: 0).
-  uint64_t slot_host_bytes_per_image() const;
   // A slot with its memory and events; adds the bytes it holds to the ring's.
   Slot make_slot();
   // When every slot is held by a live Batch, adds one to the ring (up to
@@ -190,6 +180,7 @@ class LoaderCore {
   bool convert_on_host_ = false;
   std::unique_ptr<SlotFiller> filler_;
   std::size_t slot_capacity_ = 1;  // images a slot holds: the largest batch of an epoch
+  SlotLayout slot_layout_;         // what each slot holds (slot_memory.hpp)
   std::size_t chunk_records_ = 1;
   std::size_t chunks_per_batch_ = 1;
   // Added to by the consumer thread when the ring grows, outside the lock.

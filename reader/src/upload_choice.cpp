@@ -1,10 +1,7 @@
 #include "upload_choice.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 
 namespace imgpack::detail {
 
@@ -51,22 +48,12 @@ UploadChoice choose_upload(const LoaderOptions& o, const UploadContext& context)
                     ") and nothing needs the host to touch the records"};
 }
 
-unsigned choose_threads(const LoaderOptions& o, bool device_memory, bool direct,
-                        unsigned cores) {
+unsigned choose_threads(const LoaderOptions& o, bool device_memory, bool direct, unsigned cores) {
   if (o.threads != 0) return o.threads;
   constexpr unsigned kDefault = 2;     // fills a page-cached host loop and direct upload
   constexpr unsigned kMostStaged = 8;  // beyond which staging gained little (loader.hpp)
   if (!device_memory || direct) return kDefault;
   return std::clamp(cores / 2, kDefault, kMostStaged);
-}
-
-unsigned cores_available() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
-    return static_cast<unsigned>(CPU_COUNT(&set));
-  }
-  return std::max(1U, std::thread::hardware_concurrency());
 }
 
 }  // namespace imgpack::detail

@@ -40,7 +40,4 @@ UploadChoice choose_upload(const LoaderOptions& options, const UploadContext& co
 unsigned choose_threads(const LoaderOptions& options, bool device_memory, bool direct,
                         unsigned cores);
 
-// The cores this process may run on (its CPU affinity), at least 1.
-unsigned cores_available();
-
 }  // namespace imgpack::detail

@@ -19,6 +19,7 @@
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "loader_core.hpp"
+#include "slot_memory.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "cpu_affinity.hpp"
 #include "imgpack/error.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"

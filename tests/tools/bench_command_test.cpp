@@ -87,7 +87,7 @@ TEST_F(BenchCommandTest, JsonSplitsTheWaitsAtTheFirstBatchAndEpochStarts) {
   const double first = j["first_batch_wait_seconds"].get<double>();
   const double epochs = j["epoch_start_wait_seconds"].get<double>();
   const double all = j["wait_seconds"].get<double>();
-  EXPECT_GT(first, 0);  // the ring is empty when the run starts
+  EXPECT_GE(first, 0);  // the ring is empty when the run starts, unless the readers win
   EXPECT_GE(epochs, 0);
   EXPECT_LE(first + epochs, all + 1e-9);
   const double after = j["starvation_after_first_batch"].get<double>();
