@@ -17,8 +17,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Pixels are gathered into writes of about this size.
-constexpr std::size_t kStagingBytes = 32u << 20;
+// Pixels are gathered into writes of about this size: small enough to stay in
+// the caches between the copy in and the write out (32 MiB made a conversion
+// to 224x224 on two cores 16-25% slower than 1 to 4 MiB), large enough that
+// a write costs little per record.
+constexpr std::size_t kStagingBytes = 4u << 20;
 
 // Creates a uint8 pixel dataset of `rank` dimensions: contiguous, unfiltered,
 // allocated at creation, never filled, so its bytes are one aligned run at
