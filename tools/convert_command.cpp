@@ -1,8 +1,10 @@
 // imgpack convert SRC OUT: pack an image directory into a dataset.
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cli_common.hpp"
 #include "cli_values.hpp"
@@ -20,7 +22,7 @@ struct ConvertArgs {
   std::string src, out;
   std::string size, resize = "crop", fill = "0", color = "rgb";
   std::string labels;  // empty: dirs, or with --csv: csv when --csv-label is given, else none
-  std::string csv, csv_path = "path", csv_label, csv_group, csv_mask;
+  std::string csv, csv_path = "path", csv_label, csv_group, csv_mask, csv_targets, csv_multilabel;
   std::string masks, mask_suffix, mask_colors, mask_classes;
   int mask_fill = 255;
   std::string group_regex, group_missing = "error";
@@ -38,6 +40,26 @@ struct ConvertArgs {
   std::string part;
   bool quiet = false, json = false;
 };
+
+// "age,score" -> {"age", "score"}: column names around commas, spaces dropped.
+std::vector<std::string> split_target_columns(const std::string& text) {
+  std::vector<std::string> columns;
+  if (text.empty()) return columns;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    const std::size_t first = text.find_first_not_of(' ', begin);
+    const std::size_t last = text.find_last_not_of(' ', comma == 0 ? 0 : comma - 1);
+    if (first == std::string::npos || first >= comma || last < first) {
+      throw UsageError("--csv-targets '" + text +
+                       "': an empty column name; expected names "
+                       "separated by commas, e.g. 'age,score'");
+    }
+    columns.push_back(text.substr(first, last + 1 - first));
+    if (comma == text.size()) return columns;
+    begin = comma + 1;
+  }
+}
 
 // "I/N" -> part I of N (0-based, like Slurm array task ids).
 ConvertPart parse_part(const std::string& text) {
@@ -64,9 +86,12 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.resize = parse_resize_mode(a.resize);
   o.fill = parse_fill(a.fill);
   o.color = parse_color_mode(a.color);
-  if (a.csv.empty() && (!a.csv_label.empty() || !a.csv_group.empty() || a.csv_path != "path" ||
-                        !a.csv_mask.empty())) {
-    throw UsageError("--csv-path, --csv-label, --csv-group and --csv-mask need --csv FILE");
+  if (a.csv.empty() &&
+      (!a.csv_label.empty() || !a.csv_group.empty() || a.csv_path != "path" ||
+       !a.csv_mask.empty() || !a.csv_targets.empty() || !a.csv_multilabel.empty())) {
+    throw UsageError(
+        "--csv-path, --csv-label, --csv-group, --csv-mask, --csv-targets and --csv-multilabel "
+        "need --csv FILE");
   }
   if (a.mask_fill < 0 || a.mask_fill > 255) {
     throw UsageError("--mask-fill " + std::to_string(a.mask_fill) + ": a label from 0 to 255");
@@ -82,7 +107,9 @@ ConvertOptions to_options(const ConvertArgs& a) {
     throw UsageError("--labels csv needs --csv FILE and --csv-label COLUMN");
   }
   if (!a.csv.empty()) {
-    o.scan.csv = CsvInput{a.csv, a.csv_path, a.csv_label, a.csv_group, a.csv_mask};
+    o.scan.csv = CsvInput{a.csv,           a.csv_path, a.csv_label,
+                          a.csv_group,     a.csv_mask, split_target_columns(a.csv_targets),
+                          a.csv_multilabel};
   }
   o.masks.dir = a.masks;
   o.masks.suffix = a.mask_suffix;
@@ -218,6 +245,13 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("--csv-group", args->csv_group,
                   "Column naming each image's group (driver, patient, ...); an empty cell is an "
                   "error unless --group-missing ok");
+  cmd->add_option("--csv-targets", args->csv_targets,
+                  "Numeric target columns, comma-separated ('age,score'), stored per image as "
+                  "float32 [S, T] (/samples/targets; an empty cell is NaN, no value)");
+  cmd->add_option("--csv-multilabel", args->csv_multilabel,
+                  "Column listing each image's classes of a multi-label task, separated by ';' "
+                  "('cat;outdoor'), stored as a multi-hot uint8 [S, C] over every name used "
+                  "(/samples/multilabel, names sorted)");
   cmd->add_option("--masks", args->masks,
                   "Segmentation masks: the mask of SRC/a/b.jpg is DIR/a/b.<png|tif|bmp|...>, a "
                   "label map (8-bit gray, palette PNG indices, 16-bit values up to 255) the size "

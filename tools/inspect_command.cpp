@@ -5,9 +5,14 @@
 // error naming the file, as in every other subcommand. --force shows what
 // index.h5 says even when a shard is damaged or missing, naming the damage.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "cli_common.hpp"
 #include "files.hpp"
@@ -138,6 +143,86 @@ void print_masks(const DatasetIndex& index, const std::optional<MaskLabelCounts>
   }
 }
 
+// Per multi-label class: the samples that have it; and the samples with none.
+struct MultilabelCounts {
+  std::vector<uint64_t> per_class;
+  uint64_t none = 0;
+};
+
+MultilabelCounts count_multilabel(const DatasetIndex& index) {
+  MultilabelCounts counts;
+  counts.per_class.assign(index.multilabel_names.size(), 0);
+  for (std::size_t s = 0; s < index.num_samples() && index.has_multilabel(); ++s) {
+    bool any = false;
+    const std::span<const uint8_t> row = index.multilabel_of(s);
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      counts.per_class[c] += row[c];
+      any = any || row[c] != 0;
+    }
+    if (!any) ++counts.none;
+  }
+  return counts;
+}
+
+// One numeric target over the samples that have a value (not NaN).
+struct TargetSummary {
+  uint64_t values = 0;
+  double min = 0, mean = 0, max = 0;
+};
+
+std::vector<TargetSummary> summarize_targets(const DatasetIndex& index) {
+  std::vector<TargetSummary> out(index.target_names.size());
+  std::vector<double> sums(out.size(), 0);
+  for (std::size_t s = 0; s < index.num_samples() && index.has_targets(); ++s) {
+    const std::span<const float> row = index.targets_of(s);
+    for (std::size_t t = 0; t < row.size(); ++t) {
+      if (std::isnan(row[t])) continue;
+      const double v = row[t];
+      TargetSummary& summary = out[t];
+      summary.min = summary.values == 0 ? v : std::min(summary.min, v);
+      summary.max = summary.values == 0 ? v : std::max(summary.max, v);
+      sums[t] += v;
+      ++summary.values;
+    }
+  }
+  for (std::size_t t = 0; t < out.size(); ++t) {
+    if (out[t].values > 0) out[t].mean = sums[t] / static_cast<double>(out[t].values);
+  }
+  return out;
+}
+
+void print_multilabel(const DatasetIndex& index, const MultilabelCounts& counts) {
+  std::cout << "  multi-label " << index.multilabel_names.size() << " classes";
+  if (counts.none > 0) std::cout << " (" << counts.none << " images with none)";
+  std::cout << "\n";
+  std::size_t width = 0;
+  for (const std::string& name : index.multilabel_names) width = std::max(width, name.size());
+  for (std::size_t c = 0; c < index.multilabel_names.size(); ++c) {
+    std::string name = index.multilabel_names[c];
+    name.resize(width, ' ');
+    std::cout << "    " << name << "  " << counts.per_class[c] << "\n";
+  }
+}
+
+void print_targets(const DatasetIndex& index, const std::vector<TargetSummary>& summaries) {
+  std::cout << "  targets     " << index.target_names.size() << " float32 per image\n";
+  std::size_t width = 0;
+  for (const std::string& name : index.target_names) width = std::max(width, name.size());
+  for (std::size_t t = 0; t < summaries.size(); ++t) {
+    std::string name = index.target_names[t];
+    name.resize(width, ' ');
+    const TargetSummary& summary = summaries[t];
+    std::cout << "    " << name << "  " << summary.values << " values";
+    if (summary.values > 0) {
+      char line[96];
+      std::snprintf(line, sizeof line, ", min %g, mean %g, max %g", summary.min, summary.mean,
+                    summary.max);
+      std::cout << line;
+    }
+    std::cout << "\n";
+  }
+}
+
 int run_inspect(const InspectArgs& args) {
   std::string problem;
   std::optional<Dataset> dataset;
@@ -178,6 +263,8 @@ int run_inspect(const InspectArgs& args) {
     }
   }
   const uint64_t pixel_bytes = index.num_records() * index.record_bytes();
+  const MultilabelCounts multilabel = count_multilabel(index);
+  const std::vector<TargetSummary> targets = summarize_targets(index);
 
   if (args.json) {
     nlohmann::ordered_json j;
@@ -202,6 +289,28 @@ int run_inspect(const InspectArgs& args) {
     j["unlabeled"] = unlabeled;
     j["groups"] = index.num_groups();
     j["empty_groups"] = empty_groups.size();
+    if (index.has_multilabel()) {
+      nlohmann::ordered_json classes_json = nlohmann::ordered_json::array();
+      for (std::size_t c = 0; c < index.multilabel_names.size(); ++c) {
+        classes_json.push_back(
+            {{"name", index.multilabel_names[c]}, {"count", multilabel.per_class[c]}});
+      }
+      j["multilabel"] = {{"classes", std::move(classes_json)}, {"none", multilabel.none}};
+    }
+    if (index.has_targets()) {
+      nlohmann::ordered_json targets_json = nlohmann::ordered_json::array();
+      for (std::size_t t = 0; t < targets.size(); ++t) {
+        nlohmann::ordered_json one = {{"name", index.target_names[t]},
+                                      {"values", targets[t].values}};
+        if (targets[t].values > 0) {
+          one["min"] = targets[t].min;
+          one["mean"] = targets[t].mean;
+          one["max"] = targets[t].max;
+        }
+        targets_json.push_back(std::move(one));
+      }
+      j["targets"] = std::move(targets_json);
+    }
     j["shards"] = index.num_shards();
     j["missing_shards"] = missing_shards;
     if (args.force)
@@ -253,6 +362,8 @@ int run_inspect(const InspectArgs& args) {
               << group_name(args.dataset, empty_groups[0]) << ")";
   }
   std::cout << "\n";
+  if (index.has_multilabel()) print_multilabel(index, multilabel);
+  if (index.has_targets()) print_targets(index, targets);
   if (index.masks) print_masks(index, mask_counts);
   std::cout << "  augment     " << augment_summary(index) << "\n";
   std::cout << "  splits      "
@@ -271,7 +382,8 @@ void add_inspect_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect",
                                      "Summarise a dataset: sizes, classes, groups, "
-                                     "shards, splits, mask label frequencies");
+                                     "multi-label classes, targets, shards, splits, mask "
+                                     "label frequencies");
   cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress output (inspect prints none)");

@@ -123,6 +123,9 @@ std::string ConvertOptions::to_json() const {
                 {"path", scan.csv->path},
                 {"label", scan.csv->label},
                 {"group", scan.csv->group}};
+    // Only where given, so the options (and the uuid) of other conversions are as before.
+    if (!scan.csv->targets.empty()) j["csv"]["targets"] = scan.csv->targets;
+    if (!scan.csv->multilabel.empty()) j["csv"]["multilabel"] = scan.csv->multilabel;
   }
   if (has_masks()) {
     json m = {{"dir", masks.dir.string()}, {"suffix", masks.suffix}, {"fill", masks.fill}};

@@ -143,6 +143,15 @@ ArrayView column_view(const std::shared_ptr<BatchState>& state, const void* data
   return v;
 }
 
+// A host table of `columns` entries per image: [N, columns].
+ArrayView rows_view(const std::shared_ptr<BatchState>& state, const void* data, std::size_t columns,
+                    DLDataType dtype, const char* numpy_type) {
+  ArrayView v = column_view(state, data, dtype, numpy_type);
+  v.ndim = 2;
+  v.shape[1] = static_cast<int64_t>(columns);
+  return v;
+}
+
 // --- DLPack ---------------------------------------------------------------------------------
 
 // A DLManagedTensor and what it points to; its manager_ctx is this object.
@@ -296,6 +305,11 @@ constexpr const char* kBatchDoc = R"(One batch delivered by a Loader.
                device and cut with the images' crop and flips, from the same
                slot; None for a dataset without masks
     labels     Array: int32 [N] (host memory), -1 = unlabeled
+    multilabel Array: uint8 [N, C] (host memory), 1 where the image has
+               multi-label class c (Dataset.multilabel_classes); None
+               without multi-label classes
+    targets    Array: float32 [N, T] (host memory), numeric targets
+               (Dataset.target_names), NaN = no value; None without targets
     samples    Array: int64 [N] (host memory), source sample ids (rows of
                Dataset.sample_paths)
     records    Array: uint64 [N] (host memory), record ids
@@ -374,6 +388,26 @@ void register_batch(py::module_& m) {
             return column_view(s, s->batch.labels().data(), DLDataType{kDLInt, 32, 1}, "int32");
           },
           "Labels (imgpack.Array of int32, host memory); -1 = unlabeled.")
+      .def_property_readonly(
+          "multilabel",
+          [](const std::shared_ptr<BatchState>& s) -> py::object {
+            if (s->batch.multilabel_classes() == 0) return py::none();
+            return py::cast(rows_view(s, s->batch.multilabel().data(),
+                                      s->batch.multilabel_classes(), DLDataType{kDLUInt, 8, 1},
+                                      "uint8"));
+          },
+          "Multi-label targets (imgpack.Array of uint8 [N, C], host memory; 1 = the image has "
+          "class c of Dataset.multilabel_classes); None without multi-label classes. "
+          "torch.from_dlpack(batch.multilabel).float() gives BCE targets.")
+      .def_property_readonly(
+          "targets",
+          [](const std::shared_ptr<BatchState>& s) -> py::object {
+            if (s->batch.num_targets() == 0) return py::none();
+            return py::cast(rows_view(s, s->batch.targets().data(), s->batch.num_targets(),
+                                      DLDataType{kDLFloat, 32, 1}, "float32"));
+          },
+          "Numeric targets (imgpack.Array of float32 [N, T], host memory; columns as "
+          "Dataset.target_names, NaN = no value); None without targets.")
       .def_property_readonly(
           "samples",
           [](const std::shared_ptr<BatchState>& s) {

@@ -28,6 +28,20 @@ py::array read_only_view(const Dataset& dataset, const Column<T>& values) {
   return array;
 }
 
+// The same for a table of `columns` per sample: [S, columns]; None without columns.
+template <class T>
+py::object read_only_rows(const Dataset& dataset, const Column<T>& values, std::size_t columns) {
+  if (columns == 0) return py::none();
+  py::capsule owner(new Dataset(dataset), [](void* p) { delete static_cast<Dataset*>(p); });
+  const auto rows = static_cast<py::ssize_t>(values.size() / columns);
+  py::array_t<T> array(
+      {rows, static_cast<py::ssize_t>(columns)},
+      {static_cast<py::ssize_t>(columns * sizeof(T)), static_cast<py::ssize_t>(sizeof(T))},
+      values.data(), owner);
+  array.attr("setflags")("write"_a = false);
+  return array;
+}
+
 py::array string_array(const std::vector<std::string>& values) {
   return py::module_::import("numpy").attr("array")(py::cast(values), "dtype"_a = "O");
 }
@@ -185,6 +199,29 @@ void register_dataset(py::module_& m) {
           "sample_groups",
           [](const Dataset& d) { return read_only_view(d, d.index().sample_group); },
           "Per sample: its group id (int32, -1 = none), read-only.")
+      .def_property_readonly(
+          "multilabel_classes", [](const Dataset& d) { return d.index().multilabel_names; },
+          "The multi-label class names, by column of sample_multilabel (list of str; empty "
+          "without multi-label classes).")
+      .def_property_readonly(
+          "sample_multilabel",
+          [](const Dataset& d) {
+            return read_only_rows(d, d.index().sample_multilabel,
+                                  d.index().multilabel_names.size());
+          },
+          "Per sample: its multi-hot row over multilabel_classes (uint8 [S, C], 1 = has the "
+          "class), read-only; None without multi-label classes.")
+      .def_property_readonly(
+          "target_names", [](const Dataset& d) { return d.index().target_names; },
+          "The numeric target names, by column of sample_targets (list of str; empty without "
+          "targets).")
+      .def_property_readonly(
+          "sample_targets",
+          [](const Dataset& d) {
+            return read_only_rows(d, d.index().sample_targets, d.index().target_names.size());
+          },
+          "Per sample: its numeric targets (float32 [S, T], NaN = no value), read-only; None "
+          "without targets.")
       .def("__repr__", [](const Dataset& d) {
         return "<imgpack.Dataset '" + d.path().string() + "' " + std::to_string(d.num_samples()) +
                " samples, " + std::to_string(d.num_records()) + " records of " +

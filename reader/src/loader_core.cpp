@@ -58,6 +58,8 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
                   direct_,
                   options_.output != OutputFormat::uint8_nhwc,
                   backend_->separate_device_memory()};
+  slot_layout_.multilabel_classes = dataset_.index().multilabel_names.size();
+  slot_layout_.targets = dataset_.index().target_names.size();
   allocate_ring(memory);
   start_prefetch(memory);
 }
@@ -634,6 +636,10 @@ Batch::View LoaderCore::batch_view(std::size_t b, const Slot& slot) const {
   view.mask_bytes = view.size * slot_mask_bytes_;
   view.shape = shape_;
   view.labels = slot.labels.data();
+  view.multilabel = slot.multilabel.data();
+  view.multilabel_classes = slot_layout_.multilabel_classes;
+  view.targets = slot.targets.data();
+  view.num_targets = slot_layout_.targets;
   view.samples = slot.samples.data();
   view.records = slot.records.data();
   return view;

@@ -234,7 +234,17 @@ void SlotFiller::place_image(Slot& slot, std::size_t pos, uint64_t record, const
   if (options_.verify_checksums) check(record, src, Layer::images);
   images_->place(slot, pos, src, window);
   slot.labels[pos] = dataset_.record_label(record);
-  slot.samples[pos] = dataset_.record_sample(record);
+  const int64_t sample = dataset_.record_sample(record);
+  const DatasetIndex& index = dataset_.index();
+  if (index.has_multilabel()) {
+    const std::span<const uint8_t> row = index.multilabel_of(static_cast<std::size_t>(sample));
+    std::copy(row.begin(), row.end(), slot.multilabel.data() + pos * row.size());
+  }
+  if (index.has_targets()) {
+    const std::span<const float> row = index.targets_of(static_cast<std::size_t>(sample));
+    std::copy(row.begin(), row.end(), slot.targets.data() + pos * row.size());
+  }
+  slot.samples[pos] = sample;
   slot.records[pos] = record;
 }
 

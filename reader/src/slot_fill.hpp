@@ -44,6 +44,8 @@ struct Slot {
   const void* images = nullptr;    // what Batch::data() shows
   const uint8_t* masks = nullptr;  // what Batch::masks() shows
   std::vector<int32_t> labels;
+  std::vector<uint8_t> multilabel;  // capacity x C, with multi-label classes
+  std::vector<float> targets;       // capacity x T, with numeric targets
   std::vector<int64_t> samples;
   std::vector<uint64_t> records;
   std::vector<const void*> sources;            // direct upload: where each record is in the mapping

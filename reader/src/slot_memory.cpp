@@ -55,6 +55,8 @@ Slot make_slot(UploadBackend& backend, const SlotLayout& layout, SlotBytes& byte
     }
   }
   slot.labels.resize(batch);
+  slot.multilabel.resize(batch * layout.multilabel_classes);
+  slot.targets.resize(batch * layout.targets);
   slot.samples.resize(batch);
   slot.records.resize(batch);
   slot.upload_done = backend.create_event();

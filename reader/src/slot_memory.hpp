@@ -24,6 +24,8 @@ struct SlotLayout {
   bool direct = false;                  // the device copies from the mappings
   bool convert_on_device = false;       // float output made by the device
   bool device_copy = false;             // the device has memory of its own
+  std::size_t multilabel_classes = 0;   // per image, in the host column `multilabel`
+  std::size_t targets = 0;              // per image, in the host column `targets`
 
   // Host bytes a slot needs per image (0 for direct upload).
   uint64_t host_bytes_per_image() const;

@@ -56,8 +56,11 @@ std::vector<DatasetFile> write_fuzz_datasets(const fs::path& dir) {
   test::add_split(dir / "rgb", "cv3", 3, {0, 1, 2, -1, 0, 1}, "stratified");
   collect(dir, "rgb", files);
 
-  // Gray, one shard, one group, a holdout split.
+  // Gray, one shard, one group, a holdout split; multi-label classes and
+  // numeric targets (2-D tables) in its index.
   test::SyntheticOptions gray;
+  gray.multilabel_classes = 3;
+  gray.targets = 2;
   gray.samples = 4;
   gray.height = 2;
   gray.width = 5;

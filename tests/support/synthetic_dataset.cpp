@@ -1,6 +1,7 @@
 #include "synthetic_dataset.hpp"
 
 #include <bit>
+#include <limits>
 #include <stdexcept>
 
 #include "conversion/shard_writer.hpp"
@@ -30,6 +31,24 @@ std::vector<uint8_t> synthetic_mask(const SyntheticOptions& o, int64_t sample, u
   return mask;
 }
 
+std::vector<uint8_t> synthetic_multilabel(const SyntheticOptions& options, int64_t sample) {
+  std::vector<uint8_t> row(options.multilabel_classes);
+  for (std::size_t c = 0; c < row.size(); ++c) {
+    row[c] = (static_cast<uint64_t>(sample) * 7 + c * 3) % 5 < 2 ? 1 : 0;
+  }
+  return row;
+}
+
+std::vector<float> synthetic_targets(const SyntheticOptions& options, int64_t sample) {
+  std::vector<float> row(options.targets);
+  for (std::size_t t = 0; t < row.size(); ++t) {
+    row[t] = (static_cast<uint64_t>(sample) + t) % 7 == 3
+                 ? std::numeric_limits<float>::quiet_NaN()
+                 : static_cast<float>(sample) * 0.5F - static_cast<float>(t);
+  }
+  return row;
+}
+
 DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions& o) {
   fs::create_directories(dir);
   DatasetIndex index;
@@ -52,7 +71,13 @@ DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions
     index.sample_path.push_back("class" + std::to_string(label) + "/" + std::to_string(s) + ".png");
     index.sample_label.push_back(label);
     index.sample_group.push_back(static_cast<int32_t>(s % o.groups));
+    for (uint8_t has : synthetic_multilabel(o, s)) index.sample_multilabel.push_back(has);
+    for (float value : synthetic_targets(o, s)) index.sample_targets.push_back(value);
   }
+  for (uint32_t c = 0; c < o.multilabel_classes; ++c) {
+    index.multilabel_names.push_back("tag" + std::to_string(c));
+  }
+  for (uint32_t t = 0; t < o.targets; ++t) index.target_names.push_back("y" + std::to_string(t));
   struct Item {
     int64_t sample;
     uint16_t variant;
@@ -144,6 +169,14 @@ std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetI
   compare_field(out, "masks", a.masks, b.masks);
   compare_field(out, "mask_fill", a.mask_fill, b.mask_fill);
   compare_column(out, "mask_class_names", a.mask_class_names, b.mask_class_names);
+  compare_column(out, "multilabel_names", a.multilabel_names, b.multilabel_names);
+  compare_column(out, "sample_multilabel", a.sample_multilabel, b.sample_multilabel);
+  compare_column(out, "target_names", a.target_names, b.target_names);
+  // Bit for bit: NaN (no value) equals itself here.
+  std::vector<uint32_t> a_bits, b_bits;
+  for (float v : a.sample_targets) a_bits.push_back(std::bit_cast<uint32_t>(v));
+  for (float v : b.sample_targets) b_bits.push_back(std::bit_cast<uint32_t>(v));
+  compare_column(out, "sample_targets", a_bits, b_bits);
   compare_column(out, "sample_path", a.sample_path, b.sample_path);
   compare_column(out, "sample_label", a.sample_label, b.sample_label);
   compare_column(out, "sample_group", a.sample_group, b.sample_group);

@@ -31,6 +31,10 @@ struct SyntheticOptions {
   bool masks = false;
   uint8_t mask_fill = 255;
   std::vector<std::string> mask_class_names;
+  // Targets beyond one class: this many multi-label classes and numeric
+  // targets per sample (synthetic_multilabel(), synthetic_targets()).
+  uint32_t multilabel_classes = 0;
+  uint32_t targets = 0;
   std::string uuid = "5e7a0000-0000-4000-8000-000000000001";
   int64_t format_version = format::kIndexVersion;  // of index.h5: 1 or 2
 };
@@ -42,6 +46,11 @@ std::vector<uint8_t> synthetic_pixels(const SyntheticOptions& options, int64_t s
 // The mask of record (sample, variant): H*W labels from 0..7 and 255.
 std::vector<uint8_t> synthetic_mask(const SyntheticOptions& options, int64_t sample,
                                     uint16_t variant);
+
+// The multi-hot row of `sample` (multilabel_classes entries of 0 or 1) and
+// its numeric targets (`targets` values, some NaN).
+std::vector<uint8_t> synthetic_multilabel(const SyntheticOptions& options, int64_t sample);
+std::vector<float> synthetic_targets(const SyntheticOptions& options, int64_t sample);
 
 // Writes shards and index.h5 into `dir` (created) and returns the index.
 DatasetIndex write_synthetic_dataset(const std::filesystem::path& dir,

@@ -2,10 +2,13 @@
 // format and colour model, EXIF orientation, and decompression bombs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <span>
 
 #include "h5.hpp"
 #include "image_fixtures.hpp"
@@ -130,6 +133,105 @@ TEST_F(StateFarmCsv, InspectNamesGroupsWithoutImages) {
   r = run_imgpack("inspect " + q(out_) + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["empty_groups"], 1);
+}
+
+// --csv-multilabel and --csv-targets: per-sample rows in the index, the same
+// whether converted at once or in parts and merged; inspect summarises them.
+TEST_F(StateFarmCsv, MultilabelAndTargetsLandInTheIndexAndSurviveAMerge) {
+  // Image n (img_(100 + n).jpg): tags by n % 4, age n * 1.5 (none for n = 4),
+  // score -n.
+  const char* tags[] = {"cat;outdoor", "", "dog", " dog ; cat "};
+  std::string csv = "subject,classname,img,tags,age,score\n";
+  for (int n = 0; n < 9; ++n) {
+    csv += "p00" + std::to_string(n / 3) + ",c" + std::to_string(n % 3) + ",img_" +
+           std::to_string(100 + n) + ".jpg," + tags[n % 4] + "," +
+           (n == 4 ? std::string() : std::to_string(n * 1.5)) + "," + std::to_string(-n) + "\n";
+  }
+  write_bytes(csv_, csv);
+  const std::string args =
+      "--csv-path 'imgs/train/{classname}/{img}' --csv-label classname --csv-multilabel tags "
+      "--csv-targets 'age, score'";
+  CommandResult r = convert(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const DatasetIndex index = read_index(out_);
+  EXPECT_EQ(index.multilabel_names, (std::vector<std::string>{"cat", "dog", "outdoor"}));
+  EXPECT_EQ(index.target_names, (std::vector<std::string>{"age", "score"}));
+  const std::vector<std::vector<uint8_t>> multi_hot = {{1, 0, 1}, {0, 0, 0}, {0, 1, 0}, {1, 1, 0}};
+  ASSERT_EQ(index.num_samples(), 9u);
+  for (std::size_t s = 0; s < index.num_samples(); ++s) {
+    const std::string& path = index.sample_path[s];
+    SCOPED_TRACE(path);
+    const int n = std::stoi(path.substr(path.find("img_") + 4)) - 100;
+    const std::span<const uint8_t> row = index.multilabel_of(s);
+    EXPECT_EQ(std::vector<uint8_t>(row.begin(), row.end()), multi_hot[n % 4]);
+    if (n == 4) {
+      EXPECT_TRUE(std::isnan(index.targets_of(s)[0]));
+    } else {
+      EXPECT_EQ(index.targets_of(s)[0], static_cast<float>(n * 1.5));
+    }
+    EXPECT_EQ(index.targets_of(s)[1], static_cast<float>(-n));
+  }
+  EXPECT_EQ(read_report(out_)["options"]["csv"]["targets"], (nlohmann::json{"age", "score"}));
+  r = run_imgpack("verify " + q(out_) + " --quiet");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  r = run_imgpack("inspect " + q(out_));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("multi-label 3 classes (2 images with none)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    dog      4\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("targets     2 float32 per image"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("age    8 values, min 0, mean 6, max 12"), std::string::npos) << r.out;
+  r = run_imgpack("inspect " + q(out_) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["multilabel"]["classes"][0]["name"], "cat");
+  EXPECT_EQ(j["multilabel"]["classes"][0]["count"], 5);
+  EXPECT_EQ(j["multilabel"]["none"], 2);
+  EXPECT_EQ(j["targets"][1]["name"], "score");
+  EXPECT_EQ(j["targets"][1]["values"], 9);
+  EXPECT_EQ(j["targets"][1]["min"], -8.0);
+
+  // In two parts, merged: the same rows for the same paths.
+  const fs::path parts = dir_ / "parts";
+  for (int part = 0; part < 2; ++part) {
+    r = run_imgpack("convert " + q(src_) + " " + q(parts) + " --csv " + q(csv_) +
+                    " --size 32 --order sorted --quiet --max-skipped 1 " + args + " --part " +
+                    std::to_string(part) + "/2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  r = run_imgpack("merge " + q(parts) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const DatasetIndex merged = read_index(parts);
+  EXPECT_EQ(merged.multilabel_names, index.multilabel_names);
+  EXPECT_EQ(merged.target_names, index.target_names);
+  ASSERT_EQ(merged.num_samples(), index.num_samples());
+  for (std::size_t m = 0; m < merged.num_samples(); ++m) {
+    const auto at =
+        std::find(index.sample_path.begin(), index.sample_path.end(), merged.sample_path[m]);
+    ASSERT_NE(at, index.sample_path.end());
+    const auto s = static_cast<std::size_t>(at - index.sample_path.begin());
+    const std::span<const uint8_t> a = merged.multilabel_of(m), b = index.multilabel_of(s);
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << merged.sample_path[m];
+    const std::span<const float> x = merged.targets_of(m), y = index.targets_of(s);
+    for (std::size_t t = 0; t < 2; ++t) {
+      EXPECT_TRUE(x[t] == y[t] || (std::isnan(x[t]) && std::isnan(y[t])))
+          << merged.sample_path[m] << " target " << t;
+    }
+  }
+
+  // Bad input: a cell that is not a number names the file and line; the
+  // columns need --csv.
+  write_bytes(csv_, csv + "p002,c0,img_555.jpg,cat,old,1\n");
+  r = convert(args + " --overwrite");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("driver_imgs_list.csv:11: 'old' in target column 'age' is not a finite "
+                       "number"),
+            std::string::npos)
+      << r.err;
+  r = run_imgpack("convert " + q(src_) + " " + q(dir_ / "other") + " --csv-targets age --size 32");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("need --csv FILE"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "other"));
 }
 
 TEST_F(StateFarmCsv, LabelsNoneGivesUnlabeledSamples) {

@@ -37,6 +37,15 @@ struct CsvInput {
   // relative to MaskOptions::dir when set, else to SRC; empty = no masks
   // from the CSV.
   std::string mask;
+  // Numeric target columns, stored per sample as float32 in this order
+  // (/samples/targets): a cell holds a decimal number, or nothing (NaN, no
+  // value). Empty = none.
+  std::vector<std::string> targets;
+  // The column listing each image's classes of a multi-label task, names
+  // separated by ';' (spaces around a name ignored, an empty cell: none),
+  // stored as a multi-hot row over every name the CSV uses, sorted
+  // (/samples/multilabel). Empty = none.
+  std::string multilabel;
 };
 
 struct ScanOptions {

@@ -23,6 +23,12 @@ std::string listing_fingerprint(const std::string& options_json, const SourceLis
     key += std::to_string(s.label);
     key += '\t';
     key += std::to_string(s.group);
+    for (uint8_t has : s.multilabel) key += has != 0 ? "\t1" : "\t0";
+    for (float target : s.targets) {
+      char text[24];
+      std::snprintf(text, sizeof text, "\t%.9g", static_cast<double>(target));
+      key += text;
+    }
     key += '\n';
   }
   key += "skipped\n";
@@ -34,6 +40,10 @@ std::string listing_fingerprint(const std::string& options_json, const SourceLis
   for (const std::string& name : list.class_names) key += name + '\n';
   key += "groups\n";
   for (const std::string& name : list.group_names) key += name + '\n';
+  if (!list.multilabel_names.empty()) {
+    key += "multilabel classes\n";
+    for (const std::string& name : list.multilabel_names) key += name + '\n';
+  }
   char text[20];
   std::snprintf(text, sizeof text, "%016llx",
                 static_cast<unsigned long long>(checksum(key.data(), key.size())));

@@ -310,6 +310,8 @@ DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& 
   index.created_by = std::string("imgpack ") + kVersionString;
   index.class_names = plan.list.class_names;
   index.group_names = plan.list.group_names;
+  index.multilabel_names = plan.list.multilabel_names;
+  index.target_names = plan.list.target_names;
   if (options.has_masks()) {
     index.masks = true;
     index.mask_fill = options.masks.fill;

@@ -10,6 +10,10 @@ void add_sample(DatasetIndex& index, const SourceSample& sample) {
   index.sample_path.push_back(sample.path);
   index.sample_label.push_back(sample.label);
   index.sample_group.push_back(sample.group);
+  std::vector<uint8_t>& multilabel = index.sample_multilabel.values();
+  multilabel.insert(multilabel.end(), sample.multilabel.begin(), sample.multilabel.end());
+  std::vector<float>& targets = index.sample_targets.values();
+  targets.insert(targets.end(), sample.targets.begin(), sample.targets.end());
 }
 
 ConversionStart restore_kept_shards(const ConvertOptions& options, const ConversionPlan& plan,

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -208,6 +211,39 @@ std::map<std::string, int32_t> number_names(const std::set<std::string>& names,
   return ids;
 }
 
+// The names in a multi-label cell: split at ';', spaces and tabs around
+// each name dropped, empty names (";;", a trailing ';') ignored.
+std::vector<std::string> multilabel_cell(const std::string& cell) {
+  std::vector<std::string> names;
+  std::size_t begin = 0;
+  while (begin <= cell.size()) {
+    std::size_t end = cell.find(';', begin);
+    if (end == std::string::npos) end = cell.size();
+    std::size_t first = cell.find_first_not_of(" \t", begin);
+    if (first != std::string::npos && first < end) {
+      const std::size_t last = cell.find_last_not_of(" \t", end - 1);
+      names.push_back(cell.substr(first, last + 1 - first));
+    }
+    begin = end + 1;
+  }
+  return names;
+}
+
+// A numeric target cell: NaN when empty, else a finite decimal number.
+float target_cell(const std::string& cell, const std::string& where, const std::string& column) {
+  if (cell.empty()) return std::numeric_limits<float>::quiet_NaN();
+  float value = 0;
+  const char* begin = cell.data();
+  const char* end = begin + cell.size();
+  if (cell.size() > 1 && cell[0] == '+' && cell[1] != '-') ++begin;  // from_chars takes no '+'
+  const auto [next, error] = std::from_chars(begin, end, value);
+  if (error != std::errc{} || next != end || !std::isfinite(value)) {
+    throw UsageError(where + "'" + cell + "' in target column '" + column +
+                     "' is not a finite number (leave the cell empty for no value)");
+  }
+  return value;
+}
+
 }  // namespace
 
 FileStamp file_stamp(const struct stat& st) {
@@ -348,6 +384,18 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
   if (!csv.group.empty()) group_column = table.require_column(csv.group, name, "CsvInput::group");
   std::optional<PathTemplate> mask_template;
   if (!csv.mask.empty()) mask_template.emplace(csv.mask, table, name, "CsvInput::mask");
+  std::vector<std::size_t> target_columns;
+  for (const std::string& target : csv.targets) {
+    const std::size_t column = table.require_column(target, name, "CsvInput::targets");
+    if (std::find(target_columns.begin(), target_columns.end(), column) != target_columns.end()) {
+      throw UsageError(name + ": target column '" + target + "' is named twice");
+    }
+    target_columns.push_back(column);
+  }
+  std::optional<std::size_t> multilabel_column;
+  if (!csv.multilabel.empty()) {
+    multilabel_column = table.require_column(csv.multilabel, name, "CsvInput::multilabel");
+  }
 
   struct Row {
     std::string path;
@@ -356,7 +404,7 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
   std::vector<Row> rows;
   rows.reserve(table.rows.size());
   std::map<std::string, uint64_t> line_of_path;
-  std::set<std::string> labels, groups;
+  std::set<std::string> labels, groups, multilabels;
   std::vector<uint64_t> groupless_lines;
   for (const CsvRecord& record : table.rows) {
     const std::string where = name + ":" + std::to_string(record.line) + ": ";
@@ -375,6 +423,14 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
     }
     if (label_column && !record.fields[*label_column].empty()) {
       labels.insert(record.fields[*label_column]);
+    }
+    if (multilabel_column) {
+      for (std::string& label : multilabel_cell(record.fields[*multilabel_column])) {
+        multilabels.insert(std::move(label));
+      }
+    }
+    for (std::size_t t = 0; t < target_columns.size(); ++t) {
+      target_cell(record.fields[target_columns[t]], where, csv.targets[t]);  // checked here
     }
     if (group_column) {
       if (record.fields[*group_column].empty()) {
@@ -400,6 +456,13 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
   SourceList list;
   const std::map<std::string, int32_t> class_ids = number_names(labels, list.class_names);
   const std::map<std::string, int32_t> group_ids = number_names(groups, list.group_names);
+  if (multilabel_column && multilabels.empty()) {
+    throw UsageError(name + ": multi-label column '" + csv.multilabel +
+                     "' names no class in any row");
+  }
+  const std::map<std::string, int32_t> multilabel_ids =
+      number_names(multilabels, list.multilabel_names);
+  list.target_names = csv.targets;
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.path < b.path; });
   for (Row& row : rows) {
     const std::string line = name + " line " + std::to_string(row.record->line);
@@ -423,6 +486,16 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options) {
     if (group_column) {
       const std::string& group = row.record->fields[*group_column];
       sample.group = group.empty() ? -1 : group_ids.at(group);
+    }
+    if (multilabel_column) {
+      sample.multilabel.assign(list.multilabel_names.size(), 0);
+      for (const std::string& label : multilabel_cell(row.record->fields[*multilabel_column])) {
+        sample.multilabel[static_cast<std::size_t>(multilabel_ids.at(label))] = 1;
+      }
+    }
+    for (std::size_t t = 0; t < target_columns.size(); ++t) {
+      sample.targets.push_back(
+          target_cell(row.record->fields[target_columns[t]], line + ": ", csv.targets[t]));
     }
     if (mask_template) {
       std::string empty_column;

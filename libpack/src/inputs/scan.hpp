@@ -44,17 +44,24 @@ struct SourceSample {
   std::string mask_path;
   FileStamp mask_stamp;
   std::string mask_problem;
+  // With CsvInput::multilabel: one entry per SourceList::multilabel_names, 1
+  // where the sample has the class. With CsvInput::targets: one value per
+  // target, NaN for an empty cell.
+  std::vector<uint8_t> multilabel;
+  std::vector<float> targets;
 };
 
 // The stamp of a file from its stat().
 FileStamp file_stamp(const struct stat& st);
 
 struct SourceList {
-  std::vector<SourceSample> samples;     // sorted by path
-  std::vector<std::string> class_names;  // id -> name, sorted
-  std::vector<std::string> group_names;  // id -> name, sorted
-  std::vector<SkippedInput> skipped;     // found but unusable (e.g. outside a class folder)
-  uint64_t ignored_files = 0;            // files without an image extension
+  std::vector<SourceSample> samples;          // sorted by path
+  std::vector<std::string> class_names;       // id -> name, sorted
+  std::vector<std::string> group_names;       // id -> name, sorted
+  std::vector<std::string> multilabel_names;  // CsvInput::multilabel: every name used, sorted
+  std::vector<std::string> target_names;      // CsvInput::targets
+  std::vector<SkippedInput> skipped;          // found but unusable (e.g. outside a class folder)
+  uint64_t ignored_files = 0;                 // files without an image extension
 };
 
 // True for the file name extensions imgpack converts (case-insensitive).
@@ -80,6 +87,10 @@ SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& o
 // none of whose files exist. With a mask column (CsvInput::mask) each
 // sample's mask_path is the path its row lists, as listed (attach_masks() in
 // mask_scan.hpp resolves it), or its mask_problem says the cell is empty.
+// With target columns (CsvInput::targets) a cell that is not a finite
+// decimal number, and with a multi-label column (CsvInput::multilabel) a CSV
+// whose cells name no class at all, are UsageErrors naming the file, line
+// and column.
 SourceList scan_csv(const std::filesystem::path& src, const ScanOptions& options);
 
 // The path `listed` (relative to `root`, or absolute inside it) relative to

@@ -133,7 +133,9 @@ void check_parts(const std::vector<PartDataset>& parts) {
         p.index.width != first.index.width || p.index.channels != first.index.channels ||
         p.index.variants != first.index.variants || p.index.masks != first.index.masks ||
         p.index.mask_fill != first.index.mask_fill ||
-        p.index.mask_class_names != first.index.mask_class_names) {
+        p.index.mask_class_names != first.index.mask_class_names ||
+        p.index.multilabel_names != first.index.multilabel_names ||
+        p.index.target_names != first.index.target_names) {
       throw UsageError(
           name + " is dataset " + p.index.uuid + " of " + std::to_string(p.index.width) + "x" +
           std::to_string(p.index.height) + "x" + std::to_string(p.index.channels) +
@@ -187,6 +189,8 @@ void join_parts(MergePlan& plan) {
   merged.masks = first.masks;
   merged.mask_fill = first.mask_fill;
   merged.mask_class_names = first.mask_class_names;
+  merged.multilabel_names = first.multilabel_names;
+  merged.target_names = first.target_names;
   for (std::size_t p = 0; p < plan.parts.size(); ++p) {
     const PartDataset& part = plan.parts[p];
     const DatasetIndex& index = part.index;
@@ -198,6 +202,11 @@ void join_parts(MergePlan& plan) {
       merged.sample_label.push_back(index.sample_label[s]);
       merged.sample_group.push_back(index.sample_group[s]);
     }
+    std::vector<uint8_t>& multilabel = merged.sample_multilabel.values();
+    multilabel.insert(multilabel.end(), index.sample_multilabel.begin(),
+                      index.sample_multilabel.end());
+    std::vector<float>& targets = merged.sample_targets.values();
+    targets.insert(targets.end(), index.sample_targets.begin(), index.sample_targets.end());
     for (std::size_t k = 0; k < index.num_shards(); ++k) {
       const auto shard = static_cast<uint32_t>(shard_base + k);
       merged.shards.file.push_back(format::shard_file_name(shard));

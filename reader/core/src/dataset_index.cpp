@@ -87,6 +87,21 @@ void DatasetIndex::validate(const std::string& where) const {
            " outside the " + std::to_string(num_groups()) + " groups");
     }
   }
+  if (sample_multilabel.size() != s * multilabel_names.size()) {
+    fail("/samples/multilabel holds " + std::to_string(sample_multilabel.size()) +
+         " entries, not " + std::to_string(s) + " samples x " +
+         std::to_string(multilabel_names.size()) + " classes");
+  }
+  for (std::size_t i = 0; i < sample_multilabel.size(); ++i) {
+    if (sample_multilabel[i] > 1) {
+      fail("sample " + std::to_string(i / multilabel_names.size()) + " has multi-label entry " +
+           std::to_string(sample_multilabel[i]) + ", expected 0 or 1");
+    }
+  }
+  if (sample_targets.size() != s * target_names.size()) {
+    fail("/samples/targets holds " + std::to_string(sample_targets.size()) + " values, not " +
+         std::to_string(s) + " samples x " + std::to_string(target_names.size()) + " targets");
+  }
   if (shards.records.size() != num_shards()) fail("/shards arrays have different lengths");
   for (const std::string& file : shards.file) {
     fs::path name(file);
@@ -144,6 +159,63 @@ void read_mask_tables(const detail::TableReader& tables, bool checksummed, Datas
     throw file_error(file.path(), std::string("has masks but no ") + format::kMaskClassesName +
                                       ", which every index with masks and checksums has: the "
                                       "file is damaged");
+  }
+}
+
+// The counts of multi-label classes and numeric targets (root attributes,
+// covered by the root's checksum): present, each table and its names must be
+// there too, so a damaged link name is refused instead of read as absent.
+uint64_t read_target_count(const h5::File& file, const char* attr) {
+  if (!file.has_attr("/", attr)) return 0;
+  const int64_t count = file.read_int_attr("/", attr);
+  if (count < 1 || count > (int64_t{1} << 20)) {
+    throw file_error(file.path(), std::string("attribute ") + attr + " = " + std::to_string(count) +
+                                      " is out of range");
+  }
+  return static_cast<uint64_t>(count);
+}
+
+// The tables of the counts read_target_count() found (index's names sized to them).
+void read_target_tables(const detail::TableReader& tables, DatasetIndex& index) {
+  const h5::File& file = tables.file();
+  const uint64_t samples = index.sample_label.size();
+  auto names = [&](const char* table, uint64_t count) {
+    std::vector<std::string> read = tables.strings(table);
+    if (read.size() != count) {
+      throw file_error(file.path(), std::string(table) + " holds " + std::to_string(read.size()) +
+                                        " names, the root says " + std::to_string(count));
+    }
+    return read;
+  };
+  if (const uint64_t classes = index.multilabel_names.size()) {
+    index.multilabel_names = names(format::kMultilabelClassesName, classes);
+    index.sample_multilabel = tables.matrix<uint8_t>(format::kSamplesMultilabel, samples, classes);
+  }
+  if (const uint64_t targets = index.target_names.size()) {
+    index.target_names = names(format::kTargetsName, targets);
+    index.sample_targets = tables.matrix<float>(format::kSamplesTargets, samples, targets);
+  }
+}
+
+void write_target_attributes(h5::File& file, const DatasetIndex& index) {
+  if (index.has_multilabel()) {
+    file.write_attr("/", format::kAttrMultilabelClasses,
+                    static_cast<int64_t>(index.multilabel_names.size()));
+  }
+  if (index.has_targets()) {
+    file.write_attr("/", format::kAttrTargets, static_cast<int64_t>(index.target_names.size()));
+  }
+}
+
+void write_target_tables(detail::TableWriter& tables, const DatasetIndex& index) {
+  if (index.has_multilabel()) {
+    tables.matrix(format::kSamplesMultilabel, index.sample_multilabel,
+                  index.multilabel_names.size());
+    tables.strings(format::kMultilabelClassesName, index.multilabel_names);
+  }
+  if (index.has_targets()) {
+    tables.matrix(format::kSamplesTargets, index.sample_targets, index.target_names.size());
+    tables.strings(format::kTargetsName, index.target_names);
   }
 }
 
@@ -207,6 +279,9 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   index.convert_options = file.read_string_attr("/", format::kAttrConvertOptions);
   index.created_by = file.read_string_attr("/", format::kAttrCreatedBy);
   read_mask_attributes(file, index);
+  // Read before the root's checksum is compared: they are part of it.
+  index.multilabel_names.resize(read_target_count(file, format::kAttrMultilabelClasses));
+  index.target_names.resize(read_target_count(file, format::kAttrTargets));
 
   // Format 2 always has checksums; a format 1 index has them when its root does.
   const bool format2 = index.format_version >= 2;
@@ -243,6 +318,7 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   index.shards.file = tables.strings(format::kShardsFile);
   index.shards.records = tables.numbers<uint64_t>(format::kShardsRecords).to_vector();
   read_mask_tables(tables, checksummed, index);
+  read_target_tables(tables, index);
 
   if (format2) {
     index.splits =
@@ -283,6 +359,7 @@ void write_index_file(const fs::path& dataset_dir, const DatasetIndex& index) {
     file.write_attr("/", format::kAttrConvertOptions, index.convert_options);
     file.write_attr("/", format::kAttrCreatedBy, index.created_by);
     write_mask_attributes(file, index);
+    write_target_attributes(file, index);
     file.write_uint64_attr("/", format::kAttrAttributesChecksum,
                            index_checksum::of_root_attributes(index));
 
@@ -298,6 +375,7 @@ void write_index_file(const fs::path& dataset_dir, const DatasetIndex& index) {
     tables.strings(format::kShardsFile, index.shards.file);
     tables.numbers(format::kShardsRecords, index.shards.records);
     write_mask_tables(tables, index);
+    write_target_tables(tables, index);
     if (index.format_version < 2) detail::write_split_groups(file, tables, index.splits);
     file.close();
     crash_point("index-commit");

@@ -320,11 +320,35 @@ FileIdentity File::identity() const {
   return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
 }
 
+uint64_t File::require_shape(const std::string& name, const std::vector<uint64_t>& expected) const {
+  const std::vector<uint64_t> dims = shape(name);
+  if (dims != expected) {
+    auto text = [](const std::vector<uint64_t>& d) {
+      std::string t = "[";
+      for (std::size_t i = 0; i < d.size(); ++i) t += (i ? ", " : "") + std::to_string(d[i]);
+      return t + "]";
+    };
+    throw Error(path_.string() + ": " + name + " has shape " + text(dims) + ", expected " +
+                text(expected));
+  }
+  uint64_t n = 1;
+  for (uint64_t d : dims) n *= d;
+  return n;
+}
+
 void File::write_raw(const std::string& name, hid_t mem_type, const void* data, uint64_t n) {
+  write_raw(name, mem_type, data, std::vector<uint64_t>{n});
+}
+
+void File::write_raw(const std::string& name, hid_t mem_type, const void* data,
+                     const std::vector<uint64_t>& shape) {
   std::string parent = parent_of(name);
   if (parent != "/") create_group(parent);
-  hsize_t dims[1] = {n};
-  Handle space(check(H5Screate_simple(1, dims, nullptr), "H5Screate_simple", name));
+  const std::vector<hsize_t> dims(shape.begin(), shape.end());
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  Handle space(check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                     "H5Screate_simple", name));
   Handle dcpl = dataset_creation_plist();
   Handle dataset(check(
       H5Dcreate2(id(), name.c_str(), mem_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),

@@ -150,6 +150,22 @@ class File {
   void write(const std::string& name, const std::vector<T>& values) {
     write<T>(name, std::span<const T>(values));
   }
+  // Whole datasets of any rank, their elements in row-major order. read_shaped()
+  // checks the stored shape is `expected` (before allocating anything) and the
+  // stored class and size match T.
+  template <class T>
+  std::vector<T> read_shaped(const std::string& name, const std::vector<uint64_t>& expected) const {
+    std::vector<T> out(require_shape(name, expected));
+    read_raw(name, native_type<T>(), sizeof(T), std::is_signed_v<T> ? 1 : 0,
+             std::is_floating_point_v<T>, out.data(), out.size());
+    return out;
+  }
+  // `values` holds the product of `shape` elements.
+  template <class T>
+  void write_shaped(const std::string& name, std::span<const T> values,
+                    const std::vector<uint64_t>& shape) {
+    write_raw(name, native_type<T>(), values.data(), shape);
+  }
   std::vector<std::string> read_strings(const std::string& name) const;
   void write_strings(const std::string& name, const std::vector<std::string>& values);
 
@@ -197,6 +213,11 @@ class File {
   void read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed, bool is_float,
                 void* out, uint64_t n) const;
   void write_raw(const std::string& name, hid_t mem_type, const void* data, uint64_t n);
+  void write_raw(const std::string& name, hid_t mem_type, const void* data,
+                 const std::vector<uint64_t>& shape);
+  // Throws naming the dataset unless its shape is `expected`; returns the
+  // number of elements.
+  uint64_t require_shape(const std::string& name, const std::vector<uint64_t>& expected) const;
   // Throws unless the dataset's element type is of this class, size and sign.
   void check_element_type(hid_t dataset, const std::string& name, size_t size, int is_signed,
                           bool is_float) const;

@@ -69,6 +69,14 @@ uint64_t of_root_attributes(const DatasetIndex& index) {
     add_attribute(hasher, format::kAttrMasks, int64_t{1});
     add_attribute(hasher, format::kAttrMaskFill, int64_t{index.mask_fill});
   }
+  // Likewise only where there are such targets.
+  if (index.has_multilabel()) {
+    add_attribute(hasher, format::kAttrMultilabelClasses,
+                  static_cast<int64_t>(index.multilabel_names.size()));
+  }
+  if (index.has_targets()) {
+    add_attribute(hasher, format::kAttrTargets, static_cast<int64_t>(index.target_names.size()));
+  }
   return hasher.digest();
 }
 

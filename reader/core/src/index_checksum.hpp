@@ -41,8 +41,10 @@ class Hasher {
   void add_number(T value) {
     static_assert(std::is_arithmetic_v<T>);
     if constexpr (std::is_floating_point_v<T>) {
-      static_assert(sizeof(T) == 8);
-      add_number(std::bit_cast<uint64_t>(value));
+      // IEEE 754 bits, little-endian: float32 as 4 bytes, double as 8.
+      static_assert(sizeof(T) == 4 || sizeof(T) == 8);
+      using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+      add_number(std::bit_cast<Bits>(value));
     } else {
       uint8_t bytes[sizeof(T)];
       for (std::size_t i = 0; i < sizeof(T); ++i) {
@@ -87,7 +89,8 @@ uint64_t of_strings(const std::vector<std::string>& values);
 // The checksum of index.h5's root attributes (imgpack_format, dataset_uuid,
 // height, width, channels, variants, color, convert_options, created_by, in
 // that order, each as its name and its value; then, in a dataset with masks,
-// masks and mask_fill).
+// masks and mask_fill; then, in a dataset with them, multilabel_classes and
+// targets).
 uint64_t of_root_attributes(const DatasetIndex& index);
 
 // The checksum of splits.h5's root attributes (imgpack_format, dataset_uuid,

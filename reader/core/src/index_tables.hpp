@@ -87,6 +87,15 @@ class TableReader {
     return mapped_or_read<T>(file_, name, mapping_ ? mapping_->region : nullptr);
   }
 
+  // A 2-D numeric table of `rows` x `columns` (row-major), checked for its
+  // shape, then against its checksum (that of its elements in that order).
+  template <class T>
+  Column<T> matrix(const std::string& name, uint64_t rows, uint64_t columns) const {
+    Column<T> values(file_.read_shaped<T>(name, {rows, columns}));
+    check(name, format::kAttrChecksum, index_checksum::of_numbers(values.span()));
+    return values;
+  }
+
   // A string table, checked, in the layout of the file's format.
   std::vector<std::string> strings(const std::string& name) const;
   // Format 2: the string table NAME as the file holds it, unverified.
@@ -128,6 +137,12 @@ class TableWriter {
   template <class T>
   void numbers(const std::string& name, const std::vector<T>& values) {
     numbers(name, std::span<const T>(values));
+  }
+  // A 2-D table of values.size() / columns rows, row-major, with its checksum.
+  template <class T>
+  void matrix(const std::string& name, const Column<T>& values, uint64_t columns) {
+    file_.write_shaped(name, values.span(), {values.size() / columns, columns});
+    file_.write_uint64_attr(name, format::kAttrChecksum, index_checksum::of_numbers(values.span()));
   }
   // A string table in the layout of the file's format, with its checksums.
   void strings(const std::string& name, const std::vector<std::string>& values);

@@ -409,6 +409,18 @@ class Batch {
 
   // Host arrays, one entry per image.
   std::span<const int32_t> labels() const { return {view_.labels, view_.size}; }
+  // With a dataset that has multi-label classes (DatasetIndex::multilabel_names):
+  // size() rows of multilabel_classes() entries, row-major, 1 where the image
+  // has the class. Empty without.
+  std::size_t multilabel_classes() const { return view_.multilabel_classes; }
+  std::span<const uint8_t> multilabel() const {
+    return {view_.multilabel, view_.size * view_.multilabel_classes};
+  }
+  // With a dataset that has numeric targets (DatasetIndex::target_names):
+  // size() rows of num_targets() float32 values, NaN where the image has no
+  // value. Empty without.
+  std::size_t num_targets() const { return view_.num_targets; }
+  std::span<const float> targets() const { return {view_.targets, view_.size * view_.num_targets}; }
   std::span<const int64_t> samples() const { return {view_.samples, view_.size}; }  // source ids
   std::span<const uint64_t> records() const { return {view_.records, view_.size}; }
 
@@ -448,6 +460,10 @@ class Batch {
     std::size_t mask_bytes = 0;
     RecordShape shape;
     const int32_t* labels = nullptr;
+    const uint8_t* multilabel = nullptr;
+    std::size_t multilabel_classes = 0;
+    const float* targets = nullptr;
+    std::size_t num_targets = 0;
     const int64_t* samples = nullptr;
     const uint64_t* records = nullptr;
   };

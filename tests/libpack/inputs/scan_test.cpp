@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cmath>
 #include <functional>
 #include <tuple>
 
@@ -57,7 +58,7 @@ class StateFarmLayout : public ::testing::Test {
   ScanOptions options(const std::string& path = "train/{classname}/{img}") const {
     ScanOptions o;
     o.labels = LabelSource::csv;
-    o.csv = CsvInput{dir_ / "list.csv", path, "classname", "subject", ""};
+    o.csv = CsvInput{dir_ / "list.csv", path, "classname", "subject", "", {}, ""};
     return o;
   }
   fs::path src() const { return dir_ / "src"; }
@@ -151,7 +152,7 @@ TEST_F(StateFarmLayout, AbsolutePathsInsideSrcBecomeRelative) {
                                      ",a\ntrain/c1/img_3.jpg,b\n");
   ScanOptions o;
   o.labels = LabelSource::csv;
-  o.csv = CsvInput{dir_ / "list.csv", "path", "label", "", ""};
+  o.csv = CsvInput{dir_ / "list.csv", "path", "label", "", "", {}, ""};
   SourceList list = scan_csv(src(), o);
   EXPECT_EQ(paths_of(list), (std::vector<std::string>{"train/c0/img_1.jpg", "train/c1/img_3.jpg"}));
 }
@@ -173,6 +174,74 @@ TEST_F(StateFarmLayout, EmptyLabelIsUnlabeledAndEmptyGroupNeedsGroupMissingOk) {
   EXPECT_EQ(sample(list, "img_1.jpg").group, -1);
   EXPECT_EQ(list.class_names, (std::vector<std::string>{"c0"}));
   EXPECT_EQ(list.group_names, (std::vector<std::string>{"p021"}));
+}
+
+// Multi-label classes: every name the column uses, sorted, as a multi-hot
+// row per sample; numeric targets: one float per column, NaN for an empty
+// cell. Names and values come from the whole CSV, missing files or not.
+TEST_F(StateFarmLayout, MultilabelAndNumericTargetsFromColumns) {
+  write_bytes(dir_ / "list.csv",
+              "subject,classname,img,tags,age,score\n"
+              "p021,c1,img_4.jpg,\" sunny ; people\",31.5,-2\n"
+              "p002,c0,img_1.jpg,,,1e-3\n"
+              "p021,c0,img_2.jpg,indoor;;indoor;,7,\n"
+              "p002,c1,img_3.jpg,people,40,0.25\n");
+  fs::remove(src() / "train/c1/img_3.jpg");
+  ScanOptions o = options();
+  o.csv->multilabel = "tags";
+  o.csv->targets = {"age", "score"};
+  SourceList list = scan_csv(src(), o);
+  EXPECT_EQ(list.multilabel_names, (std::vector<std::string>{"indoor", "people", "sunny"}));
+  EXPECT_EQ(list.target_names, (std::vector<std::string>{"age", "score"}));
+  EXPECT_EQ(sample(list, "train/c1/img_4.jpg").multilabel, (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_EQ(sample(list, "train/c0/img_1.jpg").multilabel, (std::vector<uint8_t>{0, 0, 0}));
+  EXPECT_EQ(sample(list, "train/c0/img_2.jpg").multilabel, (std::vector<uint8_t>{1, 0, 0}));
+  const std::vector<float>& a = sample(list, "train/c1/img_4.jpg").targets;
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0], 31.5F);
+  EXPECT_EQ(a[1], -2.0F);
+  const std::vector<float>& b = sample(list, "train/c0/img_1.jpg").targets;
+  EXPECT_TRUE(std::isnan(b[0]));
+  EXPECT_EQ(b[1], 1e-3F);
+  EXPECT_TRUE(std::isnan(sample(list, "train/c0/img_2.jpg").targets[1]));
+
+  // Without the columns, nothing of them.
+  SourceList plain = scan_csv(src(), options());
+  EXPECT_TRUE(plain.multilabel_names.empty());
+  EXPECT_TRUE(plain.target_names.empty());
+  EXPECT_TRUE(plain.samples[0].multilabel.empty());
+  EXPECT_TRUE(plain.samples[0].targets.empty());
+}
+
+TEST_F(StateFarmLayout, BadTargetCellsAndColumnsAreUsageErrorsNamingTheLine) {
+  write_bytes(dir_ / "list.csv",
+              "subject,classname,img,tags,age\n"
+              "p021,c1,img_4.jpg,a,31\n"
+              "p002,c0,img_1.jpg,b,thirty\n");
+  ScanOptions o = options();
+  o.csv->targets = {"age"};
+  std::string error = usage_error([&] { scan_csv(src(), o); });
+  EXPECT_NE(error.find("list.csv:3: 'thirty' in target column 'age' is not a finite number"),
+            std::string::npos)
+      << error;
+  for (const char* bad : {"1.5x", "inf", "nan", "1e99", "--1"}) {
+    write_bytes(dir_ / "list.csv",
+                std::string("subject,classname,img,age\np021,c1,img_4.jpg,") + bad + "\n");
+    error = usage_error([&] { scan_csv(src(), o); });
+    EXPECT_NE(error.find("list.csv:2:"), std::string::npos) << bad << ": " << error;
+  }
+  o.csv->targets = {"weight"};
+  error = usage_error([&] { scan_csv(src(), o); });
+  EXPECT_NE(error.find("no column 'weight' (CsvInput::targets)"), std::string::npos) << error;
+  write_bytes(dir_ / "list.csv", "subject,classname,img,age,tags\np021,c1,img_4.jpg,1,\n");
+  o.csv->targets = {"age", "age"};
+  error = usage_error([&] { scan_csv(src(), o); });
+  EXPECT_NE(error.find("target column 'age' is named twice"), std::string::npos) << error;
+  o.csv->targets.clear();
+  o.csv->multilabel = "tags";
+  error = usage_error([&] { scan_csv(src(), o); });
+  EXPECT_NE(error.find("multi-label column 'tags' names no class in any row"), std::string::npos)
+      << error;
 }
 
 TEST_F(StateFarmLayout, LabelSourcesAndGroupRegexWithCsv) {

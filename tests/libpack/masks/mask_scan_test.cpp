@@ -128,7 +128,7 @@ TEST(AttachMasks, ACsvColumnListsMasksRelativeToTheMaskFolder) {
   ConvertOptions o;
   o.src = dir / "src";
   o.scan.labels = LabelSource::none;
-  o.scan.csv = CsvInput{dir / "list.csv", "img/{id}.jpg", "", "", "seg"};
+  o.scan.csv = CsvInput{dir / "list.csv", "img/{id}.jpg", "", "", "seg", {}, ""};
   o.masks.dir = dir.path();
   SourceList list = scan_csv(o.src, o.scan);
   attach_masks(list, o.src, o.scan, o.masks);

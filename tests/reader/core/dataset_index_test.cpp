@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <vector>
+
 #include "h5.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -538,6 +542,107 @@ TEST_P(EveryFormat, MaskAttributesAndClassNamesRoundTripChecksummed) {
   DatasetIndex names_only = small_index(GetParam());
   names_only.mask_class_names = {"background"};
   EXPECT_THROW(write_index(dir.path(), names_only), Error);
+}
+
+// Targets beyond one class: written only where present, read back as
+// written (NaN included), covered by their tables' checksums and by the
+// root's, and required where the root says they are there.
+TEST_P(EveryFormat, MultilabelAndTargetsRoundTripChecksummed) {
+  test::TempDir dir;
+  const std::filesystem::path index_file = dir / "index.h5";
+  DatasetIndex index = small_index(GetParam());
+  write_index(dir.path(), index);
+  {
+    h5::File file = h5::File::open_read(index_file);
+    EXPECT_FALSE(file.has_attr("/", format::kAttrMultilabelClasses));
+    EXPECT_FALSE(file.has_attr("/", format::kAttrTargets));
+    EXPECT_FALSE(file.exists(format::kSamplesMultilabel));
+    EXPECT_FALSE(file.exists(format::kSamplesTargets));
+  }
+  const uint64_t plain_checksum = index_checksum::of_root_attributes(index);
+
+  index.multilabel_names = {"indoor", "people", "sunny"};
+  index.sample_multilabel = {1, 0, 0, /**/ 0, 1, 1, /**/ 0, 0, 0};
+  index.target_names = {"age", "score"};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  index.sample_targets = {31.5F, -2.0F, /**/ nan, 0.25F, /**/ 7.0F, nan};
+  EXPECT_NE(index_checksum::of_root_attributes(index), plain_checksum);
+  write_index(dir.path(), index);
+  DatasetIndex read = read_index(dir.path());
+  EXPECT_EQ(read.multilabel_names, index.multilabel_names);
+  EXPECT_EQ(read.sample_multilabel, index.sample_multilabel.to_vector());
+  EXPECT_EQ(read.target_names, index.target_names);
+  ASSERT_EQ(read.sample_targets.size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    if (std::isnan(index.sample_targets[i])) {
+      EXPECT_TRUE(std::isnan(read.sample_targets[i])) << i;
+    } else {
+      EXPECT_EQ(read.sample_targets[i], index.sample_targets[i]) << i;
+    }
+  }
+  EXPECT_EQ(std::vector<uint8_t>(read.multilabel_of(1).begin(), read.multilabel_of(1).end()),
+            (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_EQ(read.targets_of(0)[0], 31.5F);
+  {
+    // Two-dimensional, [S, C] and [S, T], as h5py shows them.
+    h5::File file = h5::File::open_read(index_file);
+    EXPECT_EQ(file.shape(format::kSamplesMultilabel), (std::vector<uint64_t>{3, 3}));
+    EXPECT_EQ(file.shape(format::kSamplesTargets), (std::vector<uint64_t>{3, 2}));
+    EXPECT_EQ(file.read_int_attr("/", format::kAttrMultilabelClasses), 3);
+    EXPECT_EQ(file.read_int_attr("/", format::kAttrTargets), 2);
+  }
+
+  // One value changed behind the table's checksum.
+  auto overwrite = [&](const char* table, auto value, std::vector<uint64_t> shape) {
+    using T = decltype(value);
+    h5::File file = h5::File::open_write(index_file);
+    std::vector<T> values = file.read_shaped<T>(table, shape);
+    values[1] = value;
+    h5::Handle dataset = file.open_dataset(table);
+    ASSERT_GE(
+        H5Dwrite(dataset.get(), h5::native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+        0);
+    file.close();
+  };
+  overwrite(format::kSamplesMultilabel, uint8_t{1}, {3, 3});
+  expect_refused_naming(dir.path(), format::kSamplesMultilabel);
+  write_index(dir.path(), index);
+  overwrite(format::kSamplesTargets, 2.5F, {3, 2});
+  expect_refused_naming(dir.path(), format::kSamplesTargets);
+  write_index(dir.path(), index);
+
+  // A table gone while the root says it is there is damage, not "no targets";
+  // the counts are covered by the root's checksum.
+  {
+    h5::File file = h5::File::open_write(index_file);
+    file.unlink(format::kSamplesTargets);
+    file.close();
+  }
+  EXPECT_THROW(read_index(dir.path()), Error);
+  write_index(dir.path(), index);
+  {
+    h5::File file = h5::File::open_write(index_file);
+    file.write_attr("/", format::kAttrMultilabelClasses, int64_t{2});
+    file.close();
+  }
+  EXPECT_THROW(read_index(dir.path()), Error);
+  write_index(dir.path(), index);
+  {
+    h5::File file = h5::File::open_write(index_file);
+    h5::Handle root(H5Gopen2(file.id(), "/", H5P_DEFAULT));
+    ASSERT_GE(H5Adelete(root.get(), format::kAttrTargets), 0);
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/: its attributes");
+
+  // Rows that do not match the samples, or a multi-label entry other than 0
+  // or 1, are an inconsistent index.
+  DatasetIndex short_rows = index;
+  short_rows.sample_targets.resize(4);
+  EXPECT_THROW(write_index(dir.path(), short_rows), Error);
+  DatasetIndex two = index;
+  two.sample_multilabel[4] = 2;
+  EXPECT_THROW(write_index(dir.path(), two), Error);
 }
 
 TEST_P(EveryFormat, RewriteIsByteIdentical) {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,17 @@ struct DatasetIndex {
   std::vector<std::string> sample_path;  // relative to the input root
   Column<int32_t> sample_label;          // -1 = unlabeled
   Column<int32_t> sample_group;          // -1 = none
+
+  // Targets beyond one class per sample (root attributes
+  // `multilabel_classes`, `targets`; additive, absent where empty).
+  // Multi-label classes: multilabel_names [C] names them, sample_multilabel
+  // holds S rows of C entries (row-major), 1 where the sample has the class,
+  // else 0. Numeric targets: target_names [T], sample_targets S rows of T
+  // float32 values, NaN where the sample has no value.
+  std::vector<std::string> multilabel_names;
+  Column<uint8_t> sample_multilabel;
+  std::vector<std::string> target_names;
+  Column<float> sample_targets;
   // Names [L] and [G].
   std::vector<std::string> class_names;
   std::vector<std::string> group_names;
@@ -129,6 +141,15 @@ struct DatasetIndex {
   // The shape of one record's mask (H x W x 1), and its bytes: 0 without masks.
   RecordShape mask_shape() const { return {height, width, 1}; }
   std::size_t mask_bytes() const { return masks ? mask_shape().bytes() : 0; }
+  bool has_multilabel() const { return !multilabel_names.empty(); }
+  bool has_targets() const { return !target_names.empty(); }
+  // Sample s's row of sample_multilabel (C entries) and of sample_targets (T).
+  std::span<const uint8_t> multilabel_of(std::size_t s) const {
+    return sample_multilabel.span().subspan(s * multilabel_names.size(), multilabel_names.size());
+  }
+  std::span<const float> targets_of(std::size_t s) const {
+    return sample_targets.span().subspan(s * target_names.size(), target_names.size());
+  }
 
   const Split* find_split(const std::string& name) const;
 

@@ -69,6 +69,12 @@ inline constexpr const char* kAttrCreatedBy = "created_by";
 // = 1, and `mask_fill`, the label of mask areas outside the source image.
 inline constexpr const char* kAttrMasks = "masks";
 inline constexpr const char* kAttrMaskFill = "mask_fill";
+// Index root attributes of a dataset with per-sample targets beyond one class
+// (absent otherwise): how many multi-label classes (C, the columns of
+// /samples/multilabel) and how many numeric targets (T, the columns of
+// /samples/targets) it has, each at least 1 where present.
+inline constexpr const char* kAttrMultilabelClasses = "multilabel_classes";
+inline constexpr const char* kAttrTargets = "targets";
 
 // Index file objects.
 inline constexpr const char* kSamplesPath = "/samples/path";
@@ -95,6 +101,16 @@ inline constexpr const char* kAttrSamples = "samples";
 
 // In a dataset with masks: mask label id -> name (a string table; possibly empty).
 inline constexpr const char* kMaskClassesName = "/mask_classes/name";
+
+// Targets beyond one class, per source sample (2-D numeric tables, row s for
+// sample s): with multi-label classes, /samples/multilabel uint8 [S, C]
+// (1 = the sample has class c) and their names /multilabel_classes/name [C];
+// with numeric targets, /samples/targets float32 [S, T] (NaN = no value) and
+// their names /targets/name [T].
+inline constexpr const char* kSamplesMultilabel = "/samples/multilabel";
+inline constexpr const char* kMultilabelClassesName = "/multilabel_classes/name";
+inline constexpr const char* kSamplesTargets = "/samples/targets";
+inline constexpr const char* kTargetsName = "/targets/name";
 
 // Checksums (additive to format 1; absent in indexes written before them):
 // on every table of index.h5, the XXH3-64 of its decoded contents; on the root
