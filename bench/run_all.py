@@ -102,7 +102,7 @@ QUICK = {
     "cold_args": ["--threads", "1,2", "--orders", "random,shard-window", "--windows", "1",
                   "--read-paths", "auto,mapped", "--epochs", "1", "--batch", "64"],
     "training_args": ["--batch", "16", "--steps-ms", "50,10,2", "--budget-s", "0.5",
-                      "--min-batches", "3", "--rate-images", "96"],
+                      "--min-batches", "3", "--rate-images", "96", "--measure-seconds", "0.2"],
     "scale_sizes": [10000, 100000],
     "masks_pairs": 48,
     "masks_args": ["--batch", "16", "--epochs", "1"],

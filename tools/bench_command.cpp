@@ -67,7 +67,7 @@ BenchResult measure(const Dataset& dataset, const BenchArgs& a, const Device& de
   r.memory_bound = (a.prefetch + 2) * batch_bytes + (uint64_t{64} << 20);
   r.cores = detail::cores_available();
   r.step_images_per_s = a.step_ms > 0 ? static_cast<double>(a.batch) * 1000.0 / a.step_ms : 0;
-  r.memcpy_bps = memcpy_bandwidth(dataset, batch_bytes, a.memcpy_threads);
+  r.memcpy_bps = memcpy_bandwidth(dataset, batch_bytes, a.memcpy_threads, a.measure_seconds / 2);
   if (device.is_cuda()) r.upload_bps = upload_bandwidth(device, batch_bytes);
   if (a.cold) {
     if (say) std::fprintf(stderr, "bench: storage reference over the shard files...\n");
@@ -182,6 +182,7 @@ void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device&
   j["sampling"] = a.sampling;
   j["prefetch"] = a.prefetch;
   j["epochs"] = a.epochs;
+  j["measure_seconds"] = a.measure_seconds;
   j["step_ms"] = a.step_ms;
   j["images"] = r.run.stats.images;
   j["bytes"] = r.run.stats.bytes;
@@ -426,6 +427,12 @@ void add_bench_command(CLI::App& app, Action& action) {
                 "Time the reader alone at 1..N threads (N: the cores available, or --threads) "
                 "and recommend the fewest that read 1.25x what --step-ms consumes (without a "
                 "step: the fewest within 5% of the best)");
+  cmd->add_option("--measure-seconds", args->measure_seconds,
+                  "The least time each rate of the reader alone is timed, in runs of a fifth of "
+                  "it until five agree within 5% (at most 6 times it on a noisy machine); the "
+                  "memcpy reference is timed for half of it")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 600.0));
   cmd->add_option("--device", args->device, "host or cuda:N")->capture_default_str();
   cmd->add_flag("--direct-upload{on}", args->direct_upload,
                 "With cuda:N: auto (direct where the shards fit in half the memory and nothing "

@@ -19,14 +19,14 @@ namespace imgpack::cli {
 
 namespace {
 
-// A rate is measured in runs of kRunSeconds, after one warm-up run (threads
-// started, ring filled, pages touched), until the last kStableRuns agree
-// within kStableSpread and at least kMinSeconds were timed; a noisy machine
-// stops at kMaxSeconds with the spread it got. Runs of a few milliseconds
-// scatter by tens of percent and made recommendations differ run to run.
-constexpr double kRunSeconds = 0.2;
-constexpr double kMinSeconds = 1.0;
-constexpr double kMaxSeconds = 6.0;
+// A rate is measured in runs of a fifth of --measure-seconds, after one
+// warm-up run (threads started, ring filled, pages touched), until the last
+// kStableRuns agree within kStableSpread and at least --measure-seconds were
+// timed; a noisy machine stops at kMaxTimesMeasure times that with the
+// spread it got. Runs of a few milliseconds scatter by tens of percent and
+// made recommendations differ run to run.
+constexpr double kRunsPerMeasure = 5;
+constexpr double kMaxTimesMeasure = 6;
 constexpr int kStableRuns = 5;
 constexpr double kStableSpread = 0.05;
 
@@ -57,7 +57,8 @@ uint64_t anon_rss_bytes() {
 // threads, each into its own buffer; returns bytes per second. The first
 // pass (untimed) faults the mapping in and warms the page cache, so the
 // timed passes and the reader see the same memory state.
-double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned threads) {
+double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned threads,
+                        double seconds_to_time) {
   struct Piece {
     const uint8_t* data;
     std::size_t size;
@@ -75,11 +76,11 @@ double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned thre
   }
   if (total == 0) return 0;
   std::vector<std::vector<uint8_t>> buffers(threads, std::vector<uint8_t>(piece, 1));
-  // Passes until half a second was timed (a small dataset copies in
+  // Passes until `seconds_to_time` were timed (a small dataset copies in
   // milliseconds, too short to time alone); the median of them.
   std::vector<double> rates;
   double timed = 0;
-  for (int pass = 0; pass < 3 || timed < 0.5; ++pass) {
+  for (int pass = 0; pass < 3 || timed < seconds_to_time; ++pass) {
     std::atomic<std::size_t> next{0};
     std::vector<std::thread> workers;
     const Clock::time_point start = Clock::now();
@@ -204,12 +205,13 @@ Capacity measure_capacity(const Dataset& dataset, const BenchArgs& a, unsigned t
     }
     return std::pair<uint64_t, double>(images, since(start));
   };
-  read_for(kRunSeconds);
+  const double run_seconds = a.measure_seconds / kRunsPerMeasure;
+  read_for(run_seconds);
   Capacity c;
   c.threads = loader.stats().threads;  // threads 0: the loader's choice
   std::vector<double> rates;
   while (true) {
-    const auto [images, seconds] = read_for(kRunSeconds);
+    const auto [images, seconds] = read_for(run_seconds);
     rates.push_back(static_cast<double>(images) / seconds);
     c.seconds += seconds;
     std::vector<double> last(
@@ -220,7 +222,10 @@ Capacity measure_capacity(const Dataset& dataset, const BenchArgs& a, unsigned t
     c.spread = c.images_per_s > 0 ? (last.back() - last.front()) / c.images_per_s : 0;
     c.runs = static_cast<int>(rates.size());
     c.stable = last.size() >= kStableRuns && c.spread <= kStableSpread;
-    if ((c.stable && c.seconds >= kMinSeconds) || c.seconds >= kMaxSeconds) break;
+    if ((c.stable && c.seconds >= a.measure_seconds) ||
+        c.seconds >= kMaxTimesMeasure * a.measure_seconds) {
+      break;
+    }
   }
   c.gb_per_s =
       c.images_per_s * static_cast<double>(dataset.record_bytes() + dataset.mask_bytes()) / 1e9;

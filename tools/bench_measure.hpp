@@ -33,6 +33,7 @@ struct BenchArgs {
   std::string variants = "auto";
   double step_ms = 0;
   bool sweep = false;
+  double measure_seconds = 1.0;  // the least time each rate of the reader alone is timed
   std::string device = "host";
   std::string direct_upload = "auto";  // auto, on or off (DirectUpload)
   std::string crop;                    // "224" or "WxH"; empty: whole records
@@ -106,8 +107,10 @@ std::string percent(double fraction);  // 0.123 -> "12.3%"
 uint64_t anon_rss_bytes();
 
 // Bytes per second of `threads` threads copying the dataset's mapped pixels
-// in `piece`-sized pieces, the page cache warmed first.
-double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned threads);
+// in `piece`-sized pieces, the page cache warmed first: the median of passes
+// over at least `seconds_to_time` seconds.
+double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned threads,
+                        double seconds_to_time);
 
 // Bytes per second of pinned host-to-device copies of `bytes` through the
 // device's upload backend.

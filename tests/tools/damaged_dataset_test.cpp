@@ -240,7 +240,8 @@ std::vector<Command> commands() {
        reads_shards},
       {"bench",
        [](const fs::path& d, const fs::path&) {
-         return "bench " + q(d) + " --batch 4 --threads 1 --epochs 1 --json --quiet";
+         return "bench " + q(d) +
+                " --batch 4 --threads 1 --epochs 1 --measure-seconds 0.2 --json --quiet";
        },
        opens},
   };
