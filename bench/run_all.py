@@ -319,6 +319,9 @@ def main():
     parser.add_argument("--report-only", action="store_true",
                         help="render the page from WORK/results without running anything")
     parser.add_argument("--docs", help="where the page goes (default docs/; --quick: WORK/report)")
+    parser.add_argument("--no-build", action="store_true",
+                        help="measure ./build as it is (bench/run-all builds it first "
+                             "otherwise)")
     args = parser.parse_args()
     if args.repeat is not None and args.repeat < 1:
         parser.error("--repeat must be at least 1")
