@@ -143,6 +143,24 @@ void print_masks(const DatasetIndex& index, const std::optional<MaskLabelCounts>
   }
 }
 
+// The names padded to the longest of them, for listings in columns.
+std::vector<std::string> padded(const std::vector<std::string>& names) {
+  std::size_t width = 0;
+  for (const std::string& name : names) width = std::max(width, name.size());
+  std::vector<std::string> out = names;
+  for (std::string& name : out) name.resize(width, ' ');
+  return out;
+}
+
+// One line per name: the name, then its count.
+void print_named_counts(const std::vector<std::string>& names,
+                        const std::vector<uint64_t>& counts) {
+  const std::vector<std::string> columns = padded(names);
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    std::cout << "    " << columns[i] << "  " << counts[i] << "\n";
+  }
+}
+
 // Per multi-label class: the samples that have it; and the samples with none.
 struct MultilabelCounts {
   std::vector<uint64_t> per_class;
@@ -195,24 +213,15 @@ void print_multilabel(const DatasetIndex& index, const MultilabelCounts& counts)
   std::cout << "  multi-label " << index.multilabel_names.size() << " classes";
   if (counts.none > 0) std::cout << " (" << counts.none << " images with none)";
   std::cout << "\n";
-  std::size_t width = 0;
-  for (const std::string& name : index.multilabel_names) width = std::max(width, name.size());
-  for (std::size_t c = 0; c < index.multilabel_names.size(); ++c) {
-    std::string name = index.multilabel_names[c];
-    name.resize(width, ' ');
-    std::cout << "    " << name << "  " << counts.per_class[c] << "\n";
-  }
+  print_named_counts(index.multilabel_names, counts.per_class);
 }
 
 void print_targets(const DatasetIndex& index, const std::vector<TargetSummary>& summaries) {
   std::cout << "  targets     " << index.target_names.size() << " float32 per image\n";
-  std::size_t width = 0;
-  for (const std::string& name : index.target_names) width = std::max(width, name.size());
+  const std::vector<std::string> names = padded(index.target_names);
   for (std::size_t t = 0; t < summaries.size(); ++t) {
-    std::string name = index.target_names[t];
-    name.resize(width, ' ');
     const TargetSummary& summary = summaries[t];
-    std::cout << "    " << name << "  " << summary.values << " values";
+    std::cout << "    " << names[t] << "  " << summary.values << " values";
     if (summary.values > 0) {
       char line[96];
       std::snprintf(line, sizeof line, ", min %g, mean %g, max %g", summary.min, summary.mean,
@@ -349,13 +358,7 @@ int run_inspect(const InspectArgs& args) {
   std::cout << "  classes     " << index.class_names.size();
   if (unlabeled > 0) std::cout << " (" << unlabeled << " unlabeled images)";
   std::cout << "\n";
-  std::size_t width = 0;
-  for (const std::string& name : index.class_names) width = std::max(width, name.size());
-  for (std::size_t c = 0; c < index.class_names.size(); ++c) {
-    std::string name = index.class_names[c];
-    name.resize(width, ' ');
-    std::cout << "    " << name << "  " << class_counts[c] << "\n";
-  }
+  print_named_counts(index.class_names, class_counts);
   std::cout << "  groups      " << index.num_groups();
   if (!empty_groups.empty()) {
     std::cout << " (" << empty_groups.size() << " without images, e.g. "
