@@ -143,8 +143,9 @@ TEST_F(BenchCommandTest, MeasureSecondsSetsHowLongEachRateIsTimed) {
   ASSERT_EQ(j["sweep"].size(), 2u);
   for (const auto& run : j["sweep"]) {
     EXPECT_GE(run["seconds"].get<double>(), 0.1) << run;
-    // Six times the least, plus one run of a fifth of it begun before that.
-    EXPECT_LT(run["seconds"].get<double>(), 0.1 * 6 + 0.1) << run;
+    // At most six times the least (0.6 s), with room for the last run's
+    // overshoot on a loaded machine: below the default's least second.
+    EXPECT_LT(run["seconds"].get<double>(), 1.0) << run;
   }
   for (const char* bad : {"0", "-1", "601", "soon"}) {
     EXPECT_EQ(run_imgpack("bench " + shell_quote(dataset_) + " --measure-seconds " + bad).exit_code,
