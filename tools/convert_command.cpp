@@ -25,6 +25,9 @@ struct ConvertArgs {
   std::string csv, csv_path = "path", csv_label, csv_group, csv_mask, csv_targets, csv_multilabel;
   std::string masks, mask_suffix, mask_colors, mask_classes;
   int mask_fill = 255;
+  std::string coco, yolo_names, yolo_keypoints, keypoint_flip_map;
+  bool yolo = false;
+  double box_min_visible = 0.3;
   std::string group_regex, group_missing = "error";
   uint32_t variants = 1;
   std::string augment;
@@ -116,6 +119,15 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.masks.fill = static_cast<uint8_t>(a.mask_fill);
   o.masks.colors = a.mask_colors;
   o.masks.classes = a.mask_classes;
+  if (!a.yolo && (!a.yolo_names.empty() || !a.yolo_keypoints.empty())) {
+    throw UsageError("--yolo-names and --yolo-keypoints need --yolo");
+  }
+  o.boxes.coco = a.coco;
+  o.boxes.yolo = a.yolo;
+  o.boxes.yolo_names = a.yolo_names;
+  o.boxes.yolo_keypoints = a.yolo_keypoints;
+  o.boxes.min_visible = a.box_min_visible;
+  o.boxes.keypoint_flip_map = a.keypoint_flip_map;
   o.scan.group_regex = a.group_regex;
   o.scan.group_missing_ok = a.group_missing == "ok";
   o.variants = a.variants;
@@ -179,6 +191,7 @@ int run_convert(const ConvertArgs& args) {
     j["height"] = result.height;
     j["channels"] = result.channels;
     j["masks"] = options.has_masks();
+    j["boxes"] = options.has_boxes();
     j["dataset_uuid"] = result.uuid;
     j["resize_notes"] = result.resize_notes;
     if (args.resume) {
@@ -270,6 +283,27 @@ void add_convert_command(CLI::App& app, Action& action) {
                   "labels");
   cmd->add_option("--mask-classes", args->mask_classes,
                   "Text file naming the mask labels, one per line (line i names label i)");
+  cmd->add_option("--coco", args->coco,
+                  "COCO-style JSON with the images' object boxes (bbox [x, y, w, h], iscrowd, "
+                  "keypoints): each record stores its boxes moved with its geometry; the "
+                  "categories are the box classes. An image the file does not list is skipped");
+  cmd->add_flag("--yolo", args->yolo,
+                "Object boxes from YOLO label files beside the images (a/b.jpg: a/b.txt, lines "
+                "'class cx cy w h' normalised, pose keypoints 'x y v' after them); a missing "
+                "file means no objects");
+  cmd->add_option("--yolo-names", args->yolo_names,
+                  "With --yolo: the class names, one per line (default: SRC/classes.txt, else "
+                  "the ids)");
+  cmd->add_option("--yolo-keypoints", args->yolo_keypoints,
+                  "With --yolo: the keypoint names of pose labels, comma-separated");
+  cmd->add_option("--box-min-visible", args->box_min_visible,
+                  "Keep a box in a record (or an augmented variant) when at least this share of "
+                  "its area stays inside")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--keypoint-flip-map", args->keypoint_flip_map,
+                  "Keypoints that swap under a horizontal flip, 'a:b,c:d' (names or indices); "
+                  "default: names that differ only by left/right");
   cmd->add_option("--group-regex", args->group_regex,
                   "ECMAScript regex searched in each path relative to SRC (class folder "
                   "included); its first capture names the group, e.g. '([^/_]+)_[^/]*$' for "

@@ -216,6 +216,71 @@ void print_multilabel(const DatasetIndex& index, const MultilabelCounts& counts)
   print_named_counts(index.multilabel_names, counts.per_class);
 }
 
+// A dataset's boxes, counted from the shards' tables (which Dataset keeps in
+// memory): per class, in all, and the images (clean records, variant 0)
+// without any.
+struct BoxCounts {
+  std::vector<uint64_t> per_class;
+  uint64_t boxes = 0;
+  uint64_t images = 0;
+  uint64_t images_without = 0;
+};
+
+BoxCounts count_boxes(const Dataset& dataset) {
+  BoxCounts counts;
+  counts.per_class.assign(dataset.index().box_class_names.size(), 0);
+  for (uint64_t r = 0; r < dataset.num_records(); ++r) {
+    const Dataset::BoxRows rows = dataset.record_boxes(r);
+    for (int32_t c : rows.classes) ++counts.per_class[static_cast<std::size_t>(c)];
+    counts.boxes += rows.size();
+    if (dataset.record_variant(r) != 0) continue;
+    ++counts.images;
+    if (rows.size() == 0) ++counts.images_without;
+  }
+  return counts;
+}
+
+std::string names_text(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) text += (i > 0 ? ", " : "") + names[i];
+  return text;
+}
+
+void print_boxes(const DatasetIndex& index, const std::optional<BoxCounts>& counts) {
+  std::cout << "  boxes       " << index.box_class_names.size() << " classes, kept where "
+            << index.box_min_visible << " of a box stays inside";
+  if (!counts) {
+    std::cout << " (" << names_text(index.box_class_names)
+              << "; not counted: the shards did not open)\n";
+  } else {
+    std::cout << "; " << counts->boxes << " in all records, " << counts->images_without << " of "
+              << counts->images << " images without any:\n";
+    print_named_counts(index.box_class_names, counts->per_class);
+  }
+  if (index.num_keypoints() == 0) return;
+  std::cout << "  keypoints   " << index.num_keypoints() << " per box ("
+            << names_text(index.keypoint_names) << ")\n";
+}
+
+nlohmann::ordered_json boxes_json(const DatasetIndex& index,
+                                  const std::optional<BoxCounts>& counts) {
+  nlohmann::ordered_json classes = nlohmann::ordered_json::array();
+  for (std::size_t c = 0; c < index.box_class_names.size(); ++c) {
+    nlohmann::ordered_json one = {{"name", index.box_class_names[c]}};
+    if (counts) one["count"] = counts->per_class[c];
+    classes.push_back(std::move(one));
+  }
+  nlohmann::ordered_json j = {{"classes", std::move(classes)},
+                              {"keypoints", index.keypoint_names},
+                              {"keypoint_flip", index.keypoint_flip},
+                              {"min_visible", index.box_min_visible}};
+  if (counts) {
+    j["boxes"] = counts->boxes;
+    j["images_without"] = counts->images_without;
+  }
+  return j;
+}
+
 void print_targets(const DatasetIndex& index, const std::vector<TargetSummary>& summaries) {
   std::cout << "  targets     " << index.target_names.size() << " float32 per image\n";
   const std::vector<std::string> names = padded(index.target_names);
@@ -238,6 +303,8 @@ int run_inspect(const InspectArgs& args) {
   const DatasetIndex index = open_index(args, problem, dataset);
   std::optional<MaskLabelCounts> mask_counts;
   if (index.masks && dataset) mask_counts = count_mask_labels(*dataset, kMaskCountBytes);
+  std::optional<BoxCounts> box_counts;
+  if (index.boxes && dataset) box_counts = count_boxes(*dataset);
   std::filesystem::path dir(args.dataset);
 
   std::vector<uint64_t> class_counts(index.class_names.size(), 0);
@@ -288,6 +355,7 @@ int run_inspect(const InspectArgs& args) {
     j["variants"] = index.variants;
     j["color"] = index.color;
     if (index.masks) j["masks"] = masks_json(index, mask_counts);
+    if (index.boxes) j["boxes"] = boxes_json(index, box_counts);
     j["pixel_bytes"] = pixel_bytes;
     j["disk_bytes"] = disk_bytes;
     nlohmann::ordered_json classes = nlohmann::ordered_json::array();
@@ -368,6 +436,7 @@ int run_inspect(const InspectArgs& args) {
   if (index.has_multilabel()) print_multilabel(index, multilabel);
   if (index.has_targets()) print_targets(index, targets);
   if (index.masks) print_masks(index, mask_counts);
+  if (index.boxes) print_boxes(index, box_counts);
   std::cout << "  augment     " << augment_summary(index) << "\n";
   std::cout << "  splits      "
             << (index.splits.empty() ? std::string("none") : std::to_string(index.splits.size()))

@@ -27,6 +27,7 @@ int run_sample_data(SampleDataArgs& args) {
     nlohmann::ordered_json j;
     j["images"] = result.images;
     j["masks"] = result.masks;
+    j["labels"] = result.labels;
     j["bytes"] = result.bytes;
     j["classes"] = args.options.classes;
     j["groups"] = args.options.groups;
@@ -58,6 +59,10 @@ void add_sample_data_command(CLI::App& app, Action& action) {
   cmd->add_flag("--masks", args->options.masks,
                 "Also write each image's label map (shape = class id + 1, background 0) to "
                 "OUT/masks/<class>/, and the label names to OUT/masks/classes.txt");
+  cmd->add_flag("--boxes", args->options.boxes,
+                "Also write each image's YOLO label beside it (the shape's exact box and two "
+                "keypoints, left and right) and the class names to OUT/classes.txt: convert with "
+                "--yolo --yolo-keypoints left,right");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No summary line");
   cmd->callback([args, &action] { action = [args] { return run_sample_data(*args); }; });

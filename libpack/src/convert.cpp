@@ -21,11 +21,11 @@
 #include "conversion/output_directory.hpp"
 #include "conversion/resume.hpp"
 #include "conversion/shard_writer.hpp"
-#include "conversion/tbb_tsan.hpp"
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/merge.hpp"
+#include "parallel/tbb_tsan.hpp"
 #include "record_renderer.hpp"
 
 namespace imgpack {
@@ -127,6 +127,7 @@ class ConversionPipeline {
         slot.masks.resize(options.variants * plan.shape.pixels());
         slot.mask_checksums.resize(options.variants);
       }
+      if (plan.list.boxes) slot.boxes.resize(options.variants);
     }
   }
 
@@ -222,9 +223,11 @@ class ConversionPipeline {
       const std::size_t mask_bytes = plan_.shape.pixels();
       const bool masks = options_.has_masks();
       for (uint32_t v = 0; v < variants; ++v) {
+        RecordParts parts;
+        if (masks) parts = {slot.masks.data() + v * mask_bytes, slot.mask_checksums[v]};
+        if (plan_.list.boxes) parts.boxes = &slot.boxes[v];
         writer_.add(slot.pixels.data() + v * record_bytes, slot.checksums[v], sample.label, id,
-                    static_cast<uint16_t>(v), masks ? slot.masks.data() + v * mask_bytes : nullptr,
-                    masks ? slot.mask_checksums[v] : 0);
+                    static_cast<uint16_t>(v), parts);
       }
     }
     ++status_.done;
@@ -323,7 +326,10 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   DatasetIndex index = planned_index(options, plan);
   DatasetWriter writer(options.out, plan.shape, options.shard_size, plan.uuid,
                        uint64_t{options.variants} * (plan.order.size() - resume.next_position),
-                       options.variants, options.has_masks());
+                       options.variants,
+                       {.masks = options.has_masks(),
+                        .boxes = plan.list.boxes,
+                        .keypoints = plan.list.keypoint_names.size()});
   ConversionStart begin = restore_kept_shards(options, plan, resume, index, writer);
   writer.on_commit([&](std::size_t k) {
     begin.journal.committed(static_cast<uint32_t>(k), writer.shard_file(k),

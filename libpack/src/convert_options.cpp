@@ -58,6 +58,12 @@ void ConvertOptions::validate() const {
   if (variants < 1 || variants > 1024)
     throw UsageError("ConvertOptions::variants must be between 1 and 1024");
   parse_augment_spec(augment);  // throws UsageError naming the key
+  if (!boxes.coco.empty() && boxes.yolo) {
+    throw UsageError("BoxOptions: coco and yolo are two sources of boxes; give one");
+  }
+  if (!(boxes.min_visible >= 0 && boxes.min_visible <= 1)) {
+    throw UsageError("BoxOptions::min_visible must be between 0 and 1");
+  }
   if (variants > 1 && augment.empty()) {
     throw UsageError("ConvertOptions::variants " + std::to_string(variants) +
                      " needs an augmentation spec in ConvertOptions::augment to say how the "
@@ -133,6 +139,17 @@ std::string ConvertOptions::to_json() const {
     if (!masks.colors.empty()) m["colors"] = masks.colors.string();
     if (!masks.classes.empty()) m["classes"] = masks.classes.string();
     j["masks"] = std::move(m);
+  }
+  if (has_boxes()) {
+    json b = {{"min_visible", boxes.min_visible}};
+    if (!boxes.coco.empty()) b["coco"] = boxes.coco.string();
+    if (boxes.yolo) {
+      b["yolo"] = true;
+      if (!boxes.yolo_names.empty()) b["yolo_names"] = boxes.yolo_names.string();
+      if (!boxes.yolo_keypoints.empty()) b["yolo_keypoints"] = boxes.yolo_keypoints;
+    }
+    if (!boxes.keypoint_flip_map.empty()) b["keypoint_flip_map"] = boxes.keypoint_flip_map;
+    j["boxes"] = std::move(b);
   }
   j["variants"] = variants;
   j["augment"] = augment;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <opencv2/imgproc.hpp>
+#include <span>
 #include <string_view>
 
 #include "files.hpp"
@@ -34,6 +35,14 @@ h5::File open_listed_shard(const fs::path& path) {
 
 // Reads single records out of one shard's /images, after checking its shape
 // against the index.
+// A record's boxes as a tile draws them (record pixels, format.hpp).
+struct TileBoxes {
+  std::span<const float> boxes;      // [b x 4]
+  std::span<const int32_t> classes;  // [b]
+  std::span<const float> keypoints;  // [b x k x 3]
+  std::size_t keypoints_per_box = 0;
+};
+
 class ShardRecords {
  public:
   ShardRecords(const fs::path& path, const DatasetIndex& index, uint64_t records)
@@ -68,6 +77,19 @@ class ShardRecords {
                          std::string(format::kMasks) + " does not have the shape index.h5 gives");
       }
     }
+    if (index.boxes) read_boxes(index);
+  }
+
+  // Row `row`'s boxes, from a shard with boxes (empty without).
+  TileBoxes boxes_of(uint64_t row) const {
+    if (box_offsets_.empty()) return {};
+    const auto first = static_cast<std::size_t>(box_offsets_[row]);
+    const auto count = static_cast<std::size_t>(box_offsets_[row + 1]) - first;
+    return {std::span<const float>(boxes_).subspan(first * 4, count * 4),
+            std::span<const int32_t>(box_classes_).subspan(first, count),
+            std::span<const float>(keypoints_)
+                .subspan(first * keypoints_per_box_ * 3, count * keypoints_per_box_ * 3),
+            keypoints_per_box_};
   }
 
   // Row `row`'s mask (H x W bytes), from a shard with masks.
@@ -97,11 +119,35 @@ class ShardRecords {
         "H5Dread", name);
   }
 
+  // The ragged box tables, whole (they are small), with their lengths checked.
+  void read_boxes(const DatasetIndex& index) {
+    box_offsets_ = file_.read_shaped<int64_t>(format::kBoxOffsets, {rows_ + 1});
+    const int64_t boxes = box_offsets_.back();
+    for (std::size_t r = 0; r < rows_; ++r) {
+      if (box_offsets_[r] < 0 || box_offsets_[r] > box_offsets_[r + 1] ||
+          box_offsets_[r + 1] > boxes) {
+        throw file_error(file_.path(), std::string(format::kBoxOffsets) + " is not in order");
+      }
+    }
+    const auto b = static_cast<uint64_t>(boxes);
+    keypoints_per_box_ = index.num_keypoints();
+    boxes_ = file_.read_shaped<float>(format::kBoxes, {b, 4});
+    box_classes_ = file_.read_shaped<int32_t>(format::kBoxClass, {b});
+    if (keypoints_per_box_ > 0) {
+      keypoints_ = file_.read_shaped<float>(format::kKeypoints, {b, keypoints_per_box_, 3});
+    }
+  }
+
   h5::File file_;
   h5::Handle images_;
   h5::Handle masks_;
   std::size_t record_bytes_;
   uint64_t rows_ = 0;
+  std::vector<int64_t> box_offsets_;
+  std::vector<float> boxes_;
+  std::vector<int32_t> box_classes_;
+  std::vector<float> keypoints_;
+  std::size_t keypoints_per_box_ = 0;
 };
 
 // Printable ASCII only: OpenCV's Hershey fonts draw nothing else.
@@ -129,9 +175,30 @@ std::string tile_label(const std::string& class_name, char kind, uint32_t n, int
   return suffix.substr(1);
 }
 
-// Draws `record` (with `mask` over it, when not empty) into its tile.
+// Draws `boxes` (record pixels) over `target`, the record scaled to the
+// tile: each box's outline in its class's colour, each visible keypoint a
+// dot of that colour.
+void draw_boxes(cv::Mat& target, cv::Size record, const TileBoxes& boxes) {
+  const double sx = static_cast<double>(target.cols) / record.width;
+  const double sy = static_cast<double>(target.rows) / record.height;
+  for (std::size_t b = 0; b < boxes.classes.size(); ++b) {
+    const float* box = boxes.boxes.data() + b * 4;
+    const cv::Vec3b c = mask_label_color(static_cast<uint8_t>(boxes.classes[b] % 254 + 1));
+    const cv::Scalar colour(c[0], c[1], c[2]);
+    cv::rectangle(target, cv::Point2d(box[0] * sx, box[1] * sy),
+                  cv::Point2d(box[2] * sx - 1, box[3] * sy - 1), colour, 1, cv::LINE_8);
+    for (std::size_t k = 0; k < boxes.keypoints_per_box; ++k) {
+      const float* point = boxes.keypoints.data() + (b * boxes.keypoints_per_box + k) * 3;
+      if (point[2] == 0) continue;
+      cv::circle(target, cv::Point2d(point[0] * sx, point[1] * sy), 2, colour, cv::FILLED,
+                 cv::LINE_AA);
+    }
+  }
+}
+
+// Draws `record` (with `mask` over it, when not empty, and its boxes) into its tile.
 void draw_tile(cv::Mat& sheet, cv::Point origin, cv::Size tile, const cv::Mat& record,
-               const cv::Mat& mask, const std::string& label) {
+               const cv::Mat& mask, const std::string& label, const TileBoxes& boxes = {}) {
   cv::Mat rgb;
   if (record.channels() == 1) {
     cv::cvtColor(record, rgb, cv::COLOR_GRAY2RGB);
@@ -146,6 +213,7 @@ void draw_tile(cv::Mat& sheet, cv::Point origin, cv::Size tile, const cv::Mat& r
     const bool grow = tile.width > rgb.cols;
     cv::resize(rgb, target, tile, 0, 0, grow ? cv::INTER_NEAREST : cv::INTER_AREA);
   }
+  if (!boxes.classes.empty()) draw_boxes(target, record.size(), boxes);
   cv::putText(sheet, label, cv::Point(origin.x + 2, origin.y + tile.height + 12), kFont, kFontScale,
               kText, 1, cv::LINE_AA);
 }
@@ -321,7 +389,8 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
       const int row = index.variants > 1 ? i : i / layout.columns;
       const int column = index.variants > 1 ? static_cast<int>(variant) : i % layout.columns;
       draw_tile(sheet.image, origin(row, column), tile, record, mask,
-                tile_label(name, 'v', variant, tile.width - 2));
+                tile_label(name, 'v', variant, tile.width - 2),
+                options.draw_boxes ? reader.boxes_of(index.records.row[r]) : TileBoxes{});
     }
   }
   return sheet;

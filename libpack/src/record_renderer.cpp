@@ -26,6 +26,9 @@ RecordRenderer::RecordRenderer(const ConvertOptions& options, RecordShape shape,
   spec_.height = shape.height;
   spec_.mode = options.resize;
   spec_.fill = options.fill;
+  boxes_ = list.boxes;
+  box_rules_.min_visible = options.boxes.min_visible;
+  box_rules_.keypoint_flip = list.keypoint_flip;
   if (options.variants > 1) {
     augmenter_.emplace(parse_augment_spec(options.augment), spec_, options.seed);
   }
@@ -52,10 +55,21 @@ cv::Mat RecordRenderer::read_mask(InputSlot& slot, cv::Size full) const {
   return mask;
 }
 
-void RecordRenderer::render(InputSlot& slot) const {
-  if (masks_ && !list_.samples[slot.sample].mask_problem.empty()) {
-    throw DecodeError(list_.samples[slot.sample].mask_problem);
+void RecordRenderer::check_box_size(const SourceSample& sample, cv::Size full) const {
+  if (sample.box_width == 0 || (static_cast<int>(sample.box_width) == full.width &&
+                                static_cast<int>(sample.box_height) == full.height)) {
+    return;
   }
+  throw DecodeError("its annotations are for a " + std::to_string(sample.box_width) + "x" +
+                    std::to_string(sample.box_height) + " image, the image is " +
+                    std::to_string(full.width) + "x" + std::to_string(full.height) +
+                    " (after its EXIF orientation)");
+}
+
+void RecordRenderer::render(InputSlot& slot) const {
+  const SourceSample& sample = list_.samples[slot.sample];
+  if (masks_ && !sample.mask_problem.empty()) throw DecodeError(sample.mask_problem);
+  if (boxes_ && !sample.box_problem.empty()) throw DecodeError(sample.box_problem);
   DecodeOptions decode = decode_;
   // The header is read once: here, for the size to decode at.
   std::optional<ImageInfo> info = probe_image(slot.file_bytes);
@@ -78,6 +92,13 @@ void RecordRenderer::render(InputSlot& slot) const {
     resize_mask_into(mask, image.pixels.size(), decoded_frame(image, full), spec_, mask_fill_,
                      slot.masks.data());
     slot.mask_checksums[0] = checksum(slot.masks.data(), mask_bytes_);
+  }
+  if (boxes_) {
+    const cv::Size full(static_cast<int>(slot.source_width), static_cast<int>(slot.source_height));
+    check_box_size(sample, full);
+    const cv::Matx23d map =
+        source_to_output(resize_map(image.pixels.size(), spec_), decoded_frame(image, full));
+    place_boxes(sample, full, map, output_size(), box_rules_, slot.boxes[0]);
   }
   if (augmenter_) render_augmented(slot, info, image, mask, decode);
 }
@@ -113,9 +134,17 @@ void RecordRenderer::render_augmented(InputSlot& slot, const std::optional<Image
     augmenter_->render(from, slot.augment[v - 1], out);
     slot.checksums[v] = checksum(out, record_bytes_);
   }
-  if (!masks_) return;
-  // The masks through the warps of the very pixels the images came from.
+  // Masks and boxes through the warps of the very pixels the images came from.
   const SourceFrame frame = decoded_frame(*decoded, full).resized(source->size(), from.size());
+  if (boxes_) {
+    const SourceSample& sample = list_.samples[slot.sample];
+    for (uint32_t v = 1; v < variants_; ++v) {
+      const cv::Matx23d map =
+          source_to_output(augmenter_->transform(slot.augment[v - 1], from.size()), frame);
+      place_boxes(sample, full, map, output_size(), box_rules_, slot.boxes[v]);
+    }
+  }
+  if (!masks_) return;
   for (uint32_t v = 1; v < variants_; ++v) {
     uint8_t* out = slot.masks.data() + v * mask_bytes_;
     augmenter_->render_mask(mask, slot.augment[v - 1], from.size(), frame, mask_fill_, out);

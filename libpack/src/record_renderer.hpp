@@ -15,6 +15,8 @@
 #include "imgpack/record_shape.hpp"
 #include "inputs/scan.hpp"
 #include "masks/mask_decode.hpp"
+#include "targets/box_geometry.hpp"
+#include "targets/record_boxes.hpp"
 
 namespace imgpack {
 
@@ -30,6 +32,8 @@ struct InputSlot {
   std::vector<uint8_t> mask_file_bytes;
   std::vector<uint8_t> masks;
   std::vector<uint64_t> mask_checksums;
+  // With boxes: each variant's rows.
+  std::vector<RecordBoxes> boxes;
   std::vector<AugmentParams> augment;  // variants 1..K-1
   uint32_t source_width = 0;           // the input's upright size, set by render()
   uint32_t source_height = 0;
@@ -49,8 +53,9 @@ class RecordRenderer {
   // variant 0 exactly as a conversion without augmentation, the others from
   // the same decode when it is large enough for them. With masks, reads and
   // decodes the sample's mask too and renders each variant's mask into
-  // slot.masks with its image's geometry. Throws DecodeError or
-  // cv::Exception for an input (or mask) that cannot be used.
+  // slot.masks with its image's geometry; with boxes, places the sample's
+  // boxes in each variant (slot.boxes). Throws DecodeError or cv::Exception
+  // for an input (or mask, or annotation) that cannot be used.
   void render(InputSlot& slot) const;
 
  private:
@@ -58,6 +63,11 @@ class RecordRenderer {
   cv::Mat read_mask(InputSlot& slot, cv::Size full) const;
   void render_augmented(InputSlot& slot, const std::optional<ImageInfo>& info,
                         const DecodedImage& image, const cv::Mat& mask, DecodeOptions decode) const;
+  cv::Size output_size() const {
+    return {static_cast<int>(spec_.width), static_cast<int>(spec_.height)};
+  }
+  // Throws DecodeError where the sample's annotations name another image size.
+  void check_box_size(const SourceSample& sample, cv::Size full) const;
 
   const SourceList& list_;
   // Masks: where they are, their colour table, the label outside the source.
@@ -65,6 +75,9 @@ class RecordRenderer {
   std::filesystem::path mask_root_;
   const MaskColors* mask_colors_ = nullptr;
   uint8_t mask_fill_ = 255;
+  // Boxes: whether the dataset has them, and how they are kept.
+  bool boxes_ = false;
+  BoxRules box_rules_;
   uint64_t max_pixels_ = 0;
   std::size_t mask_bytes_ = 0;
   uint32_t variants_ = 1;

@@ -123,6 +123,26 @@ void write_encoded(const fs::path& path, const cv::Mat& image, const char* exten
   result.bytes += encoded.size();
 }
 
+// The YOLO label of a shape: its class, the box of its hard-edged pixels
+// (`exact`, continuous pixel edges) normalised, and the keypoints `left` and
+// `right` half a radius either side of its centre (pixel centres at +0.5).
+std::string yolo_label(uint32_t class_id, const cv::Rect& exact, cv::Point2d centre, double radius,
+                       cv::Size size) {
+  const double w = size.width, h = size.height;
+  char line[256];
+  std::snprintf(line, sizeof line, "%u %.6f %.6f %.6f %.6f %.6f %.6f 2 %.6f %.6f 2\n", class_id,
+                (exact.x + exact.width / 2.0) / w, (exact.y + exact.height / 2.0) / h,
+                exact.width / w, exact.height / h, (centre.x + 0.5 - radius / 2) / w,
+                (centre.y + 0.5) / h, (centre.x + 0.5 + radius / 2) / w, (centre.y + 0.5) / h);
+  return line;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::trunc);
+  file << text;
+  if (!file) throw file_error(path, "cannot write");
+}
+
 void make_directory(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -197,12 +217,26 @@ SampleDataResult write_sample_data(const fs::path& out, const SampleDataOptions&
         write_encoded(mask_path, mask, ".png", {cv::IMWRITE_PNG_COMPRESSION, 3}, result);
         result.masks += 1;
       }
+      if (options.boxes) {
+        cv::Mat shape(h, w, CV_8UC1, cv::Scalar(0));
+        draw_shape(shape, c, centre, radius, angle, cv::Scalar(255), cv::LINE_8);
+        fs::path label_path = path;
+        label_path.replace_extension(".txt");
+        write_text(label_path,
+                   yolo_label(c, cv::boundingRect(shape), centre, radius, cv::Size(w, h)));
+        result.labels += 1;
+      }
       csv += class_name + "/" + file_name + "," + class_name + "," + group_name + "\n";
     }
   }
   std::ofstream labels(out / "labels.csv", std::ios::trunc);
   labels << csv;
   if (!labels) throw file_error(out / "labels.csv", "cannot write");
+  if (options.boxes) {
+    std::string names;
+    for (uint32_t c = 0; c < options.classes; ++c) names += sample_class_name(c) + "\n";
+    write_text(out / "classes.txt", names);
+  }
   if (options.masks) {
     const fs::path names = out / kSampleMasksFolder / "classes.txt";
     std::ofstream classes(names, std::ios::trunc);

@@ -152,6 +152,15 @@ ArrayView rows_view(const std::shared_ptr<BatchState>& state, const void* data, 
   return v;
 }
 
+// A host array of the batch's boxes: `rows` x the rest of `dims` (at most 3 in all).
+ArrayView box_view(const std::shared_ptr<BatchState>& state, const void* data,
+                   std::initializer_list<int64_t> dims, DLDataType dtype, const char* numpy_type) {
+  ArrayView v = column_view(state, data, dtype, numpy_type);
+  v.ndim = static_cast<int>(dims.size());
+  std::copy(dims.begin(), dims.end(), v.shape.begin());
+  return v;
+}
+
 // --- DLPack ---------------------------------------------------------------------------------
 
 // A DLManagedTensor and what it points to; its manager_ctx is this object.
@@ -310,6 +319,13 @@ constexpr const char* kBatchDoc = R"(One batch delivered by a Loader.
                without multi-label classes
     targets    Array: float32 [N, T] (host memory), numeric targets
                (Dataset.target_names), NaN = no value; None without targets
+    boxes      Array: float32 [B, 4] (host memory), every box of the batch
+               (x0, y0, x1, y1 in the delivered image's pixels, moved with
+               its crop and flips); image i owns rows box_offsets[i] ..
+               box_offsets[i + 1]; None for a dataset without boxes
+    box_classes, box_crowd   Array: int32 [B] (Dataset.box_classes), uint8 [B]
+    box_offsets Array: int64 [N + 1]
+    keypoints  Array: float32 [B, K, 3] (x, y, visibility); None without
     samples    Array: int64 [N] (host memory), source sample ids (rows of
                Dataset.sample_paths)
     records    Array: uint64 [N] (host memory), record ids
@@ -408,6 +424,61 @@ void register_batch(py::module_& m) {
           },
           "Numeric targets (imgpack.Array of float32 [N, T], host memory; columns as "
           "Dataset.target_names, NaN = no value); None without targets.")
+      .def_property_readonly(
+          "boxes",
+          [](const std::shared_ptr<BatchState>& s) -> py::object {
+            if (!s->batch.has_boxes()) return py::none();
+            const auto b = static_cast<int64_t>(s->batch.num_boxes());
+            return py::cast(box_view(s, s->batch.boxes().data(), {b, 4},
+                                     DLDataType{kDLFloat, 32, 1}, "float32"));
+          },
+          "The batch's boxes (imgpack.Array of float32 [B, 4], host memory: x0, y0, x1, y1 in "
+          "the delivered image's pixels, moved with its crop and flips); image i owns rows "
+          "box_offsets[i] to box_offsets[i + 1]. None without boxes. "
+          "torch.from_dlpack(batch.boxes).split(counts) gives one tensor per image.")
+      .def_property_readonly(
+          "box_classes",
+          [](const std::shared_ptr<BatchState>& s) -> py::object {
+            if (!s->batch.has_boxes()) return py::none();
+            const auto b = static_cast<int64_t>(s->batch.num_boxes());
+            return py::cast(box_view(s, s->batch.box_classes().data(), {b},
+                                     DLDataType{kDLInt, 32, 1}, "int32"));
+          },
+          "Each box's class (imgpack.Array of int32 [B]; Dataset.box_classes names them); None "
+          "without boxes.")
+      .def_property_readonly(
+          "box_crowd",
+          [](const std::shared_ptr<BatchState>& s) -> py::object {
+            if (!s->batch.has_boxes()) return py::none();
+            const auto b = static_cast<int64_t>(s->batch.num_boxes());
+            return py::cast(
+                box_view(s, s->batch.box_crowd().data(), {b}, DLDataType{kDLUInt, 8, 1}, "uint8"));
+          },
+          "1 for a box that marks a crowd (COCO iscrowd), else 0 (imgpack.Array of uint8 [B]); "
+          "None without boxes.")
+      .def_property_readonly(
+          "box_offsets",
+          [](const std::shared_ptr<BatchState>& s) -> py::object {
+            if (!s->batch.has_boxes()) return py::none();
+            const auto n = static_cast<int64_t>(s->batch.size()) + 1;
+            return py::cast(box_view(s, s->batch.box_offsets().data(), {n},
+                                     DLDataType{kDLInt, 64, 1}, "int64"));
+          },
+          "Where each image's boxes are (imgpack.Array of int64 [N + 1]): image i owns rows "
+          "box_offsets[i] to box_offsets[i + 1] of boxes, box_classes, box_crowd and "
+          "keypoints. None without boxes.")
+      .def_property_readonly(
+          "keypoints",
+          [](const std::shared_ptr<BatchState>& s) -> py::object {
+            if (!s->batch.has_boxes() || s->batch.num_keypoints() == 0) return py::none();
+            const auto b = static_cast<int64_t>(s->batch.num_boxes());
+            const auto k = static_cast<int64_t>(s->batch.num_keypoints());
+            return py::cast(box_view(s, s->batch.keypoints().data(), {b, k, 3},
+                                     DLDataType{kDLFloat, 32, 1}, "float32"));
+          },
+          "Each box's keypoints (imgpack.Array of float32 [B, K, 3]: x, y in the delivered "
+          "image's pixels, visibility 0 = none (also outside the image), 1 = hidden, 2 = "
+          "visible; a flip swaps Dataset.keypoint_flip pairs). None without keypoints.")
       .def_property_readonly(
           "samples",
           [](const std::shared_ptr<BatchState>& s) {

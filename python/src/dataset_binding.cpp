@@ -222,6 +222,19 @@ void register_dataset(py::module_& m) {
           },
           "Per sample: its numeric targets (float32 [S, T], NaN = no value), read-only; None "
           "without targets.")
+      .def_property_readonly("has_boxes", &Dataset::has_boxes,
+                             "Whether every record carries its object boxes (Batch.boxes).")
+      .def_property_readonly(
+          "box_classes", [](const Dataset& d) { return d.index().box_class_names; },
+          "The box class names, by id (Batch.box_classes; list of str, empty without boxes).")
+      .def_property_readonly(
+          "keypoint_names", [](const Dataset& d) { return d.index().keypoint_names; },
+          "The keypoint names, by index along Batch.keypoints' second axis (list of str; empty "
+          "without keypoints).")
+      .def_property_readonly(
+          "keypoint_flip", [](const Dataset& d) { return d.index().keypoint_flip; },
+          "Per keypoint, the keypoint it becomes under a horizontal flip (list of int; its own "
+          "index where it has no pair).")
       .def("__repr__", [](const Dataset& d) {
         return "<imgpack.Dataset '" + d.path().string() + "' " + std::to_string(d.num_samples()) +
                " samples, " + std::to_string(d.num_records()) + " records of " +

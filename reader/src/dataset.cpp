@@ -38,6 +38,12 @@ struct ShardView {
   Column<uint64_t> mask_checksums;  // /mask_checksum, by row, with masks only
   uint64_t records = 0;
   Column<uint64_t> checksums;  // /checksum, by row (in `file` where it lies contiguous)
+  // With boxes: the shard's box tables, whole, and each row's first box [records + 1].
+  std::vector<float> boxes;
+  std::vector<int32_t> box_class;
+  std::vector<uint8_t> box_crowd;
+  std::vector<float> keypoints;
+  std::vector<int64_t> box_offsets;
 };
 
 // Reads row `row` of `bytes` bytes of a layer (/images or /masks) that
@@ -114,6 +120,13 @@ void Dataset::State::open_shard(std::size_t k) {
   shard.images = shard.file->data() + contents.images_offset;
   shard.images_bytes = contents.images_bytes;
   shard.images_offset = contents.images_offset;
+  if (index.boxes) {
+    shard.boxes = std::move(contents.boxes);
+    shard.box_class = std::move(contents.box_class);
+    shard.box_crowd = std::move(contents.box_crowd);
+    shard.keypoints = std::move(contents.keypoints);
+    shard.box_offsets = std::move(contents.box_offsets);
+  }
   if (!index.masks) return;
   shard.mask_checksums = std::move(contents.mask_checksums);
   shard.masks = shard.file->data() + contents.masks_offset;
@@ -273,6 +286,19 @@ uint64_t Dataset::record_mask_checksum(uint64_t r) const {
   const State& s = *state_;
   const ShardView& shard = s.shards[s.index.records.shard[r]];
   return shard.mask_checksums.empty() ? 0 : shard.mask_checksums[s.index.records.row[r]];
+}
+
+Dataset::BoxRows Dataset::record_boxes(uint64_t r) const {
+  const State& s = *state_;
+  const ShardView& shard = s.shards[s.index.records.shard[r]];
+  const uint32_t row = s.index.records.row[r];
+  const auto first = static_cast<std::size_t>(shard.box_offsets[row]);
+  const auto count = static_cast<std::size_t>(shard.box_offsets[row + 1]) - first;
+  const std::size_t k3 = s.index.num_keypoints() * 3;
+  return {std::span<const float>(shard.boxes).subspan(first * 4, count * 4),
+          std::span<const int32_t>(shard.box_class).subspan(first, count),
+          std::span<const uint8_t>(shard.box_crowd).subspan(first, count),
+          std::span<const float>(shard.keypoints).subspan(first * k3, count * k3)};
 }
 
 RecordIds Dataset::storage_order() const { return state_->storage.records(); }

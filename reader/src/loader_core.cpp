@@ -58,8 +58,7 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
                   direct_,
                   options_.output != OutputFormat::uint8_nhwc,
                   backend_->separate_device_memory()};
-  slot_layout_.multilabel_classes = dataset_.index().multilabel_names.size();
-  slot_layout_.targets = dataset_.index().target_names.size();
+  slot_layout_.add_targets(dataset_.index());
   allocate_ring(memory);
   start_prefetch(memory);
 }
@@ -174,14 +173,6 @@ void LoaderCore::stop() {
     if (t.joinable()) t.join();
   }
   threads_.clear();
-}
-
-std::size_t LoaderCore::batches_per_epoch() const {
-  return detail::batches_per_epoch(order_.rank_size(), options_.batch_size, options_.last_batch);
-}
-
-std::size_t LoaderCore::images_per_epoch() const {
-  return detail::images_per_epoch(order_.rank_size(), options_.batch_size, options_.last_batch);
 }
 
 void LoaderCore::set_epoch(uint64_t epoch) {
@@ -490,6 +481,7 @@ void LoaderCore::upload_main() {
     const Clock::time_point start = Clock::now();
     std::exception_ptr error;
     try {
+      if (slot_layout_.boxes) gather_boxes(slot.entry_boxes, count, slot.boxes, slot.box_offsets);
       if (backend_->separate_device_memory()) {
         if (wait_for_consumer) backend_->stream_wait(*slot.consumer_done);
         // Masks ride in the same upload: after the batch's images in both
@@ -642,6 +634,7 @@ Batch::View LoaderCore::batch_view(std::size_t b, const Slot& slot) const {
   view.num_targets = slot_layout_.targets;
   view.samples = slot.samples.data();
   view.records = slot.records.data();
+  if (slot_layout_.boxes) view.boxes = box_block(slot.boxes, slot.box_offsets);
   return view;
 }
 

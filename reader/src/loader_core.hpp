@@ -98,8 +98,12 @@ class LoaderCore {
     std::lock_guard lock(mu_);
     return epoch_;
   }
-  std::size_t batches_per_epoch() const;
-  std::size_t images_per_epoch() const;
+  std::size_t batches_per_epoch() const {
+    return detail::batches_per_epoch(order_.rank_size(), options_.batch_size, options_.last_batch);
+  }
+  std::size_t images_per_epoch() const {
+    return detail::images_per_epoch(order_.rank_size(), options_.batch_size, options_.last_batch);
+  }
   LoaderStats stats() const;
   void reset_stats();
 

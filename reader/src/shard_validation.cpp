@@ -55,9 +55,12 @@ void require_shard_exists(const fs::path& path) {
 ShardContents validate_shard(const fs::path& path, const DatasetIndex& index, std::size_t k,
                              RecordIds row_records, uint64_t file_size,
                              const std::shared_ptr<const MappedRegion>& mapping) {
-  const ShardExpectation expected{index.uuid,   k,           row_records.size(),
-                                  index.height, index.width, index.channels,
-                                  "index.h5",   index.masks, std::nullopt};
+  ShardExpectation expected{index.uuid,   k,           row_records.size(),
+                            index.height, index.width, index.channels,
+                            "index.h5",   index.masks, std::nullopt};
+  expected.boxes = index.boxes;
+  expected.box_classes = index.box_class_names.size();
+  expected.keypoints = index.num_keypoints();
   ShardContents contents = read_shard(path, expected, file_size, mapping);
   const Column<int32_t>& labels = contents.labels;
   const Column<int64_t>& samples = contents.samples;

@@ -136,6 +136,8 @@ SlotFiller::SlotFiller(const Dataset& dataset, const LoaderOptions& options, con
       direct_(plan.direct) {
   const RecordShape stored_mask{stored_.height, stored_.width, 1};
   const RecordShape delivered_mask{delivered_.height, delivered_.width, 1};
+  box_rules_.min_visible = dataset.index().box_min_visible;
+  box_rules_.keypoint_flip = dataset.index().keypoint_flip;
   if (plan.convert_on_host) {
     images_ = std::make_unique<HostConversion>(options, stored_, delivered_, windowed_);
   } else {
@@ -246,6 +248,10 @@ void SlotFiller::place_image(Slot& slot, std::size_t pos, uint64_t record, const
   }
   slot.samples[pos] = sample;
   slot.records[pos] = record;
+  if (index.boxes) {
+    window_boxes(dataset_.record_boxes(record), stored_, delivered_, window, box_rules_,
+                 slot.entry_boxes[pos]);
+  }
 }
 
 void SlotFiller::place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,

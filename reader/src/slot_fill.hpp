@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "box_window.hpp"
 #include "epoch_batches.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/loader.hpp"
@@ -48,6 +49,12 @@ struct Slot {
   std::vector<float> targets;       // capacity x T, with numeric targets
   std::vector<int64_t> samples;
   std::vector<uint64_t> records;
+  // With boxes: each entry's rows, placed by the reader threads, and the
+  // batch's block gathered from them once the batch is filled (box_offsets:
+  // entries + 1 values), which Batch::boxes() and its companions show.
+  std::vector<BoxBuffer> entry_boxes;
+  BoxBuffer boxes;
+  std::vector<int64_t> box_offsets;
   std::vector<const void*> sources;            // direct upload: where each record is in the mapping
   std::vector<const void*> mask_sources;       // and its mask
   std::unique_ptr<UploadEvent> upload_done;    // fires when the slot's upload is complete
@@ -133,6 +140,7 @@ class SlotFiller {
   const bool windowed_;          // crop or flip while copying
   const bool random_crop_;
   const bool direct_;
+  BoxWindowRules box_rules_;  // with boxes
   std::unique_ptr<const RecordCopy> images_;
   std::unique_ptr<const RecordCopy> masks_;  // null without masks
   std::unique_ptr<ShardFiles> images_files_;

@@ -15,6 +15,13 @@ uint64_t SlotLayout::host_bytes_per_image() const {
 // Every slot: host staging (or host output when converting on the host),
 // device copy and device output when uploading, the per-entry columns and
 // the slot's two events.
+void SlotLayout::add_targets(const DatasetIndex& index) {
+  multilabel_classes = index.multilabel_names.size();
+  targets = index.target_names.size();
+  boxes = index.boxes;
+  keypoints = index.num_keypoints();
+}
+
 Slot make_slot(UploadBackend& backend, const SlotLayout& layout, SlotBytes& bytes) {
   const std::size_t batch = layout.capacity;
   const std::size_t masks = batch * layout.mask_bytes;
@@ -57,6 +64,15 @@ Slot make_slot(UploadBackend& backend, const SlotLayout& layout, SlotBytes& byte
   slot.labels.resize(batch);
   slot.multilabel.resize(batch * layout.multilabel_classes);
   slot.targets.resize(batch * layout.targets);
+  if (layout.boxes) {
+    slot.entry_boxes.resize(batch);
+    // Never a null pointer, even for a batch without boxes (DLPack and numpy views).
+    slot.boxes.boxes.reserve(4);
+    slot.boxes.classes.reserve(1);
+    slot.boxes.crowd.reserve(1);
+    slot.boxes.keypoints.reserve(3);
+  }
+  slot.boxes.keypoints_per_box = layout.keypoints;
   slot.samples.resize(batch);
   slot.records.resize(batch);
   slot.upload_done = backend.create_event();

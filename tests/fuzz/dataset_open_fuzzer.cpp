@@ -61,6 +61,12 @@ uint64_t touch_every_record(const imgpack::Dataset& dataset) {
       const std::span<const uint8_t> mask = dataset.mask(r);
       sum += imgpack::checksum(mask.data(), mask.size()) + dataset.record_mask_checksum(r);
     }
+    if (dataset.has_boxes()) {
+      const imgpack::Dataset::BoxRows rows = dataset.record_boxes(r);
+      for (float v : rows.boxes) sum += static_cast<uint64_t>(v != 0);
+      for (int32_t c : rows.classes) sum += static_cast<uint64_t>(c);
+      sum += rows.crowd.size() + rows.keypoints.size();
+    }
   }
   for (uint64_t s = 0; s < dataset.num_samples(); ++s) {
     for (uint64_t r : dataset.sample_records(s)) sum += r;

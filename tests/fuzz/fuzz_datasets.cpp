@@ -87,7 +87,8 @@ std::vector<DatasetFile> write_fuzz_datasets(const fs::path& dir) {
   test::write_synthetic_dataset(dir / "legacy", legacy);
   test::add_split(dir / "legacy", "cv2", 2, {0, 1, 0, 1, -1}, "random");
   collect(dir, "legacy", files);
-  // Segmentation masks beside RGB records, with label names, two shards.
+  // Segmentation masks beside RGB records, with label names, two shards;
+  // object boxes with keypoints (the shards' ragged box tables).
   test::SyntheticOptions masked;
   masked.samples = 5;
   masked.height = 3;
@@ -98,6 +99,8 @@ std::vector<DatasetFile> write_fuzz_datasets(const fs::path& dir) {
   masked.groups = 2;
   masked.masks = true;
   masked.mask_class_names = {"background", "thing"};
+  masked.box_classes = 2;
+  masked.keypoints = 3;
   masked.uuid = "f0220000-0000-4000-8000-000000000004";
   test::write_synthetic_dataset(dir / "masked", masked);
   collect(dir, "masked", files);

@@ -49,6 +49,32 @@ std::vector<float> synthetic_targets(const SyntheticOptions& options, int64_t sa
   return row;
 }
 
+RecordBoxes synthetic_boxes(const SyntheticOptions& o, int64_t sample, uint16_t variant) {
+  RecordBoxes boxes;
+  if (o.box_classes == 0) return boxes;
+  CounterRng rng(o.seed ^ 0x626f78, static_cast<uint64_t>(sample), variant);
+  const auto count = static_cast<std::size_t>((static_cast<uint64_t>(sample) + variant) % 4);
+  const auto w = static_cast<float>(o.width);
+  const auto h = static_cast<float>(o.height);
+  for (std::size_t b = 0; b < count; ++b) {
+    const float x0 = w * static_cast<float>(rng.below(50)) / 100;
+    const float y0 = h * static_cast<float>(rng.below(50)) / 100;
+    const float x1 = x0 + (w - x0) * static_cast<float>(1 + rng.below(99)) / 100;
+    const float y1 = y0 + (h - y0) * static_cast<float>(1 + rng.below(99)) / 100;
+    boxes.boxes.insert(boxes.boxes.end(), {x0, y0, x1, y1});
+    boxes.classes.push_back(static_cast<int32_t>(rng.below(o.box_classes)));
+    boxes.crowd.push_back(rng.below(5) == 0 ? 1 : 0);
+    for (uint32_t k = 0; k < o.keypoints; ++k) {
+      const auto visibility = static_cast<float>(rng.below(3));
+      boxes.keypoints.insert(
+          boxes.keypoints.end(),
+          {x0 + (x1 - x0) * static_cast<float>(rng.below(101)) / 100,
+           y0 + (y1 - y0) * static_cast<float>(rng.below(101)) / 100, visibility});
+    }
+  }
+  return boxes;
+}
+
 DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions& o) {
   fs::create_directories(dir);
   DatasetIndex index;
@@ -78,6 +104,16 @@ DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions
     index.multilabel_names.push_back("tag" + std::to_string(c));
   }
   for (uint32_t t = 0; t < o.targets; ++t) index.target_names.push_back("y" + std::to_string(t));
+  index.boxes = o.box_classes > 0;
+  for (uint32_t c = 0; c < o.box_classes; ++c) {
+    index.box_class_names.push_back("object" + std::to_string(c));
+  }
+  for (uint32_t k = 0; k < o.keypoints; ++k) {
+    index.keypoint_names.push_back((k % 2 == 0 ? "left_" : "right_") + std::to_string(k / 2));
+    // Pairs (0, 1), (2, 3), ...; an odd last one is its own partner.
+    index.keypoint_flip.push_back(
+        static_cast<int32_t>(k + 1 < o.keypoints || k % 2 == 1 ? k ^ 1u : k));
+  }
   struct Item {
     int64_t sample;
     uint16_t variant;
@@ -90,14 +126,19 @@ DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions
   RecordShape shape{o.height, o.width, o.channels};
   const uint64_t shard_bytes =
       uint64_t{o.records_per_shard} * (shape.bytes() + (o.masks ? shape.pixels() : 0));
-  DatasetWriter writer(dir, shape, shard_bytes, o.uuid, items.size(), 1, o.masks);
+  DatasetWriter writer(dir, shape, shard_bytes, o.uuid, items.size(), 1,
+                       {.masks = o.masks, .boxes = index.boxes, .keypoints = o.keypoints});
   for (const Item& item : items) {
     std::vector<uint8_t> pixels = synthetic_pixels(o, item.sample, item.variant);
     std::vector<uint8_t> mask;
     if (o.masks) mask = synthetic_mask(o, item.sample, item.variant);
+    const RecordBoxes boxes = synthetic_boxes(o, item.sample, item.variant);
+    RecordParts parts;
+    if (o.masks) parts = {mask.data(), checksum(mask.data(), mask.size())};
+    parts.boxes = &boxes;
     writer.add(pixels.data(), checksum(pixels.data(), pixels.size()),
                index.sample_label[static_cast<std::size_t>(item.sample)], item.sample, item.variant,
-               o.masks ? mask.data() : nullptr, o.masks ? checksum(mask.data(), mask.size()) : 0);
+               parts);
   }
   writer.finish(index);
   write_index(dir, index);
@@ -172,6 +213,11 @@ std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetI
   compare_column(out, "multilabel_names", a.multilabel_names, b.multilabel_names);
   compare_column(out, "sample_multilabel", a.sample_multilabel, b.sample_multilabel);
   compare_column(out, "target_names", a.target_names, b.target_names);
+  compare_field(out, "boxes", a.boxes, b.boxes);
+  compare_column(out, "box_class_names", a.box_class_names, b.box_class_names);
+  compare_column(out, "keypoint_names", a.keypoint_names, b.keypoint_names);
+  compare_column(out, "keypoint_flip", a.keypoint_flip, b.keypoint_flip);
+  compare_field(out, "box_min_visible", a.box_min_visible, b.box_min_visible);
   // Bit for bit: NaN (no value) equals itself here.
   std::vector<uint32_t> a_bits, b_bits;
   for (float v : a.sample_targets) a_bits.push_back(std::bit_cast<uint32_t>(v));

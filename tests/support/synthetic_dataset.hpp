@@ -11,6 +11,7 @@
 
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
+#include "targets/record_boxes.hpp"
 
 namespace imgpack::test {
 
@@ -35,6 +36,10 @@ struct SyntheticOptions {
   // targets per sample (synthetic_multilabel(), synthetic_targets()).
   uint32_t multilabel_classes = 0;
   uint32_t targets = 0;
+  // Object boxes per record (synthetic_boxes()): with `box_classes` > 0,
+  // each record holds 0 to 3 boxes of those classes, with `keypoints` each.
+  uint32_t box_classes = 0;
+  uint32_t keypoints = 0;
   std::string uuid = "5e7a0000-0000-4000-8000-000000000001";
   int64_t format_version = format::kIndexVersion;  // of index.h5: 1 or 2
 };
@@ -51,6 +56,10 @@ std::vector<uint8_t> synthetic_mask(const SyntheticOptions& options, int64_t sam
 // its numeric targets (`targets` values, some NaN).
 std::vector<uint8_t> synthetic_multilabel(const SyntheticOptions& options, int64_t sample);
 std::vector<float> synthetic_targets(const SyntheticOptions& options, int64_t sample);
+
+// The boxes of record (sample, variant): (sample + variant) % 4 of them, inside
+// the record, classes below box_classes, keypoints with visibility 0..2.
+RecordBoxes synthetic_boxes(const SyntheticOptions& options, int64_t sample, uint16_t variant);
 
 // Writes shards and index.h5 into `dir` (created) and returns the index.
 DatasetIndex write_synthetic_dataset(const std::filesystem::path& dir,

@@ -95,6 +95,37 @@ struct MaskOptions {
   std::filesystem::path classes;
 };
 
+// Object boxes (and keypoints) per image, packed beside each record with the
+// record's own geometry (docs/FORMAT.md): either a COCO-style JSON file or
+// YOLO text files beside the images. Box coordinates refer to the upright
+// image (after its EXIF orientation).
+struct BoxOptions {
+  // A COCO-style JSON file: `images` (id, file_name relative to SRC or, where
+  // unique, a bare file name; width, height), `annotations` (image_id,
+  // category_id, bbox [x, y, w, h] in pixels, optional iscrowd and keypoints
+  // [x, y, v] * K) and `categories` (id, name, optional keypoints names). The
+  // categories, by id, are the box classes. An input the file does not list
+  // is skipped.
+  std::filesystem::path coco;
+  // YOLO labels: SRC/a/b.jpg's objects are the lines of SRC/a/b.txt, each
+  // `class cx cy w h` normalised to the image (and, for pose data, K triples
+  // `x y v` after them). A missing file means no objects.
+  bool yolo = false;
+  // The YOLO class names, one per line (line i names class i); empty: SRC's
+  // classes.txt where there is one, else the ids as names.
+  std::filesystem::path yolo_names;
+  // Keypoint names for YOLO pose labels, comma-separated; empty: "0", "1", ...
+  std::string yolo_keypoints;
+  // A box of a variant is kept when at least this fraction of its area (the
+  // transformed box's) lies inside the output frame.
+  double min_visible = 0.3;
+  // Which keypoints swap under a horizontal flip, as "a:b,c:d" (names or
+  // indices); empty: pairs whose names differ only by left/right.
+  std::string keypoint_flip_map;
+
+  bool enabled() const { return !coco.empty() || yolo; }
+};
+
 enum class WriteOrder { shuffle, sorted };
 
 // One of `count` parts of a conversion spread over machines (convert --part
@@ -137,6 +168,7 @@ struct ConvertOptions {
 
   ScanOptions scan;
   MaskOptions masks;
+  BoxOptions boxes;
 
   // Records per image: variant 0 is the clean resized image, variants
   // 1..K-1 are augmented as `augment` says (parse_augment_spec() in
@@ -176,6 +208,7 @@ struct ConvertOptions {
 
   // True when the conversion packs masks (MaskOptions::dir or CsvInput::mask).
   bool has_masks() const { return !masks.dir.empty() || (scan.csv && !scan.csv->mask.empty()); }
+  bool has_boxes() const { return boxes.enabled(); }
 
   // Throws UsageError naming the first invalid value.
   void validate() const;

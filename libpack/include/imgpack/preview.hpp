@@ -8,7 +8,9 @@
 // with segmentation masks, each tile shows its record's mask over the
 // pixels, half transparent, one colour per label (PASCAL VOC's colour map;
 // label 0, the usual background, left clear), so a glance tells whether
-// masks and images line up in every variant.
+// masks and images line up in every variant. In a dataset with boxes, each
+// tile shows its record's boxes as outlines in their class's colour (the
+// same colour map) and their visible keypoints as dots.
 //
 //   sheet width  = kMargin + columns * (tile_width + kMargin)
 //   sheet height = kMargin + rows * (tile_height + kLabelHeight + kMargin)
@@ -49,6 +51,9 @@ struct PreviewOptions {
 
   // Draw each record's mask over it (datasets with masks).
   bool overlay_masks = true;
+  // Draw each record's boxes (outlines in their class's colour) and visible
+  // keypoints over it (datasets with boxes; not on views).
+  bool draw_boxes = true;
 };
 
 // The colour a preview gives mask label `label` (RGB): PASCAL VOC's map

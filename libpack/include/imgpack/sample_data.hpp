@@ -15,6 +15,13 @@
 // then the classes): `imgpack convert OUT DATASET --masks OUT/masks
 // --mask-classes OUT/masks/classes.txt` (a mask folder inside SRC is not
 // scanned for images).
+//
+// With boxes, OUT/<class>/<group>_<n>.txt beside each image is its YOLO
+// label: one line, the class id (OUT/classes.txt names them, in id order),
+// the exact box of the hard-edged shape (its label map's pixels) as centre
+// and size normalised to the image, and two keypoints, `left` and `right`,
+// half a radius either side of the shape's centre, visible:
+// `imgpack convert OUT DATASET --yolo --yolo-keypoints left,right`.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +41,8 @@ struct SampleDataOptions {
   uint32_t png_every = 4;
   // Also write each image's label map under OUT/masks/ (above).
   bool masks = false;
+  // Also write each image's YOLO label (its box and two keypoints, above).
+  bool boxes = false;
 };
 
 // The folder of the label maps below OUT.
@@ -42,7 +51,8 @@ inline constexpr const char* kSampleMasksFolder = "masks";
 struct SampleDataResult {
   uint64_t images = 0;
   uint64_t masks = 0;
-  uint64_t bytes = 0;  // of images and masks
+  uint64_t labels = 0;  // YOLO label files
+  uint64_t bytes = 0;   // of images and masks
 };
 
 // Writes the directory (created if missing; must not already hold images).

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "imgpack/checksum.hpp"
+#include "targets/box_geometry.hpp"
 
 namespace imgpack {
 
@@ -29,6 +30,7 @@ std::string listing_fingerprint(const std::string& options_json, const SourceLis
       std::snprintf(text, sizeof text, "\t%.9g", static_cast<double>(target));
       key += text;
     }
+    if (list.boxes) key += '\t' + std::to_string(annotation_hash(s));
     key += '\n';
   }
   key += "skipped\n";
@@ -43,6 +45,14 @@ std::string listing_fingerprint(const std::string& options_json, const SourceLis
   if (!list.multilabel_names.empty()) {
     key += "multilabel classes\n";
     for (const std::string& name : list.multilabel_names) key += name + '\n';
+  }
+  if (list.boxes) {
+    key += "box classes\n";
+    for (const std::string& name : list.box_class_names) key += name + '\n';
+    key += "keypoints\n";
+    for (std::size_t k = 0; k < list.keypoint_names.size(); ++k) {
+      key += list.keypoint_names[k] + '\t' + std::to_string(list.keypoint_flip[k]) + '\n';
+    }
   }
   char text[20];
   std::snprintf(text, sizeof text, "%016llx",

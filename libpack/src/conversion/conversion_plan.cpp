@@ -14,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "conversion/tbb_tsan.hpp"
 #include "files.hpp"
 #include "image/decode.hpp"
 #include "image/image_probe.hpp"
@@ -22,8 +21,11 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/version.hpp"
+#include "inputs/boxes_input.hpp"
 #include "masks/mask_scan.hpp"
+#include "parallel/tbb_tsan.hpp"
 #include "random.hpp"
+#include "targets/box_geometry.hpp"
 
 namespace imgpack {
 
@@ -235,6 +237,7 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
                   : scan_directory(options.src, options.scan,
                                    mask_folder_inside_source(options.src, options.masks));
   attach_masks(plan.list, options.src, options.scan, options.masks);
+  attach_boxes(plan.list, options.src, options.boxes);
   if (plan.list.samples.empty()) {
     throw UsageError(options.src.string() +
                      ": no images found (extensions: jpg, jpeg, png, bmp, "
@@ -284,6 +287,7 @@ uint64_t inputs_fingerprint(const ConversionPlan& plan, uint64_t first, uint64_t
              std::to_string(sample.mask_stamp.mtime_ns) + ' ' +
              std::to_string(sample.mask_stamp.ctime_ns) + '\n';
     }
+    if (plan.list.boxes) key += std::to_string(annotation_hash(sample)) + '\n';
   }
   return checksum(key.data(), key.size());
 }
@@ -312,6 +316,13 @@ DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& 
   index.group_names = plan.list.group_names;
   index.multilabel_names = plan.list.multilabel_names;
   index.target_names = plan.list.target_names;
+  if (plan.list.boxes) {
+    index.boxes = true;
+    index.box_class_names = plan.list.box_class_names;
+    index.keypoint_names = plan.list.keypoint_names;
+    index.keypoint_flip = plan.list.keypoint_flip;
+    index.box_min_visible = options.boxes.min_visible;
+  }
   if (options.has_masks()) {
     index.masks = true;
     index.mask_fill = options.masks.fill;

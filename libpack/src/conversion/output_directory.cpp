@@ -96,15 +96,18 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
     }
     try {
       const FileDescriptor fd = open_for_reading(path);
-      const ShardExpectation expected{plan.uuid,
-                                      entry.shard,
-                                      entry.records,
-                                      shape.height,
-                                      shape.width,
-                                      shape.channels,
-                                      "the conversion being resumed",
-                                      options.has_masks(),
-                                      std::nullopt};
+      ShardExpectation expected{plan.uuid,
+                                entry.shard,
+                                entry.records,
+                                shape.height,
+                                shape.width,
+                                shape.channels,
+                                "the conversion being resumed",
+                                options.has_masks(),
+                                std::nullopt};
+      expected.boxes = plan.list.boxes;
+      expected.box_classes = plan.list.box_class_names.size();
+      expected.keypoints = plan.list.keypoint_names.size();
       ShardContents contents = read_shard(path, expected, fd.size(path));
       // Records must be the variants of the next samples, in order.
       for (uint64_t row = 0; row < entry.records; ++row) {

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "files.hpp"
+#include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 
@@ -116,13 +117,15 @@ void copy_range(const fs::path& from, uint64_t from_offset, const fs::path& to, 
 }  // namespace
 
 ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capacity,
-                         std::string dataset_uuid, uint32_t shard_index, bool masks)
+                         std::string dataset_uuid, uint32_t shard_index, RecordExtras extras)
     : final_path_(std::move(final_path)),
       shape_(shape),
       capacity_(capacity),
       uuid_(std::move(dataset_uuid)),
       shard_index_(shard_index),
-      masks_(masks) {
+      masks_(extras.masks),
+      extras_(extras) {
+  if (extras_.boxes) box_offsets_.push_back(0);
   if (capacity_ == 0 || shape_.bytes() == 0) throw Error("ShardWriter: empty shard requested");
   tmp_path_ = final_path_;
   tmp_path_ += format::kTmpSuffix;
@@ -152,13 +155,14 @@ ShardWriter::~ShardWriter() {
 }
 
 void ShardWriter::append(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
-                         uint16_t variant, const uint8_t* mask, uint64_t mask_checksum) {
+                         uint16_t variant, const RecordParts& parts) {
   if (full()) throw file_error(tmp_path_, "shard is full");
-  if (masks_ && mask == nullptr) throw file_error(tmp_path_, "a record without its mask");
+  if (masks_ && parts.mask == nullptr) throw file_error(tmp_path_, "a record without its mask");
+  if (extras_.boxes) append_boxes(parts.boxes);
   std::memcpy(staging_.get() + staged_ * shape_.bytes(), pixels, shape_.bytes());
   if (masks_) {
-    std::memcpy(mask_staging_.get() + staged_ * shape_.pixels(), mask, shape_.pixels());
-    mask_checksums_.push_back(mask_checksum);
+    std::memcpy(mask_staging_.get() + staged_ * shape_.pixels(), parts.mask, shape_.pixels());
+    mask_checksums_.push_back(parts.mask_checksum);
   }
   ++staged_;
   labels_.push_back(label);
@@ -166,6 +170,23 @@ void ShardWriter::append(const uint8_t* pixels, uint64_t checksum, int32_t label
   variants_.push_back(variant);
   checksums_.push_back(checksum);
   if (staged_ == staging_capacity_) flush_staging();
+}
+
+void ShardWriter::append_boxes(const RecordBoxes* record) {
+  if (record == nullptr) throw file_error(tmp_path_, "a record without its boxes");
+  const std::size_t b = record->size();
+  if (record->boxes.size() != 4 * b || record->crowd.size() != b ||
+      record->keypoints.size() != b * extras_.keypoints * 3) {
+    throw file_error(tmp_path_, "a record's box rows disagree in length");
+  }
+  boxes_.boxes.insert(boxes_.boxes.end(), record->boxes.begin(), record->boxes.end());
+  boxes_.classes.insert(boxes_.classes.end(), record->classes.begin(), record->classes.end());
+  boxes_.crowd.insert(boxes_.crowd.end(), record->crowd.begin(), record->crowd.end());
+  boxes_.keypoints.insert(boxes_.keypoints.end(), record->keypoints.begin(),
+                          record->keypoints.end());
+  box_offsets_.push_back(static_cast<int64_t>(boxes_.size()));
+  box_checksums_.push_back(
+      box_checksum(record->boxes, record->classes, record->crowd, record->keypoints));
 }
 
 void ShardWriter::flush_staging() {
@@ -187,6 +208,18 @@ void ShardWriter::write_columns_and_attrs(h5::File& file) {
   file.write(format::kVariant, variants_);
   file.write(format::kChecksum, checksums_);
   if (masks_) file.write(format::kMaskChecksum, mask_checksums_);
+  if (extras_.boxes) {
+    const auto b = static_cast<uint64_t>(boxes_.size());
+    file.write_shaped(format::kBoxes, std::span<const float>(boxes_.boxes), {b, 4});
+    file.write(format::kBoxClass, boxes_.classes);
+    file.write(format::kBoxCrowd, boxes_.crowd);
+    if (extras_.keypoints > 0) {
+      file.write_shaped(format::kKeypoints, std::span<const float>(boxes_.keypoints),
+                        {b, extras_.keypoints, 3});
+    }
+    file.write(format::kBoxOffsets, box_offsets_);
+    file.write(format::kBoxChecksum, box_checksums_);
+  }
   file.write_attr("/", format::kAttrFormat, int64_t{format::kShardVersion});
   file.write_attr("/", format::kAttrUuid, uuid_);
   file.write_attr("/", format::kAttrShardIndex, int64_t{shard_index_});
@@ -266,29 +299,29 @@ uint64_t whole_runs_per_shard(uint64_t shard_bytes, uint64_t record_bytes, uint3
 
 DatasetWriter::DatasetWriter(fs::path out_dir, RecordShape shape, uint64_t shard_bytes,
                              std::string dataset_uuid, uint64_t max_records, uint32_t run_length,
-                             bool masks)
+                             RecordExtras extras)
     : out_dir_(std::move(out_dir)),
       shape_(shape),
       uuid_(std::move(dataset_uuid)),
-      masks_(masks),
+      extras_(extras),
       records_per_shard_(whole_runs_per_shard(
-          shard_bytes, shape.bytes() + (masks ? shape.pixels() : 0), run_length)),
+          shard_bytes, shape.bytes() + (extras.masks ? shape.pixels() : 0), run_length)),
       remaining_(max_records) {}
 
 void DatasetWriter::add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
-                        uint16_t variant, const uint8_t* mask, uint64_t mask_checksum) {
+                        uint16_t variant, const RecordParts& parts) {
   if (!current_) {
     auto index = static_cast<uint32_t>(shards_.size());
     std::string name = format::shard_file_name(index);
     uint64_t capacity = std::clamp<uint64_t>(remaining_, 1, records_per_shard_);
     current_ =
-        std::make_unique<ShardWriter>(out_dir_ / name, shape_, capacity, uuid_, index, masks_);
+        std::make_unique<ShardWriter>(out_dir_ / name, shape_, capacity, uuid_, index, extras_);
     shards_.file.push_back(name);
     shards_.records.push_back(0);
   }
   records_.push_back(static_cast<uint32_t>(shards_.size() - 1),
                      static_cast<uint32_t>(current_->size()), sample, variant);
-  current_->append(pixels, checksum, label, sample, variant, mask, mask_checksum);
+  current_->append(pixels, checksum, label, sample, variant, parts);
   ++shards_.records.back();
   crash_point("record", records_.size());
   if (remaining_ > 0) --remaining_;

@@ -13,6 +13,9 @@
 // `shard_bytes` of pixels (images and masks) each and keeps the record table
 // for the index.
 //
+// In a dataset with boxes every record comes with its RecordBoxes, kept in
+// memory until commit() writes the shard's ragged box tables (format.hpp).
+//
 // Neither class is thread-safe: one writer thread feeds them, in order.
 #pragma once
 
@@ -27,23 +30,39 @@
 
 #include "h5.hpp"
 #include "imgpack/dataset_index.hpp"
+#include "targets/record_boxes.hpp"
 
 namespace imgpack {
 
+// What every record of a dataset carries besides its pixels.
+struct RecordExtras {
+  bool masks = false;         // an H x W label map (/masks)
+  bool boxes = false;         // boxes (/boxes and its companions)
+  std::size_t keypoints = 0;  // K keypoints per box (with boxes)
+};
+
+// One record's companions of its pixels, as RecordExtras says it has them.
+struct RecordParts {
+  const uint8_t* mask = nullptr;
+  uint64_t mask_checksum = 0;
+  const RecordBoxes* boxes = nullptr;
+};
+
 class ShardWriter {
  public:
-  // With `masks`, every record comes with an H x W label map (/masks).
   ShardWriter(std::filesystem::path final_path, RecordShape shape, uint64_t capacity,
-              std::string dataset_uuid, uint32_t shard_index, bool masks = false);
+              std::string dataset_uuid, uint32_t shard_index, RecordExtras extras = {});
   ~ShardWriter();
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
 
   // Appends one record of shape.bytes() pixels and, in a shard with masks,
-  // its mask of shape.pixels() bytes with the mask's checksum. Throws if the
-  // shard is full, a mask is missing or a write fails (naming the file).
+  // its mask of shape.pixels() bytes with the mask's checksum, and in one
+  // with boxes its boxes. Throws if the shard is full, a mask or the boxes
+  // are missing (or hold another number of keypoints) or a write fails
+  // (naming the file).
   void append(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
-              uint16_t variant, const uint8_t* mask = nullptr, uint64_t mask_checksum = 0);
+              uint16_t variant, const RecordParts& parts = {});
 
   uint64_t size() const { return labels_.size(); }
   uint64_t capacity() const { return capacity_; }
@@ -53,6 +72,7 @@ class ShardWriter {
   void commit();
 
  private:
+  void append_boxes(const RecordBoxes* record);
   void flush_staging();
   void write_columns_and_attrs(h5::File& file);
   void compact_and_commit();
@@ -65,6 +85,7 @@ class ShardWriter {
   uint32_t shard_index_;
 
   bool masks_;
+  RecordExtras extras_;
 
   h5::File file_;
   h5::Handle images_;
@@ -82,6 +103,9 @@ class ShardWriter {
   std::vector<uint16_t> variants_;
   std::vector<uint64_t> checksums_;
   std::vector<uint64_t> mask_checksums_;
+  RecordBoxes boxes_;                 // every record's rows, in order
+  std::vector<int64_t> box_offsets_;  // [size() + 1] with boxes
+  std::vector<uint64_t> box_checksums_;
   bool committed_ = false;
 };
 
@@ -90,11 +114,11 @@ class DatasetWriter {
   // `max_records` bounds the records that will be added, so the last shard is
   // usually created at its exact size. Records come in runs of `run_length`
   // (the variants of one image), which are never split across shards, so a
-  // shard boundary is always an image boundary. With `masks`, every record
-  // comes with its mask (ShardWriter).
+  // shard boundary is always an image boundary. Every record comes with
+  // what `extras` says (ShardWriter).
   DatasetWriter(std::filesystem::path out_dir, RecordShape shape, uint64_t shard_bytes,
                 std::string dataset_uuid, uint64_t max_records, uint32_t run_length = 1,
-                bool masks = false);
+                RecordExtras extras = {});
 
   // Called on the writer's thread right after shard `k` was committed
   // (renamed into place), by add() or finish(). Adopted shards are not reported.
@@ -102,7 +126,7 @@ class DatasetWriter {
   void on_commit(ShardCommitted callback) { on_commit_ = std::move(callback); }
 
   void add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
-           uint16_t variant, const uint8_t* mask = nullptr, uint64_t mask_checksum = 0);
+           uint16_t variant, const RecordParts& parts = {});
 
   // Takes over a complete shard already in the directory (a resumed
   // conversion), as the next shard, with its /sample and /variant columns.
@@ -131,7 +155,7 @@ class DatasetWriter {
   std::filesystem::path out_dir_;
   RecordShape shape_;
   std::string uuid_;
-  bool masks_;
+  RecordExtras extras_;
   uint64_t records_per_shard_;
   uint64_t remaining_;  // upper bound on records still to come
   std::unique_ptr<ShardWriter> current_;

@@ -31,6 +31,16 @@ struct FileStamp {
   bool operator==(const FileStamp&) const = default;
 };
 
+// An object's box in its image, in the upright image (after the EXIF
+// orientation), normalised: x as a fraction of the upright width, y of the
+// height (0 = the left / top edge, 1 = the right / bottom edge), so that
+// x0 <= x1 and y0 <= y1.
+struct SourceBox {
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  int32_t cls = 0;    // index into SourceList::box_class_names
+  uint8_t crowd = 0;  // 1 for a COCO `iscrowd` annotation
+};
+
 struct SourceSample {
   std::string path;  // relative to the input root, '/'-separated
   int32_t label = -1;
@@ -49,6 +59,20 @@ struct SourceSample {
   // target, NaN for an empty cell.
   std::vector<uint8_t> multilabel;
   std::vector<float> targets;
+  // With boxes (BoxOptions): the sample's objects, and with keypoints
+  // (SourceList::keypoint_names, K of them) boxes.size() x K x 3 values, per
+  // keypoint x and y normalised as the boxes are and the visibility (0 = not
+  // labelled, 1 = labelled but hidden, 2 = visible, as COCO has it).
+  // `box_width` x `box_height`, where the annotations name the image's size
+  // (COCO), is checked against the decoded image's upright size; 0 where
+  // they do not (YOLO). `box_problem` says why the sample's annotations
+  // cannot be used (an unreadable label file, a malformed line): the
+  // conversion then skips the sample with that reason.
+  std::vector<SourceBox> boxes;
+  std::vector<float> keypoints;
+  uint32_t box_width = 0;
+  uint32_t box_height = 0;
+  std::string box_problem;
 };
 
 // The stamp of a file from its stat().
@@ -60,8 +84,15 @@ struct SourceList {
   std::vector<std::string> group_names;       // id -> name, sorted
   std::vector<std::string> multilabel_names;  // CsvInput::multilabel: every name used, sorted
   std::vector<std::string> target_names;      // CsvInput::targets
-  std::vector<SkippedInput> skipped;          // found but unusable (e.g. outside a class folder)
-  uint64_t ignored_files = 0;                 // files without an image extension
+  // With boxes (BoxOptions): the box classes (id -> name), and with
+  // keypoints their names [K] and, per keypoint, the one it becomes under a
+  // horizontal flip (its own index where none: a left/right pair swaps).
+  bool boxes = false;
+  std::vector<std::string> box_class_names;
+  std::vector<std::string> keypoint_names;
+  std::vector<int32_t> keypoint_flip;
+  std::vector<SkippedInput> skipped;  // found but unusable (e.g. outside a class folder)
+  uint64_t ignored_files = 0;         // files without an image extension
 };
 
 // True for the file name extensions imgpack converts (case-insensitive).

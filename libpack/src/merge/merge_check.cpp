@@ -68,6 +68,9 @@ void check_structure(const fs::path& out, const MergePlan& plan, const ShardMove
                             moved ? std::string("the merge journal") : "the part's index.h5",
                             index.masks,
                             std::nullopt};
+  expected.boxes = index.boxes;
+  expected.box_classes = index.box_class_names.size();
+  expected.keypoints = index.num_keypoints();
   if (resuming && !moved) {
     expected.or_shard = move.shard;
     clear_write_mark(from);

@@ -135,7 +135,11 @@ void check_parts(const std::vector<PartDataset>& parts) {
         p.index.mask_fill != first.index.mask_fill ||
         p.index.mask_class_names != first.index.mask_class_names ||
         p.index.multilabel_names != first.index.multilabel_names ||
-        p.index.target_names != first.index.target_names) {
+        p.index.target_names != first.index.target_names || p.index.boxes != first.index.boxes ||
+        p.index.box_class_names != first.index.box_class_names ||
+        p.index.keypoint_names != first.index.keypoint_names ||
+        p.index.keypoint_flip != first.index.keypoint_flip ||
+        p.index.box_min_visible != first.index.box_min_visible) {
       throw UsageError(
           name + " is dataset " + p.index.uuid + " of " + std::to_string(p.index.width) + "x" +
           std::to_string(p.index.height) + "x" + std::to_string(p.index.channels) +
@@ -191,6 +195,11 @@ void join_parts(MergePlan& plan) {
   merged.mask_class_names = first.mask_class_names;
   merged.multilabel_names = first.multilabel_names;
   merged.target_names = first.target_names;
+  merged.boxes = first.boxes;
+  merged.box_class_names = first.box_class_names;
+  merged.keypoint_names = first.keypoint_names;
+  merged.keypoint_flip = first.keypoint_flip;
+  merged.box_min_visible = first.box_min_visible;
   for (std::size_t p = 0; p < plan.parts.size(); ++p) {
     const PartDataset& part = plan.parts[p];
     const DatasetIndex& index = part.index;

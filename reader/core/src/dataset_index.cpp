@@ -102,6 +102,24 @@ void DatasetIndex::validate(const std::string& where) const {
     fail("/samples/targets holds " + std::to_string(sample_targets.size()) + " values, not " +
          std::to_string(s) + " samples x " + std::to_string(target_names.size()) + " targets");
   }
+  if (keypoint_flip.size() != keypoint_names.size()) {
+    fail("/keypoints/flip holds " + std::to_string(keypoint_flip.size()) + " entries for " +
+         std::to_string(keypoint_names.size()) + " keypoints");
+  }
+  for (std::size_t k = 0; k < keypoint_flip.size(); ++k) {
+    const int32_t partner = keypoint_flip[k];
+    if (partner < 0 || static_cast<std::size_t>(partner) >= keypoint_flip.size() ||
+        keypoint_flip[static_cast<std::size_t>(partner)] != static_cast<int32_t>(k)) {
+      fail("/keypoints/flip pairs keypoint " + std::to_string(k) + " with " +
+           std::to_string(partner) + ", which is not its partner back");
+    }
+  }
+  if (!boxes && (!box_class_names.empty() || !keypoint_names.empty())) {
+    fail("box classes or keypoints named in a dataset without boxes");
+  }
+  if (boxes && !(box_min_visible >= 0 && box_min_visible <= 1)) {
+    fail("box_min_visible " + std::to_string(box_min_visible) + " is outside [0, 1]");
+  }
   if (shards.records.size() != num_shards()) fail("/shards arrays have different lengths");
   for (const std::string& file : shards.file) {
     fs::path name(file);
@@ -173,6 +191,62 @@ uint64_t read_target_count(const h5::File& file, const char* attr) {
                                       " is out of range");
   }
   return static_cast<uint64_t>(count);
+}
+
+// The box attributes of the root (format.hpp): absent in a dataset without
+// boxes. Sizes the names to the counts; read_box_tables() reads them.
+void read_box_attributes(const h5::File& file, DatasetIndex& index) {
+  if (!file.has_attr("/", format::kAttrBoxes)) return;
+  const int64_t boxes = file.read_int_attr("/", format::kAttrBoxes);
+  if (boxes != 1) {
+    throw file_error(file.path(), std::string("attribute ") + format::kAttrBoxes + " = " +
+                                      std::to_string(boxes) + ", expected 1");
+  }
+  index.boxes = true;
+  auto count = [&](const char* attr) {
+    const int64_t n = file.read_int_attr("/", attr);
+    if (n < 0 || n > (int64_t{1} << 20)) {
+      throw file_error(file.path(), std::string("attribute ") + attr + " = " + std::to_string(n) +
+                                        " is out of range");
+    }
+    return static_cast<std::size_t>(n);
+  };
+  index.box_class_names.resize(count(format::kAttrBoxClasses));
+  index.keypoint_names.resize(count(format::kAttrKeypoints));
+  index.box_min_visible = file.read_double_attr("/", format::kAttrBoxMinVisible);
+}
+
+void read_box_tables(const detail::TableReader& tables, DatasetIndex& index) {
+  if (!index.boxes) return;
+  const h5::File& file = tables.file();
+  auto names = [&](const char* table, std::size_t count) {
+    std::vector<std::string> read = tables.strings(table);
+    if (read.size() != count) {
+      throw file_error(file.path(), std::string(table) + " holds " + std::to_string(read.size()) +
+                                        " names, the root says " + std::to_string(count));
+    }
+    return read;
+  };
+  index.box_class_names = names(format::kBoxClassesName, index.box_class_names.size());
+  if (index.keypoint_names.empty()) return;
+  index.keypoint_names = names(format::kKeypointsName, index.keypoint_names.size());
+  index.keypoint_flip = tables.numbers<int32_t>(format::kKeypointsFlip).to_vector();
+}
+
+void write_box_attributes(h5::File& file, const DatasetIndex& index) {
+  if (!index.boxes) return;
+  file.write_attr("/", format::kAttrBoxes, int64_t{1});
+  file.write_attr("/", format::kAttrBoxClasses, static_cast<int64_t>(index.box_class_names.size()));
+  file.write_attr("/", format::kAttrKeypoints, static_cast<int64_t>(index.keypoint_names.size()));
+  file.write_attr("/", format::kAttrBoxMinVisible, index.box_min_visible);
+}
+
+void write_box_tables(detail::TableWriter& tables, const DatasetIndex& index) {
+  if (!index.boxes) return;
+  tables.strings(format::kBoxClassesName, index.box_class_names);
+  if (index.keypoint_names.empty()) return;
+  tables.strings(format::kKeypointsName, index.keypoint_names);
+  tables.numbers(format::kKeypointsFlip, index.keypoint_flip);
 }
 
 // The tables of the counts read_target_count() found (index's names sized to them).
@@ -282,6 +356,7 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   // Read before the root's checksum is compared: they are part of it.
   index.multilabel_names.resize(read_target_count(file, format::kAttrMultilabelClasses));
   index.target_names.resize(read_target_count(file, format::kAttrTargets));
+  read_box_attributes(file, index);
 
   // Format 2 always has checksums; a format 1 index has them when its root does.
   const bool format2 = index.format_version >= 2;
@@ -319,6 +394,7 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   index.shards.records = tables.numbers<uint64_t>(format::kShardsRecords).to_vector();
   read_mask_tables(tables, checksummed, index);
   read_target_tables(tables, index);
+  read_box_tables(tables, index);
 
   if (format2) {
     index.splits =
@@ -360,6 +436,7 @@ void write_index_file(const fs::path& dataset_dir, const DatasetIndex& index) {
     file.write_attr("/", format::kAttrCreatedBy, index.created_by);
     write_mask_attributes(file, index);
     write_target_attributes(file, index);
+    write_box_attributes(file, index);
     file.write_uint64_attr("/", format::kAttrAttributesChecksum,
                            index_checksum::of_root_attributes(index));
 
@@ -376,6 +453,7 @@ void write_index_file(const fs::path& dataset_dir, const DatasetIndex& index) {
     tables.numbers(format::kShardsRecords, index.shards.records);
     write_mask_tables(tables, index);
     write_target_tables(tables, index);
+    write_box_tables(tables, index);
     if (index.format_version < 2) detail::write_split_groups(file, tables, index.splits);
     file.close();
     crash_point("index-commit");

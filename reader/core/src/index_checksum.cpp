@@ -77,6 +77,14 @@ uint64_t of_root_attributes(const DatasetIndex& index) {
   if (index.has_targets()) {
     add_attribute(hasher, format::kAttrTargets, static_cast<int64_t>(index.target_names.size()));
   }
+  if (index.boxes) {
+    add_attribute(hasher, format::kAttrBoxes, int64_t{1});
+    add_attribute(hasher, format::kAttrBoxClasses,
+                  static_cast<int64_t>(index.box_class_names.size()));
+    add_attribute(hasher, format::kAttrKeypoints,
+                  static_cast<int64_t>(index.keypoint_names.size()));
+    add_attribute(hasher, format::kAttrBoxMinVisible, index.box_min_visible);
+  }
   return hasher.digest();
 }
 

@@ -90,7 +90,8 @@ uint64_t of_strings(const std::vector<std::string>& values);
 // height, width, channels, variants, color, convert_options, created_by, in
 // that order, each as its name and its value; then, in a dataset with masks,
 // masks and mask_fill; then, in a dataset with them, multilabel_classes and
-// targets).
+// targets; then, in a dataset with boxes, boxes, box_classes, keypoints and
+// box_min_visible).
 uint64_t of_root_attributes(const DatasetIndex& index);
 
 // The checksum of splits.h5's root attributes (imgpack_format, dataset_uuid,

@@ -1,9 +1,12 @@
 #include "shard_check.hpp"
 
+#include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 
 #include "h5.hpp"
+#include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "mapped_column.hpp"
@@ -167,6 +170,105 @@ void check_masks(const h5::File& file, const ShardExpectation& expected, uint64_
       read_column<uint64_t>(file, format::kMaskChecksum, expected.records, mapping);
 }
 
+bool has_box_tables(const h5::File& file) {
+  for (const char* name : {format::kBoxes, format::kBoxClass, format::kBoxCrowd, format::kKeypoints,
+                           format::kBoxOffsets, format::kBoxChecksum}) {
+    if (file.exists(name)) return true;
+  }
+  return false;
+}
+
+// The box tables (format.hpp), there exactly when the dataset has boxes,
+// read whole and checked row by row and against their checksums.
+void check_boxes(const h5::File& file, const ShardExpectation& expected, ShardContents& contents) {
+  const fs::path& path = file.path();
+  if (!expected.boxes) {
+    if (has_box_tables(file)) {
+      throw file_error(path, std::string("has ") + format::kBoxes + ", but " +
+                                 expected.expected_by + " has no boxes");
+    }
+    return;
+  }
+  if (!file.exists(format::kBoxOffsets)) {
+    throw file_error(path, std::string("has no ") + format::kBoxOffsets + ", but " +
+                               expected.expected_by + " has boxes");
+  }
+  const uint64_t n = expected.records;
+  if (file.length(format::kBoxOffsets) != n + 1) {
+    throw file_error(path, std::string(format::kBoxOffsets) + " has " +
+                               std::to_string(file.length(format::kBoxOffsets)) +
+                               " entries, expected " + std::to_string(n + 1));
+  }
+  contents.box_offsets = file.read<int64_t>(format::kBoxOffsets);
+  const std::vector<int64_t>& offsets = contents.box_offsets;
+  if (offsets.front() != 0)
+    throw file_error(path, std::string(format::kBoxOffsets) + " starts at " +
+                               std::to_string(offsets.front()) + ", not 0");
+  for (uint64_t r = 0; r < n; ++r) {
+    if (offsets[r + 1] < offsets[r]) {
+      throw file_error(
+          path, std::string(format::kBoxOffsets) + " decreases at record " + std::to_string(r));
+    }
+  }
+  const auto b = static_cast<uint64_t>(offsets.back());
+  const uint64_t k = expected.keypoints;
+  try {
+    contents.boxes = file.read_shaped<float>(format::kBoxes, {b, 4});
+    contents.box_class = file.read_shaped<int32_t>(format::kBoxClass, {b});
+    contents.box_crowd = file.read_shaped<uint8_t>(format::kBoxCrowd, {b});
+    if (k > 0) contents.keypoints = file.read_shaped<float>(format::kKeypoints, {b, k, 3});
+  } catch (const Error& e) {
+    throw file_error(
+        path, std::string("box tables disagree with ") + format::kBoxOffsets + ": " + e.what());
+  }
+  if (k == 0 && file.exists(format::kKeypoints)) {
+    throw file_error(path, std::string("has ") + format::kKeypoints + ", but " +
+                               expected.expected_by + " has no keypoints");
+  }
+  const std::vector<uint64_t> checksums =
+      read_column<uint64_t>(file, format::kBoxChecksum, n, nullptr).to_vector();
+  for (uint64_t i = 0; i < b; ++i) {
+    const int32_t cls = contents.box_class[i];
+    if (cls < 0 || static_cast<uint64_t>(cls) >= expected.box_classes) {
+      throw file_error(path, "box " + std::to_string(i) + " has class " + std::to_string(cls) +
+                                 " outside the " + std::to_string(expected.box_classes) +
+                                 " box classes");
+    }
+    if (contents.box_crowd[i] > 1) {
+      throw file_error(path, "box " + std::to_string(i) + " has crowd flag " +
+                                 std::to_string(contents.box_crowd[i]) + ", expected 0 or 1");
+    }
+    for (uint64_t c = 0; c < 4; ++c) {
+      if (!std::isfinite(contents.boxes[i * 4 + c])) {
+        throw file_error(path,
+                         "box " + std::to_string(i) + " has a coordinate that is not a number");
+      }
+    }
+    for (uint64_t j = 0; j < k; ++j) {
+      const float* point = contents.keypoints.data() + (i * k + j) * 3;
+      if (!std::isfinite(point[0]) || !std::isfinite(point[1]) ||
+          !(point[2] == 0 || point[2] == 1 || point[2] == 2)) {
+        throw file_error(path, "box " + std::to_string(i) + " has keypoint " + std::to_string(j) +
+                                   " with a coordinate that is not a number or a visibility "
+                                   "other than 0, 1 or 2");
+      }
+    }
+  }
+  for (uint64_t r = 0; r < n; ++r) {
+    const auto first = static_cast<std::size_t>(offsets[r]);
+    const auto count = static_cast<std::size_t>(offsets[r + 1] - offsets[r]);
+    const uint64_t sum = box_checksum(
+        std::span<const float>(contents.boxes).subspan(first * 4, count * 4),
+        std::span<const int32_t>(contents.box_class).subspan(first, count),
+        std::span<const uint8_t>(contents.box_crowd).subspan(first, count),
+        std::span<const float>(contents.keypoints).subspan(first * k * 3, count * k * 3));
+    if (sum != checksums[r]) {
+      throw file_error(path, "the boxes of row " + std::to_string(r) +
+                                 " do not match their checksum (" + format::kBoxChecksum + ")");
+    }
+  }
+}
+
 }  // namespace
 
 ShardContents read_shard(const fs::path& path, const ShardExpectation& expected, uint64_t file_size,
@@ -181,6 +283,7 @@ ShardContents read_shard(const fs::path& path, const ShardExpectation& expected,
   contents.variants = read_column<uint16_t>(file, format::kVariant, expected.records, mapping);
   contents.checksums = read_column<uint64_t>(file, format::kChecksum, expected.records, mapping);
   check_masks(file, expected, file_size, mapping, contents);
+  check_boxes(file, expected, contents);
   return contents;
 }
 

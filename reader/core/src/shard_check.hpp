@@ -41,6 +41,11 @@ struct ShardExpectation {
   // adopts, so a merge that stopped may have renumbered a shard it had not
   // moved yet. ShardContents::shard says which of the two the file holds.
   std::optional<uint64_t> or_shard;
+  // The dataset has boxes of `box_classes` classes with `keypoints` keypoints
+  // each: /boxes and its companions must be there; without, they must not.
+  bool boxes = false;
+  uint64_t box_classes = 0;
+  uint64_t keypoints = 0;
 };
 
 // What a structurally intact shard holds: where its pixels are, and its
@@ -57,6 +62,12 @@ struct ShardContents {
   uint64_t masks_offset = 0;        // byte offset of /masks (0 if none or no records)
   uint64_t masks_bytes = 0;         // records * height * width
   Column<uint64_t> mask_checksums;  // stored XXH3-64 of each row's mask bytes
+  // With boxes (ShardExpectation::boxes): the ragged tables, whole (format.hpp).
+  std::vector<float> boxes;          // [B x 4]
+  std::vector<int32_t> box_class;    // [B]
+  std::vector<uint8_t> box_crowd;    // [B]
+  std::vector<float> keypoints;      // [B x K x 3]
+  std::vector<int64_t> box_offsets;  // [records + 1]
 };
 
 // Checks the shard at `path`, whose open descriptor reported `file_size`
@@ -65,12 +76,16 @@ struct ShardContents {
 // uuid and shard index (or the other accepted index) as expected; /images uint8 of shape [records,
 // H, W, C], contiguous, unfiltered, not external, allocated and inside the file; /labels, /sample,
 // /variant and /checksum of length `records`; with masks, /masks uint8 [records, H, W] held like
-// /images and /mask_checksum of length `records`, and without, neither of them. Whether the columns
-// agree with an index is the caller's business. With `mapping`, a read-only mapping of the whole
-// file (file_size bytes), the columns are viewed in it where they lie contiguous (as imgpack writes
-// them) and keep it alive; without, they are read.
-// Throws imgpack::Error naming `path` and the first problem found. Keeps no
-// HDF5 handle open after it returns.
+// /images and /mask_checksum of length `records`, and without, neither of them; with boxes, the box
+// tables of consistent lengths, offsets that start at 0, never decrease and end at the boxes'
+// count, class ids in range, crowd flags 0 or 1, keypoint visibilities 0, 1 or 2, finite
+// coordinates, and every record's rows hashing to its /box_checksum (the tables are small: they are
+// read whole and checked here, so every reader of a shard checks them); without, none of them.
+// Whether the columns agree with an index is the caller's business. With `mapping`, a read-only
+// mapping of the whole file (file_size bytes), the columns are viewed in it where they lie
+// contiguous (as imgpack writes them) and keep it alive; without, they are read. Throws
+// imgpack::Error naming `path` and the first problem found. Keeps no HDF5 handle open after it
+// returns.
 ShardContents read_shard(const std::filesystem::path& path, const ShardExpectation& expected,
                          uint64_t file_size,
                          const std::shared_ptr<const MappedRegion>& mapping = nullptr);

@@ -176,6 +176,25 @@ class Dataset {
   const uint8_t* mask_data(uint64_t r) const;
   std::span<const uint8_t> mask(uint64_t r) const { return {mask_data(r), mask_bytes()}; }
 
+  // Object boxes (index().boxes): whether the dataset has them, and the
+  // keypoints per box (K, 0 without keypoints).
+  bool has_boxes() const { return index().boxes; }
+  std::size_t num_keypoints() const { return index().num_keypoints(); }
+  // The boxes of record `r` (format.hpp): size() boxes of x0, y0, x1, y1 in
+  // the record's pixels, their class ids (index().box_class_names) and crowd
+  // flags, and size() x K x 3 keypoint values (x, y, visibility). Views of
+  // tables the Dataset keeps in memory (read and checked against their
+  // checksums when the shard was opened), valid while it or a copy lives.
+  // Requires has_boxes() and r < num_records() (unchecked). Thread-safe.
+  struct BoxRows {
+    std::span<const float> boxes;
+    std::span<const int32_t> classes;
+    std::span<const uint8_t> crowd;
+    std::span<const float> keypoints;
+    std::size_t size() const { return classes.size(); }
+  };
+  BoxRows record_boxes(uint64_t r) const;
+
   // Reads the pixels of record `r` into out[0, record_bytes()) with pread(2)
   // from its shard file instead of through the mapping. For records not in
   // the page cache: one read asks the storage for exactly the record (the

@@ -334,6 +334,22 @@ struct LoaderState {
 
 namespace detail {
 
+// Where a batch's boxes are (Batch::boxes() and its companions): plain
+// pointers into the slot; `offsets` null without boxes.
+struct BoxBlock {
+  const float* boxes = nullptr;
+  const int32_t* classes = nullptr;
+  const uint8_t* crowd = nullptr;
+  const float* keypoints = nullptr;
+  const int64_t* offsets = nullptr;
+  std::size_t count = 0;
+  std::size_t keypoints_per_box = 0;
+};
+
+}  // namespace detail
+
+namespace detail {
+
 class LoaderCore;
 
 // A claim on one slot of a loader's ring: the slot goes back to the ring
@@ -421,6 +437,28 @@ class Batch {
   // value. Empty without.
   std::size_t num_targets() const { return view_.num_targets; }
   std::span<const float> targets() const { return {view_.targets, view_.size * view_.num_targets}; }
+  // With a dataset that has boxes (Dataset::has_boxes()): the batch's boxes
+  // as one block, host memory wherever the images are. Image i owns rows
+  // box_offsets()[i] .. box_offsets()[i + 1] (size() + 1 offsets) of
+  // boxes() (num_boxes() x 4: x0, y0, x1, y1 in the delivered image's
+  // pixels, moved with its crop window and flips), box_classes()
+  // (DatasetIndex::box_class_names), box_crowd() (1 for a crowd region) and
+  // keypoints() (num_boxes() x num_keypoints() x 3: x, y, visibility; a
+  // keypoint outside the window is 0, 0, 0, and a flip swaps left/right
+  // pairs). A box stays where at least DatasetIndex::box_min_visible of its
+  // area stays inside the window. Empty spans (and has_boxes() false) without.
+  bool has_boxes() const { return view_.boxes.offsets != nullptr; }
+  std::size_t num_boxes() const { return view_.boxes.count; }
+  std::size_t num_keypoints() const { return view_.boxes.keypoints_per_box; }
+  std::span<const float> boxes() const { return {view_.boxes.boxes, num_boxes() * 4}; }
+  std::span<const int32_t> box_classes() const { return {view_.boxes.classes, num_boxes()}; }
+  std::span<const uint8_t> box_crowd() const { return {view_.boxes.crowd, num_boxes()}; }
+  std::span<const float> keypoints() const {
+    return {view_.boxes.keypoints, num_boxes() * num_keypoints() * 3};
+  }
+  std::span<const int64_t> box_offsets() const {
+    return {view_.boxes.offsets, has_boxes() ? view_.size + 1 : 0};
+  }
   std::span<const int64_t> samples() const { return {view_.samples, view_.size}; }  // source ids
   std::span<const uint64_t> records() const { return {view_.records, view_.size}; }
 
@@ -466,6 +504,7 @@ class Batch {
     std::size_t num_targets = 0;
     const int64_t* samples = nullptr;
     const uint64_t* records = nullptr;
+    detail::BoxBlock boxes;
   };
 
   Batch(detail::SlotLease lease, const View& view) : lease_(std::move(lease)), view_(view) {}

@@ -112,6 +112,19 @@ struct DatasetIndex {
   Column<uint8_t> sample_multilabel;
   std::vector<std::string> target_names;
   Column<float> sample_targets;
+
+  // Object boxes (root attributes `boxes`, `box_classes`, `keypoints`,
+  // `box_min_visible`; additive, absent without boxes): every shard holds
+  // each record's boxes, ragged (format.hpp). box_class_names [C] names the
+  // box classes; keypoint_names [K] the keypoints of every box (none: K = 0)
+  // and keypoint_flip [K] the keypoint each becomes under a horizontal flip.
+  // box_min_visible: a box keeps its place in a crop when at least this
+  // fraction of its area stays inside.
+  bool boxes = false;
+  std::vector<std::string> box_class_names;
+  std::vector<std::string> keypoint_names;
+  std::vector<int32_t> keypoint_flip;
+  double box_min_visible = 0.3;
   // Names [L] and [G].
   std::vector<std::string> class_names;
   std::vector<std::string> group_names;
@@ -143,6 +156,7 @@ struct DatasetIndex {
   std::size_t mask_bytes() const { return masks ? mask_shape().bytes() : 0; }
   bool has_multilabel() const { return !multilabel_names.empty(); }
   bool has_targets() const { return !target_names.empty(); }
+  std::size_t num_keypoints() const { return keypoint_names.size(); }
   // Sample s's row of sample_multilabel (C entries) and of sample_targets (T).
   std::span<const uint8_t> multilabel_of(std::size_t s) const {
     return sample_multilabel.span().subspan(s * multilabel_names.size(), multilabel_names.size());

@@ -54,6 +54,21 @@ inline constexpr const char* kChecksum = "/checksum";
 inline constexpr const char* kMasks = "/masks";
 inline constexpr const char* kMaskChecksum = "/mask_checksum";
 
+// Object boxes (additive to format 1; only in datasets whose index has
+// `boxes` = 1): ragged per record, record r owning rows
+// box_offsets[r]..box_offsets[r + 1] of /boxes float32 [B, 4] (x0, y0, x1, y1
+// in output pixels, the record spanning [0, W) x [0, H)), /box_class int32
+// [B], /box_crowd uint8 [B] and, with keypoints (index attribute `keypoints`
+// = K > 0), /keypoints float32 [B, K, 3] (x, y in output pixels, visibility
+// 0, 1 or 2); /box_offsets int64 [n + 1]; /box_checksum uint64 [n], the
+// XXH3-64 of the record's rows (box_checksum() in checksum.hpp).
+inline constexpr const char* kBoxes = "/boxes";
+inline constexpr const char* kBoxClass = "/box_class";
+inline constexpr const char* kBoxCrowd = "/box_crowd";
+inline constexpr const char* kKeypoints = "/keypoints";
+inline constexpr const char* kBoxOffsets = "/box_offsets";
+inline constexpr const char* kBoxChecksum = "/box_checksum";
+
 // Root attributes of shards and index.
 inline constexpr const char* kAttrFormat = "imgpack_format";
 inline constexpr const char* kAttrUuid = "dataset_uuid";
@@ -75,6 +90,16 @@ inline constexpr const char* kAttrMaskFill = "mask_fill";
 // /samples/targets) it has, each at least 1 where present.
 inline constexpr const char* kAttrMultilabelClasses = "multilabel_classes";
 inline constexpr const char* kAttrTargets = "targets";
+// Index root attributes of a dataset with boxes (absent otherwise): `boxes` =
+// 1, the number of box classes (`box_classes`, C >= 0, the names in
+// /box_classes/name), of keypoints per box (`keypoints`, K >= 0, named in
+// /keypoints/name with their horizontal-flip partners in /keypoints/flip
+// int32 [K]), and `box_min_visible`, the least fraction of a box's area that
+// must stay inside a record (or a reader's crop window) for the box to stay.
+inline constexpr const char* kAttrBoxes = "boxes";
+inline constexpr const char* kAttrBoxClasses = "box_classes";
+inline constexpr const char* kAttrKeypoints = "keypoints";
+inline constexpr const char* kAttrBoxMinVisible = "box_min_visible";
 
 // Index file objects.
 inline constexpr const char* kSamplesPath = "/samples/path";
@@ -111,6 +136,12 @@ inline constexpr const char* kSamplesMultilabel = "/samples/multilabel";
 inline constexpr const char* kMultilabelClassesName = "/multilabel_classes/name";
 inline constexpr const char* kSamplesTargets = "/samples/targets";
 inline constexpr const char* kTargetsName = "/targets/name";
+
+// With boxes: box class id -> name [C], keypoint names [K], and the keypoint
+// each one becomes under a horizontal flip [K] (itself where it has no pair).
+inline constexpr const char* kBoxClassesName = "/box_classes/name";
+inline constexpr const char* kKeypointsName = "/keypoints/name";
+inline constexpr const char* kKeypointsFlip = "/keypoints/flip";
 
 // Checksums (additive to format 1; absent in indexes written before them):
 // on every table of index.h5, the XXH3-64 of its decoded contents; on the root

@@ -1,0 +1,438 @@
+#include "inputs/coco_input.hpp"
+
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "imgpack/error.hpp"
+#include "inputs/annotation_text.hpp"
+#include "inputs/boxes_input.hpp"
+#include "inputs/coco_json.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// Where in a COCO file a value is, for messages: "FILE: images[12].width: ...".
+struct CocoPlace {
+  const fs::path& file;
+  const char* array;
+  std::size_t index;
+
+  std::string text(const char* key = nullptr) const {
+    return file.string() + ": " + array + "[" + std::to_string(index) + "]" +
+           (key != nullptr ? std::string(".") + key : "");
+  }
+  [[noreturn]] void fail(const char* key, const std::string& message) const {
+    throw UsageError(text(key) + ": " + message);
+  }
+
+  const json& object(const json& value) const {
+    if (!value.is_object()) throw UsageError(text() + ": expected an object");
+    return value;
+  }
+  const json& member(const json& object, const char* key) const {
+    const auto it = object.find(key);
+    if (it == object.end()) fail(key, "missing");
+    return *it;
+  }
+  int64_t integer(const json& object, const char* key) const {
+    const json& value = member(object, key);
+    if (value.is_number_integer() &&
+        (!value.is_number_unsigned() ||
+         value.get<uint64_t>() <= uint64_t{std::numeric_limits<int64_t>::max()})) {
+      return value.get<int64_t>();
+    }
+    if (value.is_number_float()) {
+      const double number = value.get<double>();
+      if (number == std::floor(number) && std::fabs(number) < 0x1p53) {
+        return static_cast<int64_t>(number);
+      }
+    }
+    fail(key, "expected an integer, not " + value.dump());
+  }
+  uint32_t size(const json& object, const char* key) const {
+    const int64_t value = integer(object, key);
+    if (value <= 0 || value > std::numeric_limits<uint32_t>::max()) {
+      fail(key, "expected a positive number of pixels, not " + std::to_string(value));
+    }
+    return static_cast<uint32_t>(value);
+  }
+  const std::string& string(const json& object, const char* key) const {
+    const json& value = member(object, key);
+    if (!value.is_string()) fail(key, "expected a string, not " + value.dump());
+    return value.get_ref<const std::string&>();
+  }
+};
+
+// The named array of the file's top-level object; empty where it is absent
+// and `required` is false.
+const json& top_array(const json& root, const char* key, const fs::path& file, bool required) {
+  static const json empty = json::array();
+  const auto it = root.find(key);
+  if (it == root.end()) {
+    if (required) throw UsageError(file.string() + ": no '" + key + "' array");
+    return empty;
+  }
+  if (!it->is_array()) {
+    throw UsageError(file.string() + ": '" + key + "' is " + it->type_name() + ", not an array");
+  }
+  return *it;
+}
+
+struct CocoCategories {
+  std::unordered_map<int64_t, int32_t> class_of_id;
+  std::vector<std::string> names;           // class -> name
+  std::vector<uint8_t> has_keypoints;       // class -> 1 where its category names keypoints
+  std::vector<std::string> keypoint_names;  // [K]
+};
+
+CocoCategories read_categories(const json& root, const fs::path& file) {
+  const json& categories = top_array(root, "categories", file, false);
+  struct Category {
+    int64_t id;
+    std::size_t index;
+    std::vector<std::string> keypoints;
+  };
+  std::vector<Category> sorted;
+  sorted.reserve(categories.size());
+  for (std::size_t i = 0; i < categories.size(); ++i) {
+    const CocoPlace at{file, "categories", i};
+    const json& category = at.object(categories[i]);
+    Category entry{at.integer(category, "id"), i, {}};
+    at.string(category, "name");
+    const auto keypoints = category.find("keypoints");
+    if (keypoints != category.end()) {
+      if (!keypoints->is_array()) at.fail("keypoints", "expected an array of names");
+      for (const json& name : *keypoints) {
+        if (!name.is_string()) at.fail("keypoints", "expected names, not " + name.dump());
+        entry.keypoints.push_back(name.get<std::string>());
+      }
+    }
+    sorted.push_back(std::move(entry));
+  }
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Category& a, const Category& b) { return a.id < b.id; });
+  CocoCategories out;
+  std::size_t keypoints_from = 0;
+  for (std::size_t c = 0; c < sorted.size(); ++c) {
+    const Category& category = sorted[c];
+    const CocoPlace at{file, "categories", category.index};
+    if (c > 0 && sorted[c - 1].id == category.id) {
+      at.fail("id", "category id " + std::to_string(category.id) + " is also categories[" +
+                        std::to_string(sorted[c - 1].index) + "]'s");
+    }
+    out.class_of_id.emplace(category.id, static_cast<int32_t>(c));
+    out.names.push_back(at.string(categories[category.index], "name"));
+    out.has_keypoints.push_back(category.keypoints.empty() ? 0 : 1);
+    if (category.keypoints.empty()) continue;
+    if (out.keypoint_names.empty()) {
+      out.keypoint_names = category.keypoints;
+      keypoints_from = category.index;
+    } else if (category.keypoints != out.keypoint_names) {
+      at.fail("keypoints", "names [" + join(category.keypoints) + "] differ from categories[" +
+                               std::to_string(keypoints_from) + "]'s [" + join(out.keypoint_names) +
+                               "]; every category with keypoints must name the same ones");
+    }
+  }
+  return out;
+}
+
+// The listing's samples by relative path and, for file names that are not
+// paths below SRC, by bare file name (where exactly one sample has it).
+class SampleFinder {
+ public:
+  static constexpr int64_t kNone = -1;       // no sample has the path or the file name
+  static constexpr int64_t kAmbiguous = -2;  // no sample has the path; several the file name
+
+  explicit SampleFinder(const SourceList& list) : list_(list) {
+    by_path_.reserve(list.samples.size());
+    for (std::size_t i = 0; i < list.samples.size(); ++i) {
+      by_path_.emplace(list.samples[i].path, static_cast<int64_t>(i));
+    }
+  }
+
+  // The sample that `file_name`, `relative` to SRC ("" where it is outside
+  // it, as relative_to_root() says), names; else kNone or kAmbiguous.
+  int64_t find(const std::string& file_name, const std::string& relative) {
+    if (!relative.empty()) {
+      const auto it = by_path_.find(relative);
+      if (it != by_path_.end()) return it->second;
+    }
+    if (by_name_.empty()) index_names();
+    const std::size_t slash = file_name.rfind('/');
+    const auto it = by_name_.find(
+        std::string_view(file_name).substr(slash == std::string::npos ? 0 : slash + 1));
+    return it == by_name_.end() ? kNone : it->second;
+  }
+
+ private:
+  void index_names() {
+    by_name_.reserve(list_.samples.size());
+    for (std::size_t i = 0; i < list_.samples.size(); ++i) {
+      const std::string_view path = list_.samples[i].path;
+      const std::size_t slash = path.rfind('/');
+      const auto [it, inserted] = by_name_.emplace(
+          path.substr(slash == std::string_view::npos ? 0 : slash + 1), static_cast<int64_t>(i));
+      if (!inserted) it->second = kAmbiguous;
+    }
+  }
+
+  const SourceList& list_;
+  std::unordered_map<std::string_view, int64_t> by_path_;
+  std::unordered_map<std::string_view, int64_t> by_name_;  // kAmbiguous: several samples
+};
+
+// The COCO images whose files are neither in the listing nor under SRC,
+// collected as skipped inputs: once per path, and not where the scan already
+// skipped that path.
+class MissingImages {
+ public:
+  MissingImages(const SourceList& list, const fs::path& src, const fs::path& file)
+      : src_(src), file_(file) {
+    for (const SkippedInput& input : list.skipped) reported_.insert(input.path);
+  }
+
+  // Records images[index] (`file_name`, `relative` to SRC or "" outside it),
+  // which no sample matches (`ambiguous` where several have its file name),
+  // unless its file exists under SRC: such a file is not an input of this
+  // conversion (a CSV does not list it, the scan skipped it).
+  void add(std::size_t index, const std::string& file_name, const std::string& relative,
+           bool ambiguous) {
+    if (!relative.empty()) {
+      struct stat st {};
+      if (::stat((src_ / relative).c_str(), &st) == 0) return;
+    }
+    const std::string& path = relative.empty() ? file_name : relative;
+    if (!reported_.insert(path).second) return;
+    std::string reason = "missing: listed in " + file_.string() + " (images[" +
+                         std::to_string(index) + "]) but not found under " + src_.string();
+    if (ambiguous) {
+      reason += " (and more than one listed file has its file name, so it names none of them)";
+    }
+    skipped_.push_back({path, std::move(reason)});
+  }
+
+  // Appends what add() recorded to `skipped`, in the file's order, or
+  // merged by path where `skipped` is sorted by path (as scan_csv() leaves
+  // it).
+  void append_to(std::vector<SkippedInput>& skipped) {
+    const auto by_path = [](const SkippedInput& a, const SkippedInput& b) {
+      return a.path < b.path;
+    };
+    const bool sorted = std::is_sorted(skipped.begin(), skipped.end(), by_path);
+    const auto middle = static_cast<std::ptrdiff_t>(skipped.size());
+    skipped.insert(skipped.end(), std::make_move_iterator(skipped_.begin()),
+                   std::make_move_iterator(skipped_.end()));
+    skipped_.clear();
+    if (!sorted) return;
+    std::stable_sort(skipped.begin() + middle, skipped.end(), by_path);
+    std::inplace_merge(skipped.begin(), skipped.begin() + middle, skipped.end(), by_path);
+  }
+
+ private:
+  const fs::path& src_;
+  const fs::path& file_;
+  std::unordered_set<std::string> reported_;
+  std::vector<SkippedInput> skipped_;
+};
+
+// One annotation's values, their form checked (a UsageError otherwise).
+struct CocoAnnotation {
+  double x, y, w, h;  // pixels
+  bool crowd;
+  const json* keypoints;  // nullptr where it has none
+};
+
+CocoAnnotation read_annotation(const json& annotation, const CocoPlace& at) {
+  const json& bbox = at.member(annotation, "bbox");
+  if (!bbox.is_array() || bbox.size() != 4 ||
+      !std::all_of(bbox.begin(), bbox.end(), [](const json& v) { return v.is_number(); })) {
+    at.fail("bbox", "expected [x, y, width, height] in pixels, not " + bbox.dump());
+  }
+  CocoAnnotation out{bbox[0].get<double>(),
+                     bbox[1].get<double>(),
+                     bbox[2].get<double>(),
+                     bbox[3].get<double>(),
+                     false,
+                     nullptr};
+  if (const auto crowd = annotation.find("iscrowd"); crowd != annotation.end()) {
+    if (crowd->is_boolean()) {
+      out.crowd = crowd->get<bool>();
+    } else if (crowd->is_number()) {
+      out.crowd = crowd->get<double>() != 0;
+    } else {
+      at.fail("iscrowd", "expected 0 or 1, not " + crowd->dump());
+    }
+  }
+  if (const auto keypoints = annotation.find("keypoints"); keypoints != annotation.end()) {
+    out.keypoints = &*keypoints;
+  }
+  return out;
+}
+
+// A box_problem for the annotation `object` at `at`: "FILE:
+// annotations[3] (annotation id 17): MESSAGE".
+std::string annotation_problem(const json& object, const CocoPlace& at,
+                               const std::string& message) {
+  const auto id = object.find("id");
+  return at.text() + (id != object.end() ? " (annotation id " + id->dump() + ")" : "") + ": " +
+         message;
+}
+
+// Appends one annotation's box and keypoints (normalised by the sample's
+// box_width and box_height) to `sample`, or sets its box_problem.
+void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation, const json& object,
+                         const CocoPlace& at, int32_t cls, bool category_has_keypoints,
+                         std::size_t keypoint_count) {
+  auto problem = [&](const std::string& message) {
+    sample.box_problem = annotation_problem(object, at, message);
+  };
+  const double width = sample.box_width;
+  const double height = sample.box_height;
+  const double x = annotation.x, y = annotation.y, w = annotation.w, h = annotation.h;
+  auto bbox = [&] {
+    return "bbox [" + number_text(x) + ", " + number_text(y) + ", " + number_text(w) + ", " +
+           number_text(h) + "]";
+  };
+  if (!(w > 0 && h > 0) || !std::isfinite(x + y + w + h)) {
+    problem("empty " + bbox() + " (x, y, width, height)");
+    return;
+  }
+  const SourceBox box{clamp_unit(x / width),
+                      clamp_unit(y / height),
+                      clamp_unit((x + w) / width),
+                      clamp_unit((y + h) / height),
+                      cls,
+                      static_cast<uint8_t>(annotation.crowd ? 1 : 0)};
+  if (!(box.x1 > box.x0 && box.y1 > box.y0)) {
+    problem(bbox() + " lies outside the " + std::to_string(sample.box_width) + "x" +
+            std::to_string(sample.box_height) + " image");
+    return;
+  }
+  const json* keypoints = annotation.keypoints;
+  const std::size_t first = sample.keypoints.size();
+  if (keypoint_count == 0) {
+    // the categories name no keypoints
+  } else if (!category_has_keypoints || keypoints == nullptr || keypoints->empty()) {
+    sample.keypoints.resize(first + keypoint_count * 3, 0.0F);
+  } else if (!keypoints->is_array() || keypoints->size() != keypoint_count * 3 ||
+             !std::all_of(keypoints->begin(), keypoints->end(),
+                          [](const json& v) { return v.is_number(); })) {
+    problem("keypoints: expected " + std::to_string(keypoint_count) +
+            " triples x, y, v (the categories name " + std::to_string(keypoint_count) +
+            " keypoints), not " +
+            (keypoints->is_array() ? std::to_string(keypoints->size()) + " values"
+                                   : keypoints->dump()));
+    return;
+  } else {
+    for (std::size_t k = 0; k < keypoint_count; ++k) {
+      sample.keypoints.push_back(static_cast<float>((*keypoints)[k * 3].get<double>() / width));
+      sample.keypoints.push_back(
+          static_cast<float>((*keypoints)[k * 3 + 1].get<double>() / height));
+      sample.keypoints.push_back(static_cast<float>((*keypoints)[k * 3 + 2].get<double>()));
+    }
+  }
+  sample.boxes.push_back(box);
+}
+
+}  // namespace
+
+void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& options) {
+  const fs::path& file = options.coco;
+  const json root = read_coco_file(file);
+  CocoCategories categories = read_categories(root, file);
+  const std::size_t keypoint_count = categories.keypoint_names.size();
+  list.box_class_names = std::move(categories.names);
+  list.keypoint_names = std::move(categories.keypoint_names);
+  list.keypoint_flip = keypoint_flip_table(list.keypoint_names, options.keypoint_flip_map);
+
+  const json& images = top_array(root, "images", file, true);
+  std::unordered_map<int64_t, std::size_t> image_of_id;
+  image_of_id.reserve(images.size());
+  std::vector<int64_t> sample_of_image(images.size(), -1);
+  std::vector<int64_t> image_of_sample(list.samples.size(), -1);
+  SampleFinder finder(list);
+  MissingImages missing(list, src, file);
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    const CocoPlace at{file, "images", i};
+    const json& image = at.object(images[i]);
+    const int64_t id = at.integer(image, "id");
+    const auto [seen, inserted] = image_of_id.emplace(id, i);
+    if (!inserted) {
+      at.fail("id", "image id " + std::to_string(id) + " is also images[" +
+                        std::to_string(seen->second) + "]'s");
+    }
+    const std::string& file_name = at.string(image, "file_name");
+    const uint32_t width = at.size(image, "width");
+    const uint32_t height = at.size(image, "height");
+    const std::string relative = relative_to_root(file_name, src);
+    const int64_t s = finder.find(file_name, relative);
+    if (s < 0) {
+      missing.add(i, file_name, relative, s == SampleFinder::kAmbiguous);
+      continue;
+    }
+    SourceSample& sample = list.samples[static_cast<std::size_t>(s)];
+    int64_t& first = image_of_sample[static_cast<std::size_t>(s)];
+    if (first >= 0) {
+      sample.box_problem = sample.path + " is listed twice in " + file.string() + " (images[" +
+                           std::to_string(first) + "] and images[" + std::to_string(i) + "])";
+      continue;
+    }
+    first = static_cast<int64_t>(i);
+    sample_of_image[i] = s;
+    sample.box_width = width;
+    sample.box_height = height;
+  }
+
+  const json& annotations = top_array(root, "annotations", file, false);
+  for (std::size_t i = 0; i < annotations.size(); ++i) {
+    const CocoPlace at{file, "annotations", i};
+    const json& annotation = at.object(annotations[i]);
+    const int64_t image_id = at.integer(annotation, "image_id");
+    const auto image = image_of_id.find(image_id);
+    if (image == image_of_id.end()) {
+      at.fail("image_id", std::to_string(image_id) + " is not the id of any of images[]");
+    }
+    const int64_t category_id = at.integer(annotation, "category_id");
+    const CocoAnnotation values = read_annotation(annotation, at);
+    const int64_t s = sample_of_image[image->second];
+    if (s < 0) continue;  // an image this conversion does not take
+    SourceSample& sample = list.samples[static_cast<std::size_t>(s)];
+    if (!sample.box_problem.empty()) continue;
+    const auto cls = categories.class_of_id.find(category_id);
+    if (cls == categories.class_of_id.end()) {
+      sample.box_problem = annotation_problem(
+          annotation, at,
+          "category_id " + std::to_string(category_id) + " is not the id of any of categories[]");
+      continue;
+    }
+    add_coco_annotation(sample, values, annotation, at, cls->second,
+                        categories.has_keypoints[static_cast<std::size_t>(cls->second)] != 0,
+                        keypoint_count);
+  }
+  missing.append_to(list.skipped);
+  for (std::size_t s = 0; s < list.samples.size(); ++s) {
+    if (image_of_sample[s] < 0) {
+      list.samples[s].box_problem = list.samples[s].path + " is not in " + file.string();
+    }
+  }
+}
+
+}  // namespace imgpack

@@ -1,0 +1,582 @@
+#include "inputs/boxes_input.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "imgpack/error.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+using test::write_bytes;
+
+// A listing of SRC as a scan makes it: the paths, sorted.
+SourceList listing(std::vector<std::string> paths) {
+  std::sort(paths.begin(), paths.end());
+  SourceList list;
+  for (std::string& path : paths) {
+    SourceSample sample;
+    sample.path = std::move(path);
+    list.samples.push_back(std::move(sample));
+  }
+  return list;
+}
+
+const SourceSample& sample(const SourceList& list, const std::string& path) {
+  for (const SourceSample& s : list.samples) {
+    if (s.path == path) return s;
+  }
+  throw std::runtime_error("no sample " + path);
+}
+
+std::string usage_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void expect_box(const SourceBox& box, float x0, float y0, float x1, float y1, int32_t cls,
+                uint8_t crowd = 0) {
+  EXPECT_NEAR(box.x0, x0, 1e-6);
+  EXPECT_NEAR(box.y0, y0, 1e-6);
+  EXPECT_NEAR(box.x1, x1, 1e-6);
+  EXPECT_NEAR(box.y1, y1, 1e-6);
+  EXPECT_EQ(box.cls, cls);
+  EXPECT_EQ(box.crowd, crowd);
+}
+
+void expect_floats(const std::vector<float>& actual, const std::vector<float>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_NEAR(actual[i], expected[i], 1e-6) << "value " << i;
+  }
+}
+
+class CocoBoxes : public ::testing::Test {
+ protected:
+  BoxOptions options() const {
+    BoxOptions o;
+    o.coco = coco();
+    return o;
+  }
+  fs::path coco() const { return dir_ / "instances.json"; }
+  fs::path src() const { return dir_ / "src"; }
+  void write_coco(const std::string& json) const { write_bytes(coco(), json); }
+  TempDir dir_;
+};
+
+TEST_F(CocoBoxes, CategoriesByIdAreTheClassesAndBoxesAreNormalisedCorners) {
+  write_coco(R"({
+    "categories": [{"id": 7, "name": "dog"}, {"id": 3, "name": "cat"}],
+    "images": [{"id": 1, "file_name": "train/a.jpg", "width": 640, "height": 480}],
+    "annotations": [
+      {"id": 10, "image_id": 1, "category_id": 7, "bbox": [64, 48, 128, 96], "iscrowd": 0},
+      {"id": 11, "image_id": 1, "category_id": 3, "bbox": [0, 0, 320, 240], "iscrowd": 1}
+    ]})");
+  SourceList list = listing({"train/a.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_TRUE(list.boxes);
+  EXPECT_EQ(list.box_class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_TRUE(list.keypoint_names.empty());
+  EXPECT_TRUE(list.keypoint_flip.empty());
+  const SourceSample& a = sample(list, "train/a.jpg");
+  EXPECT_EQ(a.box_problem, "");
+  EXPECT_EQ(a.box_width, 640u);
+  EXPECT_EQ(a.box_height, 480u);
+  ASSERT_EQ(a.boxes.size(), 2u);
+  expect_box(a.boxes[0], 0.1F, 0.1F, 0.3F, 0.3F, 1);  // file order, dog = class 1
+  expect_box(a.boxes[1], 0.0F, 0.0F, 0.5F, 0.5F, 0, 1);
+  EXPECT_TRUE(a.keypoints.empty());
+}
+
+TEST_F(CocoBoxes, KeypointsAreNormalisedAndFlipFromLeftRightNames) {
+  // The person's keypoints come first in the file, but "ball" (id 1) sorts
+  // first; its box gets three zero triples. The polygons are ignored.
+  write_coco(R"({
+    "categories": [
+      {"id": 5, "name": "person", "keypoints": ["nose", "left_eye", "right_eye"],
+       "skeleton": [[1, 2]]},
+      {"id": 1, "name": "ball"}
+    ],
+    "images": [{"id": 9, "file_name": "p.jpg", "width": 200, "height": 100}],
+    "annotations": [
+      {"image_id": 9, "category_id": 5, "segmentation": [[1, 2, 3, 4, 5, 6]],
+       "bbox": [20, 10, 100, 50], "keypoints": [100, 50, 2, 40, 20, 1, 0, 0, 0]},
+      {"image_id": 9, "category_id": 1, "segmentation": {"counts": [1, 2], "size": [100, 200]},
+       "bbox": [0, 0, 10, 10]}
+    ]})");
+  SourceList list = listing({"p.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(list.box_class_names, (std::vector<std::string>{"ball", "person"}));
+  EXPECT_EQ(list.keypoint_names, (std::vector<std::string>{"nose", "left_eye", "right_eye"}));
+  EXPECT_EQ(list.keypoint_flip, (std::vector<int32_t>{0, 2, 1}));
+  const SourceSample& p = sample(list, "p.jpg");
+  EXPECT_EQ(p.box_problem, "");
+  ASSERT_EQ(p.boxes.size(), 2u);
+  expect_box(p.boxes[0], 0.1F, 0.1F, 0.6F, 0.6F, 1);
+  expect_box(p.boxes[1], 0.0F, 0.0F, 0.05F, 0.1F, 0);
+  expect_floats(p.keypoints, {0.5F, 0.5F, 2, 0.2F, 0.2F, 1, 0, 0, 0,  // person
+                              0, 0, 0, 0, 0, 0, 0, 0, 0});            // ball
+}
+
+TEST_F(CocoBoxes, ImagesMatchByPathOrUniqueFileNameAndUnlistedSamplesHaveProblems) {
+  write_coco(R"({
+    "categories": [{"id": 1, "name": "car"}],
+    "images": [
+      {"id": 1, "file_name": "./train/a.jpg", "width": 10, "height": 10},
+      {"id": 2, "file_name": "b.jpg", "width": 20, "height": 10},
+      {"id": 3, "file_name": "d.jpg", "width": 10, "height": 10},
+      {"id": 4, "file_name": "elsewhere/z.jpg", "width": 10, "height": 10}
+    ],
+    "annotations": [
+      {"image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4]},
+      {"image_id": 2, "category_id": 1, "bbox": [2, 1, 4, 2]},
+      {"image_id": 3, "category_id": 1, "bbox": [1, 1, 1, 1]},
+      {"image_id": 4, "category_id": 1, "bbox": [1, 1, 1, 1]}
+    ]})");
+  SourceList list = listing({"train/a.jpg", "train/b.jpg", "x/d.jpg", "y/d.jpg", "train/c.jpg"});
+  attach_boxes(list, src(), options());
+  const SourceSample& a = sample(list, "train/a.jpg");
+  ASSERT_EQ(a.boxes.size(), 1u);
+  expect_box(a.boxes[0], 0.1F, 0.2F, 0.4F, 0.6F, 0);
+  const SourceSample& b = sample(list, "train/b.jpg");  // by its file name
+  EXPECT_EQ(b.box_width, 20u);
+  ASSERT_EQ(b.boxes.size(), 1u);
+  expect_box(b.boxes[0], 0.1F, 0.1F, 0.3F, 0.3F, 0);
+  // Two samples are named d.jpg: neither is taken for it.
+  for (const std::string path : {"x/d.jpg", "y/d.jpg", "train/c.jpg"}) {
+    EXPECT_EQ(sample(list, path).box_problem, path + " is not in " + coco().string());
+    EXPECT_TRUE(sample(list, path).boxes.empty());
+  }
+  // The images no sample matches, missing under SRC, are skipped inputs.
+  ASSERT_EQ(list.skipped.size(), 2u);
+  EXPECT_EQ(list.skipped[0].path, "d.jpg");
+  EXPECT_EQ(list.skipped[0].reason,
+            "missing: listed in " + coco().string() + " (images[2]) but not found under " +
+                src().string() +
+                " (and more than one listed file has its file name, so it names none of them)");
+  EXPECT_EQ(list.skipped[1].path, "elsewhere/z.jpg");
+  EXPECT_EQ(list.skipped[1].reason, "missing: listed in " + coco().string() +
+                                        " (images[3]) but not found under " + src().string());
+}
+
+TEST_F(CocoBoxes, AnImageMissingUnderSrcIsASkippedInputNamingItsJsonPlace) {
+  write_bytes(src() / "extra/present.jpg", "not listed, but there");
+  write_coco(R"({"categories": [{"id": 1, "name": "car"}],
+    "images": [
+      {"id": 1, "file_name": "train/a.jpg", "width": 10, "height": 10},
+      {"id": 2, "file_name": "./train//gone.jpg", "width": 10, "height": 10},
+      {"id": 3, "file_name": "b.jpg", "width": 10, "height": 10},
+      {"id": 4, "file_name": "../up.jpg", "width": 10, "height": 10},
+      {"id": 5, "file_name": "extra/present.jpg", "width": 10, "height": 10},
+      {"id": 6, "file_name": "train/gone.jpg", "width": 10, "height": 10},
+      {"id": 7, "file_name": "csv/skipped.jpg", "width": 10, "height": 10}
+    ],
+    "annotations": [
+      {"image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2]},
+      {"image_id": 2, "category_id": 1, "bbox": [1, 1, 2, 2]},
+      {"image_id": 3, "category_id": 1, "bbox": [2, 2, 2, 2]}
+    ]})");
+  SourceList list = listing({"train/a.jpg", "train/b.jpg"});
+  // As scan_csv() leaves it: sorted by path.
+  list.skipped = {{"csv/skipped.jpg", "missing: listed on list.csv line 3"},
+                  {"zz.jpg", "not a regular file (listed on list.csv line 4)"}};
+  attach_boxes(list, src(), options());
+  const std::string listed = "missing: listed in " + coco().string() + " (images[";
+  const std::string under = "]) but not found under " + src().string();
+  // Once per path, at its first place; the scan's own entry is kept as it was;
+  // the file that exists under SRC and b.jpg (its file name matches) are not
+  // missing.
+  ASSERT_EQ(list.skipped.size(), 4u);
+  EXPECT_EQ(list.skipped[0].path, "../up.jpg");  // outside SRC: as written
+  EXPECT_EQ(list.skipped[0].reason, listed + "3" + under);
+  EXPECT_EQ(list.skipped[1].path, "csv/skipped.jpg");
+  EXPECT_EQ(list.skipped[1].reason, "missing: listed on list.csv line 3");
+  EXPECT_EQ(list.skipped[2].path, "train/gone.jpg");  // normalised
+  EXPECT_EQ(list.skipped[2].reason, listed + "1" + under);
+  EXPECT_EQ(list.skipped[3].path, "zz.jpg");
+  // The listed samples keep their boxes.
+  ASSERT_EQ(sample(list, "train/a.jpg").boxes.size(), 1u);
+  expect_box(sample(list, "train/a.jpg").boxes[0], 0.1F, 0.1F, 0.3F, 0.3F, 0);
+  ASSERT_EQ(sample(list, "train/b.jpg").boxes.size(), 1u);
+  expect_box(sample(list, "train/b.jpg").boxes[0], 0.2F, 0.2F, 0.4F, 0.4F, 0);
+  EXPECT_EQ(sample(list, "train/b.jpg").box_problem, "");
+}
+
+TEST_F(CocoBoxes, MissingImagesFollowInFileOrderWhereTheScanLeftSkippedUnsorted) {
+  write_coco(R"({"categories": [{"id": 1, "name": "car"}],
+    "images": [{"id": 1, "file_name": "z.jpg", "width": 10, "height": 10},
+               {"id": 2, "file_name": "a.jpg", "width": 10, "height": 10}]})");
+  SourceList list = listing({"m.jpg"});
+  // As a directory walk can leave it: "b/c" before "b.jpg".
+  list.skipped = {{"b/c", "cannot list directory: Permission denied"},
+                  {"b.jpg", "not a regular file (a FIFO)"}};
+  attach_boxes(list, src(), options());
+  std::vector<std::string> paths;
+  for (const SkippedInput& input : list.skipped) paths.push_back(input.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"b/c", "b.jpg", "z.jpg", "a.jpg"}));
+  EXPECT_EQ(list.skipped[3].reason, "missing: listed in " + coco().string() +
+                                        " (images[1]) but not found under " + src().string());
+}
+
+TEST_F(CocoBoxes, AnUnknownCategoryIsAProblemOfItsImageOnly) {
+  write_coco(R"({"categories": [{"id": 1, "name": "car"}],
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10},
+               {"id": 2, "file_name": "b.jpg", "width": 10, "height": 10}],
+    "annotations": [{"id": 50, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2]},
+                    {"id": 51, "image_id": 1, "category_id": 3, "bbox": [1, 1, 2, 2]},
+                    {"id": 52, "image_id": 2, "category_id": 1, "bbox": [5, 5, 5, 5]},
+                    {"image_id": 2, "category_id": 1, "bbox": [0, 0, 1, 1]}]})");
+  SourceList list = listing({"a.jpg", "b.jpg"});
+  attach_boxes(list, src(), options());
+  const SourceSample& a = sample(list, "a.jpg");
+  EXPECT_EQ(a.box_problem, coco().string() +
+                               ": annotations[1] (annotation id 51): category_id 3 is not the id "
+                               "of any of categories[]");
+  EXPECT_TRUE(a.boxes.empty());
+  const SourceSample& b = sample(list, "b.jpg");
+  EXPECT_EQ(b.box_problem, "");
+  ASSERT_EQ(b.boxes.size(), 2u);
+  expect_box(b.boxes[0], 0.5F, 0.5F, 1.0F, 1.0F, 0);
+  expect_box(b.boxes[1], 0.0F, 0.0F, 0.1F, 0.1F, 0);
+  EXPECT_TRUE(list.skipped.empty());
+}
+
+TEST_F(CocoBoxes, AnImageWithoutAnnotationsHasNoBoxesAndNoProblem) {
+  write_coco(R"({"categories": [{"id": 1, "name": "car"}],
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10}]})");
+  SourceList list = listing({"a.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(list.samples[0].box_problem, "");
+  EXPECT_TRUE(list.samples[0].boxes.empty());
+  EXPECT_EQ(list.samples[0].box_width, 10u);
+  EXPECT_EQ(list.box_class_names, (std::vector<std::string>{"car"}));
+}
+
+TEST_F(CocoBoxes, AnEmptyOrOutsideBoxIsAProblemNamingTheAnnotation) {
+  write_coco(R"({"categories": [{"id": 1, "name": "car"}],
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10},
+               {"id": 2, "file_name": "b.jpg", "width": 10, "height": 10},
+               {"id": 3, "file_name": "c.jpg", "width": 10, "height": 10}],
+    "annotations": [{"id": 41, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2]},
+                    {"id": 42, "image_id": 1, "category_id": 1, "bbox": [1, 1, 0, 2]},
+                    {"id": 43, "image_id": 2, "category_id": 1, "bbox": [12, 1, 2, 2]},
+                    {"id": 44, "image_id": 3, "category_id": 1, "bbox": [8, -1, 4, 3]}]})");
+  SourceList list = listing({"a.jpg", "b.jpg", "c.jpg"});
+  attach_boxes(list, src(), options());
+  const SourceSample& a = sample(list, "a.jpg");
+  EXPECT_EQ(a.box_problem, coco().string() +
+                               ": annotations[1] (annotation id 42): empty bbox [1, 1, 0, 2] "
+                               "(x, y, width, height)");
+  EXPECT_TRUE(a.boxes.empty());
+  EXPECT_NE(sample(list, "b.jpg").box_problem.find("annotation id 43"), std::string::npos);
+  // Partly outside: clamped to the image.
+  const SourceSample& c = sample(list, "c.jpg");
+  EXPECT_EQ(c.box_problem, "");
+  ASSERT_EQ(c.boxes.size(), 1u);
+  expect_box(c.boxes[0], 0.8F, 0.0F, 1.0F, 0.2F, 0);
+}
+
+TEST_F(CocoBoxes, AWrongKeypointCountIsAProblem) {
+  write_coco(R"({"categories": [{"id": 1, "name": "person", "keypoints": ["a", "b"]}],
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10}],
+    "annotations": [{"id": 5, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+                     "keypoints": [1, 1, 2]}]})");
+  SourceList list = listing({"a.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(list.samples[0].box_problem,
+            coco().string() +
+                ": annotations[0] (annotation id 5): keypoints: expected 2 triples x, y, v (the "
+                "categories name 2 keypoints), not 3 values");
+  EXPECT_TRUE(list.samples[0].keypoints.empty());
+}
+
+TEST_F(CocoBoxes, MalformedJsonIsAUsageErrorNamingTheFileAndLine) {
+  write_coco("{\"images\": [\n  {\"id\": 1,,}\n]}");
+  SourceList list = listing({"a.jpg"});
+  const std::string error = usage_error([&] { attach_boxes(list, src(), options()); });
+  EXPECT_TRUE(error.starts_with(coco().string() + ": not valid JSON: ")) << error;
+  EXPECT_NE(error.find("line 2"), std::string::npos) << error;
+  write_coco("[]");
+  EXPECT_EQ(usage_error([&] { attach_boxes(list, src(), options()); }),
+            coco().string() + ": not a JSON object (COCO)");
+  BoxOptions missing;
+  missing.coco = dir_ / "none.json";
+  EXPECT_EQ(usage_error([&] { attach_boxes(list, src(), missing); }),
+            missing.coco.string() +
+                ": cannot open the COCO file (BoxOptions::coco): No such file or directory");
+}
+
+TEST_F(CocoBoxes, WrongFieldsAreUsageErrorsNamingTheJsonPlace) {
+  SourceList list = listing({"a.jpg"});
+  auto error_for = [&](const std::string& images, const std::string& annotations,
+                       const std::string& categories = R"([{"id": 1, "name": "car"}])") {
+    write_coco(R"({"categories": )" + categories + R"(, "images": )" + images +
+               R"(, "annotations": )" + annotations + "}");
+    return usage_error([&] { attach_boxes(list, src(), options()); });
+  };
+  const std::string image = R"([{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10}])";
+  const std::string file = coco().string();
+  EXPECT_EQ(error_for(R"([{"id": 1, "file_name": "a.jpg", "width": "10", "height": 10}])", "[]"),
+            file + ": images[0].width: expected an integer, not \"10\"");
+  EXPECT_EQ(error_for(R"([{"id": 1, "width": 10, "height": 10}])", "[]"),
+            file + ": images[0].file_name: missing");
+  EXPECT_EQ(error_for(R"([{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10},
+                          {"id": 1, "file_name": "b.jpg", "width": 10, "height": 10}])",
+                      "[]"),
+            file + ": images[1].id: image id 1 is also images[0]'s");
+  EXPECT_EQ(error_for(image, R"([{"image_id": 2, "category_id": 1, "bbox": [1, 1, 1, 1]}])"),
+            file + ": annotations[0].image_id: 2 is not the id of any of images[]");
+  EXPECT_EQ(error_for(image, R"([{"image_id": 1, "category_id": "3", "bbox": [1, 1, 1, 1]}])"),
+            file + ": annotations[0].category_id: expected an integer, not \"3\"");
+  EXPECT_EQ(error_for(image, R"([{"image_id": 1, "category_id": 1, "bbox": [1, 1, 1]}])"),
+            file + ": annotations[0].bbox: expected [x, y, width, height] in pixels, not [1,1,1]");
+  EXPECT_EQ(error_for(image, "[]", R"([{"id": 1, "name": "a"}, {"id": 1, "name": "b"}])"),
+            file + ": categories[1].id: category id 1 is also categories[0]'s");
+  EXPECT_EQ(error_for(image, "{}"), file + ": 'annotations' is object, not an array");
+}
+
+TEST_F(CocoBoxes, CategoriesNamingOtherKeypointsAreAUsageError) {
+  write_coco(R"({"categories": [{"id": 1, "name": "person", "keypoints": ["a", "b"]},
+                               {"id": 2, "name": "cat", "keypoints": ["a", "c"]}],
+                 "images": [], "annotations": []})");
+  SourceList list = listing({"a.jpg"});
+  EXPECT_EQ(usage_error([&] { attach_boxes(list, src(), options()); }),
+            coco().string() +
+                ": categories[1].keypoints: names [a, c] differ from categories[0]'s [a, b]; "
+                "every category with keypoints must name the same ones");
+}
+
+TEST_F(CocoBoxes, AFlipMapNamingUnknownKeypointsIsAUsageError) {
+  write_coco(R"({"categories": [{"id": 1, "name": "p", "keypoints": ["a", "b"]}], "images": []})");
+  SourceList list = listing({"a.jpg"});
+  BoxOptions o = options();
+  o.keypoint_flip_map = "a:z";
+  EXPECT_NE(usage_error([&] { attach_boxes(list, src(), o); }).find("'z' is neither"),
+            std::string::npos);
+  o.keypoint_flip_map = "a:b";
+  attach_boxes(list, src(), o);
+  EXPECT_EQ(list.keypoint_flip, (std::vector<int32_t>{1, 0}));
+}
+
+TEST(BoxOptionsChoice, NothingWithoutBoxesAndNotBothCocoAndYolo) {
+  SourceList list = listing({"a.jpg"});
+  attach_boxes(list, "/nonexistent", BoxOptions{});
+  EXPECT_FALSE(list.boxes);
+  BoxOptions both;
+  both.coco = "/nonexistent/coco.json";
+  both.yolo = true;
+  EXPECT_EQ(usage_error([&] { attach_boxes(list, "/nonexistent", both); }),
+            "BoxOptions::coco and BoxOptions::yolo both give the boxes; give one");
+}
+
+class YoloBoxes : public ::testing::Test {
+ protected:
+  BoxOptions options() const {
+    BoxOptions o;
+    o.yolo = true;
+    return o;
+  }
+  fs::path src() const { return dir_ / "src"; }
+  std::string label(const std::string& path) const { return (src() / path).string(); }
+  void write_label(const std::string& path, const std::string& text) const {
+    write_bytes(src() / path, text);
+  }
+  TempDir dir_;
+};
+
+TEST_F(YoloBoxes, ClassesTxtNamesTheClassesAndCentresBecomeCorners) {
+  write_bytes(src() / "classes.txt", "cat\r\ndog\r\n\r\n\n");
+  const std::string text = "1 0.5 0.5 0.2 0.4\n\n0 0.25 0.75 0.5 0.5\n";
+  write_label("a/x.txt", text);
+  SourceList list = listing({"a/x.jpg", "a/y.png"});  // y has no label file: no objects
+  attach_boxes(list, src(), options());
+  EXPECT_TRUE(list.boxes);
+  EXPECT_EQ(list.box_class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_TRUE(list.keypoint_names.empty());
+  const SourceSample& x = sample(list, "a/x.jpg");
+  EXPECT_EQ(x.box_problem, "");
+  EXPECT_EQ(x.box_width, 0u);
+  ASSERT_EQ(x.boxes.size(), 2u);
+  expect_box(x.boxes[0], 0.4F, 0.3F, 0.6F, 0.7F, 1);
+  expect_box(x.boxes[1], 0.0F, 0.5F, 0.5F, 1.0F, 0);
+  EXPECT_TRUE(x.keypoints.empty());
+  const SourceSample& y = sample(list, "a/y.png");
+  EXPECT_EQ(y.box_problem, "");
+  EXPECT_TRUE(y.boxes.empty());
+  EXPECT_EQ(test::read_bytes(src() / "a/x.txt"), text);  // read, not changed
+}
+
+TEST_F(YoloBoxes, TheNamesFileComesBeforeClassesTxt) {
+  write_bytes(src() / "classes.txt", "cat\n");
+  write_bytes(dir_ / "names.txt", "person\n traffic light \nstop sign");
+  write_label("x.txt", "2 0.5 0.5 0.5 0.5\n");
+  SourceList list = listing({"x.jpg"});
+  BoxOptions o = options();
+  o.yolo_names = dir_ / "names.txt";
+  attach_boxes(list, src(), o);
+  EXPECT_EQ(list.box_class_names,
+            (std::vector<std::string>{"person", "traffic light", "stop sign"}));
+  ASSERT_EQ(list.samples[0].boxes.size(), 1u);
+  EXPECT_EQ(list.samples[0].boxes[0].cls, 2);
+}
+
+TEST_F(YoloBoxes, WithoutNamesTheIdsNameTheClasses) {
+  write_label("a.txt", "3 0.5 0.5 0.5 0.5\n");
+  write_label("b.txt", "0 0.5 0.5 0.5 0.5\n");
+  SourceList list = listing({"a.jpg", "b.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(list.box_class_names, (std::vector<std::string>{"0", "1", "2", "3"}));
+  EXPECT_EQ(sample(list, "a.jpg").boxes.at(0).cls, 3);
+}
+
+TEST_F(YoloBoxes, ABlankLineInsideTheNamesIsAUsageError) {
+  write_bytes(dir_ / "names.txt", "a\n\nb\n");
+  SourceList list = listing({"x.jpg"});
+  BoxOptions o = options();
+  o.yolo_names = dir_ / "names.txt";
+  EXPECT_TRUE(usage_error([&] {
+                attach_boxes(list, src(), o);
+              }).starts_with((dir_ / "names.txt").string() + ":2: blank line"));
+  o.yolo_names = dir_ / "missing.txt";
+  EXPECT_TRUE(usage_error([&] {
+                attach_boxes(list, src(), o);
+              }).starts_with((dir_ / "missing.txt").string() + ": cannot open"));
+}
+
+TEST_F(YoloBoxes, AMalformedLineIsAProblemNamingFileAndLine) {
+  write_label("bad.txt", "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2\n");
+  write_label("word.txt", "\n0 0.5 abc 0.2 0.2\n");
+  write_label("good.txt", "0 0.5 0.5 0.2 0.2\n");
+  SourceList list = listing({"bad.jpg", "word.jpg", "good.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(sample(list, "bad.jpg").box_problem,
+            label("bad.txt") +
+                ":2: 4 numbers; a YOLO line is 'class cx cy w h', then 'x y v' per keypoint");
+  EXPECT_TRUE(sample(list, "bad.jpg").boxes.empty());
+  EXPECT_EQ(sample(list, "word.jpg").box_problem, label("word.txt") + ":2: 'abc' is not a number");
+  EXPECT_EQ(sample(list, "good.jpg").box_problem, "");
+  EXPECT_EQ(sample(list, "good.jpg").boxes.size(), 1u);
+}
+
+TEST_F(YoloBoxes, AClassIdBeyondTheNamesOrNotAnIntegerIsAProblem) {
+  write_bytes(src() / "classes.txt", "cat\ndog\n");
+  write_label("beyond.txt", "1 0.5 0.5 0.2 0.2\n2 0.5 0.5 0.2 0.2\n");
+  write_label("fraction.txt", "0.5 0.5 0.5 0.2 0.2\n");
+  write_label("negative.txt", "-1 0.5 0.5 0.2 0.2\n");
+  SourceList list = listing({"beyond.jpg", "fraction.jpg", "negative.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(sample(list, "beyond.jpg").box_problem,
+            label("beyond.txt") + ":2: class id 2, but the class names are 2 (ids 0..1)");
+  EXPECT_EQ(sample(list, "fraction.jpg").box_problem,
+            label("fraction.txt") + ":1: class id 0.5 is not an integer");
+  EXPECT_EQ(sample(list, "negative.jpg").box_problem,
+            label("negative.txt") + ":1: class id -1 is not an integer");
+}
+
+TEST_F(YoloBoxes, ValuesMayLeaveTheUnitRangeByTheToleranceOnly) {
+  write_label("edge.txt", "0 1.0005 0.5 0.2 0.4\n0 0.1 0.5 0.4 0.2\n");
+  write_label("out.txt", "0 0.5 1.01 0.2 0.2\n");
+  SourceList list = listing({"edge.jpg", "out.jpg"});
+  attach_boxes(list, src(), options());
+  const SourceSample& edge = sample(list, "edge.jpg");
+  EXPECT_EQ(edge.box_problem, "");
+  ASSERT_EQ(edge.boxes.size(), 2u);
+  expect_box(edge.boxes[0], 0.9F, 0.3F, 1.0F, 0.7F, 0);  // cx clamped to 1
+  expect_box(edge.boxes[1], 0.0F, 0.4F, 0.3F, 0.6F, 0);  // x0 = -0.1 clamped
+  EXPECT_EQ(sample(list, "out.jpg").box_problem,
+            label("out.txt") +
+                ":1: cy = 1.01 is outside [0, 1] (YOLO values are fractions of the image)");
+}
+
+TEST_F(YoloBoxes, PoseLinesGiveTheKeypointCountOfTheFirstSuchLine) {
+  write_label("a.txt", "0 0.5 0.5 0.2 0.2 0.1 0.2 2 0.3 0.4 0\n");
+  write_label("b.txt", "0 0.5 0.5 0.2 0.2\n");                      // no keypoints
+  write_label("c.txt", "0 0.5 0.5 0.2 0.2 0.1 0.2 2\n");            // one keypoint
+  write_label("d.txt", "0 0.5 0.5 0.2 0.2 0.1 0.2 2 0.5\n");        // not 3 per keypoint
+  write_label("e.txt", "0 0.5 0.5 0.2 0.2 0.1 0.2 3 0.3 0.4 0\n");  // v = 3
+  write_label("f.txt", "1 0.5 0.5 0.2 0.2 0.1 0.2 1 0.3 0.4 2\n");
+  SourceList list = listing({"a.jpg", "b.jpg", "c.jpg", "d.jpg", "e.jpg", "f.jpg"});
+  BoxOptions o = options();
+  o.keypoint_flip_map = "0:1";
+  attach_boxes(list, src(), o);
+  EXPECT_EQ(list.keypoint_names, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(list.keypoint_flip, (std::vector<int32_t>{1, 0}));
+  EXPECT_EQ(list.box_class_names, (std::vector<std::string>{"0", "1"}));
+  const SourceSample& a = sample(list, "a.jpg");
+  EXPECT_EQ(a.box_problem, "");
+  expect_floats(a.keypoints, {0.1F, 0.2F, 2, 0.3F, 0.4F, 0});
+  expect_floats(sample(list, "f.jpg").keypoints, {0.1F, 0.2F, 1, 0.3F, 0.4F, 2});
+  EXPECT_EQ(sample(list, "b.jpg").box_problem,
+            label("b.txt") + ":1: 5 numbers, but " + label("a.txt") +
+                ":1 has 11 (5, then 3 per keypoint; every line of a dataset has as many)");
+  EXPECT_NE(sample(list, "c.jpg").box_problem.find(label("c.txt") + ":1: 8 numbers, but "),
+            std::string::npos);
+  EXPECT_EQ(sample(list, "d.jpg").box_problem,
+            label("d.txt") +
+                ":1: 9 numbers; a YOLO line is 'class cx cy w h', then 'x y v' per keypoint");
+  EXPECT_EQ(
+      sample(list, "e.jpg").box_problem,
+      label("e.txt") + ":1: keypoint 0 v = 3 is not 0, 1 or 2 (not labelled, hidden, visible)");
+  EXPECT_TRUE(sample(list, "b.jpg").boxes.empty());
+}
+
+TEST_F(YoloBoxes, KeypointNamesFixTheCountAndTheFlip) {
+  write_label("a.txt", "0 0.5 0.5 0.2 0.2 0.1 0.2 2 0.3 0.4 2\n");
+  write_label("b.txt", "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2 0.1 0.2 2 0.3 0.4 2\n");
+  SourceList list = listing({"a.jpg", "b.jpg"});
+  BoxOptions o = options();
+  o.yolo_keypoints = "LeftHand, RightHand";
+  attach_boxes(list, src(), o);
+  EXPECT_EQ(list.keypoint_names, (std::vector<std::string>{"LeftHand", "RightHand"}));
+  EXPECT_EQ(list.keypoint_flip, (std::vector<int32_t>{1, 0}));
+  EXPECT_EQ(sample(list, "a.jpg").keypoints.size(), 6u);
+  EXPECT_EQ(sample(list, "b.jpg").box_problem,
+            label("b.txt") +
+                ":1: 5 numbers, but the keypoint names make 11 (5, then 3 per "
+                "keypoint)");
+}
+
+TEST(KeypointFlipTable, PairsNamesThatDifferByLeftAndRight) {
+  const std::vector<std::string> names = {"nose",      "left_eye", "right_eye", "LeftHand",
+                                          "RightHand", "l_foot",   "r_foot",    "left_only",
+                                          "Left_Ear",  "right_ear"};
+  EXPECT_EQ(keypoint_flip_table(names, ""), (std::vector<int32_t>{0, 2, 1, 4, 3, 5, 6, 7, 9, 8}));
+  EXPECT_TRUE(keypoint_flip_table({}, "").empty());
+}
+
+TEST(KeypointFlipTable, AnExplicitMapOfNamesOrIndicesReplacesTheNameRule) {
+  EXPECT_EQ(keypoint_flip_table({"a", "b", "c", "d"}, "a:c, 1 : 3"),
+            (std::vector<int32_t>{2, 3, 0, 1}));
+  EXPECT_EQ(keypoint_flip_table({"left_eye", "right_eye", "x"}, "0:2"),
+            (std::vector<int32_t>{2, 1, 0}));
+}
+
+TEST(KeypointFlipTable, MapErrorsQuoteTheMap) {
+  const std::vector<std::string> names = {"a", "b", "c"};
+  EXPECT_EQ(usage_error([&] { keypoint_flip_table(names, "a:z"); }),
+            "BoxOptions::keypoint_flip_map 'a:z': 'z' is neither a keypoint name nor an index "
+            "below 3 (keypoints: a, b, c)");
+  EXPECT_NE(usage_error([&] { keypoint_flip_table(names, "0:3"); }).find("'3' is neither"),
+            std::string::npos);
+  EXPECT_EQ(usage_error([&] { keypoint_flip_table(names, "a:b,b:c"); }),
+            "BoxOptions::keypoint_flip_map 'a:b,b:c': keypoint 'b' is paired twice");
+  EXPECT_EQ(usage_error([&] { keypoint_flip_table(names, "a:a"); }),
+            "BoxOptions::keypoint_flip_map 'a:a': pairs keypoint 'a' with itself");
+  EXPECT_EQ(usage_error([&] { keypoint_flip_table(names, "a-b"); }),
+            "BoxOptions::keypoint_flip_map 'a-b': 'a-b' is not a pair 'a:b' of keypoint names "
+            "or indices");
+}
+
+}  // namespace
+}  // namespace imgpack

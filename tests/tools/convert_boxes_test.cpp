@@ -1,0 +1,423 @@
+// imgpack convert with object boxes (--yolo, --coco): every record's boxes go
+// through its own geometry, checked against its pixels (a white rectangle on
+// black is the object, its box must hold exactly the white pixels, variant
+// by variant, augmentation and rotation included); bad annotations skip
+// their input with the reason; verify catches box damage; parts merge.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "h5.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/format.hpp"
+#include "synthetic_dataset.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::CommandResult;
+using test::run_imgpack;
+using test::shell_quote;
+using test::TempDir;
+using test::write_bytes;
+
+std::string q(const fs::path& p) { return shell_quote(p.string()); }
+
+// An 80 x 60 black picture with white rectangles: the objects.
+struct Picture {
+  std::string name;
+  std::vector<cv::Rect> objects;
+  std::vector<int> classes;
+};
+
+const std::vector<Picture>& pictures() {
+  static const std::vector<Picture> all = {
+      {"a.png", {cv::Rect(20, 15, 30, 25)}, {1}},
+      {"b.png", {cv::Rect(4, 6, 16, 12), cv::Rect(44, 30, 28, 24)}, {0, 1}},
+      {"c.png", {cv::Rect(30, 10, 20, 40)}, {0}},
+      {"d.png", {}, {}},
+  };
+  return all;
+}
+
+void write_pictures(const fs::path& dir) {
+  for (const Picture& p : pictures()) {
+    cv::Mat image(60, 80, CV_8UC3, cv::Scalar(0, 0, 0));
+    for (const cv::Rect& r : p.objects) image(r).setTo(cv::Scalar(255, 255, 255));
+    test::write_image(dir / p.name, image);
+  }
+}
+
+std::string yolo_line(int cls, const cv::Rect& r) {
+  char line[128];
+  std::snprintf(line, sizeof line, "%d %.6f %.6f %.6f %.6f\n", cls, (r.x + r.width / 2.0) / 80,
+                (r.y + r.height / 2.0) / 60, r.width / 80.0, r.height / 60.0);
+  return line;
+}
+
+// One record's boxes as the shard stores them.
+struct StoredRecord {
+  std::string path;
+  uint16_t variant = 0;
+  cv::Mat pixels;
+  std::vector<float> boxes;
+  std::vector<int32_t> classes;
+};
+
+std::vector<StoredRecord> read_stored(const fs::path& dataset) {
+  const DatasetIndex index = read_index(dataset);
+  std::vector<StoredRecord> out;
+  for (const std::string& file : index.shards.file) {
+    h5::File shard = h5::File::open_read(dataset / file);
+    const std::vector<int64_t> samples = shard.read<int64_t>(format::kSample);
+    const std::vector<uint16_t> variants = shard.read<uint16_t>(format::kVariant);
+    const std::vector<int64_t> offsets = shard.read<int64_t>(format::kBoxOffsets);
+    const std::vector<float> boxes =
+        shard.read_shaped<float>(format::kBoxes, {static_cast<uint64_t>(offsets.back()), 4});
+    const std::vector<int32_t> classes = shard.read<int32_t>(format::kBoxClass);
+    const std::vector<uint8_t> pixels = shard.read_shaped<uint8_t>(
+        format::kImages, {samples.size(), index.height, index.width, index.channels});
+    for (std::size_t r = 0; r < samples.size(); ++r) {
+      StoredRecord record;
+      record.path = index.sample_path[static_cast<std::size_t>(samples[r])];
+      record.variant = variants[r];
+      record.pixels =
+          cv::Mat(static_cast<int>(index.height), static_cast<int>(index.width), CV_8UC3,
+                  const_cast<uint8_t*>(pixels.data()) + r * index.record_bytes())
+              .clone();
+      const auto first = static_cast<std::size_t>(offsets[r]);
+      const auto last = static_cast<std::size_t>(offsets[r + 1]);
+      record.boxes.assign(boxes.begin() + static_cast<std::ptrdiff_t>(first * 4),
+                          boxes.begin() + static_cast<std::ptrdiff_t>(last * 4));
+      record.classes.assign(classes.begin() + static_cast<std::ptrdiff_t>(first),
+                            classes.begin() + static_cast<std::ptrdiff_t>(last));
+      out.push_back(std::move(record));
+    }
+  }
+  return out;
+}
+
+// The bounding rectangle of the record's bright pixels, in continuous
+// coordinates, and whether each bright pixel lies in one of `boxes`
+// (grown by `slack` pixels).
+bool bright_pixels_inside(const StoredRecord& record, float slack) {
+  cv::Mat gray;
+  cv::cvtColor(record.pixels, gray, cv::COLOR_RGB2GRAY);
+  for (int y = 0; y < gray.rows; ++y) {
+    for (int x = 0; x < gray.cols; ++x) {
+      if (gray.at<uint8_t>(y, x) < 160) continue;
+      bool inside = false;
+      for (std::size_t b = 0; b < record.boxes.size() / 4; ++b) {
+        const float* box = record.boxes.data() + b * 4;
+        inside = inside || (x + 0.5F >= box[0] - slack && x + 0.5F <= box[2] + slack &&
+                            y + 0.5F >= box[1] - slack && y + 0.5F <= box[3] + slack);
+      }
+      if (!inside) return false;
+    }
+  }
+  return true;
+}
+
+class ConvertBoxesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_pictures(src_ / "c");
+    for (const Picture& p : pictures()) {
+      if (p.objects.empty()) continue;  // d.png: no label file, no objects
+      std::string lines;
+      for (std::size_t i = 0; i < p.objects.size(); ++i)
+        lines += yolo_line(p.classes[i], p.objects[i]);
+      write_bytes(src_ / "c" / (p.name.substr(0, 1) + ".txt"), lines);
+    }
+    write_bytes(src_ / "classes.txt", "cat\ndog\n");
+  }
+
+  CommandResult convert(const fs::path& out, const std::string& args,
+                        const std::string& size = "40x30") {
+    return run_imgpack("convert " + q(src_) + " " + q(out) + " --size " + size + " --quiet " +
+                       args);
+  }
+
+  TempDir dir_;
+  fs::path src_ = dir_.path() / "src";
+};
+
+TEST_F(ConvertBoxesTest, YoloBoxesFollowEveryVariantsGeometry) {
+  const fs::path out = dir_.path() / "out";
+  CommandResult r = convert(out,
+                            "--yolo --variants 4 --augment "
+                            "'hflip,vflip,rotate=30,zoom=0.8:1.2,shift=0.1,fill=constant' "
+                            "--box-min-visible 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const DatasetIndex index = read_index(out);
+  EXPECT_TRUE(index.boxes);
+  EXPECT_EQ(index.box_class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(index.box_min_visible, 0.0);
+  const std::vector<StoredRecord> records = read_stored(out);
+  ASSERT_EQ(records.size(), 16u);
+  std::size_t boxes = 0;
+  for (const StoredRecord& record : records) {
+    SCOPED_TRACE(record.path + " variant " + std::to_string(record.variant));
+    const auto& picture =
+        *std::find_if(pictures().begin(), pictures().end(),
+                      [&](const Picture& p) { return "c/" + p.name == record.path; });
+    if (record.variant == 0) {
+      // The plain resize halves every coordinate.
+      ASSERT_EQ(record.boxes.size(), picture.objects.size() * 4);
+      for (std::size_t b = 0; b < picture.objects.size(); ++b) {
+        const cv::Rect& o = picture.objects[b];
+        EXPECT_NEAR(record.boxes[b * 4 + 0], o.x / 2.0, 1e-4);
+        EXPECT_NEAR(record.boxes[b * 4 + 1], o.y / 2.0, 1e-4);
+        EXPECT_NEAR(record.boxes[b * 4 + 2], (o.x + o.width) / 2.0, 1e-4);
+        EXPECT_NEAR(record.boxes[b * 4 + 3], (o.y + o.height) / 2.0, 1e-4);
+        EXPECT_EQ(record.classes[b], picture.classes[b]);
+      }
+    }
+    // Every variant: the white pixels lie in the boxes (a pixel of slack
+    // for the bilinear edge), and each box is not much larger than its
+    // white area's bounding rectangle (rotation makes it larger by design:
+    // the rotated rectangle's corners are its corners).
+    EXPECT_TRUE(bright_pixels_inside(record, 1.0F));
+    for (std::size_t b = 0; b < record.boxes.size() / 4; ++b) {
+      const float* box = record.boxes.data() + b * 4;
+      EXPECT_GE(box[0], 0);
+      EXPECT_LE(box[2], 40);
+      EXPECT_GE(box[1], 0);
+      EXPECT_LE(box[3], 30);
+      cv::Mat gray;
+      cv::cvtColor(record.pixels, gray, cv::COLOR_RGB2GRAY);
+      const cv::Rect inner(static_cast<int>(std::ceil(box[0])), static_cast<int>(std::ceil(box[1])),
+                           std::max(0, static_cast<int>(box[2] - std::ceil(box[0]))),
+                           std::max(0, static_cast<int>(box[3] - std::ceil(box[1]))));
+      if (inner.area() == 0) continue;
+      // Some white inside every kept box.
+      EXPECT_GT(cv::countNonZero(gray(inner) > 160), 0);
+      ++boxes;
+    }
+  }
+  EXPECT_GT(boxes, 12u);
+  std::size_t boxes_in_all = 0;
+  for (const StoredRecord& record : records) boxes_in_all += record.classes.size();
+
+  r = run_imgpack("verify " + q(out) + " --quiet");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run_imgpack("inspect " + q(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // a: 1 dog, b: 1 cat and 1 dog, c: 1 cat, d: none; 4 variants each.
+  EXPECT_NE(r.out.find("boxes       2 classes, kept where 0 of a box stays inside; "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("1 of 4 images without any"), std::string::npos) << r.out;
+  r = run_imgpack("inspect " + q(out) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["boxes"]["classes"][0]["name"], "cat");
+  EXPECT_EQ(j["boxes"]["images_without"], 1);
+  uint64_t counted = 0;
+  for (const auto& c : j["boxes"]["classes"]) counted += c["count"].get<uint64_t>();
+  EXPECT_EQ(counted, j["boxes"]["boxes"].get<uint64_t>());
+  EXPECT_EQ(j["boxes"]["boxes"].get<uint64_t>(), boxes_in_all);
+}
+
+TEST_F(ConvertBoxesTest, ACentreCropDropsBoxesMostlyCutAway) {
+  const fs::path out = dir_.path() / "out";
+  // 80 x 60 to 30 x 30 crop: scaled to 40 x 30, columns 5..35 kept. b.png's
+  // first box (4..20 -> 2..10 -> -3..5) keeps 5/8 of its width; the default
+  // 0.3 keeps it, 0.7 drops it.
+  ASSERT_EQ(convert(out, "--yolo", "30").exit_code, 0);
+  ASSERT_EQ(convert(dir_.path() / "strict", "--yolo --box-min-visible 0.7", "30").exit_code, 0);
+  for (const auto& [dataset, kept] : {std::pair{out, 2u}, std::pair{dir_.path() / "strict", 1u}}) {
+    for (const StoredRecord& record : read_stored(dataset)) {
+      if (record.path != "c/b.png") continue;
+      ASSERT_EQ(record.boxes.size(), kept * 4) << dataset;
+      if (kept == 2) {
+        EXPECT_EQ(record.boxes[0], 0.0F);
+        EXPECT_NEAR(record.boxes[2], 5.0, 1e-4);
+      }
+    }
+  }
+}
+
+TEST_F(ConvertBoxesTest, BadLabelFilesSkipTheirImageWithTheReason) {
+  write_bytes(src_ / "c/c.txt", "0 0.5 0.5 0.2\n");      // a value short
+  write_bytes(src_ / "c/a.txt", "7 0.5 0.5 0.2 0.2\n");  // class 7 of 2
+  const fs::path out = dir_.path() / "out";
+  CommandResult r = convert(out, "--yolo --max-skipped 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(test::read_bytes(out / "report.json"));
+  ASSERT_EQ(report["skipped"].size(), 2u) << report.dump();
+  for (const auto& skipped : report["skipped"]) {
+    const std::string reason = skipped["reason"];
+    const std::string label = skipped["path"] == "c/a.png" ? "a.txt" : "c.txt";
+    EXPECT_NE(reason.find(label), std::string::npos) << reason;
+    EXPECT_NE(reason.find(":1"), std::string::npos) << reason;  // the line
+  }
+  EXPECT_EQ(read_index(out).num_samples(), 2u);
+}
+
+TEST_F(ConvertBoxesTest, CocoBoxesCrowdAndKeypoints) {
+  // Categories out of id order; a keypointed person; image d.png listed
+  // with the wrong size; an image the file does not list is skipped.
+  nlohmann::json coco;
+  coco["categories"] = {{{"id", 7}, {"name", "person"}, {"keypoints", {"left_eye", "right_eye"}}},
+                        {{"id", 3}, {"name", "ball"}}};
+  coco["images"] = {{{"id", 1}, {"file_name", "c/a.png"}, {"width", 80}, {"height", 60}},
+                    {{"id", 2}, {"file_name", "b.png"}, {"width", 80}, {"height", 60}},
+                    {{"id", 4}, {"file_name", "c/d.png"}, {"width", 60}, {"height", 80}}};
+  coco["annotations"] = {
+      {{"id", 10},
+       {"image_id", 1},
+       {"category_id", 7},
+       {"bbox", {20, 15, 30, 25}},
+       {"iscrowd", 0},
+       {"keypoints", {30, 20, 2, 40, 20, 1}}},
+      {{"id", 11}, {"image_id", 2}, {"category_id", 3}, {"bbox", {4, 6, 16, 12}}, {"iscrowd", 1}},
+  };
+  write_bytes(dir_.path() / "coco.json", coco.dump());
+  const fs::path out = dir_.path() / "out";
+  CommandResult r = convert(out, "--coco " + q(dir_.path() / "coco.json") +
+                                     " --resize stretch --max-skipped 2 --variants 2 --augment "
+                                     "hflip=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const DatasetIndex index = read_index(out);
+  EXPECT_EQ(index.box_class_names, (std::vector<std::string>{"ball", "person"}));
+  EXPECT_EQ(index.keypoint_names, (std::vector<std::string>{"left_eye", "right_eye"}));
+  EXPECT_EQ(index.keypoint_flip, (std::vector<int32_t>{1, 0}));
+  const nlohmann::json report = nlohmann::json::parse(test::read_bytes(out / "report.json"));
+  ASSERT_EQ(report["skipped"].size(), 2u) << report.dump();
+  for (const auto& skipped : report["skipped"]) {
+    const std::string reason = skipped["reason"];
+    if (skipped["path"] == "c/c.png") {
+      EXPECT_NE(reason.find("coco.json"), std::string::npos) << reason;
+    } else {
+      EXPECT_EQ(skipped["path"], "c/d.png");
+      EXPECT_NE(reason.find("60x80"), std::string::npos) << reason;
+    }
+  }
+  // The keypoints through the mirror of variant 1: x -> 40 - x, pairs swapped.
+  h5::File shard = h5::File::open_read(out / index.shards.file[0]);
+  const std::vector<int64_t> samples = shard.read<int64_t>(format::kSample);
+  const std::vector<uint16_t> variants = shard.read<uint16_t>(format::kVariant);
+  const std::vector<int64_t> offsets = shard.read<int64_t>(format::kBoxOffsets);
+  const uint64_t boxes = static_cast<uint64_t>(offsets.back());
+  const std::vector<float> keypoints = shard.read_shaped<float>(format::kKeypoints, {boxes, 2, 3});
+  const std::vector<uint8_t> crowd = shard.read<uint8_t>(format::kBoxCrowd);
+  std::size_t checked = 0;
+  for (std::size_t row = 0; row < samples.size(); ++row) {
+    const std::string& path = index.sample_path[static_cast<std::size_t>(samples[row])];
+    const auto first = static_cast<std::size_t>(offsets[row]);
+    ASSERT_EQ(offsets[row + 1] - offsets[row], 1) << path;
+    if (path == "c/b.png") {
+      EXPECT_EQ(crowd[first], 1);
+      continue;
+    }
+    const float* k = keypoints.data() + first * 6;
+    const std::vector<float> want = variants[row] == 0 ? std::vector<float>{15, 10, 2, 20, 10, 1}
+                                                       : std::vector<float>{20, 10, 1, 25, 10, 2};
+    for (std::size_t i = 0; i < 6; ++i) EXPECT_NEAR(k[i], want[i], 1e-4) << i;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2u);
+}
+
+TEST_F(ConvertBoxesTest, VerifyFindsADamagedBoxAndPartsMergeToTheSameBoxes) {
+  const fs::path out = dir_.path() / "out";
+  ASSERT_EQ(convert(out, "--yolo --order sorted").exit_code, 0);
+  const fs::path parts = dir_.path() / "parts";
+  for (int part = 0; part < 2; ++part) {
+    ASSERT_EQ(
+        convert(parts, "--yolo --order sorted --part " + std::to_string(part) + "/2").exit_code, 0);
+  }
+  CommandResult r = run_imgpack("merge " + q(parts) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto by_path = [](const std::vector<StoredRecord>& records) {
+    std::map<std::string, std::vector<float>> boxes;
+    for (const StoredRecord& record : records) boxes[record.path] = record.boxes;
+    return boxes;
+  };
+  EXPECT_EQ(by_path(read_stored(parts)), by_path(read_stored(out)));
+
+  // One flipped bit in a box coordinate.
+  const fs::path shard = out / read_index(out).shards.file[0];
+  const uint64_t offset = test::dataset_offset(shard, format::kBoxes);
+  std::string bytes = test::read_bytes(shard);
+  bytes[offset + 1] = static_cast<char>(bytes[offset + 1] ^ 0x10);
+  write_bytes(shard, bytes);
+  r = run_imgpack("verify " + q(out));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("do not match their checksum"), std::string::npos)
+      << r.out << r.err;
+}
+
+// sample-data --boxes draws each shape with its exact box; converted with
+// its masks too, every variant's box is within a pixel of its mask's extent
+// (the mask is the same hard-edged shape, nearest-neighbour through the same
+// warp), zoomed, shifted and mirrored.
+TEST(SampleDataBoxesTest, BoxesMatchTheirMasksInEveryVariant) {
+  TempDir dir;
+  const fs::path src = dir.path() / "src";
+  CommandResult r = run_imgpack("sample-data " + q(src) +
+                                " --classes 3 --per-class 4 --size 96x72 --masks --boxes --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::read_bytes(src / "classes.txt"), "circle\nsquare\ntriangle\n");
+  const fs::path out = dir.path() / "out";
+  r = run_imgpack("convert " + q(src) + " " + q(out) + " --masks " + q(src / "masks") +
+                  " --yolo --yolo-keypoints left,right --size 64x48 --resize stretch "
+                  "--variants 3 --augment 'hflip,zoom=0.8:1.2,shift=0.1,fill=constant' --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const DatasetIndex index = read_index(out);
+  EXPECT_EQ(index.keypoint_names, (std::vector<std::string>{"left", "right"}));
+  EXPECT_EQ(index.keypoint_flip, (std::vector<int32_t>{1, 0}));
+  std::size_t compared = 0;
+  for (const std::string& file : index.shards.file) {
+    h5::File shard = h5::File::open_read(out / file);
+    const uint64_t n = shard.length(format::kSample);
+    const std::vector<uint8_t> masks =
+        shard.read_shaped<uint8_t>(format::kMasks, {n, index.height, index.width});
+    const std::vector<int64_t> offsets = shard.read<int64_t>(format::kBoxOffsets);
+    const std::vector<float> boxes =
+        shard.read_shaped<float>(format::kBoxes, {static_cast<uint64_t>(offsets.back()), 4});
+    for (uint64_t row = 0; row < n; ++row) {
+      const cv::Mat mask(48, 64, CV_8UC1,
+                         const_cast<uint8_t*>(masks.data()) + row * index.mask_bytes());
+      const cv::Mat shape = (mask != 0) & (mask != 255);
+      if (offsets[row + 1] == offsets[row]) {
+        // Dropped: less than 0.3 of it stayed inside, so little of it shows.
+        EXPECT_LT(cv::countNonZero(shape), 64 * 48 / 4) << file << " row " << row;
+        continue;
+      }
+      ASSERT_EQ(offsets[row + 1] - offsets[row], 1);
+      // The mask is sampled (nearest neighbour at each output pixel's
+      // centre): a mask pixel shows the shape where its centre does, so the
+      // exact box holds every mask pixel's centre (half a pixel in from its
+      // edges); and when the record shrinks the source, the shape's edge rows
+      // and columns may fall between the samples, up to a source pixel short
+      // of its true edge on each side, so the box is at most that much larger.
+      const cv::Rect extent = cv::boundingRect(shape);
+      const float* box = boxes.data() + offsets[row] * 4;
+      const std::string where = file + " row " + std::to_string(row);
+      EXPECT_LE(box[0], extent.x + 0.51) << where;
+      EXPECT_LE(box[1], extent.y + 0.51) << where;
+      EXPECT_GE(box[2], extent.x + extent.width - 0.51) << where;
+      EXPECT_GE(box[3], extent.y + extent.height - 0.51) << where;
+      EXPECT_NEAR(box[0], extent.x, 1.5) << where;
+      EXPECT_NEAR(box[1], extent.y, 1.5) << where;
+      EXPECT_NEAR(box[2], extent.x + extent.width, 1.5) << where;
+      EXPECT_NEAR(box[3], extent.y + extent.height, 1.5) << where;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 30u);
+  r = run_imgpack("preview " + q(out) + " --out " + q(dir.path() / "sheet.png"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace imgpack
