@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <set>
@@ -300,6 +302,59 @@ TEST(PreviewMasks, EachTileShowsItsRecordsMaskOverItsPixels) {
       }
     }
   }
+}
+
+// Each tile draws its record's boxes as outlines in their class's colour
+// (scaled with the tile) and nothing else changes; without boxes, or with
+// draw_boxes off, the tile is the record alone.
+TEST(PreviewBoxes, EachTileOutlinesItsRecordsBoxesInTheirClassColour) {
+  test::TempDir dir;
+  test::SyntheticOptions options;
+  options.samples = 4;
+  options.height = 24;
+  options.width = 32;
+  options.box_classes = 3;
+  test::write_synthetic_dataset(dir.path(), options);
+  const Dataset dataset = Dataset::open(dir.path());
+  PreviewOptions preview;
+  preview.samples = 4;
+  const PreviewSheet sheet = render_preview(dir.path(), preview);
+  preview.draw_boxes = false;
+  const PreviewSheet plain = render_preview(dir.path(), preview);
+  const cv::Size tile = preview_tile_size(32, 24);
+  const double scale = static_cast<double>(tile.width) / 32;
+  std::size_t outlined = 0;
+  for (uint64_t r = 0; r < dataset.num_records(); ++r) {
+    const int i = static_cast<int>(
+        std::find(sheet.samples.begin(), sheet.samples.end(), dataset.record_sample(r)) -
+        sheet.samples.begin());
+    const cv::Point origin(
+        kPreviewMargin + (i % sheet.layout.columns) * (tile.width + kPreviewMargin),
+        kPreviewMargin +
+            (i / sheet.layout.columns) * (tile.height + kPreviewLabelHeight + kPreviewMargin));
+    const cv::Mat drawn = sheet.image(cv::Rect(origin, tile));
+    const cv::Mat bare = plain.image(cv::Rect(origin, tile));
+    const Dataset::BoxRows rows = dataset.record_boxes(r);
+    if (rows.size() == 0) {
+      EXPECT_EQ(test::mean_abs_diff(drawn, bare), 0) << r;
+      continue;
+    }
+    // The middle of each box's top edge is drawn in its class's colour.
+    for (std::size_t b = 0; b < rows.size(); ++b) {
+      const float* box = rows.boxes.data() + b * 4;
+      const cv::Point top(static_cast<int>(std::lround((box[0] + box[2]) / 2 * scale)),
+                          static_cast<int>(std::lround(box[1] * scale)));
+      const cv::Vec3b colour = mask_label_color(static_cast<uint8_t>(rows.classes[b] + 1));
+      bool found = false;
+      for (int dy = -1; dy <= 1 && !found; ++dy) {
+        const cv::Point at(top.x, std::clamp(top.y + dy, 0, tile.height - 1));
+        found = drawn.at<cv::Vec3b>(at) == colour;
+      }
+      EXPECT_TRUE(found) << "record " << r << " box " << b;
+      ++outlined;
+    }
+  }
+  EXPECT_GT(outlined, 0u);
 }
 
 }  // namespace
