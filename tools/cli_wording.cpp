@@ -10,7 +10,7 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 46> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 52> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"ConvertOptions::variants", "--variants"},
@@ -33,6 +33,12 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 46> kWording
     {"MaskOptions::fill", "--mask-fill"},
     {"MaskOptions::colors", "--mask-colors FILE"},
     {"MaskOptions::classes", "--mask-classes"},
+    {"BoxOptions::coco", "--coco"},
+    {"BoxOptions::yolo_names", "--yolo-names"},
+    {"BoxOptions::yolo_keypoints", "--yolo-keypoints"},
+    {"BoxOptions::yolo", "--yolo"},
+    {"BoxOptions::min_visible", "--box-min-visible"},
+    {"BoxOptions::keypoint_flip_map", "--keypoint-flip-map"},
     {"ScanOptions::group_regex", "--group-regex"},
     {"ScanOptions::group_missing_ok", "--group-missing ok"},
     {"ScanOptions::labels", "--labels"},

@@ -59,7 +59,7 @@ void ConvertOptions::validate() const {
     throw UsageError("ConvertOptions::variants must be between 1 and 1024");
   parse_augment_spec(augment);  // throws UsageError naming the key
   if (!boxes.coco.empty() && boxes.yolo) {
-    throw UsageError("BoxOptions: coco and yolo are two sources of boxes; give one");
+    throw UsageError("BoxOptions::coco and BoxOptions::yolo both give the boxes; give one");
   }
   if (!(boxes.min_visible >= 0 && boxes.min_visible <= 1)) {
     throw UsageError("BoxOptions::min_visible must be between 0 and 1");

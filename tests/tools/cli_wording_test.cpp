@@ -17,6 +17,7 @@
 #include "imgpack/sample_data.hpp"
 #include "imgpack/selection.hpp"
 #include "imgpack/split.hpp"
+#include "inputs/boxes_input.hpp"
 #include "test_support.hpp"
 
 namespace imgpack::cli {
@@ -94,6 +95,27 @@ TEST(CliWording, EveryOptionInLibraryErrorsBecomesAFlag) {
        "--augment: unknown key 'wobble' in 'wobble=1'"},
       {"augment help", [&] { parse_augment_spec("wobble=1"); }, "see imgpack convert --help"},
       {"augment range", [&] { parse_augment_spec("rotate=500"); }, "--augment: 'rotate=500'"},
+      {"coco and yolo",
+       [&] {
+         auto o = base;
+         o.boxes.coco = "instances.json";
+         o.boxes.yolo = true;
+         o.validate();
+       },
+       "--coco and --yolo both give the boxes"},
+      {"box min visible",
+       [&] {
+         auto o = base;
+         o.boxes.yolo = true;
+         o.boxes.min_visible = 2;
+         o.validate();
+       },
+       "--box-min-visible must be between 0 and 1"},
+      {"keypoint flip map",
+       [&] {
+         keypoint_flip_table({"left_eye", "right_eye"}, "left_eye:nose");
+       },
+       "--keypoint-flip-map 'left_eye:nose'"},
       {"shard size",
        [&] {
          auto o = base;
