@@ -356,6 +356,52 @@ TEST_F(ConvertBoxesTest, VerifyFindsADamagedBoxAndPartsMergeToTheSameBoxes) {
       << r.out << r.err;
 }
 
+// Killed while writing, then resumed: the same bytes as a run never killed;
+// a label file edited before the resume (new content, new boxes) has its
+// shards converted again, so the result is that of a fresh run over the
+// edited labels.
+TEST_F(ConvertBoxesTest, AKilledConversionResumesToTheSameBoxes) {
+  const std::string args = "--yolo --variants 4 --augment hflip,rotate=20 --shard-size 16K";
+  ASSERT_EQ(convert(dir_.path() / "whole", args).exit_code, 0);
+  ASSERT_GE(read_index(dir_.path() / "whole").num_shards(), 3u);
+  const std::string crashed = q(dir_.path() / "crashed");
+  CommandResult r =
+      test::run_command("IMGPACK_CRASH_AT=record:9 " + q(test::imgpack_cli()) + " convert " +
+                        q(src_) + " " + crashed + " --size 40x30 --quiet " + args);
+  ASSERT_EQ(r.exit_code, 128 + 9) << r.err;
+  r = convert(dir_.path() / "crashed", args + " --resume --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["resumed_shards"].get<int>(), 0);
+  test::expect_same_dataset_bytes(dir_.path() / "crashed", dir_.path() / "whole");
+
+  r = test::run_command("IMGPACK_CRASH_AT=record:9 " + q(test::imgpack_cli()) + " convert " +
+                        q(src_) + " " + q(dir_.path() / "edited") + " --size 40x30 --quiet " +
+                        args);
+  ASSERT_EQ(r.exit_code, 128 + 9) << r.err;
+  for (const Picture& p : pictures()) {
+    if (p.objects.empty()) continue;
+    // Every object one pixel wider: new boxes, same images.
+    std::string lines;
+    for (std::size_t i = 0; i < p.objects.size(); ++i) {
+      cv::Rect wider = p.objects[i];
+      ++wider.width;
+      lines += yolo_line(p.classes[i], wider);
+    }
+    write_bytes(src_ / "c" / (p.name.substr(0, 1) + ".txt"), lines);
+  }
+  ASSERT_EQ(convert(dir_.path() / "edited", args + " --resume").exit_code, 0);
+  ASSERT_EQ(convert(dir_.path() / "fresh", args).exit_code, 0);
+  test::expect_same_dataset_bytes(dir_.path() / "edited", dir_.path() / "fresh");
+  auto first_box = [](const fs::path& dataset) {
+    for (const StoredRecord& record : read_stored(dataset)) {
+      if (record.path == "c/a.png" && record.variant == 0) return record.boxes;
+    }
+    return std::vector<float>{};
+  };
+  EXPECT_NEAR(first_box(dir_.path() / "edited")[2] - first_box(dir_.path() / "whole")[2], 0.5,
+              1e-4);
+}
+
 // sample-data --boxes draws each shape with its exact box; converted with
 // its masks too, every variant's box is within a pixel of its mask's extent
 // (the mask is the same hard-edged shape, nearest-neighbour through the same
