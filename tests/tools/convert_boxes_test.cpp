@@ -116,8 +116,9 @@ bool bright_pixels_inside(const StoredRecord& record, float slack) {
       bool inside = false;
       for (std::size_t b = 0; b < record.boxes.size() / 4; ++b) {
         const float* box = record.boxes.data() + b * 4;
-        inside = inside || (x + 0.5F >= box[0] - slack && x + 0.5F <= box[2] + slack &&
-                            y + 0.5F >= box[1] - slack && y + 0.5F <= box[3] + slack);
+        const float cx = static_cast<float>(x) + 0.5F, cy = static_cast<float>(y) + 0.5F;
+        inside = inside || (cx >= box[0] - slack && cx <= box[2] + slack && cy >= box[1] - slack &&
+                            cy <= box[3] + slack);
       }
       if (!inside) return false;
     }
