@@ -1424,6 +1424,45 @@ def masks_section(page, record):
     commands_block(page, record)
 
 
+def boxes_section(page, record):
+    d = record["data"]
+    page.add("## Object boxes", "",
+             "`imgpack convert --coco` against the same conversion without boxes, and the reader "
+             "over both datasets (bench/boxes/run.py). %d images from `imgpack sample-data`, about "
+             "%s (each side varies by up to 25%%), with a COCO file of %d random boxes per image "
+             "(one category with two keypoints), converted to %dx%d with %d threads, once with "
+             "K=1 and once with K=4 augmented variants, interleaved in every repeat: every box goes "
+             "through its record's geometry and into the shard's box tables. The reader "
+             "(`imgpack bench --batch %d --epochs %d`, random order) gathers each batch's boxes "
+             "into one block; page-cached." % (
+                 d["images"], d["source"], d["boxes_per_image"], d["size"], d["size"],
+                 d["threads"], d["batch"], d["epochs"]),
+             "", run_note(record), "",
+             "| conversion | without boxes | with boxes | time ratio | CPU ratio |",
+             "|---|---:|---:|---:|---:|")
+    for name, key in (("K=1", "convert"), ("K=4", "convert_k4")):
+        c = d[key]
+        for k in ("plain_s", "boxes_s", "time_ratio", "cpu_ratio"):
+            page.need_summary("boxes %s %s" % (key, k), c[k])
+        page.add("| %s | %s | %s | %s | %s |" % (
+            name, mmm(c["plain_s"], fmt=secs), mmm(c["boxes_s"], fmt=secs),
+            ratio(c["time_ratio"]), ratio(c["cpu_ratio"])))
+    r = d["reader"]
+    for k in ("plain", "boxes", "images_per_s_ratio"):
+        page.need_summary("boxes reader %s" % k, r[k])
+    page.add("", "| reader | images/s without boxes | images/s with boxes | ratio |",
+             "|---|---:|---:|---:|",
+             "| `imgpack bench` | %s | %s | %s |" % (mmm(r["plain"], 0), mmm(r["boxes"], 0),
+                                                     ratio(r["images_per_s_ratio"], 2)))
+    time_ratio = d["convert"]["time_ratio"]
+    page.target("Conversion with %d boxes per image within 10%% of the time without (K=1, %d "
+                "images)" % (d["boxes_per_image"], d["images"]), 36, ratio(time_ratio, 2),
+                time_ratio["median"] <= 1.10)
+    page.target("Reader with boxes >= 0.95x its images/s without (batch %d)" % d["batch"], 36,
+                ratio(r["images_per_s_ratio"], 2), r["images_per_s_ratio"]["median"] >= 0.95)
+    commands_block(page, record)
+
+
 # --- the page ------------------------------------------------------------------------------------
 
 def load(results, name):
@@ -1439,7 +1478,7 @@ def write(results, docs, quick=False, expect=()):
     page = Page(docs, quick)
     machine = load(results, "machine") or {}
     order = ("training", "convert", "parts", "augment", "splits", "reader", "cold", "python",
-             "verify", "scale", "masks", "gpu")
+             "verify", "scale", "masks", "boxes", "gpu")
     records = {name: load(results, name) for name in order}
     # The GPU figures come from a GPU machine (bench/gpu/run.py) and are kept
     # with the page, so a run elsewhere renders them rather than losing them.
@@ -1456,7 +1495,7 @@ def write(results, docs, quick=False, expect=()):
                  "parts": parts_section, "augment": augment_section, "splits": splits_section,
                  "reader": reader_section, "cold": cold_section, "python": python_section,
                  "verify": verify_section, "scale": scale_section, "masks": masks_section,
-                 "gpu": gpu_section}
+                 "boxes": boxes_section, "gpu": gpu_section}
     for name in order:
         if name == "gpu" and not records[name]:
             # No rendered GPU results: the figures measured by hand, if any.
@@ -1498,7 +1537,7 @@ def write(results, docs, quick=False, expect=()):
              "[augmentation](#augmentation-k4-variants-against-k1) · [splits](#splits) · "
              "[reader](#reader) · [cold reads](#cold-reads-datasets-larger-than-memory) · "
              "[Python](#python) · [verify](#verify) · [scale](#scale) · "
-             "[masks](#segmentation-masks) · [GPU](#gpu) · "
+             "[masks](#segmentation-masks) · [boxes](#object-boxes) · [GPU](#gpu) · "
              "[machine](#machine)", "")
     # The headline first, then the verdicts, then the details.
     head, rest = split_headline(body.lines)

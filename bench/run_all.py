@@ -5,7 +5,7 @@ usage: bench/run-all [--quick [--peers]] [--work DIR] [--repeat N] [--only SECTI
                      [--report-only] [--docs DIR]
 
 Sections (in this order): convert, parts, augment, splits, reader, cold, python,
-verify, scale, masks, training. Each runs a script under bench/ that measures imgpack and its peers
+verify, scale, masks, boxes, training. Each runs a script under bench/ that measures imgpack and its peers
 side by side in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
 leaves WORK/results/SECTION.json. The peers are the reference implementations
 imgpack is compared with (the Python OpenCV + h5py packer, scikit-learn's
@@ -43,7 +43,7 @@ import benchlib  # noqa: E402
 import report  # noqa: E402
 
 SECTIONS = ("convert", "parts", "augment", "splits", "reader", "cold", "python", "verify", "scale",
-            "masks",
+            "masks", "boxes",
             "training")
 
 # Sizes: the full mode measures what the issues' targets are defined on.
@@ -80,6 +80,9 @@ FULL = {
     # Image/mask pairs of about 640x480 (sample-data --masks).
     "masks_pairs": 2000,
     "masks_args": ["--batch", "256", "--epochs", "3"],
+    # Photo-sized images with a COCO file of 8 boxes each (5,000 images, 40,000 boxes).
+    "boxes_images": 5000,
+    "boxes_args": ["--batch", "256", "--epochs", "20"],
 }
 QUICK = {
     "repeat": 1,
@@ -106,6 +109,8 @@ QUICK = {
     "scale_sizes": [10000, 100000],
     "masks_pairs": 48,
     "masks_args": ["--batch", "16", "--epochs", "1"],
+    "boxes_images": 48,
+    "boxes_args": ["--batch", "16", "--epochs", "1"],
 }
 READER_SOURCE = (640, 480)  # about the mean size of an ImageNet photo
 
@@ -266,6 +271,12 @@ class Runner:
         command = [benchlib.PYTHON, script("masks", "run.py"), self.sizes["masks_pairs"], out,
                    "--repeat", self.repeat] + self.sizes["masks_args"]
         return [command], self.run_script("masks", command, os.path.join(out, "results.json"))
+
+    def boxes(self):
+        out = self.scratch("boxes")
+        command = [benchlib.PYTHON, script("boxes", "run.py"), self.sizes["boxes_images"], out,
+                   "--repeat", self.repeat] + self.sizes["boxes_args"]
+        return [command], self.run_script("boxes", command, os.path.join(out, "results.json"))
 
     def training(self):
         src, dataset = self.reader_inputs()

@@ -125,7 +125,8 @@ def main(argv):
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--threads", type=int, default=0, help="0 = all cores")
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=20,
+                        help="epochs per reader run (the datasets are small: enough to time)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="result file (default OUT/results.json)")
     args = parser.parse_args(argv)
