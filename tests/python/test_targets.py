@@ -116,3 +116,23 @@ def test_a_dataset_without_them_has_none(dataset_dir):
     assert ds.sample_multilabel is None and ds.sample_targets is None
     batch = next(iter(imgpack.Loader(ds, batch_size=4)))
     assert batch.multilabel is None and batch.targets is None
+
+
+def test_a_stratified_split_balances_every_multilabel_class(targets_dir, tmp_path):
+    out, _ = targets_dir
+    data = str(tmp_path / "data")
+    cli("convert", out + "/../src", data, "--csv", out + "/../list.csv", "--csv-multilabel",
+        "tags", "--size", "24x20", "--labels", "none", "--quiet")
+    cli("split", data, "--name", "ml", "--kind", "stratified", "--folds", 3, "--json")
+    ds = imgpack.Dataset(data)
+    with h5py.File(os.path.join(data, "splits.h5"), "r") as splits:
+        assign = splits["splits/ml/assign"][()]
+    multilabel = ds.sample_multilabel
+    for c, name in enumerate(ds.multilabel_classes):
+        members = assign[multilabel[:, c] == 1]
+        counts = [int((members == f).sum()) for f in range(3)]
+        # Every class's members spread over the folds within one of an even share.
+        assert max(counts) - min(counts) <= 1, (name, counts)
+    # Every fold within one image of its share (the promise beside the labels' balance).
+    sizes = [int((assign == f).sum()) for f in range(3)]
+    assert all(abs(size - len(assign) / 3) <= 1 for size in sizes), sizes

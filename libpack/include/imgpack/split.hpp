@@ -39,6 +39,16 @@
 // Unlabeled samples (label -1) are balanced like one more class; ungrouped
 // samples (group -1) are groups of their own.
 //
+// Multi-label data (MultilabelRows given: DatasetIndex::sample_multilabel):
+// the stratified kinds (stratified, stratified-group, holdout with labels)
+// balance every label's share across the parts instead, the multi-label
+// classes and, where samples have one, the class, by iterative stratification
+// (Sechidis, Tsoumakas & Vlahavas 2011, the algorithm of scikit-multilearn's
+// IterativeStratification) followed by a local search that lowers the paper's
+// Label Distribution measure; groups stay whole in stratified-group (and
+// holdout with groups). The per-class promises above are then replaced by that
+// balance; random and group ignore the multi-label classes.
+//
 // Determinism: the assignment is a pure function of the labels, the groups and
 // the spec (seed included), the same on every machine. Renumbering classes or
 // groups leaves it unchanged: any one-to-one change of ids for random,
@@ -92,20 +102,30 @@ struct SplitResult {
   bool grouped = false;               // every group sits in one part
 };
 
+// Multi-label classes per sample: S rows of `classes` entries, row-major,
+// nonzero where the sample has the class (as DatasetIndex::sample_multilabel).
+// Empty (classes 0) for single-label data.
+struct MultilabelRows {
+  std::span<const uint8_t> values;
+  std::size_t classes = 0;
+};
+
 // Splits samples with the given labels (-1 = unlabeled) and groups (-1 = none),
-// both of the same length. Throws UsageError when the request cannot be met:
-// invalid spec, no samples, a group kind without groups or with fewer groups
-// than folds, a stratified kind without labels or with more folds than members
-// of every class, a fraction that leaves a part empty. `class_names`, when
-// given, only makes warnings name classes instead of ids.
+// both of the same length (and `multilabel`, when given, of as many rows). Throws UsageError when
+// the request cannot be met: invalid spec, no samples, a group kind without groups or with fewer
+// groups than folds, a stratified kind without labels or with more folds than members of every
+// class, a fraction that leaves a part empty. `class_names`, when given, only makes warnings name
+// classes instead of ids.
 SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32_t> groups,
-                          const SplitSpec& spec, std::span<const std::string> class_names = {});
+                          const SplitSpec& spec, std::span<const std::string> class_names = {},
+                          MultilabelRows multilabel = {});
 
 // Split names are HDF5 group names inside /splits: 1..128 characters of
 // letters, digits, '_', '-' and '.', not starting with '.'. Throws UsageError.
 void check_split_name(const std::string& name);
 
-// Computes the split of `index`'s samples and returns it as a Split record
+// Computes the split of `index`'s samples (their multi-label classes too,
+// where the index has them) and returns it as a Split record
 // named `name` with the spec's attributes and `created` (ISO 8601, or empty).
 // Warnings are appended to *warnings when given. Throws as compute_split.
 Split make_split(const DatasetIndex& index, const std::string& name, const SplitSpec& spec,

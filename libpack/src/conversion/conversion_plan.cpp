@@ -165,15 +165,20 @@ std::vector<SplitResult> plan_splits(const ConvertOptions& options, const Conver
   std::vector<SplitResult> results;
   if (options.splits.empty()) return results;
   std::vector<int32_t> labels, groups;
+  std::vector<uint8_t> multilabel;
   labels.reserve(plan.order.size());
   groups.reserve(plan.order.size());
+  multilabel.reserve(plan.order.size() * plan.list.multilabel_names.size());
   for (std::size_t i : plan.order) {
     labels.push_back(plan.list.samples[i].label);
     groups.push_back(plan.list.samples[i].group);
+    const std::vector<uint8_t>& row = plan.list.samples[i].multilabel;
+    multilabel.insert(multilabel.end(), row.begin(), row.end());
   }
   for (const NamedSplitSpec& split : options.splits) {
     try {
-      results.push_back(compute_split(labels, groups, split.spec, plan.list.class_names));
+      results.push_back(compute_split(labels, groups, split.spec, plan.list.class_names,
+                                      {multilabel, plan.list.multilabel_names.size()}));
     } catch (const UsageError& e) {
       throw UsageError("ConvertOptions::splits " + split.name + ": " + e.what());
     }

@@ -10,6 +10,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "random.hpp"
+#include "split/multilabel_split.hpp"
 #include "split/split_groups.hpp"
 
 namespace imgpack {
@@ -228,8 +229,75 @@ void SplitSpec::validate() const {
   }
 }
 
+namespace {
+
+// The parts of a multi-label split: the test set first (where asked), then
+// the folds (holdout: validation, then train); each a share of the samples.
+std::vector<double> multilabel_fractions(const SplitSpec& spec) {
+  std::vector<double> fractions;
+  const double test = spec.test_fraction;
+  if (test > 0) fractions.push_back(test);
+  if (spec.kind == SplitKind::holdout) {
+    fractions.push_back(spec.val_fraction);
+    fractions.push_back(1 - test - spec.val_fraction);
+  } else {
+    fractions.insert(fractions.end(), static_cast<std::size_t>(spec.folds),
+                     (1 - test) / spec.folds);
+  }
+  return fractions;
+}
+
+// Iterative stratification over every sample's labels: its multi-label row
+// and, where it has one, its class (one more column per class).
+SplitResult split_multilabel(std::span<const int32_t> labels, std::span<const int32_t> groups,
+                             const SplitSpec& spec, MultilabelRows multilabel, bool grouped) {
+  const std::size_t s = labels.size();
+  if (multilabel.values.size() != s * multilabel.classes) {
+    throw Error("compute_split: " + std::to_string(multilabel.values.size()) +
+                " multi-label entries for " + std::to_string(s) + " samples x " +
+                std::to_string(multilabel.classes) + " classes");
+  }
+  const detail::Ids classes = detail::canonical_ids(labels, false);
+  const bool has_labels =
+      std::any_of(labels.begin(), labels.end(), [](int32_t l) { return l >= 0; });
+  const std::size_t class_columns = has_labels ? static_cast<std::size_t>(classes.count()) : 0;
+  const std::size_t columns = multilabel.classes + class_columns;
+  std::vector<uint8_t> rows(s * columns, 0);
+  for (std::size_t i = 0; i < s; ++i) {
+    uint8_t* row = rows.data() + i * columns;
+    for (std::size_t c = 0; c < multilabel.classes; ++c) {
+      row[c] = multilabel.values[i * multilabel.classes + c] != 0 ? 1 : 0;
+    }
+    if (class_columns > 0 && labels[i] >= 0) {
+      row[multilabel.classes + static_cast<std::size_t>(classes.of[i])] = 1;
+    }
+  }
+  const std::vector<double> fractions = multilabel_fractions(spec);
+  const std::vector<int32_t> parts = iterative_stratification(
+      {rows, columns}, grouped ? groups : std::span<const int32_t>(), fractions, spec.seed);
+  SplitResult result;
+  result.stratified = true;
+  result.grouped = grouped;
+  const int32_t first_fold = spec.test_fraction > 0 ? 1 : 0;
+  result.assign.resize(s);
+  for (std::size_t i = 0; i < s; ++i) {
+    result.assign[i] =
+        static_cast<int16_t>(parts[i] < first_fold ? format::kTestFold : parts[i] - first_fold);
+  }
+  for (std::size_t j = 0; j < fractions.size(); ++j) {
+    if (std::find(parts.begin(), parts.end(), static_cast<int32_t>(j)) == parts.end()) {
+      throw UsageError("SplitSpec: a part of the " + std::to_string(fractions.size()) +
+                       " parts the split needs would be empty (too few samples or groups)");
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
 SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32_t> groups,
-                          const SplitSpec& spec, std::span<const std::string> class_names) {
+                          const SplitSpec& spec, std::span<const std::string> class_names,
+                          MultilabelRows multilabel) {
   spec.validate();
   if (labels.size() != groups.size()) {
     throw Error("compute_split: " + std::to_string(labels.size()) + " labels but " +
@@ -242,6 +310,21 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
   const bool has_groups =
       std::any_of(groups.begin(), groups.end(), [](int32_t g) { return g >= 0; });
   const char* kind = split_kind_name(spec.kind);
+  if (multilabel.classes > 0) {
+    const bool stratify = spec.kind == SplitKind::stratified ||
+                          spec.kind == SplitKind::stratified_group ||
+                          (spec.kind == SplitKind::holdout && spec.use_labels);
+    const bool grouped = spec.kind == SplitKind::stratified_group ||
+                         (spec.kind == SplitKind::holdout && spec.use_groups && has_groups);
+    if (stratify) {
+      if (grouped && !has_groups) {
+        throw UsageError(std::string("SplitSpec::kind ") + kind +
+                         " needs groups and these samples have none (convert with "
+                         "ScanOptions::group_regex or a CSV group column)");
+      }
+      return split_multilabel(labels, groups, spec, multilabel, grouped);
+    }
+  }
 
   Problem problem{spec, labels.size(), false, false};
   switch (spec.kind) {
@@ -322,7 +405,8 @@ Split make_split(const DatasetIndex& index, const std::string& name, const Split
                  const std::string& created, std::vector<std::string>* warnings) {
   check_split_name(name);
   SplitResult result =
-      compute_split(index.sample_label, index.sample_group, spec, index.class_names);
+      compute_split(index.sample_label, index.sample_group, spec, index.class_names,
+                    {index.sample_multilabel.span(), index.multilabel_names.size()});
   if (warnings) warnings->insert(warnings->end(), result.warnings.begin(), result.warnings.end());
   return named_split(name, spec, std::move(result), created);
 }

@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <set>
 
 #include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
 #include "random.hpp"
 
 namespace imgpack {
@@ -544,6 +546,71 @@ TEST(SplitRecords, MakeStoreAndParse) {
   for (const char* bad : {"cv", "cv:group", "cv:group:5:1", "cv:grup:5", "cv:group:x", "cv:group:1",
                           "cv:group:5x", "val:holdout:1.5", ":group:5"}) {
     EXPECT_THROW(parse_split_option(bad, 0), UsageError) << bad;
+  }
+}
+
+// Multi-label data: the stratified kinds balance every multi-label class
+// (and the class, where samples have one) over the folds; groups stay whole
+// in stratified-group; the test set is carved as a part of its own.
+TEST(Split, MultilabelClassesAreBalancedAcrossTheFolds) {
+  // 120 samples, 4 multi-label classes of different frequencies, 3 classes.
+  const std::size_t n = 120, c = 4;
+  std::vector<int32_t> labels(n), groups(n);
+  std::vector<uint8_t> rows(n * c, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    labels[i] = static_cast<int32_t>(i % 3);
+    groups[i] = static_cast<int32_t>(i / 4);  // 30 groups of 4
+    rows[i * c + 0] = i % 2 == 0 ? 1 : 0;
+    rows[i * c + 1] = i % 5 == 0 ? 1 : 0;
+    rows[i * c + 2] = i % 12 == 1 ? 1 : 0;
+    rows[i * c + 3] = (i * 7) % 11 < 3 ? 1 : 0;
+  }
+  const MultilabelRows multilabel{rows, c};
+  SplitSpec spec;
+  spec.kind = SplitKind::stratified;
+  spec.folds = 5;
+  spec.seed = 3;
+  const SplitResult result = compute_split(labels, groups, spec, {}, multilabel);
+  EXPECT_TRUE(result.stratified);
+  EXPECT_FALSE(result.grouped);
+  ASSERT_EQ(result.assign.size(), n);
+  for (std::size_t l = 0; l < c; ++l) {
+    std::vector<int> per_fold(5, 0);
+    int total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (rows[i * c + l] == 0) continue;
+      ++per_fold[static_cast<std::size_t>(result.assign[i])];
+      ++total;
+    }
+    for (int count : per_fold) EXPECT_LE(std::abs(count * 5 - total), 5) << "label " << l;
+  }
+  std::vector<int> sizes(5, 0);
+  for (int16_t a : result.assign) ++sizes[static_cast<std::size_t>(a)];
+  for (int size : sizes) EXPECT_EQ(size, 24);
+  // The same spec, the same assignment.
+  EXPECT_EQ(compute_split(labels, groups, spec, {}, multilabel).assign, result.assign);
+
+  spec.kind = SplitKind::stratified_group;
+  spec.test_fraction = 0.2;
+  const SplitResult grouped = compute_split(labels, groups, spec, {}, multilabel);
+  EXPECT_TRUE(grouped.grouped);
+  std::size_t test = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(grouped.assign[i], grouped.assign[(i / 4) * 4]) << "group " << i / 4;
+    if (grouped.assign[i] == format::kTestFold) ++test;
+  }
+  EXPECT_NEAR(static_cast<double>(test), 24.0, 8.0);
+
+  // Without multi-label rows the single-label path and its promises hold.
+  spec.kind = SplitKind::stratified;
+  spec.test_fraction = 0;
+  const SplitResult single = compute_split(labels, groups, spec);
+  std::vector<std::vector<int>> per_class(3, std::vector<int>(5, 0));
+  for (std::size_t i = 0; i < n; ++i) {
+    ++per_class[static_cast<std::size_t>(labels[i])][static_cast<std::size_t>(single.assign[i])];
+  }
+  for (const auto& counts : per_class) {
+    for (int count : counts) EXPECT_EQ(count, 8);
   }
 }
 
