@@ -14,6 +14,8 @@ void add_sample(DatasetIndex& index, const SourceSample& sample) {
   multilabel.insert(multilabel.end(), sample.multilabel.begin(), sample.multilabel.end());
   std::vector<float>& targets = index.sample_targets.values();
   targets.insert(targets.end(), sample.targets.begin(), sample.targets.end());
+  index.sample_size.push_back(sample.stamp.size);
+  index.sample_mtime.push_back(sample.stamp.mtime_ns);
 }
 
 ConversionStart restore_kept_shards(const ConvertOptions& options, const ConversionPlan& plan,

@@ -29,7 +29,7 @@ ConversionStart restore_kept_shards(const ConvertOptions& options, const Convers
                                     const ResumePoint& resume, DatasetIndex& index,
                                     DatasetWriter& writer);
 
-// Appends `sample` to the sample table of `index`.
+// Appends `sample` to the sample table of `index`, with its file stamps.
 void add_sample(DatasetIndex& index, const SourceSample& sample);
 
 }  // namespace imgpack

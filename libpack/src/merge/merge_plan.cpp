@@ -216,6 +216,12 @@ void join_parts(MergePlan& plan) {
                       index.sample_multilabel.end());
     std::vector<float>& targets = merged.sample_targets.values();
     targets.insert(targets.end(), index.sample_targets.begin(), index.sample_targets.end());
+    if (first.has_file_stamps()) {  // every part of one conversion keeps them, or none
+      std::vector<uint64_t>& sizes = merged.sample_size.values();
+      sizes.insert(sizes.end(), index.sample_size.begin(), index.sample_size.end());
+      std::vector<int64_t>& mtimes = merged.sample_mtime.values();
+      mtimes.insert(mtimes.end(), index.sample_mtime.begin(), index.sample_mtime.end());
+    }
     for (std::size_t k = 0; k < index.num_shards(); ++k) {
       const auto shard = static_cast<uint32_t>(shard_base + k);
       merged.shards.file.push_back(format::shard_file_name(shard));

@@ -9,6 +9,7 @@
 #include "imgpack/format.hpp"
 #include "index_checksum.hpp"
 #include "index_file.hpp"
+#include "index_growth.hpp"
 #include "index_strings.hpp"
 #include "index_tables.hpp"
 #include "splits_file.hpp"
@@ -127,6 +128,7 @@ void DatasetIndex::validate(const std::string& where) const {
       fail("shard file name '" + file + "' is not a plain file name");
     }
   }
+  detail::validate_growth(*this, where);
   if (has_records) validate_records(*this, where);
   for (const Split& split : splits) {
     if (split.assign.size() != s) {
@@ -134,7 +136,9 @@ void DatasetIndex::validate(const std::string& where) const {
            " samples, the dataset has " + std::to_string(s));
     }
     if (split.folds < 1) fail("split " + split.name + " has no folds");
-    for (int16_t a : split.assign) {
+    for (std::size_t i = 0; i < s; ++i) {
+      const int16_t a = split.assign[i];
+      if (a == format::kRemovedFold && is_removed(i)) continue;
       if (a < format::kTestFold || a >= split.folds) {
         fail("split " + split.name + " assigns fold " + std::to_string(a) + " of " +
              std::to_string(split.folds));
@@ -357,13 +361,15 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   index.multilabel_names.resize(read_target_count(file, format::kAttrMultilabelClasses));
   index.target_names.resize(read_target_count(file, format::kAttrTargets));
   read_box_attributes(file, index);
+  const detail::GrowthAttributes growth = detail::read_growth_attributes(file, index);
 
   // Format 2 always has checksums; a format 1 index has them when its root does.
   const bool format2 = index.format_version >= 2;
   const bool checksummed = format2 || file.has_attr("/", format::kAttrAttributesChecksum);
   std::shared_ptr<const detail::FileMapping> mapping = map ? detail::map_file(file) : nullptr;
   const detail::TableReader tables(file, index.format_version, checksummed, mapping);
-  tables.check("/", format::kAttrAttributesChecksum, index_checksum::of_root_attributes(index));
+  tables.check("/", format::kAttrAttributesChecksum,
+               index_checksum::of_root_attributes(index, growth.removed, growth.file_stamps));
 
   index.has_sample_paths = options.sample_paths;
   index.has_group_names = options.group_names;
@@ -395,10 +401,11 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   read_mask_tables(tables, checksummed, index);
   read_target_tables(tables, index);
   read_box_tables(tables, index);
+  detail::read_growth_tables(tables, growth, index);
 
   if (format2) {
-    index.splits =
-        detail::read_splits_file(dataset_dir, index.uuid, index.sample_label.size(), map);
+    index.splits = detail::read_splits_file(dataset_dir, index.uuid, index.sample_label.size(),
+                                            index.generation, map);
   } else {
     index.splits = detail::read_split_groups(tables);
   }
@@ -437,6 +444,7 @@ void write_index_file(const fs::path& dataset_dir, const DatasetIndex& index) {
     write_mask_attributes(file, index);
     write_target_attributes(file, index);
     write_box_attributes(file, index);
+    detail::write_growth_attributes(file, index);
     file.write_uint64_attr("/", format::kAttrAttributesChecksum,
                            index_checksum::of_root_attributes(index));
 
@@ -454,6 +462,7 @@ void write_index_file(const fs::path& dataset_dir, const DatasetIndex& index) {
     write_mask_tables(tables, index);
     write_target_tables(tables, index);
     write_box_tables(tables, index);
+    detail::write_growth_tables(tables, index);
     if (index.format_version < 2) detail::write_split_groups(file, tables, index.splits);
     file.close();
     crash_point("index-commit");

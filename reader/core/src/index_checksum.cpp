@@ -54,6 +54,10 @@ uint64_t of_strings(const std::vector<std::string>& values) {
 }
 
 uint64_t of_root_attributes(const DatasetIndex& index) {
+  return of_root_attributes(index, index.num_removed(), index.has_file_stamps());
+}
+
+uint64_t of_root_attributes(const DatasetIndex& index, uint64_t removed, bool file_stamps) {
   Hasher hasher;
   add_attribute(hasher, format::kAttrFormat, index.format_version);
   add_attribute(hasher, format::kAttrUuid, index.uuid);
@@ -85,15 +89,23 @@ uint64_t of_root_attributes(const DatasetIndex& index) {
                   static_cast<int64_t>(index.keypoint_names.size()));
     add_attribute(hasher, format::kAttrBoxMinVisible, index.box_min_visible);
   }
+  // Likewise only once the dataset has grown or shrunk.
+  if (index.generation > 0) {
+    add_attribute(hasher, format::kAttrGeneration, static_cast<int64_t>(index.generation));
+  }
+  if (removed > 0) add_attribute(hasher, format::kAttrRemoved, static_cast<int64_t>(removed));
+  if (file_stamps) add_attribute(hasher, format::kAttrFileStamps, int64_t{1});
   return hasher.digest();
 }
 
-uint64_t of_splits_file_attributes(int64_t format_version, const std::string& uuid,
-                                   int64_t samples) {
+uint64_t of_splits_file_attributes(int64_t format_version, const std::string& uuid, int64_t samples,
+                                   uint64_t generation) {
   Hasher hasher;
   add_attribute(hasher, format::kAttrFormat, format_version);
   add_attribute(hasher, format::kAttrUuid, uuid);
   add_attribute(hasher, format::kAttrSamples, samples);
+  if (generation > 0)
+    add_attribute(hasher, format::kAttrGeneration, static_cast<int64_t>(generation));
   return hasher.digest();
 }
 

@@ -91,13 +91,18 @@ uint64_t of_strings(const std::vector<std::string>& values);
 // that order, each as its name and its value; then, in a dataset with masks,
 // masks and mask_fill; then, in a dataset with them, multilabel_classes and
 // targets; then, in a dataset with boxes, boxes, box_classes, keypoints and
-// box_min_visible).
+// box_min_visible; then, in a dataset that grew or shrank, generation,
+// removed and file_stamps where present).
 uint64_t of_root_attributes(const DatasetIndex& index);
+// The same, with the counts of the attributes `removed` and `file_stamps`
+// given (as the root holds them, before their tables are read).
+uint64_t of_root_attributes(const DatasetIndex& index, uint64_t removed, bool file_stamps);
 
 // The checksum of splits.h5's root attributes (imgpack_format, dataset_uuid,
-// samples, in that order, each as its name and its value).
-uint64_t of_splits_file_attributes(int64_t format_version, const std::string& uuid,
-                                   int64_t samples);
+// samples, and generation where above 0, in that order, each as its name and
+// its value).
+uint64_t of_splits_file_attributes(int64_t format_version, const std::string& uuid, int64_t samples,
+                                   uint64_t generation);
 
 // The checksum of a split's name and its group's attributes (kind, folds,
 // seed, test_fraction, val_fraction, created, stratified, grouped).

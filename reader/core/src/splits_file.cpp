@@ -89,7 +89,7 @@ void write_split_groups(h5::File& file, TableWriter& tables, const std::vector<S
 }
 
 std::vector<Split> read_splits_file(const fs::path& dataset_dir, const std::string& uuid,
-                                    uint64_t samples, bool map) {
+                                    uint64_t samples, uint64_t generation, bool map) {
   const fs::path path = dataset_dir / format::kSplitsFile;
   std::error_code ec;
   if (!fs::exists(path, ec)) {
@@ -108,16 +108,38 @@ std::vector<Split> read_splits_file(const fs::path& dataset_dir, const std::stri
   }
   const std::string file_uuid = file.read_string_attr("/", format::kAttrUuid);
   const int64_t file_samples = file.read_int_attr("/", format::kAttrSamples);
+  const int64_t file_generation = file.has_attr("/", format::kAttrGeneration)
+                                      ? file.read_int_attr("/", format::kAttrGeneration)
+                                      : 0;
   const TableReader tables(file, version, true, map ? map_file(file) : nullptr);
   tables.check("/", format::kAttrAttributesChecksum,
-               index_checksum::of_splits_file_attributes(version, file_uuid, file_samples));
-  if (file_uuid != uuid || file_samples < 0 || static_cast<uint64_t>(file_samples) != samples) {
+               index_checksum::of_splits_file_attributes(
+                   version, file_uuid, file_samples,
+                   static_cast<uint64_t>(std::max<int64_t>(file_generation, 0))));
+  const bool same = file_generation >= 0 && static_cast<uint64_t>(file_generation) == generation &&
+                    file_samples >= 0 && static_cast<uint64_t>(file_samples) == samples;
+  // A change being committed, or interrupted between its two renames:
+  // splits.h5 of the next generation, index.h5 of this one. Extending a split
+  // keeps every earlier assignment, so the index's samples read their own.
+  const bool ahead = file_generation >= 0 && static_cast<uint64_t>(file_generation) > generation &&
+                     file_samples >= 0 && static_cast<uint64_t>(file_samples) >= samples;
+  if (file_uuid != uuid || (!same && !ahead)) {
     throw file_error(path, "belongs to dataset " + file_uuid + " of " +
-                               std::to_string(file_samples) + " samples, but " +
-                               format::kIndexFile + " is dataset " + uuid + " of " +
-                               std::to_string(samples) + " (left from another conversion?)");
+                               std::to_string(file_samples) + " samples (generation " +
+                               std::to_string(file_generation) + "), but " + format::kIndexFile +
+                               " is dataset " + uuid + " of " + std::to_string(samples) +
+                               " (generation " + std::to_string(generation) +
+                               "; left from another conversion?)");
   }
-  return read_split_groups(tables);
+  std::vector<Split> splits = read_split_groups(tables);
+  if (ahead) {
+    for (Split& split : splits) {
+      if (split.assign.size() < samples) continue;  // validate() names it
+      std::vector<int16_t> prefix(split.assign.begin(), split.assign.begin() + samples);
+      split.assign = std::move(prefix);
+    }
+  }
+  return splits;
 }
 
 void write_splits_file(const fs::path& dataset_dir, const DatasetIndex& index) {
@@ -131,9 +153,12 @@ void write_splits_file(const fs::path& dataset_dir, const DatasetIndex& index) {
     file.write_attr("/", format::kAttrFormat, int64_t{format::kIndexVersion});
     file.write_attr("/", format::kAttrUuid, index.uuid);
     file.write_attr("/", format::kAttrSamples, samples);
-    file.write_uint64_attr(
-        "/", format::kAttrAttributesChecksum,
-        index_checksum::of_splits_file_attributes(format::kIndexVersion, index.uuid, samples));
+    if (index.generation > 0) {
+      file.write_attr("/", format::kAttrGeneration, static_cast<int64_t>(index.generation));
+    }
+    file.write_uint64_attr("/", format::kAttrAttributesChecksum,
+                           index_checksum::of_splits_file_attributes(
+                               format::kIndexVersion, index.uuid, samples, index.generation));
     write_split_groups(file, tables, index.splits);
     file.close();
     crash_point("splits-commit");

@@ -29,11 +29,16 @@ std::vector<Split> read_split_groups(const TableReader& tables);
 void write_split_groups(h5::File& file, TableWriter& tables, const std::vector<Split>& splits);
 
 // DIR/splits.h5 of the format 2 index of dataset `uuid` with `samples`
-// samples. Throws imgpack::Error naming the file when it is missing, belongs
-// to another index or is damaged. With `map`, the assignments are viewed in a
-// mapping of the file.
+// samples at `generation` (root attribute `generation`, absent = 0). A
+// splits.h5 of a later generation with at least as many samples is the next
+// generation being committed (splits.h5 is renamed first): its splits are
+// read over the index's samples alone, which an extension left as they were.
+// Throws imgpack::Error naming the file when it is missing, belongs to
+// another index or generation, or is damaged. With `map`, the assignments
+// are viewed in a mapping of the file (copied where cut to the index).
 std::vector<Split> read_splits_file(const std::filesystem::path& dataset_dir,
-                                    const std::string& uuid, uint64_t samples, bool map);
+                                    const std::string& uuid, uint64_t samples, uint64_t generation,
+                                    bool map);
 
 // Replaces DIR/splits.h5 crash-safely with the splits of `index` (format 2).
 void write_splits_file(const std::filesystem::path& dataset_dir, const DatasetIndex& index);

@@ -49,6 +49,18 @@ struct Split {
   Column<int16_t> assign;
 };
 
+// One generation of a dataset: /history in index.h5, a row per change.
+struct IndexChange {
+  uint64_t generation = 0;
+  std::string date;    // ISO 8601 UTC, or empty where unknown
+  std::string change;  // "convert", "append", "remove", "compact"
+  uint64_t added = 0;    // samples added
+  uint64_t removed = 0;  // samples removed
+};
+
+// Source file stamps that an append compares (FileStamp of the conversion).
+inline constexpr int64_t kUnknownMtime = INT64_MIN;
+
 // Where each record lives and what it holds: /records in index.h5, one entry
 // per record, all columns of the same length.
 struct RecordTable {
@@ -125,6 +137,20 @@ struct DatasetIndex {
   std::vector<std::string> keypoint_names;
   std::vector<int32_t> keypoint_flip;
   double box_min_visible = 0.3;
+  // Growing datasets (root attributes `generation`, `removed`,
+  // `file_stamps`; additive, format.hpp). generation 0 is the dataset as its
+  // conversion wrote it, with an empty history; each later change adds one
+  // (history has generation + 1 rows then, row g for generation g).
+  // sample_removed: empty where no sample is removed, else [S], 1 for each
+  // removed sample, which no selection, split or count includes.
+  // sample_size / sample_mtime: empty where the conversion kept no stamps,
+  // else [S] (0 / kUnknownMtime where unknown).
+  uint64_t generation = 0;
+  std::vector<IndexChange> history;
+  Column<uint8_t> sample_removed;
+  Column<uint64_t> sample_size;
+  Column<int64_t> sample_mtime;
+
   // Names [L] and [G].
   std::vector<std::string> class_names;
   std::vector<std::string> group_names;
@@ -164,6 +190,11 @@ struct DatasetIndex {
   std::span<const float> targets_of(std::size_t s) const {
     return sample_targets.span().subspan(s * target_names.size(), target_names.size());
   }
+
+  bool is_removed(std::size_t s) const { return !sample_removed.empty() && sample_removed[s] != 0; }
+  // Samples removed (0 where none is).
+  std::size_t num_removed() const;
+  bool has_file_stamps() const { return !sample_size.empty() || !sample_mtime.empty(); }
 
   const Split* find_split(const std::string& name) const;
 

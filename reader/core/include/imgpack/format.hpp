@@ -143,6 +143,35 @@ inline constexpr const char* kBoxClassesName = "/box_classes/name";
 inline constexpr const char* kKeypointsName = "/keypoints/name";
 inline constexpr const char* kKeypointsFlip = "/keypoints/flip";
 
+// Growing datasets (additive to format 2; absent in a dataset as its
+// conversion wrote it before these existed). Root attribute `generation` (>= 1)
+// once a dataset has changed since its conversion (an append, a removal, a
+// compaction): each change commits index.h5 and splits.h5 of the next
+// generation, and /history holds one row per generation from 0 (the
+// conversion): its number, UTC date (ISO 8601, or empty where unknown), the
+// change ("convert", "append", "remove", "compact") and the samples it added
+// and removed. Root attribute `removed` (>= 1) where samples are removed:
+// /samples/removed uint8 [S] is then 1 for each of them (readers, splits and
+// inspect leave them out). Root attribute `file_stamps` = 1 where the index
+// keeps each sample's source file size (/samples/size uint64 [S]) and
+// modification time (/samples/mtime int64 [S], nanoseconds since 1970 UTC),
+// which an append compares to find changed inputs; 0 and INT64_MIN mark a
+// sample whose stamps are unknown.
+inline constexpr const char* kAttrGeneration = "generation";
+inline constexpr const char* kAttrRemoved = "removed";
+inline constexpr const char* kAttrFileStamps = "file_stamps";
+inline constexpr const char* kHistoryGeneration = "/history/generation";
+inline constexpr const char* kHistoryDate = "/history/date";
+inline constexpr const char* kHistoryChange = "/history/change";
+inline constexpr const char* kHistoryAdded = "/history/added";
+inline constexpr const char* kHistoryRemoved = "/history/removed";
+inline constexpr const char* kSamplesRemoved = "/samples/removed";
+inline constexpr const char* kSamplesSize = "/samples/size";
+inline constexpr const char* kSamplesMtime = "/samples/mtime";
+// Split assignment of a removed sample (in splits.h5 of a dataset with
+// removed samples): in no role, neither a fold nor the test set.
+inline constexpr int16_t kRemovedFold = -2;
+
 // Checksums (additive to format 1; absent in indexes written before them):
 // on every table of index.h5, the XXH3-64 of its decoded contents; on the root
 // and on every split group, the XXH3-64 of its attributes (docs/FORMAT.md).
