@@ -90,6 +90,12 @@ EpochOrder::EpochOrder(Dataset dataset, std::vector<int64_t> samples, VariantPol
     if (s < 0 || static_cast<uint64_t>(s) >= dataset_.num_samples()) {
       throw UsageError("sample " + std::to_string(s) + " is not in the dataset");
     }
+    if (dataset_.index().is_removed(static_cast<std::size_t>(s))) {
+      throw UsageError("sample " + std::to_string(s) +
+                       path_note(dataset_, static_cast<std::size_t>(s)) +
+                       " was removed from the dataset (generation " +
+                       std::to_string(dataset_.generation()) + ")");
+    }
     const std::size_t n = dataset_.sample_records(static_cast<uint64_t>(s)).size();
     epoch_size_ += policy_ == VariantPolicy::all ? n : (n > 0 ? 1 : 0);
   }

@@ -25,8 +25,9 @@ MaskLabelCounts count_mask_labels(const Dataset& dataset, uint64_t max_bytes) {
   }
   MaskLabelCounts counts;
   const std::size_t bytes = dataset.mask_bytes();
+  const DatasetIndex& index = dataset.index();
   for (uint64_t s = 0; s < dataset.num_samples(); ++s) {
-    if (!dataset.sample_records(s).empty()) ++counts.masks_total;
+    if (!index.is_removed(s) && !dataset.sample_records(s).empty()) ++counts.masks_total;
   }
   const uint64_t affordable = std::max<uint64_t>(1, max_bytes / std::max<std::size_t>(bytes, 1));
   const uint64_t step = (counts.masks_total + affordable - 1) / affordable;
@@ -36,7 +37,7 @@ MaskLabelCounts count_mask_labels(const Dataset& dataset, uint64_t max_bytes) {
   std::vector<std::array<uint64_t, 256>> lanes(4);
   for (uint64_t s = 0; s < dataset.num_samples(); ++s) {
     const RecordIds records = dataset.sample_records(s);
-    if (records.empty()) continue;
+    if (records.empty() || index.is_removed(s)) continue;
     if (with_record++ % std::max<uint64_t>(step, 1) != 0) continue;
     const uint64_t record = records.front();  // ascending variant: the clean one first
     if (dataset.record_variant(record) != 0) continue;

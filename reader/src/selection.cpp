@@ -24,8 +24,10 @@ std::vector<int64_t> select_samples(const DatasetIndex& index, const SelectionOp
       throw UsageError("role " + std::string(role_name(options.role)) +
                        " needs a split (SelectionOptions::split)");
     }
-    samples.resize(static_cast<std::size_t>(n));
-    for (int64_t s = 0; s < n; ++s) samples[static_cast<std::size_t>(s)] = s;
+    samples.reserve(static_cast<std::size_t>(n) - index.num_removed());
+    for (int64_t s = 0; s < n; ++s) {
+      if (!index.is_removed(static_cast<std::size_t>(s))) samples.push_back(s);
+    }
     return samples;
   }
   const Split* split = index.find_split(options.split);
@@ -44,6 +46,9 @@ std::vector<int64_t> select_samples(const DatasetIndex& index, const SelectionOp
   }
   const int16_t fold = static_cast<int16_t>(options.fold);
   for (int64_t s = 0; s < n; ++s) {
+    // A removed sample's assignment is kRemovedFold, in no role; role `all`
+    // (every sample, as without a split) must leave it out as well.
+    if (index.is_removed(static_cast<std::size_t>(s))) continue;
     const int16_t a = split->assign[static_cast<std::size_t>(s)];
     bool take = false;
     switch (options.role) {

@@ -12,6 +12,7 @@
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "imgpack/selection.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
@@ -247,6 +248,37 @@ TEST(Dataset, PathsComeFromTheIndexThatWasOpened) {
     }
     EXPECT_EQ(Dataset::open(dir.path()).sample_path(0), old_paths[0] + ".renamed");
   }
+}
+
+// A removal commits index.h5 and splits.h5 of the next generation by
+// rename: a Dataset opened before keeps generation 0, its samples (none
+// removed), its splits and its paths; one opened after sees generation 1.
+TEST(Dataset, KeepsTheGenerationItOpened) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.samples = 12;
+  const DatasetIndex written = test::write_synthetic_dataset(dir.path(), options);
+  test::add_split(dir.path(), "cv2", 2, std::vector<int16_t>(12, 1));
+  const Dataset before = Dataset::open(dir.path());
+  ASSERT_EQ(before.generation(), 0u);
+
+  const DatasetIndex committed = test::remove_samples(dir.path(), {2, 5});
+  EXPECT_EQ(committed.history.size(), 2u);
+  EXPECT_EQ(before.generation(), 0u);
+  EXPECT_EQ(before.index().num_removed(), 0u);
+  EXPECT_FALSE(before.index().is_removed(2));
+  EXPECT_EQ(before.index().splits[0].assign.to_vector(), std::vector<int16_t>(12, 1));
+  EXPECT_EQ(select_samples(before.index(), {.split = "cv2", .role = Role::train}).size(), 12u);
+  EXPECT_EQ(before.sample_paths(), written.sample_path);  // read on first use: after the commit
+
+  const Dataset after = Dataset::open(dir.path());
+  EXPECT_EQ(after.generation(), 1u);
+  EXPECT_EQ(after.num_samples(), 12u);  // ids stay rows: removed samples are counted here
+  EXPECT_EQ(after.index().num_removed(), 2u);
+  EXPECT_TRUE(after.index().is_removed(5));
+  EXPECT_EQ(after.index().splits[0].assign[2], format::kRemovedFold);
+  EXPECT_EQ(select_samples(after.index(), {.split = "cv2", .role = Role::train}).size(), 10u);
+  EXPECT_EQ(after.sample_paths(), written.sample_path);
 }
 
 TEST(Dataset, CopiesShareMappingsThatOutliveTheOriginal) {

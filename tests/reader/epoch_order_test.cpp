@@ -164,6 +164,24 @@ TEST_F(EpochOrderTest, RejectsBadOptions) {
   EXPECT_THROW(make({.mode = OrderMode::shard_window, .window_shards = 0}), UsageError);
 }
 
+// select_samples() leaves removed samples out; samples chosen by hand may
+// not name one either.
+TEST_F(EpochOrderTest, RejectsARemovedSample) {
+  test::remove_samples(dir_.path(), {4});
+  const Dataset removed = Dataset::open(dir_.path());
+  const std::vector<int64_t> named = {3, 4, 5};
+  try {
+    EpochOrder(removed, named, VariantPolicy::clean, {});
+    ADD_FAILURE() << "an order over a removed sample";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("sample 4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("was removed"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(EpochOrder(removed, all_samples(removed), VariantPolicy::clean, {}).epoch_size(), 52u);
+  // The handle opened before the removal keeps its generation: sample 4 is in it.
+  EXPECT_EQ(EpochOrder(dataset_, named, VariantPolicy::clean, {}).epoch_size(), 3u);
+}
+
 TEST_F(EpochOrderTest, ParsesModeNames) {
   EXPECT_EQ(parse_order_mode("shard-window"), OrderMode::shard_window);
   EXPECT_EQ(order_mode_name(parse_order_mode("random")), "random");

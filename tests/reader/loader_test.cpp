@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -288,6 +289,68 @@ TEST_F(LoaderTest, SelectionIsExact) {
           << role_name(role);
     }
   }
+}
+
+// Every 7th sample removed (generation 1): no epoch of role `all` or of any
+// role of a split delivers one, the counts leave them out, and a Dataset
+// opened before the removal keeps delivering every sample.
+TEST_F(LoaderTest, RemovedSamplesAreNeverDelivered) {
+  std::vector<int64_t> removed;
+  for (int64_t s = 0; s < 61; s += 7) removed.push_back(s);  // 9 samples
+  test::remove_samples(dir_.path(), removed);
+  const Dataset before = dataset_;
+  dataset_ = Dataset::open(dir_.path());
+  ASSERT_EQ(dataset_.generation(), 1u);
+  auto is_removed = [](int64_t s) { return s % 7 == 0; };
+
+  struct Case {
+    SelectionOptions selection;
+    std::function<bool(int64_t)> selected;
+  };
+  const std::vector<Case> cases = {
+      {{.split = "", .variants = VariantPolicy::all}, [](int64_t) { return true; }},
+      {{.split = "cv3", .fold = 2, .role = Role::all}, [](int64_t) { return true; }},
+      {{.split = "cv3", .fold = 2, .role = Role::train},
+       [](int64_t s) { return s % 10 != 9 && s % 3 != 2; }},
+      {{.split = "cv3", .fold = 2, .role = Role::val},
+       [](int64_t s) { return s % 10 != 9 && s % 3 == 2; }},
+      {{.split = "cv3", .fold = 0, .role = Role::test}, [](int64_t s) { return s % 10 == 9; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(role_name(c.selection.role)) + " of split '" + c.selection.split +
+                 "'");
+    std::multiset<int64_t> expected;
+    const std::size_t per_sample = c.selection.variants == VariantPolicy::all ? 3 : 1;
+    for (int64_t s = 0; s < 61; ++s) {
+      for (std::size_t v = 0; v < per_sample && c.selected(s) && !is_removed(s); ++v) {
+        expected.insert(s);
+      }
+    }
+    LoaderOptions o = base_options();
+    o.selection = c.selection;
+    Loader loader(dataset_, o);
+    EXPECT_EQ(loader.images_per_epoch(), expected.size());
+    for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+      Epoch e = read_epoch(loader, epoch);
+      std::multiset<int64_t> samples;
+      for (const Entry& entry : e.entries) {
+        if (!entry.padding) samples.insert(entry.sample);
+      }
+      EXPECT_EQ(samples, expected) << "epoch " << epoch;
+    }
+  }
+
+  // The handle opened before: generation 0, every sample, every record.
+  LoaderOptions o = base_options();
+  o.selection.variants = VariantPolicy::all;
+  Loader old_view(before, o);
+  EXPECT_EQ(before.generation(), 0u);
+  EXPECT_EQ(old_view.images_per_epoch(), 183u);
+  dataset_ = before;  // read_epoch checks against dataset_
+  std::vector<uint64_t> records = non_padding_records(read_epoch(old_view, 0));
+  std::sort(records.begin(), records.end());
+  ASSERT_EQ(records.size(), 183u);
+  for (uint64_t r = 0; r < records.size(); ++r) EXPECT_EQ(records[r], r);
 }
 
 TEST_F(LoaderTest, FloatOutputMatchesAScalarReference) {

@@ -64,6 +64,31 @@ TEST_F(SelectionTest, HoldoutUsesFoldZero) {
   EXPECT_THROW(select("hold", 1, Role::val), UsageError);
 }
 
+// Samples 1 (fold 1), 3 (test) and 8 (fold 0; test of "hold") removed: in
+// no role of any split, nor in `all`, with or without a split.
+TEST_F(SelectionTest, RemovedSamplesAreInNoRole) {
+  test::remove_samples(dir_.path(), {1, 3, 8});
+  index_ = read_index(dir_.path());
+  ASSERT_EQ(index_.generation, 1u);
+  ASSERT_EQ(index_.num_removed(), 3u);
+  EXPECT_EQ(select("cv3", 0, Role::val), (std::vector<int64_t>{0, 4, 9}));
+  EXPECT_EQ(select("cv3", 0, Role::train), (std::vector<int64_t>{2, 5, 6, 10, 11}));
+  EXPECT_EQ(select("cv3", 0, Role::test), (std::vector<int64_t>{7}));
+  EXPECT_EQ(select("cv3", 1, Role::val), (std::vector<int64_t>{5, 10}));
+  const std::vector<int64_t> kept = {0, 2, 4, 5, 6, 7, 9, 10, 11};
+  EXPECT_EQ(select("", 0, Role::all), kept);
+  EXPECT_EQ(select("cv3", 2, Role::all), kept);
+  EXPECT_EQ(select("hold", 0, Role::all), kept);
+  EXPECT_EQ(select("hold", 0, Role::test), (std::vector<int64_t>{}));
+  EXPECT_EQ(select("hold", 0, Role::train), (std::vector<int64_t>{2, 5, 6, 7, 9, 10}));
+  // A removed sample whose split was left as it was (a split written before
+  // the removal, by a tool that kept it) is still in no role.
+  DatasetIndex kept_assignments = index_;
+  kept_assignments.splits[0].assign = kAssign;  // splits in name order: cv3 first
+  EXPECT_EQ(select_samples(kept_assignments, {.split = "cv3", .fold = 0, .role = Role::train}),
+            (std::vector<int64_t>{2, 5, 6, 10, 11}));
+}
+
 TEST_F(SelectionTest, ClearErrorsForBadRequests) {
   try {
     select("cv5", 0, Role::train);

@@ -175,6 +175,23 @@ void add_split(const fs::path& dir, const std::string& name, int32_t folds,
   write_splits(dir, index);
 }
 
+DatasetIndex remove_samples(const fs::path& dir, const std::vector<int64_t>& samples) {
+  DatasetIndex index = read_index(dir);
+  const std::size_t count = index.num_samples();
+  if (index.history.empty()) index.history.push_back({0, "", "convert", count, 0});
+  ++index.generation;
+  index.history.push_back({index.generation, utc_timestamp(), "remove", 0, samples.size()});
+  if (index.sample_removed.empty()) index.sample_removed = std::vector<uint8_t>(count, 0);
+  for (const int64_t s : samples) {
+    const auto row = static_cast<std::size_t>(s);
+    if (index.is_removed(row)) throw std::invalid_argument("sample removed twice");
+    index.sample_removed[row] = 1;
+    for (Split& split : index.splits) split.assign[row] = format::kRemovedFold;
+  }
+  write_index(dir, index);
+  return index;
+}
+
 namespace {
 
 template <class T>

@@ -79,6 +79,12 @@ std::string relabel_in_index_only(const std::filesystem::path& dir, DatasetIndex
 void add_split(const std::filesystem::path& dir, const std::string& name, int32_t folds,
                const std::vector<int16_t>& assign, const std::string& kind = "random");
 
+// Commits the next generation of the index of `dir` with `samples` removed,
+// as a removal does: generation + 1, a /history row for it (and one for the
+// conversion where there was none), the samples marked in sample_removed and
+// their assignment in every split kRemovedFold. Returns the index written.
+DatasetIndex remove_samples(const std::filesystem::path& dir, const std::vector<int64_t>& samples);
+
 // The fields of two indexes that differ ("sample_path[3]", "splits[0].assign"),
 // comparing every field of DatasetIndex; empty when they are equal.
 std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetIndex& b);

@@ -29,6 +29,15 @@
 // files and rename them into place, which leaves open mappings intact). The
 // same holds for index.h5 and splits.h5, which are mapped too: a program
 // that edits them in place (h5py) must not do so under a running reader.
+//
+// A dataset that grows (an append, a removal, a compaction) commits each
+// change as a new generation of index.h5 and splits.h5 renamed into place.
+// A Dataset keeps the generation it opened (generation()): its samples,
+// removed marks and splits are those of the files it mapped at open(), and
+// nothing it reads later is read by path from a newer index; open the
+// dataset again to see a later generation. Removed samples keep their ids
+// (rows of the sample table, counted by num_samples()) and their records,
+// but no selection (select_samples()) includes them.
 #pragma once
 
 #include <cstddef>
@@ -137,14 +146,20 @@ class Dataset {
   // the sample paths and group names unless DatasetOpenOptions::index asked
   // for them.
   const DatasetIndex& index() const;
+  // The generation of the index open() read: 0 for a dataset as its
+  // conversion wrote it, one more for each later append, removal or
+  // compaction (DatasetIndex::generation). It never changes for this handle
+  // and its copies, whatever is committed to the directory since; a
+  // LoaderState names it, and Loader::restore() refuses a state of another.
+  uint64_t generation() const { return index().generation; }
 
   // The source path of sample `s` (< num_samples()) relative to the converted
   // directory; every sample's path; every group's name, by group id. Read from
   // index.h5 on first use (then kept: a format 2 index's strings stay in its
   // mapping, a format 1 index's are copied out), from the very file open()
-  // read: a format 1 index.h5 replaced since (a split, an upgrade) is an
-  // imgpack::Error saying to open the dataset again, as is a damaged table.
-  // Thread-safe.
+  // read, never from a later generation: a format 1 index.h5 replaced since
+  // (a split, an upgrade) is an imgpack::Error saying to open the dataset
+  // again, as is a damaged table. Thread-safe.
   std::string sample_path(uint64_t s) const;
   std::vector<std::string> sample_paths() const;
   std::vector<std::string> group_names() const;
@@ -155,6 +170,8 @@ class Dataset {
   // H * W * C: the bytes of one record.
   std::size_t record_bytes() const;
   std::size_t num_records() const;
+  // Rows of the sample table, removed samples included (sample ids are
+  // rows); index().num_removed() of them are removed.
   std::size_t num_samples() const;
   std::size_t num_shards() const;
 

@@ -80,7 +80,8 @@ class EpochOrder {
  public:
   // `samples` are the selected source samples (select_samples()); `policy`
   // the variant policy after resolve_variant_policy(). Throws
-  // imgpack::UsageError if world_size is 0, rank >= world_size or
+  // imgpack::UsageError for a sample out of range or removed
+  // (DatasetIndex::is_removed()), if world_size is 0, rank >= world_size or
   // window_shards is 0, and for sampling options that cannot work: a weighted
   // epoch in a mode other than random, weights of the wrong count, negative
   // or not finite, no positive weight in the selection, class_balanced with

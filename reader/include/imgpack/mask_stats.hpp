@@ -3,7 +3,8 @@
 // weights of its loss (rare labels weighted up) or to spot a label no mask
 // holds.
 //
-// count_mask_labels() reads the clean mask (variant 0) of every sample,
+// count_mask_labels() reads the clean mask (variant 0) of every sample
+// (removed samples aside),
 // through the dataset's mappings (so at memory speed when the page cache
 // holds them), or an evenly spaced subset of the samples when their masks
 // are more than `max_bytes`. A pure function of the dataset and the
@@ -22,7 +23,7 @@ struct MaskLabelCounts {
   std::array<uint64_t, 256> pixels{};  // pixels holding each label
   std::array<uint64_t, 256> masks{};   // masks holding each label at least once
   uint64_t masks_counted = 0;          // clean masks counted
-  uint64_t masks_total = 0;            // samples with a clean record
+  uint64_t masks_total = 0;            // samples with a clean record, removed ones aside
 
   uint64_t pixels_counted() const;
   // The share of counted pixels holding `label` (0 when nothing was counted).

@@ -4,7 +4,9 @@
 // Splits are per source sample (DatasetIndex::splits). For a split with k
 // folds, role `val` of fold f is assign == f, role `train` is assign >= 0 &&
 // assign != f, role `test` is assign == -1, role `all` is every sample
-// (no split needed). A holdout split is used through fold 0 only.
+// (no split needed). A holdout split is used through fold 0 only. A removed
+// sample (DatasetIndex::is_removed(); its assignment is kRemovedFold, -2) is
+// in no role, `all` included.
 //
 // Everything here is a pure function of its arguments and safe to call from
 // any thread.
@@ -45,7 +47,8 @@ struct SelectionOptions {
   VariantPolicy variants = VariantPolicy::automatic;
 };
 
-// The source samples (ascending) that `options` selects. Throws
+// The source samples (ascending) that `options` selects, never a removed
+// one. Throws
 // imgpack::UsageError for an unknown split (listing the ones that exist), a
 // fold out of range, a role other than `all` without a split, or a fold other
 // than 0 of a holdout split.
