@@ -126,14 +126,25 @@ void register_dataset(py::module_& m) {
            }),
            "path"_a, py::kw_only(), "verify_checksums"_a = false,
            "Opens and validates the dataset in directory `path` (str or os.PathLike).")
-      .def("__len__", &Dataset::num_samples, "Number of source samples.")
+      .def("__len__", &Dataset::num_samples,
+           "Number of source samples (rows of the sample table: removed samples included).")
       .def_property_readonly(
           "path", [](const Dataset& d) { return d.path().string(); }, "The dataset directory.")
       .def_property_readonly(
           "shape",
           [](const Dataset& d) { return py::make_tuple(d.height(), d.width(), d.channels()); },
           "(height, width, channels) of every record (stored uint8, HWC).")
-      .def_property_readonly("num_samples", &Dataset::num_samples, "Number of source samples.")
+      .def_property_readonly("num_samples", &Dataset::num_samples,
+                             "Number of source samples (rows of the sample table, sample ids: "
+                             "removed samples included, num_removed of them).")
+      .def_property_readonly(
+          "num_removed", [](const Dataset& d) { return d.index().num_removed(); },
+          "Samples removed from the dataset since its conversion: no Loader delivers them.")
+      .def_property_readonly("generation", &Dataset::generation,
+                             "The generation of the index this handle opened: 0 as converted, "
+                             "one more per append, removal or compaction since. It stays the "
+                             "one opened; open the dataset again to see a later one. "
+                             "Loader.state_dict() names it.")
       .def_property_readonly("num_records", &Dataset::num_records,
                              "Number of records (samples x stored variants).")
       .def_property_readonly("num_shards", &Dataset::num_shards, "Number of shard files.")

@@ -310,7 +310,15 @@ LoaderState state_of_dict(const py::handle& object) {
     }
   }();
 
-  const py::dict expected = state_dict_of(state);
+  py::dict expected = state_dict_of(state);
+  // A dict of version 1 (saved before generations: no 'generation') is
+  // compared with what version 1 wrote; its state is of generation 0.
+  const py::object version = d.contains("version") ? d["version"] : py::object(py::none());
+  if (py::isinstance<py::int_>(version) && version.equal(py::int_(1)) &&
+      !d.contains("generation")) {
+    expected["version"] = 1;
+    PyDict_DelItemString(expected.ptr(), "generation");
+  }
   std::string missing;
   for (const auto& [key, value] : expected) {
     if (!d.contains(key)) missing += (missing.empty() ? "" : ", ") + repr_of(key);
@@ -574,9 +582,10 @@ void register_loader(py::module_& m) {
           "json.dumps and torch.save(weights_only=True) take it as it is): 'format' "
           "('imgpack.loader_state'), 'version', the epoch and 'consumed' (global positions "
           "of the epoch the batches taken so far cover, on every rank), the world_size and "
-          "batch_size it was saved with, the fingerprint of the dataset, selection, order and "
-          "batch options, and 'state': the state() bytes in base64. Rank 0's dict serves "
-          "every rank. torchdata's StatefulDataLoader and Lightning call this name.")
+          "batch_size it was saved with, the fingerprint of the dataset (its uuid and "
+          "'generation': Dataset.generation), selection, order and batch options, and 'state': "
+          "the state() bytes in base64. Rank 0's dict serves every rank. torchdata's "
+          "StatefulDataLoader and Lightning call this name.")
       .def(
           "load_state_dict",
           [](PyLoader& l, const py::object& state_dict) { l.restore(state_of_dict(state_dict)); },
@@ -585,10 +594,12 @@ void register_loader(py::module_& m) {
           "epoch. With the saved world_size and batch_size those are, byte for byte, the "
           "batches an uninterrupted run would have delivered from that step; with any other "
           "world_size or batch_size, the epoch's remaining positions dealt over the new ranks, "
-          "each delivered once. ValueError naming every option that differs from "
-          "the saved ones; imgpack.Error for a damaged dict (a member missing, of another "
-          "type, or disagreeing with its 'state'); TypeError for something other than a "
-          "dict.")
+          "each delivered once. imgpack.Error for a state of another generation of the dataset "
+          "(appended to or with samples removed since: reopen the old data to continue that "
+          "epoch, or start a new epoch without the state); ValueError naming every option that "
+          "differs from the saved ones; imgpack.Error for a damaged dict (a member missing, of "
+          "another type, or disagreeing with its 'state'); TypeError for something other than "
+          "a dict.")
       .def(
           "state", [](const PyLoader& l) { return bytes_of(l.state()); },
           "The state of state_dict() as bytes (imgpack::LoaderState::to_bytes(), which the C++ "
@@ -599,8 +610,9 @@ void register_loader(py::module_& m) {
           "restore", [](PyLoader& l, const py::bytes& state) { l.restore(state_of_bytes(state)); },
           "state"_a,
           "load_state_dict() for state() bytes: continues from them, on the same or another "
-          "world_size and batch_size. ValueError naming every option that differs from the "
-          "saved ones; imgpack.Error for damaged bytes.")
+          "world_size and batch_size. imgpack.Error for a state of another generation of the "
+          "dataset; ValueError naming every option that differs from the saved ones; "
+          "imgpack.Error for damaged bytes.")
       .def("set_epoch", &PyLoader::set_epoch, "epoch"_a,
            "Sets the epoch the next iteration reads, and starts reading it now. Batches of an "
            "earlier epoch not yet taken are dropped; those taken stay valid.")

@@ -19,7 +19,10 @@ namespace imgpack {
 
 namespace {
 
-constexpr uint64_t kStateVersion = 1;
+// Version 2 added `generation`; a version 1 state, saved before datasets
+// had generations, is of generation 0 and is read as such.
+constexpr uint64_t kStateVersion = 2;
+constexpr uint64_t kOldestStateVersion = 1;
 constexpr std::string_view kWhat = "loader state";
 // Bytes: this line, the XXH3-64 of the JSON as 16 hex digits and a newline, the JSON.
 constexpr std::string_view kMagic = "imgpack loader state\n";
@@ -119,6 +122,7 @@ std::string LoaderState::to_json() const {
   j.add_unsigned("world_size", world_size);
   j.add_unsigned("batch_size", batch_size);
   j.add_string("dataset_uuid", dataset_uuid);
+  j.add_unsigned("generation", generation);
   j.add_string("split", split);
   j.add_signed("fold", fold);
   j.add_string("role", role_name(role));
@@ -140,9 +144,10 @@ std::string LoaderState::to_json() const {
 LoaderState LoaderState::from_json(std::string_view json) {
   const detail::FlatJsonObject o = detail::FlatJsonObject::parse(json, kWhat);
   const uint64_t version = o.unsigned_member("imgpack_loader_state");
-  if (version != kStateVersion) {
+  if (version < kOldestStateVersion || version > kStateVersion) {
     throw Error(std::string(kWhat) + ": version " + std::to_string(version) +
-                ", this imgpack reads version " + std::to_string(kStateVersion));
+                ", this imgpack reads versions " + std::to_string(kOldestStateVersion) + " to " +
+                std::to_string(kStateVersion));
   }
   LoaderState s;
   s.epoch = o.unsigned_member("epoch");
@@ -150,6 +155,7 @@ LoaderState LoaderState::from_json(std::string_view json) {
   s.world_size = narrow_member<uint32_t>(o, "world_size");
   s.batch_size = o.unsigned_member("batch_size");
   s.dataset_uuid = o.string_member("dataset_uuid");
+  s.generation = version >= 2 ? o.unsigned_member("generation") : 0;
   s.split = o.string_member("split");
   s.fold = narrow_member<int32_t>(o, "fold");
   s.role = enum_member(o, "role", parse_role);
@@ -206,6 +212,7 @@ LoaderState initial_loader_state(const EpochOrder& order, const LoaderOptions& o
   s.world_size = o.world_size;
   s.batch_size = options.batch_size;
   s.dataset_uuid = order.dataset().index().uuid;
+  s.generation = order.dataset().generation();
   // Without a split the fold means nothing: keep it out of the comparison.
   s.split = options.selection.split;
   s.fold = s.split.empty() ? 0 : options.selection.fold;
@@ -256,6 +263,17 @@ auto named(Name name) {
 }  // namespace
 
 void require_same_fingerprint(const LoaderState& saved, const LoaderState& here) {
+  // Another generation of the same dataset: its positions count samples
+  // that may since have been removed or added, whatever else matches. Not a
+  // wrong option (UsageError) but a dataset changed under the checkpoint.
+  if (saved.dataset_uuid == here.dataset_uuid && saved.generation != here.generation) {
+    throw Error("the loader state is of generation " + std::to_string(saved.generation) +
+                " of dataset " + saved.dataset_uuid + " and the dataset is now generation " +
+                std::to_string(here.generation) +
+                ": reopen the dataset with the data of generation " +
+                std::to_string(saved.generation) +
+                " to continue its epoch, or start a new epoch (set_epoch) without the state");
+  }
   Mismatches m;
   m.compare("the dataset uuid", saved.dataset_uuid, here.dataset_uuid, quoted);
   m.compare("the split", saved.split, here.split, quoted);

@@ -14,7 +14,9 @@ namespace imgpack::detail {
 LoaderState initial_loader_state(const EpochOrder& order, const LoaderOptions& options);
 
 // Throws imgpack::UsageError naming every fingerprint field in which `saved`
-// differs from `here` (a state of this loader), with both values. The
+// differs from `here` (a state of this loader), with both values; first
+// imgpack::Error where `saved` is of another generation of the same dataset
+// (saying which, and to reopen the old data or start a new epoch). The
 // topology (world size, batch size) may differ.
 void require_same_fingerprint(const LoaderState& saved, const LoaderState& here);
 

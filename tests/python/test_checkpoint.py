@@ -4,12 +4,17 @@ and Sampling through the module."""
 import base64
 import collections
 import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
 import torch
 
 import imgpack
+from conftest import make_dataset
+
+GROWTH_HELPER = os.environ.get("IMGPACK_GROWTH_HELPER", "")
 
 
 def records_of(batches):
@@ -77,7 +82,8 @@ def test_state_dict_is_plain_values_that_survive_json(dataset_dir):
     rest = contents_of(it)
     assert isinstance(saved, dict)
     assert all(type(v) in (int, str) for v in saved.values()), saved
-    assert saved["format"] == "imgpack.loader_state" and saved["version"] == 1
+    assert saved["format"] == "imgpack.loader_state" and saved["version"] == 2
+    assert saved["generation"] == 0
     assert (saved["epoch"], saved["consumed"]) == (4, 2 * RESUMABLE["batch_size"])
     assert (saved["world_size"], saved["batch_size"], saved["seed"]) == (1, 5, 7)
     assert (saved["split"], saved["fold"], saved["role"]) == ("cv3", 1, "train")
@@ -267,6 +273,98 @@ def test_restore_refuses_other_options_and_damaged_bytes(dataset_dir):
         imgpack.Loader(dataset_dir, batch_size=4, seed=2).restore(saved)
     with pytest.raises(imgpack.Error):
         imgpack.Loader(dataset_dir, batch_size=4, seed=1).restore(saved[:-3] + b"xyz")
+
+
+def growth_helper(*args, stdin=None):
+    """tests/python/growth_helper.cpp: commits a removal, or rewrites state bytes as version 1."""
+    assert GROWTH_HELPER, "IMGPACK_GROWTH_HELPER is not set; run through ctest"
+    return subprocess.run([GROWTH_HELPER, *map(str, args)], input=stdin, capture_output=True,
+                          check=True).stdout
+
+
+def samples_of(batches):
+    """The source samples of `batches`, padding entries left out."""
+    out = []
+    for b in batches:
+        samples = [int(s) for s in np.from_dlpack(b.samples)]
+        out += samples[:len(samples) - b.padding]
+    return out
+
+
+GROWN = dict(split="cv3", fold=0, role="train", batch_size=4, seed=5)
+
+
+def test_a_removal_is_a_new_generation_that_loader_states_name(tmp_path):
+    data = make_dataset(str(tmp_path), per_class=8, variants=1)
+    before = imgpack.Dataset(data)
+    assert (before.generation, before.num_removed) == (0, 0)
+    loader = imgpack.Loader(before, **GROWN)
+    next(iter(loader))
+    saved = loader.state_dict()
+    assert saved["generation"] == 0
+
+    removed = [0, 5, 9, 17]
+    growth_helper("remove", data, *removed)
+    after = imgpack.Dataset(data)
+    assert (after.generation, after.num_removed) == (1, len(removed))
+    assert len(after) == len(before) == 32  # sample ids stay rows
+    assert before.generation == 0  # a handle keeps the generation it opened
+
+    # Removed samples are in no epoch of any role; the counts leave them out.
+    everything = imgpack.Loader(after, batch_size=7, seed=1)
+    assert everything.images_per_epoch == 32 - len(removed)
+    for epoch in range(2):
+        everything.set_epoch(epoch)
+        assert sorted(samples_of(everything)) == [s for s in range(32) if s not in removed]
+    for role in ("train", "val", "test"):
+        kept = set(samples_of(imgpack.Loader(after, **dict(GROWN, role=role))))
+        assert kept and not kept & set(removed), role
+    # The handle opened before delivers every sample still.
+    assert sorted(samples_of(imgpack.Loader(before, batch_size=7, seed=1))) == list(range(32))
+
+    # A state of generation 0 on generation 1: imgpack.Error with both generations.
+    grown = imgpack.Loader(after, **GROWN)
+    with pytest.raises(imgpack.Error, match=r"state is of generation 0 .* now generation 1: "
+                                            r"reopen .* or start a new epoch"):
+        grown.load_state_dict(saved)
+    with pytest.raises(imgpack.Error, match="generation 0"):
+        grown.restore(loader.state())
+
+    # A state of generation 1 names it, survives JSON and restores there.
+    it = iter(grown)
+    next(it)
+    state = grown.state_dict()
+    assert state["generation"] == 1
+    rest = records_of(it)
+    resumed = imgpack.Loader(after, **GROWN)
+    resumed.load_state_dict(json.loads(json.dumps(state)))
+    assert resumed.state_dict() == state
+    assert records_of(resumed) == rest
+    with pytest.raises(imgpack.Error, match="generation 1 .* now generation 0"):
+        imgpack.Loader(before, **GROWN).load_state_dict(state)
+
+
+def test_a_state_dict_of_version_1_is_of_generation_0(dataset_dir):
+    """What state_dict() returned before states named a generation still restores."""
+    loader = imgpack.Loader(dataset_dir, **RESUMABLE)
+    it = iter(loader)
+    next(it)
+    current, current_bytes = loader.state_dict(), loader.state()
+    rest = contents_of(it)
+    old = {k: v for k, v in current.items() if k != "generation"}
+    old["version"] = 1
+    old_bytes = growth_helper("state-v1", stdin=current_bytes)
+    assert b'"imgpack_loader_state":1' in old_bytes and b"generation" not in old_bytes
+    old["state"] = base64.b64encode(old_bytes).decode("ascii")
+    resumed = imgpack.Loader(dataset_dir, **RESUMABLE)
+    resumed.load_state_dict(old)
+    assert resumed.state_dict() == current  # saved again as version 2, generation 0
+    assert contents_of(resumed) == rest
+    # Its bytes alone too; a version 1 dict still has to agree with its bytes.
+    imgpack.Loader(dataset_dir, **RESUMABLE).restore(old_bytes)
+    with pytest.raises(imgpack.Error, match="'version' is 1 but the saved state says 2"):
+        imgpack.Loader(dataset_dir, **RESUMABLE).load_state_dict(
+            dict(old, state=current["state"], generation=0))
 
 
 def test_class_balanced_sampling_draws_classes_equally(dataset_dir):

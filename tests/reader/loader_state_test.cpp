@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <ostream>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/loader.hpp"
 #include "synthetic_dataset.hpp"
@@ -164,9 +166,9 @@ TEST_F(LoaderStateTest, BytesAndJsonRoundTrip) {
   EXPECT_EQ(LoaderState::from_bytes(s.to_bytes()), s);
   const std::string json = s.to_json();
   for (const char* member :
-       {R"("imgpack_loader_state":1)", R"("epoch":3)", R"("consumed":8)", R"("split":"cv3")",
-        R"("role":"val")", R"("order":"shard-window")", R"("seed":18446744073709551615)",
-        R"("last_batch":"pad")", R"("sampling":"uniform")"}) {
+       {R"("imgpack_loader_state":2)", R"("generation":0)", R"("epoch":3)", R"("consumed":8)",
+        R"("split":"cv3")", R"("role":"val")", R"("order":"shard-window")",
+        R"("seed":18446744073709551615)", R"("last_batch":"pad")", R"("sampling":"uniform")"}) {
     EXPECT_NE(json.find(member), std::string::npos) << member << " in " << json;
   }
 }
@@ -224,8 +226,12 @@ TEST_F(LoaderStateTest, JsonErrorsNameTheMember) {
   };
   EXPECT_EQ(message(replaced(R"("role":"all")", R"("role":"everything")")),
             "loader state: member 'role': unknown role 'everything' (use train, val, test or all)");
-  EXPECT_EQ(message(replaced(R"("imgpack_loader_state":1)", R"("imgpack_loader_state":2)")),
-            "loader state: version 2, this imgpack reads version 1");
+  EXPECT_EQ(message(replaced(R"("imgpack_loader_state":2)", R"("imgpack_loader_state":3)")),
+            "loader state: version 3, this imgpack reads versions 1 to 2");
+  EXPECT_EQ(message(replaced(R"("imgpack_loader_state":2)", R"("imgpack_loader_state":0)")),
+            "loader state: version 0, this imgpack reads versions 1 to 2");
+  EXPECT_EQ(message(replaced(R"("generation":0,)", "")),
+            "loader state: member 'generation' is missing");
   EXPECT_EQ(message(replaced(R"("world_size":1)", R"("world_size":4294967296)")),
             "loader state: member 'world_size' is out of range (4294967296)");
   EXPECT_EQ(message(replaced(R"("epoch":3,)", "")), "loader state: member 'epoch' is missing");
@@ -362,6 +368,93 @@ TEST_F(LoaderStateTest, AStateOfAnotherDatasetIsRejected) {
               std::string::npos)
         << e.what();
   }
+}
+
+// The message of the imgpack::Error (not a UsageError: no option is wrong,
+// the data changed) that restoring `state` on `dataset` throws.
+std::string generation_refusal(const Dataset& dataset, const LoaderOptions& options,
+                               const LoaderState& state) {
+  Loader loader(dataset, options);
+  try {
+    loader.restore(state);
+  } catch (const UsageError& e) {
+    return std::string("usage error: ") + e.what();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+// Samples removed since the state was saved (generation 1): the epoch's
+// positions now count other records, so the state is refused with the
+// generations and what to do, and so is a state of generation 1 on a Dataset
+// still open at generation 0. A state restores on its own generation.
+TEST_F(LoaderStateTest, AStateOfAnotherGenerationIsRefusedWithTheReason) {
+  LoaderOptions o = base_options();
+  o.selection = {.split = "cv3", .fold = 1, .role = Role::train};
+  const LoaderState saved = state_after(o, 2);
+  EXPECT_EQ(saved.generation, 0u);
+  test::remove_samples(dir_.path(), {4, 40});
+  const Dataset grown = Dataset::open(dir_.path());
+  ASSERT_EQ(grown.generation(), 1u);
+  const std::string uuid = options_.uuid;
+  EXPECT_EQ(generation_refusal(grown, o, saved),
+            "the loader state is of generation 0 of dataset " + uuid +
+                " and the dataset is now generation 1: reopen the dataset with the data of "
+                "generation 0 to continue its epoch, or start a new epoch (set_epoch) without the "
+                "state");
+  // Restoring a state with the generation alone changed: refused all the same.
+  LoaderState relabelled = saved;
+  relabelled.generation = 1;
+  EXPECT_NE(generation_refusal(dataset_, o, relabelled).find("is of generation 1"),
+            std::string::npos);
+
+  Loader loader(grown, o);
+  loader.set_epoch(kEpoch);
+  ASSERT_TRUE(loader.next());
+  const LoaderState now = loader.state();
+  EXPECT_EQ(now.generation, 1u);
+  EXPECT_NE(now.to_json().find(R"("generation":1)"), std::string::npos) << now.to_json();
+  EXPECT_EQ(LoaderState::from_bytes(now.to_bytes()), now);
+  EXPECT_EQ(generation_refusal(dataset_, o, now)
+                .find("the loader state is of generation 1 of "
+                      "dataset " +
+                      uuid + " and the dataset is now generation 0"),
+            0u);
+  const std::vector<Delivered> rest = read_rest(loader);
+  Loader resumed(grown, o);
+  resumed.restore(now);
+  EXPECT_EQ(read_rest(resumed), rest);
+  for (const Delivered& d : rest) {
+    for (int64_t sample : d.samples) EXPECT_TRUE(sample != 4 && sample != 40) << sample;
+  }
+}
+
+// What version 1 wrote (before generations): no `generation` member. It reads
+// as generation 0, restores there, and is refused on generation 1.
+TEST_F(LoaderStateTest, AVersionOneStateIsOfGenerationZero) {
+  const LoaderState saved = state_after(base_options(), 1);
+  std::string json = saved.to_json();
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{R"("imgpack_loader_state":2)",
+                                                                     R"("imgpack_loader_state":1)"},
+                                 {R"("generation":0,)", ""}}) {
+    const std::size_t at = json.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    json.replace(at, from.size(), to);
+  }
+  EXPECT_EQ(LoaderState::from_json(json), saved);
+  // Its bytes as version 1 wrote them: header, checksum, JSON.
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(checksum(json.data(), json.size())));
+  const std::string text = "imgpack loader state\n" + std::string(hex) + "\n" + json;
+  const LoaderState old = LoaderState::from_bytes(std::vector<uint8_t>(text.begin(), text.end()));
+  EXPECT_EQ(old, saved);
+  EXPECT_EQ(generation_refusal(dataset_, base_options(), old), "(accepted)");
+  test::remove_samples(dir_.path(), {7});
+  EXPECT_NE(generation_refusal(Dataset::open(dir_.path()), base_options(), old)
+                .find("is of generation 0 of dataset"),
+            std::string::npos);
 }
 
 TEST_F(LoaderStateTest, AStateOfAnotherSelectionOrderOrBatchIsRejectedWithTheReason) {

@@ -291,7 +291,11 @@ struct LoaderOptions {
 // The fingerprint says what the positions refer to; restore() requires every
 // field to match the loader's and names each one that does not. The
 // topology it was saved in (world_size, batch_size, global_batch) is
-// informative.
+// informative. It names the dataset's generation (Dataset::generation()): a
+// dataset that has grown or lost samples since the state was saved deals
+// other positions, so a state is restored only on the generation it was
+// saved on (a state saved before generations existed, version 1, is of
+// generation 0).
 struct LoaderState {
   uint64_t epoch = 0;
   uint64_t consumed = 0;  // global positions of `epoch` consumed (above)
@@ -301,7 +305,8 @@ struct LoaderState {
 
   // Fingerprint.
   std::string dataset_uuid;
-  std::string split;  // selection
+  uint64_t generation = 0;  // of the dataset (Dataset::generation())
+  std::string split;        // selection
   int32_t fold = 0;
   Role role = Role::all;
   VariantPolicy variants = VariantPolicy::clean;  // resolved (never automatic)
@@ -323,9 +328,11 @@ struct LoaderState {
   std::vector<uint8_t> to_bytes() const;
   static LoaderState from_bytes(std::span<const uint8_t> bytes);
   // One JSON object, every field above by name, enums by their names
-  // ("train", "random", ...), hashes as 16 hex digits. from_json() accepts
-  // what to_json() writes (members in any order, unknown ones ignored) and
-  // throws imgpack::Error naming the first member that is missing or wrong.
+  // ("train", "random", ...), hashes as 16 hex digits, behind its version
+  // ("imgpack_loader_state": 2). from_json() accepts what to_json() writes
+  // (members in any order, unknown ones ignored) and what version 1 wrote
+  // (no generation: 0), and throws imgpack::Error naming the first member
+  // that is missing or wrong, or a version it does not read.
   std::string to_json() const;
   static LoaderState from_json(std::string_view json);
 
@@ -618,13 +625,16 @@ class Loader {
   LoaderState state() const;
   // Continues from `state`: switches to state.epoch at the saved step and
   // starts reading there at once (as set_epoch() does; batches already
-  // delivered stay valid). Throws imgpack::UsageError naming every field of
-  // the fingerprint that differs from this loader's (dataset uuid, split,
-  // fold, role, variants, selected samples, order, seed, window, rank
-  // policy, sampling, weights, epoch length, last batch), and imgpack::Error
-  // for a position past the epoch (a damaged state); any world size and
-  // batch size are accepted (see LoaderState). The loader is unchanged when
-  // it throws. (LoaderState::from_bytes() and from_json() already
+  // delivered stay valid). Throws imgpack::Error for a state of another
+  // generation of this dataset, saying which generation the state is of and
+  // which the dataset is now (reopen the old data to continue that epoch,
+  // or start a new epoch without the state); imgpack::UsageError naming
+  // every field of the fingerprint that differs from this loader's (dataset
+  // uuid, split, fold, role, variants, selected samples, order, seed,
+  // window, rank policy, sampling, weights, epoch length, last batch); and
+  // imgpack::Error for a position past the epoch (a damaged state). Any
+  // world size and batch size are accepted (see LoaderState). The loader is
+  // unchanged when it throws. (LoaderState::from_bytes() and from_json() already
   // refuse a state whose fields contradict each other, such as a world_size
   // of 0, even behind a valid checksum.)
   void restore(const LoaderState& state);
