@@ -11,6 +11,7 @@
 #include "cli_wording.hpp"
 #include "imgpack/convert.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/growth.hpp"
 #include "mpi_convert.hpp"
 #include "progress.hpp"
 
@@ -42,7 +43,45 @@ struct ConvertArgs {
   std::vector<std::string> splits;
   std::string part;
   bool quiet = false, json = false;
+  bool append = false, replace_changed = false;
+  std::vector<std::string> given;  // the options given, by name ("--size")
 };
+
+// The options that fix what a conversion writes: an append takes them from
+// the dataset, so giving one with --append is an error.
+constexpr const char* kStoredOptions[] = {"--size",
+                                          "--resize",
+                                          "--fill",
+                                          "--color",
+                                          "--labels",
+                                          "--csv-path",
+                                          "--csv-label",
+                                          "--csv-group",
+                                          "--csv-targets",
+                                          "--csv-multilabel",
+                                          "--mask-suffix",
+                                          "--csv-mask",
+                                          "--mask-fill",
+                                          "--mask-colors",
+                                          "--mask-classes",
+                                          "--yolo",
+                                          "--yolo-names",
+                                          "--yolo-keypoints",
+                                          "--box-min-visible",
+                                          "--keypoint-flip-map",
+                                          "--group-regex",
+                                          "--group-missing",
+                                          "--variants",
+                                          "--augment",
+                                          "--shard-size",
+                                          "--seed",
+                                          "--order",
+                                          "--max-pixels",
+                                          "--no-dct-scaling",
+                                          "--split",
+                                          "--part",
+                                          "--overwrite",
+                                          "--resume"};
 
 // "age,score" -> {"age", "score"}: column names around commas, spaces dropped.
 std::vector<std::string> split_target_columns(const std::string& text) {
@@ -147,7 +186,93 @@ ConvertOptions to_options(const ConvertArgs& a) {
   return o;
 }
 
+int run_append(const ConvertArgs& args) {
+  for (const std::string& name : args.given) {
+    throw UsageError(name + ": an append converts with the dataset's own options (" + args.out +
+                     "/index.h5 keeps them); leave " + name + " out");
+  }
+  AppendOptions options;
+  options.src = args.src;
+  options.dataset = args.out;
+  options.csv = args.csv;
+  options.masks = args.masks;
+  options.coco = args.coco;
+  options.threads = args.threads;
+  options.on_error = parse_on_error(args.on_error);
+  options.max_skipped = parse_skip_limit(args.max_skipped);
+  options.replace_changed = args.replace_changed;
+  Progress progress("append", args.quiet || args.json);
+  const AppendResult result = append(
+      options, [&](const ConvertProgress& p) { progress.update(p.done, p.total, p.skipped); });
+  if (result.added + result.skipped.size() > 0) {
+    progress.finish(result.added + result.skipped.size(), result.added + result.skipped.size(),
+                    result.skipped.size());
+  }
+  for (const std::string& warning : result.split_warnings) {
+    std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
+  }
+  if (!args.quiet && !args.json) {
+    for (const std::string& note : result.notes) {
+      std::fprintf(stderr, "imgpack: note: %s\n", cli_wording(note).c_str());
+    }
+  }
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["generation"] = result.generation;
+    j["inputs"] = result.inputs;
+    j["held"] = result.held;
+    j["added"] = result.added;
+    j["replaced"] = result.replaced;
+    j["records"] = result.records;
+    j["shards"] = result.shards;
+    j["samples"] = result.samples;
+    j["skipped"] = result.skipped.size();
+    nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
+    for (const SkippedInput& s : result.skipped) {
+      skipped.push_back({{"path", s.path}, {"reason", cli_wording(s.reason)}});
+    }
+    j["skipped_inputs"] = std::move(skipped);
+    j["new_classes"] = result.new_classes;
+    j["notes"] = result.notes;
+    j["seconds"] = result.seconds;
+    j["timings"] = {{"plan_s", result.plan_s},
+                    {"convert_s", result.convert_s},
+                    {"commit_s", result.commit_s}};
+    j["out"] = args.out;
+    print_json(j);
+  } else if (!args.quiet) {
+    if (result.added == 0 && result.replaced == 0) {
+      std::fprintf(
+          stderr, "%s: nothing new in %s (%llu inputs, all in the dataset); generation %llu\n",
+          args.out.c_str(), args.src.c_str(), static_cast<unsigned long long>(result.inputs),
+          static_cast<unsigned long long>(result.generation));
+    } else {
+      std::fprintf(stderr,
+                   "%s: generation %llu: added %llu images (%llu records, %llu new shard%s), "
+                   "%llu already held, %llu replaced, %.1f s",
+                   args.out.c_str(), static_cast<unsigned long long>(result.generation),
+                   static_cast<unsigned long long>(result.added),
+                   static_cast<unsigned long long>(result.records),
+                   static_cast<unsigned long long>(result.shards), result.shards == 1 ? "" : "s",
+                   static_cast<unsigned long long>(result.held),
+                   static_cast<unsigned long long>(result.replaced), result.seconds);
+      if (!result.new_classes.empty()) {
+        std::fprintf(stderr, "; %zu new classes", result.new_classes.size());
+      }
+    }
+    if (!result.skipped.empty()) {
+      std::fprintf(stderr, "; %zu skipped, first: %s: %s", result.skipped.size(),
+                   result.skipped[0].path.c_str(), cli_wording(result.skipped[0].reason).c_str());
+    }
+    if (result.added > 0 || result.replaced > 0 || !result.skipped.empty())
+      std::fputc('\n', stderr);
+  }
+  return kExitOk;
+}
+
 int run_convert(const ConvertArgs& args) {
+  if (args.append) return run_append(args);
+  if (args.replace_changed) throw UsageError("--replace-changed needs --append");
   ConvertOptions options = to_options(args);
   if (started_by_mpi_launcher() && !options.part) {
     return run_convert_with_mpi(std::move(options), args.quiet, args.json);
@@ -350,6 +475,12 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("--part", args->part,
                   "Convert only part I of N (0 <= I < N; a hash of each path picks its part) "
                   "into OUT/parts/I-of-N/; 'imgpack merge OUT' joins the N parts");
+  cmd->add_flag("--append", args->append,
+                "Add the inputs of SRC that the dataset in OUT does not hold yet, with its own "
+                "options, into new shards; its splits extend over them");
+  cmd->add_flag("--replace-changed", args->replace_changed,
+                "With --append: an input whose size or modification time changed since the "
+                "dataset took it replaces its old sample (removed) instead of stopping the run");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress output");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->footer(
@@ -357,7 +488,14 @@ void add_convert_command(CLI::App& app, Action& action) {
       "(U(a, b) = uniform; README.md, section Augmentation, has the details)\n"
       "  KEY               ALLOWED  MEANING\n" +
       cli_wording(augment_spec_help()));
-  cmd->callback([args, &action] { action = [args] { return run_convert(*args); }; });
+  cmd->callback([args, cmd, &action] {
+    if (args->append) {
+      for (const char* name : kStoredOptions) {
+        if (cmd->count(name) > 0) args->given.emplace_back(name);
+      }
+    }
+    action = [args] { return run_convert(*args); };
+  });
 }
 
 }  // namespace imgpack::cli

@@ -309,7 +309,9 @@ int run_inspect(const InspectArgs& args) {
 
   std::vector<uint64_t> class_counts(index.class_names.size(), 0);
   uint64_t unlabeled = 0;
-  for (int32_t label : index.sample_label) {
+  for (std::size_t s = 0; s < index.sample_label.size(); ++s) {
+    if (index.is_removed(s)) continue;  // counted as removed, nowhere else
+    const int32_t label = index.sample_label[s];
     if (label < 0) {
       ++unlabeled;
     } else {
@@ -349,6 +351,17 @@ int run_inspect(const InspectArgs& args) {
     j["imgpack_format"] = index.format_version;
     j["records"] = index.num_records();
     j["samples"] = index.num_samples();
+    j["removed"] = index.num_removed();
+    j["generation"] = index.generation;
+    nlohmann::ordered_json history = nlohmann::ordered_json::array();
+    for (const IndexChange& change : index.history) {
+      history.push_back({{"generation", change.generation},
+                         {"date", change.date},
+                         {"change", change.change},
+                         {"added", change.added},
+                         {"removed", change.removed}});
+    }
+    j["history"] = std::move(history);
     j["height"] = index.height;
     j["width"] = index.width;
     j["channels"] = index.channels;
@@ -418,6 +431,19 @@ int run_inspect(const InspectArgs& args) {
             << "  size        " << human_bytes(pixel_bytes) << " of pixels, "
             << human_bytes(disk_bytes) << " on disk in " << index.num_shards() << " shard"
             << (index.num_shards() == 1 ? "" : "s") << "\n";
+  if (index.num_removed() > 0) {
+    std::cout << "  removed     " << index.num_removed()
+              << " images (left out of every count below, "
+              << "every split and every reader; their records stay in the shards)\n";
+  }
+  if (index.generation > 0) {
+    std::cout << "  generation  " << index.generation << "\n";
+    for (const IndexChange& change : index.history) {
+      std::cout << "    " << change.generation << "  " << (change.date.empty() ? "-" : change.date)
+                << "  " << change.change << ": +" << change.added << " -" << change.removed
+                << " images\n";
+    }
+  }
   if (!problem.empty()) std::cout << "  DAMAGED     " << problem << "\n";
   if (!missing_shards.empty()) {
     std::cout << "  MISSING     " << missing_shards.size() << " shard files, e.g. "

@@ -169,4 +169,82 @@ std::string ConvertOptions::to_json() const {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+ConvertOptions ConvertOptions::from_json(const std::string& text) {
+  ConvertOptions options;
+  const char* key = "";
+  try {
+    const json j = json::parse(text);
+    auto take = [&](const json& object, const char* name, auto& value) {
+      key = name;
+      if (object.contains(name)) object.at(name).get_to(value);
+    };
+    key = "width";
+    if (!j.at("width").is_null()) {
+      options.size = {j.at("width").get<uint32_t>(), j.at("height").get<uint32_t>()};
+    }
+    key = "resize";
+    options.resize = parse_resize_mode(j.at("resize").get<std::string>());
+    key = "fill";
+    options.fill = j.at("fill").get<std::array<uint8_t, 3>>();
+    key = "color";
+    options.color = parse_color_mode(j.at("color").get<std::string>());
+    key = "labels";
+    options.scan.labels = parse_label_source(j.at("labels").get<std::string>());
+    take(j, "group_regex", options.scan.group_regex);
+    if (j.contains("csv")) {
+      const json& c = j.at("csv");
+      CsvInput csv;
+      std::string file;
+      take(c, "file", file);
+      csv.file = file;
+      take(c, "path", csv.path);
+      take(c, "label", csv.label);
+      take(c, "group", csv.group);
+      take(c, "targets", csv.targets);
+      take(c, "multilabel", csv.multilabel);
+      options.scan.csv = std::move(csv);
+    }
+    if (j.contains("masks")) {
+      const json& m = j.at("masks");
+      std::string dir;
+      std::string colors;
+      std::string classes;
+      take(m, "dir", dir);
+      take(m, "suffix", options.masks.suffix);
+      take(m, "fill", options.masks.fill);
+      take(m, "colors", colors);
+      take(m, "classes", classes);
+      options.masks.dir = dir;
+      options.masks.colors = colors;
+      options.masks.classes = classes;
+      if (options.scan.csv) take(m, "csv", options.scan.csv->mask);
+    }
+    if (j.contains("boxes")) {
+      const json& b = j.at("boxes");
+      std::string coco;
+      std::string names;
+      take(b, "min_visible", options.boxes.min_visible);
+      take(b, "coco", coco);
+      take(b, "yolo", options.boxes.yolo);
+      take(b, "yolo_names", names);
+      take(b, "yolo_keypoints", options.boxes.yolo_keypoints);
+      take(b, "keypoint_flip_map", options.boxes.keypoint_flip_map);
+      options.boxes.coco = coco;
+      options.boxes.yolo_names = names;
+    }
+    take(j, "variants", options.variants);
+    take(j, "augment", options.augment);
+    take(j, "seed", options.seed);
+    key = "order";
+    options.order = parse_write_order(j.at("order").get<std::string>());
+    take(j, "shard_size", options.shard_size);
+    take(j, "max_pixels", options.max_pixels);
+    take(j, "dct_scaling", options.dct_scaling);
+  } catch (const json::exception& e) {
+    throw Error(std::string("conversion options: ") +
+                (*key != '\0' ? std::string("key '") + key + "': " : std::string()) + e.what());
+  }
+  return options;
+}
+
 }  // namespace imgpack

@@ -214,6 +214,12 @@ struct ConvertOptions {
   void validate() const;
   // The options that determine the output, as JSON (stored in index.h5).
   std::string to_json() const;
+  // The inverse of to_json(): the options that determine the output, as a
+  // dataset's index.h5 stores them (src, out, splits, the part and the run's
+  // policies left at their defaults; keys to_json() does not write are
+  // ignored). Throws imgpack::Error for text that is not such JSON, naming the
+  // key.
+  static ConvertOptions from_json(const std::string& text);
 };
 
 // The table of --augment keys, their ranges and meanings, for help texts.

@@ -262,11 +262,7 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
   plan.options_json = options.to_json();
   plan_masks(options, plan);
   plan.uuid = derive_uuid(plan.options_json, plan.list, options.has_masks());
-  plan.order.resize(plan.list.samples.size());
-  for (std::size_t i = 0; i < plan.order.size(); ++i) plan.order[i] = i;
-  if (options.order == WriteOrder::shuffle) {
-    CounterRng(options.seed, kWriteOrderStream).shuffle(std::span(plan.order));
-  }
+  plan.order = write_order(options, plan.list.samples.size());
   plan.splits = plan_splits(options, plan);
   if (options.part) {
     select_part(options, plan);
@@ -275,6 +271,15 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) 
     }
   }
   return plan;
+}
+
+std::vector<std::size_t> write_order(const ConvertOptions& options, std::size_t samples) {
+  std::vector<std::size_t> order(samples);
+  for (std::size_t i = 0; i < samples; ++i) order[i] = i;
+  if (options.order == WriteOrder::shuffle) {
+    CounterRng(options.seed, kWriteOrderStream).shuffle(std::span(order));
+  }
+  return order;
 }
 
 uint64_t inputs_fingerprint(const ConversionPlan& plan, uint64_t first, uint64_t end) {

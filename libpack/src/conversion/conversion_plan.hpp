@@ -45,6 +45,10 @@ struct ConversionPlan {
 // is written.
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena);
 
+// The write order of `samples` listed samples (ConvertOptions::order,
+// seeded by ConvertOptions::seed): indices into the listing.
+std::vector<std::size_t> write_order(const ConvertOptions& options, std::size_t samples);
+
 // A fingerprint of the inputs at write positions [first, end): each one's
 // path, size, and modification and status-change times (FileStamp) as the
 // scan saw them, and those of its mask. A resumed conversion keeps a shard only if the fingerprint

@@ -345,6 +345,12 @@ void DatasetWriter::adopt(const std::string& file, std::span<const int64_t> samp
   shards_.records.push_back(samples.size());
 }
 
+void DatasetWriter::continue_after(const RecordTable& records, const ShardTable& shards) {
+  if (current_ || !shards_.file.empty()) throw Error("DatasetWriter::continue_after after add");
+  records_ = records;
+  shards_ = shards;
+}
+
 void DatasetWriter::finish(DatasetIndex& index) {
   if (current_) commit_current();
   index.records = std::move(records_);

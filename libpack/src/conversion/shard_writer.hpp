@@ -134,6 +134,11 @@ class DatasetWriter {
   void adopt(const std::string& file, std::span<const int64_t> samples,
              std::span<const uint16_t> variants);
 
+  // Continues a dataset whose shards and records these are (an append): new
+  // shards are numbered after them, and finish() hands back these tables
+  // followed by the new records. Only before the first add() or adopt().
+  void continue_after(const RecordTable& records, const ShardTable& shards);
+
   // Shards committed so far (the one being filled not included).
   std::size_t committed_shards() const { return shards_.size() - (current_ ? 1 : 0); }
   const std::string& shard_file(std::size_t k) const { return shards_.file[k]; }

@@ -404,9 +404,32 @@ void check_split_name(const std::string& name) {
 Split make_split(const DatasetIndex& index, const std::string& name, const SplitSpec& spec,
                  const std::string& created, std::vector<std::string>* warnings) {
   check_split_name(name);
+  if (index.num_removed() == 0) {
+    SplitResult result =
+        compute_split(index.sample_label, index.sample_group, spec, index.class_names,
+                      {index.sample_multilabel.span(), index.multilabel_names.size()});
+    if (warnings) warnings->insert(warnings->end(), result.warnings.begin(), result.warnings.end());
+    return named_split(name, spec, std::move(result), created);
+  }
+  // Removed samples are in no part: the split is of the others.
+  const std::size_t columns = index.multilabel_names.size();
+  std::vector<std::size_t> kept;
+  std::vector<int32_t> labels;
+  std::vector<int32_t> groups;
+  std::vector<uint8_t> multilabel;
+  for (std::size_t s = 0; s < index.num_samples(); ++s) {
+    if (index.is_removed(s)) continue;
+    kept.push_back(s);
+    labels.push_back(index.sample_label[s]);
+    groups.push_back(index.sample_group[s]);
+    const std::span<const uint8_t> row = index.multilabel_of(s);
+    multilabel.insert(multilabel.end(), row.begin(), row.end());
+  }
   SplitResult result =
-      compute_split(index.sample_label, index.sample_group, spec, index.class_names,
-                    {index.sample_multilabel.span(), index.multilabel_names.size()});
+      compute_split(labels, groups, spec, index.class_names, {multilabel, columns});
+  std::vector<int16_t> assign(index.num_samples(), format::kRemovedFold);
+  for (std::size_t i = 0; i < kept.size(); ++i) assign[kept[i]] = result.assign[i];
+  result.assign = std::move(assign);
   if (warnings) warnings->insert(warnings->end(), result.warnings.begin(), result.warnings.end());
   return named_split(name, spec, std::move(result), created);
 }

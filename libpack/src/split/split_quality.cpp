@@ -48,7 +48,7 @@ SplitQuality split_quality(std::span<const int16_t> assign, int32_t folds,
   const auto parts = static_cast<std::size_t>(folds) + 1;
   int32_t max_group = -1;
   for (std::size_t i = 0; i < assign.size(); ++i) {
-    if (assign[i] < format::kTestFold || assign[i] >= folds) {
+    if (assign[i] < format::kRemovedFold || assign[i] >= folds) {
       throw Error("split_quality: sample " + std::to_string(i) + " is in fold " +
                   std::to_string(assign[i]) + " of " + std::to_string(folds));
     }
@@ -65,7 +65,11 @@ SplitQuality split_quality(std::span<const int16_t> assign, int32_t folds,
   int64_t labeled_total = 0;
   // Samples of every part, by a counting sort, so each part's class counts
   // take one dense pass and the whole costs O(samples + parts x classes).
+  // Removed samples (kRemovedFold) are in no part and count nowhere.
+  std::size_t kept = 0;
   for (std::size_t i = 0; i < assign.size(); ++i) {
+    if (assign[i] == format::kRemovedFold) continue;
+    ++kept;
     ++part_size[static_cast<std::size_t>(assign[i] + 1)];
     if (labels[i] >= 0) {
       ++class_total[static_cast<std::size_t>(labels[i])];
@@ -76,10 +80,11 @@ SplitQuality split_quality(std::span<const int16_t> assign, int32_t folds,
   std::vector<std::size_t> start(parts + 1, 0);
   for (std::size_t p = 0; p < parts; ++p)
     start[p + 1] = start[p] + static_cast<std::size_t>(part_size[p]);
-  std::vector<int32_t> by_part(assign.size());
+  std::vector<int32_t> by_part(kept);
   {
     std::vector<std::size_t> next(start.begin(), start.end() - 1);
     for (std::size_t i = 0; i < assign.size(); ++i) {
+      if (assign[i] == format::kRemovedFold) continue;
       by_part[next[static_cast<std::size_t>(assign[i] + 1)]++] = labels[i];
     }
   }
@@ -107,7 +112,7 @@ SplitQuality split_quality(std::span<const int16_t> assign, int32_t folds,
   std::vector<int32_t> first_part(static_cast<std::size_t>(max_group + 1), -2);
   std::vector<uint8_t> leaked(first_part.size(), 0);
   for (std::size_t i = 0; i < assign.size(); ++i) {
-    if (groups[i] < 0) continue;
+    if (groups[i] < 0 || assign[i] == format::kRemovedFold) continue;
     int32_t& seen = first_part[static_cast<std::size_t>(groups[i])];
     if (seen == -2) {
       seen = assign[i];

@@ -136,10 +136,10 @@ void DatasetIndex::validate(const std::string& where) const {
            " samples, the dataset has " + std::to_string(s));
     }
     if (split.folds < 1) fail("split " + split.name + " has no folds");
-    for (std::size_t i = 0; i < s; ++i) {
-      const int16_t a = split.assign[i];
-      if (a == format::kRemovedFold && is_removed(i)) continue;
-      if (a < format::kTestFold || a >= split.folds) {
+    for (const int16_t a : split.assign) {
+      // kRemovedFold: in no role (a removed sample, or one a change being
+      // committed removes: read_splits_file()).
+      if (a < format::kRemovedFold || a >= split.folds) {
         fail("split " + split.name + " assigns fold " + std::to_string(a) + " of " +
              std::to_string(split.folds));
       }

@@ -32,7 +32,8 @@ void write_split_groups(h5::File& file, TableWriter& tables, const std::vector<S
 // samples at `generation` (root attribute `generation`, absent = 0). A
 // splits.h5 of a later generation with at least as many samples is the next
 // generation being committed (splits.h5 is renamed first): its splits are
-// read over the index's samples alone, which an extension left as they were.
+// read over the index's samples alone, which an extension left as they were
+// (samples that change removes are in no role of them already).
 // Throws imgpack::Error naming the file when it is missing, belongs to
 // another index or generation, or is damaged. With `map`, the assignments
 // are viewed in a mapping of the file (copied where cut to the index).

@@ -1,0 +1,103 @@
+// Datasets that grow and shrink without a new conversion.
+//
+// append() converts the inputs of SRC that a dataset does not hold yet into
+// new shards, with the dataset's own stored options (size, resize, colour,
+// variants, augmentation, masks, boxes, seed, shard size), and commits the
+// next generation of index.h5 and splits.h5: the new samples after the old
+// ones (every earlier sample keeps its id), every earlier shard untouched and
+// unread, every stored split extended over the new samples with its earlier
+// assignments kept. remove_samples() marks samples removed: readers, splits
+// and counts leave them out from the next generation on, their records stay
+// in the shards.
+//
+// Each change commits splits.h5, then index.h5, each by rename; a reader that
+// opened the dataset before keeps its generation's view until it reopens.
+// Killed at any point, the same call again gives the dataset an uninterrupted
+// call gives (byte for byte, with the history's date fixed by
+// SOURCE_DATE_EPOCH); nothing it leaves behind is visible to a reader.
+// Neither function is thread-safe against another change of the same
+// dataset: each holds the dataset directory's lock (a second one is a
+// UsageError naming the directory).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "imgpack/convert.hpp"
+#include "imgpack/convert_options.hpp"
+
+namespace imgpack {
+
+struct AppendOptions {
+  std::filesystem::path src;      // the input root, scanned as the conversion did
+  std::filesystem::path dataset;  // the dataset to append to
+  // Where the inputs are described, for a dataset converted from such files:
+  // a newer CSV list (the same columns), another mask folder, a newer COCO
+  // file. Empty: the file the conversion read (its options name it).
+  std::filesystem::path csv;
+  std::filesystem::path masks;
+  std::filesystem::path coco;
+  unsigned threads = 0;  // 0 = all cores
+  OnError on_error = OnError::skip;
+  SkipLimit max_skipped;
+  // An input whose path the dataset holds but whose size or modification
+  // time differs from the conversion's is an error (UsageError naming it);
+  // with replace_changed its old sample is removed and the input added anew.
+  bool replace_changed = false;
+};
+
+struct AppendResult {
+  uint64_t generation =
+      0;                  // the dataset's generation afterwards (unchanged when nothing was added)
+  uint64_t inputs = 0;    // usable inputs found in SRC
+  uint64_t held = 0;      // of them, already in the dataset
+  uint64_t added = 0;     // samples added
+  uint64_t replaced = 0;  // changed inputs whose old sample was removed (replace_changed)
+  uint64_t records = 0;   // records added
+  uint64_t shards = 0;    // shards added
+  uint64_t samples = 0;   // samples of the dataset afterwards, removed ones included
+  std::vector<SkippedInput> skipped;     // inputs that could not be used, and why
+  std::vector<std::string> new_classes;  // class names the dataset did not have
+  std::vector<std::string> notes;        // e.g. stamps unknown for old samples
+  std::vector<std::string> split_warnings;
+  // Where the time went: reading the index and scanning SRC (plan_s),
+  // converting the new inputs (convert_s), extending the splits and writing
+  // splits.h5 and index.h5 (commit_s); seconds = all of it.
+  double plan_s = 0;
+  double convert_s = 0;
+  double commit_s = 0;
+  double seconds = 0;
+};
+
+// Appends the new inputs of options.src to options.dataset. Throws
+// UsageError for a request the dataset cannot take (not an imgpack dataset,
+// index format 1, a part folder, inputs that changed without
+// replace_changed, targets, box classes or mask classes other than the
+// dataset's) and Error for failures while converting, naming the file; the
+// dataset is then as it was.
+AppendResult append(const AppendOptions& options, const ProgressFn& progress = {});
+
+struct RemoveResult {
+  uint64_t generation = 0;       // afterwards (unchanged when nothing was newly removed)
+  uint64_t removed = 0;          // samples newly removed
+  uint64_t already_removed = 0;  // listed, but removed before
+  uint64_t remaining = 0;        // samples not removed afterwards
+};
+
+// Marks the samples with these paths (as index.h5 names them, relative to
+// the input root) removed. `list_name` names where the paths came from in
+// errors. Throws UsageError naming the list and the first path that is not a
+// sample of the dataset; nothing is changed then.
+RemoveResult remove_samples(const std::filesystem::path& dataset,
+                            std::span<const std::string> paths, const std::string& list_name);
+
+// The paths listed in `file`: a CSV file with a header naming `column`, or,
+// when `column` is empty, a text file of one path per line (blank lines and
+// lines starting with '#' ignored). Throws UsageError naming the file.
+std::vector<std::string> read_path_list(const std::filesystem::path& file,
+                                        const std::string& column);
+
+}  // namespace imgpack

@@ -1,0 +1,314 @@
+// append(): the inputs a dataset does not hold yet, converted with its own
+// options into new shards, and the next generation of its index and splits.
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "conversion/conversion_plan.hpp"
+#include "conversion/output_directory.hpp"
+#include "conversion_pipeline.hpp"
+#include "files.hpp"
+#include "growth/dataset_change.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/growth.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The conversion options an append converts with: the dataset's own, with
+// the inputs and the run's policies of the request.
+ConvertOptions append_options(const AppendOptions& request, const DatasetIndex& index) {
+  const fs::path where = request.dataset / format::kIndexFile;
+  if (index.convert_options.find("\"part\"") != std::string::npos) {
+    throw UsageError(request.dataset.string() +
+                     ": a part of a conversion in parts; merge the parts (imgpack merge), then "
+                     "append to the merged dataset");
+  }
+  ConvertOptions options;
+  try {
+    options = ConvertOptions::from_json(index.convert_options);
+  } catch (const Error& e) {
+    throw Error(where.string() + ": " + e.what());
+  }
+  options.src = request.src;
+  options.out = request.dataset;
+  options.size = std::make_pair(index.width, index.height);
+  options.threads = request.threads;
+  options.on_error = request.on_error;
+  options.max_skipped = request.max_skipped;
+  if (!request.csv.empty()) {
+    if (!options.scan.csv) {
+      throw UsageError("--csv: " + request.dataset.string() +
+                       " was converted from a folder, not a CSV list; leave --csv out");
+    }
+    options.scan.csv->file = request.csv;
+  }
+  if (!request.masks.empty()) {
+    if (!index.masks) {
+      throw UsageError("--masks: " + request.dataset.string() + " has no masks");
+    }
+    options.masks.dir = request.masks;
+  }
+  if (!request.coco.empty()) {
+    if (options.boxes.coco.empty()) {
+      throw UsageError("--coco: " + request.dataset.string() +
+                       " does not take its boxes from a COCO file");
+    }
+    options.boxes.coco = request.coco;
+  }
+  options.validate();
+  return options;
+}
+
+// Ids of `names` (the listing's) among `into` (the dataset's), adding the
+// names it lacks at its end, and to `added`.
+std::vector<int32_t> map_names(const std::vector<std::string>& names,
+                               std::vector<std::string>& into, std::vector<std::string>* added) {
+  std::unordered_map<std::string, int32_t> ids;
+  for (std::size_t i = 0; i < into.size(); ++i) ids.emplace(into[i], static_cast<int32_t>(i));
+  std::vector<int32_t> map;
+  map.reserve(names.size());
+  for (const std::string& name : names) {
+    auto [it, inserted] = ids.emplace(name, static_cast<int32_t>(into.size()));
+    if (inserted) {
+      into.push_back(name);
+      if (added) added->push_back(name);
+    }
+    map.push_back(it->second);
+  }
+  return map;
+}
+
+void require_same(const std::vector<std::string>& listing, const std::vector<std::string>& dataset,
+                  const std::string& what, const AppendOptions& request) {
+  if (listing == dataset) return;
+  auto text = [](const std::vector<std::string>& names) {
+    std::string joined;
+    for (const std::string& name : names) joined += (joined.empty() ? "" : ", ") + name;
+    return "[" + joined + "]";
+  };
+  throw UsageError(request.src.string() + ": the inputs' " + what + " " + text(listing) +
+                   " are not the dataset's " + text(dataset) + " (" + request.dataset.string() +
+                   "); an append cannot change them");
+}
+
+// Gives `list`'s samples the dataset's class, group and multi-label ids,
+// adding the names the dataset lacks; checks what cannot change.
+void adopt_names(const AppendOptions& request, const ConversionPlan& plan, SourceList& list,
+                 DatasetIndex& index, AppendResult& result) {
+  require_same(list.target_names, index.target_names, "numeric targets", request);
+  require_same(list.box_class_names, index.box_class_names, "box classes", request);
+  require_same(list.keypoint_names, index.keypoint_names, "keypoints", request);
+  if (list.keypoint_flip != index.keypoint_flip) {
+    throw UsageError(request.src.string() + ": the keypoints' flip pairs are not the dataset's");
+  }
+  require_same(plan.mask_class_names, index.mask_class_names, "mask classes", request);
+
+  const std::vector<int32_t> classes =
+      map_names(list.class_names, index.class_names, &result.new_classes);
+  const std::vector<int32_t> groups = map_names(list.group_names, index.group_names, nullptr);
+  const std::size_t old_columns = index.multilabel_names.size();
+  const std::vector<int32_t> columns =
+      map_names(list.multilabel_names, index.multilabel_names, nullptr);
+  const std::size_t new_columns = index.multilabel_names.size();
+  if (new_columns != old_columns) {  // widen every old row
+    std::vector<uint8_t> widened(index.sample_label.size() * new_columns, 0);
+    for (std::size_t s = 0; s < index.sample_label.size(); ++s) {
+      std::copy_n(index.sample_multilabel.data() + s * old_columns, old_columns,
+                  widened.data() + s * new_columns);
+    }
+    index.sample_multilabel = std::move(widened);
+  }
+  for (SourceSample& sample : list.samples) {
+    if (sample.label >= 0) sample.label = classes[static_cast<std::size_t>(sample.label)];
+    if (sample.group >= 0) sample.group = groups[static_cast<std::size_t>(sample.group)];
+    if (!sample.multilabel.empty()) {
+      std::vector<uint8_t> row(new_columns, 0);
+      for (std::size_t c = 0; c < sample.multilabel.size(); ++c) {
+        row[static_cast<std::size_t>(columns[c])] = sample.multilabel[c];
+      }
+      sample.multilabel = std::move(row);
+    }
+  }
+  list.class_names = index.class_names;
+  list.group_names = index.group_names;
+  list.multilabel_names = index.multilabel_names;
+}
+
+// Which listed inputs are new, and which changed since the dataset took them.
+struct Listing {
+  std::vector<std::size_t> fresh;    // indices into the listing, in path order
+  std::vector<std::size_t> changed;  // likewise
+  std::vector<int64_t> changed_ids;  // their samples in the dataset
+  uint64_t held = 0;
+};
+
+Listing compare_listing(const SourceList& list, const DatasetIndex& index) {
+  std::unordered_map<std::string_view, std::size_t> held;
+  held.reserve(index.sample_path.size());
+  for (std::size_t s = 0; s < index.sample_path.size(); ++s) held.emplace(index.sample_path[s], s);
+  Listing listing;
+  for (std::size_t i = 0; i < list.samples.size(); ++i) {
+    const SourceSample& sample = list.samples[i];
+    auto it = held.find(sample.path);
+    if (it == held.end()) {
+      listing.fresh.push_back(i);
+      continue;
+    }
+    const std::size_t s = it->second;
+    const bool known = index.has_file_stamps() && index.sample_mtime[s] != kUnknownMtime;
+    if (known && !index.is_removed(s) &&
+        (index.sample_size[s] != sample.stamp.size ||
+         index.sample_mtime[s] != sample.stamp.mtime_ns)) {
+      listing.changed.push_back(i);
+      listing.changed_ids.push_back(static_cast<int64_t>(s));
+    } else {
+      ++listing.held;
+    }
+  }
+  return listing;
+}
+
+[[noreturn]] void refuse_changed(const AppendOptions& request, const SourceList& list,
+                                 const Listing& listing) {
+  std::string first;
+  for (std::size_t i = 0; i < std::min<std::size_t>(listing.changed.size(), 3); ++i) {
+    first += (i > 0 ? ", " : "") + (request.src / list.samples[listing.changed[i]].path).string();
+  }
+  throw UsageError(std::to_string(listing.changed.size()) +
+                   " inputs changed since the dataset took them (another size or modification "
+                   "time): " +
+                   first + (listing.changed.size() > 3 ? ", ..." : "") +
+                   "; --replace-changed removes their old samples and adds them anew");
+}
+
+}  // namespace
+
+AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
+  const Clock::time_point start = Clock::now();
+  const fs::path& out = request.dataset;
+  if (!fs::is_directory(out)) throw UsageError(out.string() + ": no such dataset directory");
+  std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
+  if (!lock) {
+    throw UsageError(out.string() +
+                     ": another command is changing this dataset now; wait for it to finish, "
+                     "then run this one again");
+  }
+  DatasetIndex index = read_index(out);
+  if (index.format_version < 2) {
+    throw UsageError(out.string() +
+                     ": index format 1; run `imgpack upgrade` on it first, then append");
+  }
+  const ConvertOptions options = append_options(request, index);
+  const unsigned threads =
+      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  std::optional<tbb::global_control> allow_threads;
+  if (threads > std::max(1u, std::thread::hardware_concurrency())) {
+    allow_threads.emplace(tbb::global_control::max_allowed_parallelism, threads);
+  }
+  tbb::task_arena arena(static_cast<int>(threads));
+  remove_leftovers(out, index);
+
+  ConversionPlan plan = make_plan(options, arena);
+  if (plan.shape.bytes() != index.record_bytes() || plan.shape.channels != index.channels) {
+    throw Error(out.string() + ": the append would write records of another shape");
+  }
+  AppendResult result;
+  result.inputs = plan.list.samples.size();
+  result.skipped = plan.list.skipped;
+  Listing listing = compare_listing(plan.list, index);
+  result.held = listing.held;
+  if (!listing.changed.empty() && !request.replace_changed) {
+    refuse_changed(request, plan.list, listing);
+  }
+  const std::size_t old_samples = index.num_samples();
+  result.generation = index.generation;
+  result.samples = old_samples;
+  if (listing.fresh.empty() && listing.changed.empty()) {
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+  }
+
+  // The new inputs, in path order, with the dataset's names and ids.
+  std::vector<std::size_t> take = listing.fresh;
+  take.insert(take.end(), listing.changed.begin(), listing.changed.end());
+  std::sort(take.begin(), take.end());
+  std::vector<SourceSample> samples;
+  samples.reserve(take.size());
+  for (const std::size_t i : take) samples.push_back(std::move(plan.list.samples[i]));
+  plan.list.samples = std::move(samples);
+  adopt_names(request, plan, plan.list, index, result);
+  plan.order = write_order(options, plan.list.samples.size());
+  plan.uuid = index.uuid;
+  plan.splits.clear();
+
+  if (!index.has_file_stamps()) {
+    index.sample_size.resize(old_samples, 0);
+    index.sample_mtime.resize(old_samples, kUnknownMtime);
+    result.notes.push_back(
+        "the dataset's conversion kept no file stamps: inputs whose paths it holds are taken "
+        "as unchanged");
+  }
+  if (!listing.changed.empty()) {
+    index.sample_removed.resize(old_samples, 0);
+    for (const int64_t s : listing.changed_ids)
+      index.sample_removed[static_cast<std::size_t>(s)] = 1;
+    result.replaced = listing.changed.size();
+  }
+
+  DatasetWriter writer(out, plan.shape, options.shard_size, index.uuid,
+                       uint64_t{options.variants} * plan.order.size(), options.variants,
+                       {.masks = options.has_masks(),
+                        .boxes = plan.list.boxes,
+                        .keypoints = plan.list.keypoint_names.size()});
+  writer.continue_after(index.records, index.shards);
+  const std::size_t old_shards = index.num_shards();
+  const std::size_t old_records = index.num_records();
+  result.plan_s = std::chrono::duration<double>(Clock::now() - start).count();
+  ConvertResult converted;
+  try {
+    ConversionPipeline pipeline(options, plan, threads, index, writer, nullptr, converted);
+    pipeline.run(arena, 0, 0, progress);
+    writer.finish(index);
+  } catch (...) {
+    // Shards of no generation: nothing lists them; the next append removes
+    // them too, should this process die before it does.
+    remove_leftovers(
+        out, read_index(out, {.sample_paths = false, .group_names = false, .records = false}));
+    throw;
+  }
+  result.skipped.insert(result.skipped.end(), converted.skipped.begin(), converted.skipped.end());
+  result.added = index.num_samples() - old_samples;
+  result.records = index.num_records() - old_records;
+  result.shards = index.num_shards() - old_shards;
+  if (result.added == 0 && result.replaced == 0) {
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+  }
+  if (!index.sample_removed.empty()) index.sample_removed.resize(index.num_samples(), 0);
+
+  result.convert_s = std::chrono::duration<double>(Clock::now() - start).count() - result.plan_s;
+  commit_change(out, index, "append", result.added, result.replaced, old_samples,
+                result.split_warnings);
+  result.generation = index.generation;
+  result.samples = index.num_samples();
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.commit_s = result.seconds - result.plan_s - result.convert_s;
+  return result;
+}
+
+}  // namespace imgpack

@@ -1,0 +1,84 @@
+#include "growth/dataset_change.hpp"
+
+#include <cstdlib>
+#include <ctime>
+#include <set>
+#include <string>
+#include <system_error>
+
+#include "files.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
+#include "imgpack/split.hpp"
+#include "split/split_extend.hpp"
+
+namespace imgpack {
+
+namespace fs = std::filesystem;
+
+void remove_leftovers(const fs::path& dir, const DatasetIndex& index) {
+  const std::set<std::string> listed(index.shards.file.begin(), index.shards.file.end());
+  const std::string tmp = format::kTmpSuffix;
+  bool removed = false;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::string stem = name;
+    const bool temporary = name.ends_with(tmp);
+    if (temporary) stem = name.substr(0, name.size() - tmp.size());
+    const bool ours = format::is_shard_file_name(stem) || stem == format::kIndexFile ||
+                      stem == format::kSplitsFile;
+    if (!ours || (!temporary && (!format::is_shard_file_name(name) || listed.count(name) > 0))) {
+      continue;
+    }
+    std::error_code remove_ec;
+    fs::remove(entry.path(), remove_ec);
+    if (remove_ec) {
+      throw system_error(entry.path(), "cannot remove the leftover of an interrupted change",
+                         remove_ec.value());
+    }
+    removed = true;
+  }
+  if (ec) throw system_error(dir, "cannot list", ec.value());
+  if (removed) fsync_path(dir);
+}
+
+std::string change_date() {
+  const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
+  if (epoch == nullptr || *epoch == '\0') return utc_timestamp();
+  char* end = nullptr;
+  const long long seconds = std::strtoll(epoch, &end, 10);
+  if (*end != '\0' || seconds < 0) {
+    throw UsageError(std::string("SOURCE_DATE_EPOCH='") + epoch +
+                     "' is not a count of seconds since 1970");
+  }
+  const auto when = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&when, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+void commit_change(const fs::path& dir, DatasetIndex& index, const std::string& change,
+                   uint64_t added, uint64_t removed, std::size_t old_samples,
+                   std::vector<std::string>& warnings) {
+  if (index.history.empty()) {
+    index.history.push_back({0, "", "convert", old_samples, 0});
+  }
+  index.generation += 1;
+  index.history.push_back({index.generation, change_date(), change, added, removed});
+  const MultilabelRows multilabel{index.sample_multilabel.span(), index.multilabel_names.size()};
+  for (Split& split : index.splits) {
+    SplitExtension extended =
+        extend_split(split, index.sample_label.span(), index.sample_group.span(), multilabel,
+                     index.sample_removed.span());
+    for (std::string& warning : extended.warnings) {
+      warnings.push_back("split " + split.name + ": " + std::move(warning));
+    }
+    split.assign = std::move(extended.assign);
+  }
+  write_index(dir, index);
+}
+
+}  // namespace imgpack

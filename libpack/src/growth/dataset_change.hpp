@@ -1,0 +1,35 @@
+// What every change of a dataset shares (internal to imgpack::pack): the
+// leftovers of an interrupted change cleared, and the next generation
+// committed.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "imgpack/dataset_index.hpp"
+
+namespace imgpack {
+
+// Removes what an interrupted change left in `dir` that `index` does not
+// list: shard files of no generation and temporary files (NAME.tmp) of
+// shards, index.h5 and splits.h5. No reader sees them: index.h5 lists the
+// shards a reader opens. Throws imgpack::Error naming a file it cannot remove.
+void remove_leftovers(const std::filesystem::path& dir, const DatasetIndex& index);
+
+// The date of a change, as the history records it: SOURCE_DATE_EPOCH (the
+// reproducible-builds convention: seconds since 1970) where set, else now;
+// ISO 8601 UTC.
+std::string change_date();
+
+// Commits `index`, changed by `change` ("append", "remove", ...), as the
+// next generation: a history row (with row 0 for the conversion where the
+// history is new), every split extended over the samples after the first
+// `old_samples` and with removed samples out of their folds (warnings
+// appended to `warnings`), then splits.h5 and index.h5 by rename.
+void commit_change(const std::filesystem::path& dir, DatasetIndex& index, const std::string& change,
+                   uint64_t added, uint64_t removed, std::size_t old_samples,
+                   std::vector<std::string>& warnings);
+
+}  // namespace imgpack

@@ -1,0 +1,274 @@
+// imgpack convert --append and imgpack remove from the shell: a dataset that
+// grows keeps its shards byte for byte, its sample ids and its split
+// assignments; changed inputs stop the append unless --replace-changed;
+// removed samples leave the splits; each change, killed with SIGKILL at each
+// crash point and run again, ends byte for byte as an uninterrupted one.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli_fixture.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/format.hpp"
+#include "test_support.hpp"
+
+namespace imgpack {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_command;
+using test::shell_quote;
+
+// Every change below runs with this date, so that reruns are byte-identical.
+const std::string kDate = "SOURCE_DATE_EPOCH=1790000000 ";
+
+class AppendCli : public test::CliTest {
+ protected:
+  void SetUp() override {
+    make_sample_data("--classes 3 --groups 4 --per-class 12 --size 40x32");
+    // The first conversion sees the images of groups g00..g02 of every
+    // class; the append brings group g03 and a few more of g00.
+    fs::create_directories(dir_ / "first");
+    for (const auto& entry : fs::recursive_directory_iterator(dir_ / "src")) {
+      if (!entry.is_regular_file()) continue;
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with("g03_") || name.ends_with("0.jpg") || name.ends_with("0.png")) continue;
+      const fs::path rel = fs::relative(entry.path(), dir_ / "src");
+      fs::create_directories((dir_ / "first" / rel).parent_path());
+      fs::copy_file(entry.path(), dir_ / "first" / rel, fs::copy_options::copy_symlinks);
+      fs::last_write_time(dir_ / "first" / rel, fs::last_write_time(entry.path()));
+    }
+  }
+
+  std::string convert_first(const fs::path& out) const {
+    return "convert " + q(dir_ / "first") + " " + q(out) +
+           " --size 16x12 --variants 2 --augment hflip --shard-size 4K --threads 2"
+           " --group-regex '/(g[0-9]+)_' --split cv:stratified-group:3 --split ho:holdout:0.25"
+           " --split rnd:random:4 -q";
+  }
+  std::string append_args(const fs::path& out) const {
+    return "convert " + q(dir_ / "src") + " " + q(out) + " --append --threads 2 -q";
+  }
+
+  // The dataset of the first conversion, in `out`.
+  void make_first(const fs::path& out) const {
+    const test::CommandResult r = test::run_imgpack(convert_first(out));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  static std::map<std::string, std::string> shard_bytes(const fs::path& dir) {
+    std::map<std::string, std::string> bytes;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (format::is_shard_file_name(name)) bytes[name] = test::read_bytes(entry.path());
+    }
+    return bytes;
+  }
+
+  // No file of any generation but the dataset's own.
+  static void expect_no_leftovers(const fs::path& dir) {
+    const DatasetIndex index = read_index(dir);
+    const std::set<std::string> listed(index.shards.file.begin(), index.shards.file.end());
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      EXPECT_FALSE(name.ends_with(format::kTmpSuffix)) << name;
+      if (format::is_shard_file_name(name)) {
+        EXPECT_TRUE(listed.count(name) > 0) << name;
+      }
+    }
+  }
+};
+
+TEST_F(AppendCli, AppendKeepsShardsIdsAndFoldsAndExtendsTheSplits) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  const DatasetIndex before = read_index(out);
+  const std::map<std::string, std::string> old_shards = shard_bytes(out);
+
+  test::CommandResult r = run_command(kDate + imgpack() + " " + append_args(out) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  const DatasetIndex after = read_index(out);
+  const std::size_t old_samples = before.num_samples();
+  EXPECT_EQ(summary["generation"], 1);
+  EXPECT_EQ(summary["held"], old_samples);
+  EXPECT_GT(summary["added"].get<uint64_t>(), 0u);
+  EXPECT_EQ(after.num_samples(), old_samples + summary["added"].get<std::size_t>());
+  EXPECT_EQ(after.num_records(), after.num_samples() * 2);
+
+  // Every earlier shard byte for byte, every earlier sample under its id.
+  for (const auto& [name, bytes] : old_shards) {
+    EXPECT_EQ(test::read_bytes(out / name), bytes) << name;
+  }
+  EXPECT_GT(after.num_shards(), before.num_shards());
+  for (std::size_t s = 0; s < old_samples; ++s) {
+    ASSERT_EQ(after.sample_path[s], before.sample_path[s]) << s;
+    EXPECT_EQ(after.class_names[static_cast<std::size_t>(after.sample_label[s])],
+              before.class_names[static_cast<std::size_t>(before.sample_label[s])]);
+  }
+  for (std::size_t r2 = 0; r2 < before.num_records(); ++r2) {
+    EXPECT_EQ(after.records.shard[r2], before.records.shard[r2]);
+    EXPECT_EQ(after.records.sample[r2], before.records.sample[r2]);
+  }
+
+  // Each split keeps every earlier assignment; a grouped split puts the new
+  // samples of an old group into that group's part, and keeps new groups whole.
+  ASSERT_EQ(after.splits.size(), before.splits.size());
+  for (std::size_t i = 0; i < after.splits.size(); ++i) {
+    const Split& old_split = before.splits[i];
+    const Split& split = after.splits[i];
+    SCOPED_TRACE(split.name);
+    ASSERT_EQ(split.assign.size(), after.num_samples());
+    for (std::size_t s = 0; s < old_samples; ++s) EXPECT_EQ(split.assign[s], old_split.assign[s]);
+    std::map<int32_t, std::set<int16_t>> parts_of_group;
+    for (std::size_t s = 0; s < after.num_samples(); ++s) {
+      EXPECT_GE(split.assign[s], format::kTestFold);
+      EXPECT_LT(split.assign[s], split.folds);
+      parts_of_group[after.sample_group[s]].insert(split.assign[s]);
+    }
+    if (split.grouped) {
+      for (const auto& [group, parts] : parts_of_group) {
+        EXPECT_EQ(parts.size(), 1u) << group;
+      }
+    }
+  }
+  EXPECT_EQ(after.generation, 1u);
+  ASSERT_EQ(after.history.size(), 2u);
+  EXPECT_EQ(after.history[0].change, "convert");
+  EXPECT_EQ(after.history[0].added, old_samples);
+  EXPECT_EQ(after.history[1].change, "append");
+  EXPECT_EQ(after.history[1].date, "2026-09-21T14:13:20Z");
+
+  r = test::run_imgpack("verify " + q(out) + " -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_no_leftovers(out);
+
+  // Nothing new: no new generation, nothing written.
+  const std::string index_bytes = test::read_bytes(out / format::kIndexFile);
+  r = test::run_imgpack(append_args(out) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["added"], 0);
+  EXPECT_EQ(test::read_bytes(out / format::kIndexFile), index_bytes);
+
+  // The dataset's options are the append's: giving one is a usage error.
+  r = test::run_imgpack(append_args(out) + " --size 32");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--size"), std::string::npos) << r.err;
+}
+
+TEST_F(AppendCli, ChangedInputsStopTheAppendUnlessReplaced) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  const std::string index_bytes = test::read_bytes(out / format::kIndexFile);
+  const DatasetIndex before = read_index(out);
+  // An input the dataset holds, edited since (another size and time).
+  const std::string edited = before.sample_path[3];
+  {
+    std::string bytes = test::read_bytes(dir_ / "src" / edited);
+    bytes += std::string(16, '\0');  // trailing bytes: still a valid image
+    test::write_bytes(dir_ / "src" / edited, bytes);
+  }
+  test::CommandResult r = test::run_imgpack(append_args(out));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(edited), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--replace-changed"), std::string::npos) << r.err;
+  EXPECT_EQ(test::read_bytes(out / format::kIndexFile), index_bytes);
+  expect_no_leftovers(out);
+
+  r = test::run_imgpack(append_args(out) + " --replace-changed --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["replaced"], 1);
+  const DatasetIndex after = read_index(out);
+  EXPECT_TRUE(after.is_removed(3));
+  EXPECT_EQ(after.num_removed(), 1u);
+  std::size_t copies = 0;
+  for (std::size_t s = 0; s < after.num_samples(); ++s) {
+    if (after.sample_path[s] == edited) {
+      ++copies;
+      for (const Split& split : after.splits) {
+        EXPECT_EQ(split.assign[s] == format::kRemovedFold, s == 3) << split.name;
+      }
+    }
+  }
+  EXPECT_EQ(copies, 2u);  // the removed sample and its replacement
+}
+
+TEST_F(AppendCli, RemoveMarksSamplesAndTheirFoldsAndRefusesUnknownPaths) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  const DatasetIndex before = read_index(out);
+  test::write_bytes(dir_ / "gone.txt",
+                    "# bad images\n" + before.sample_path[0] + "\n" + before.sample_path[5] + "\n");
+  test::CommandResult r = run_command(kDate + imgpack() + " remove " + q(out) + " --paths " +
+                                      q(dir_ / "gone.txt") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["removed"], 2);
+  EXPECT_EQ(summary["generation"], 1);
+  const DatasetIndex after = read_index(out);
+  EXPECT_EQ(after.num_removed(), 2u);
+  EXPECT_TRUE(after.is_removed(0));
+  EXPECT_TRUE(after.is_removed(5));
+  for (const Split& split : after.splits) {
+    for (std::size_t s = 0; s < after.num_samples(); ++s) {
+      const Split& old_split = *before.find_split(split.name);
+      EXPECT_EQ(split.assign[s], after.is_removed(s) ? format::kRemovedFold : old_split.assign[s]);
+    }
+  }
+  EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
+
+  // The same list again: nothing newly removed, no new generation.
+  r = test::run_imgpack("remove " + q(out) + " --paths " + q(dir_ / "gone.txt") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["already_removed"], 2);
+  EXPECT_EQ(read_index(out).generation, 1u);
+
+  // A path the dataset does not hold: exit 2 naming it, nothing changed.
+  const std::string index_bytes = test::read_bytes(out / format::kIndexFile);
+  test::write_bytes(dir_ / "typo.txt", before.sample_path[7] + "\nno/such.jpg\n");
+  r = test::run_imgpack("remove " + q(out) + " --paths " + q(dir_ / "typo.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no/such.jpg"), std::string::npos) << r.err;
+  EXPECT_EQ(test::read_bytes(out / format::kIndexFile), index_bytes);
+}
+
+// kill -9 at every crash point of an append and of a remove, then the same
+// command again: byte for byte the dataset of an uninterrupted run.
+TEST_F(AppendCli, KilledChangesFinishByteForByteWhenRunAgain) {
+  const fs::path reference = dir_ / "reference";
+  make_first(reference);
+  ASSERT_EQ(run_command(kDate + imgpack() + " " + append_args(reference)).exit_code, 0);
+  const DatasetIndex first = read_index(reference);
+  test::write_bytes(dir_ / "gone.txt", first.sample_path[1] + "\n" + first.sample_path.back());
+  const std::string remove_args =
+      "remove " + q(reference) + " --paths " + q(dir_ / "gone.txt") + " -q";
+  ASSERT_EQ(run_command(kDate + imgpack() + " " + remove_args).exit_code, 0);
+
+  for (const std::string point :
+       {"record:60", "shard-commit:9", "splits-commit", "splits-committed", "index-commit"}) {
+    SCOPED_TRACE(point);
+    const fs::path out = dir_ / ("out-" + point);
+    make_first(out);
+    const std::string append = append_args(out);
+    const std::string remove = "remove " + q(out) + " --paths " + q(dir_ / "gone.txt") + " -q";
+    // Killed during the append, then the append again; likewise the remove.
+    test::CommandResult r =
+        run_command(kDate + "IMGPACK_CRASH_AT=" + point + " " + imgpack() + " " + append);
+    EXPECT_NE(r.exit_code, 0) << "the crash point was never reached";
+    // What a reader opens meanwhile is one generation, whole.
+    EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
+    ASSERT_EQ(run_command(kDate + imgpack() + " " + append).exit_code, 0);
+    r = run_command(kDate + "IMGPACK_CRASH_AT=" + point + " " + imgpack() + " " + remove);
+    EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
+    ASSERT_EQ(run_command(kDate + imgpack() + " " + remove).exit_code, 0);
+    test::expect_same_dataset_bytes(out, reference);
+    expect_no_leftovers(out);
+  }
+}
+
+}  // namespace
+}  // namespace imgpack
