@@ -50,5 +50,53 @@ TEST(ConvertOptions, JsonNamesTheEnumsAsTheCliDoes) {
   EXPECT_EQ(j["labels"], "none");
 }
 
+// An append converts with the options a dataset stored: from_json() must give
+// back every option to_json() wrote.
+TEST(ConvertOptions, FromJsonGivesBackWhatToJsonWrote) {
+  ConvertOptions options;
+  options.size = std::make_pair(64u, 48u);
+  options.resize = ResizeMode::pad;
+  options.fill = {1, 2, 3};
+  options.color = ColorMode::gray;
+  options.scan.labels = LabelSource::csv;
+  options.scan.group_regex = "/(g[0-9]+)_";
+  options.scan.csv =
+      CsvInput{"list.csv", "file", "label", "site", "mask", {"age", "score"}, "tags"};
+  options.masks.suffix = "_m";
+  options.masks.fill = 7;
+  options.masks.colors = "colors.csv";
+  options.boxes.yolo = true;
+  options.boxes.yolo_names = "names.txt";
+  options.boxes.yolo_keypoints = "nose,left_eye";
+  options.boxes.min_visible = 0.5;
+  options.boxes.keypoint_flip_map = "left_eye:right_eye";
+  options.variants = 3;
+  options.augment = "hflip,rotate=10";
+  options.seed = 42;
+  options.order = WriteOrder::sorted;
+  options.shard_size = 1 << 20;
+  options.max_pixels = 1 << 20;
+  options.dct_scaling = false;
+  const std::string json = options.to_json();
+  const ConvertOptions back = ConvertOptions::from_json(json);
+  EXPECT_EQ(back.to_json(), json);
+  EXPECT_EQ(back.scan.csv->mask, "mask");
+  EXPECT_EQ(back.masks.fill, 7);
+
+  ConvertOptions plain;  // no size: the inputs' own
+  EXPECT_FALSE(ConvertOptions::from_json(plain.to_json()).size);
+  EXPECT_EQ(ConvertOptions::from_json(plain.to_json()).to_json(), plain.to_json());
+}
+
+TEST(ConvertOptions, FromJsonRefusesWhatIsNotStoredOptionsNamingTheKey) {
+  EXPECT_THROW(ConvertOptions::from_json("not json"), Error);
+  try {
+    ConvertOptions::from_json(R"({"width": null, "height": null, "resize": 3})");
+    FAIL() << "accepted a number for resize";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("resize"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace imgpack
