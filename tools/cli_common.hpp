@@ -24,6 +24,7 @@ void add_convert_command(CLI::App& app, Action& action);
 void add_inspect_command(CLI::App& app, Action& action);
 void add_merge_command(CLI::App& app, Action& action);
 void add_remove_command(CLI::App& app, Action& action);
+void add_compact_command(CLI::App& app, Action& action);
 void add_preview_command(CLI::App& app, Action& action);
 void add_sample_data_command(CLI::App& app, Action& action);
 void add_split_command(CLI::App& app, Action& action);

@@ -10,9 +10,14 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 52> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 57> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
+    {"AppendOptions::csv", "--csv"},
+    {"AppendOptions::masks", "--masks"},
+    {"AppendOptions::coco", "--coco"},
+    {"AppendOptions::replace_changed", "--replace-changed"},
+    {"read_path_list's column", "--csv-path"},
     {"ConvertOptions::variants", "--variants"},
     {"ConvertOptions::augment", "--augment"},
     {"ConvertOptions::shard_size", "--shard-size"},

@@ -26,6 +26,7 @@ int run(int argc, char** argv) {
   add_inspect_command(app, action);
   add_merge_command(app, action);
   add_remove_command(app, action);
+  add_compact_command(app, action);
   add_preview_command(app, action);
   add_sample_data_command(app, action);
   add_split_command(app, action);

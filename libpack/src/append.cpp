@@ -52,20 +52,21 @@ ConvertOptions append_options(const AppendOptions& request, const DatasetIndex& 
   options.max_skipped = request.max_skipped;
   if (!request.csv.empty()) {
     if (!options.scan.csv) {
-      throw UsageError("--csv: " + request.dataset.string() +
-                       " was converted from a folder, not a CSV list; leave --csv out");
+      throw UsageError(
+          "AppendOptions::csv: " + request.dataset.string() +
+          " was converted from a folder, not a CSV list; leave AppendOptions::csv out");
     }
     options.scan.csv->file = request.csv;
   }
   if (!request.masks.empty()) {
     if (!index.masks) {
-      throw UsageError("--masks: " + request.dataset.string() + " has no masks");
+      throw UsageError("AppendOptions::masks: " + request.dataset.string() + " has no masks");
     }
     options.masks.dir = request.masks;
   }
   if (!request.coco.empty()) {
     if (options.boxes.coco.empty()) {
-      throw UsageError("--coco: " + request.dataset.string() +
+      throw UsageError("AppendOptions::coco: " + request.dataset.string() +
                        " does not take its boxes from a COCO file");
     }
     options.boxes.coco = request.coco;
@@ -193,7 +194,7 @@ Listing compare_listing(const SourceList& list, const DatasetIndex& index) {
                    " inputs changed since the dataset took them (another size or modification "
                    "time): " +
                    first + (listing.changed.size() > 3 ? ", ..." : "") +
-                   "; --replace-changed removes their old samples and adds them anew");
+                   "; AppendOptions::replace_changed removes their old samples and adds them anew");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_fixture.hpp"
+#include "h5.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
 #include "test_support.hpp"
@@ -67,6 +68,22 @@ class AppendCli : public test::CliTest {
       if (format::is_shard_file_name(name)) bytes[name] = test::read_bytes(entry.path());
     }
     return bytes;
+  }
+
+  // (sample, variant) -> the stored checksum of that record, over every shard
+  // the index lists.
+  static std::map<std::pair<int64_t, uint16_t>, uint64_t> stored_checksums(const fs::path& dir) {
+    std::map<std::pair<int64_t, uint16_t>, uint64_t> sums;
+    for (const std::string& file : read_index(dir).shards.file) {
+      const h5::File shard = h5::File::open_read(dir / file);
+      const std::vector<int64_t> samples = shard.read<int64_t>(format::kSample);
+      const std::vector<uint16_t> variants = shard.read<uint16_t>(format::kVariant);
+      const std::vector<uint64_t> checksums = shard.read<uint64_t>(format::kChecksum);
+      for (std::size_t row = 0; row < samples.size(); ++row) {
+        sums[{samples[row], variants[row]}] = checksums[row];
+      }
+    }
+    return sums;
   }
 
   // No file of any generation but the dataset's own.
@@ -267,6 +284,62 @@ TEST_F(AppendCli, KilledChangesFinishByteForByteWhenRunAgain) {
     ASSERT_EQ(run_command(kDate + imgpack() + " " + remove).exit_code, 0);
     test::expect_same_dataset_bytes(out, reference);
     expect_no_leftovers(out);
+  }
+}
+
+// compact: the shards holding removed samples' records are written anew
+// without them, under new names; every kept record keeps its bytes; killed at
+// each crash point and run again, byte for byte an uninterrupted compaction.
+TEST_F(AppendCli, CompactDropsRemovedRecordsAndFinishesWhenRunAgain) {
+  const fs::path reference = dir_ / "reference";
+  make_first(reference);
+  fs::copy(reference, dir_ / "first-copy", fs::copy_options::recursive);
+  const DatasetIndex first = read_index(reference);
+  std::string gone;
+  for (std::size_t s = 0; s < first.num_samples(); s += 4) gone += first.sample_path[s] + "\n";
+  test::write_bytes(dir_ / "gone.txt", gone);
+  const std::string remove = " --paths " + q(dir_ / "gone.txt") + " -q";
+  ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(reference) + remove).exit_code, 0);
+  test::CommandResult r = run_command(kDate + imgpack() + " compact " + q(reference) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_GT(summary["shards_rewritten"].get<int>(), 0);
+  const DatasetIndex compacted = read_index(reference);
+  EXPECT_EQ(compacted.generation, 2u);
+  EXPECT_EQ(compacted.num_shards() + summary["shards_dropped"].get<std::size_t>(),
+            first.num_shards());
+  EXPECT_EQ(compacted.num_records(),
+            first.num_records() - summary["records_dropped"].get<std::size_t>());
+  EXPECT_EQ(compacted.num_records(), (first.num_samples() - compacted.num_removed()) * 2);
+  // Every kept record: the same stored checksum as before (verify checks the
+  // pixels against it), and no record of a removed sample left.
+  const std::map<std::pair<int64_t, uint16_t>, uint64_t> before =
+      stored_checksums(dir_ / "first-copy");
+  const std::map<std::pair<int64_t, uint16_t>, uint64_t> after = stored_checksums(reference);
+  EXPECT_EQ(after.size(), compacted.num_records());
+  for (const auto& [record, sum] : after) {
+    EXPECT_FALSE(compacted.is_removed(static_cast<std::size_t>(record.first)));
+    ASSERT_TRUE(before.count(record) > 0);
+    EXPECT_EQ(before.at(record), sum);
+  }
+  r = test::run_imgpack("verify " + q(reference) + " -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // Nothing left to drop: no new generation.
+  r = test::run_imgpack("compact " + q(reference) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["generation"], 2);
+
+  for (const std::string point :
+       {"shard-commit:2", "splits-commit", "splits-committed", "index-commit"}) {
+    SCOPED_TRACE(point);
+    const fs::path out = dir_ / ("out-" + point);
+    make_first(out);
+    ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(out) + remove).exit_code, 0);
+    r = run_command(kDate + "IMGPACK_CRASH_AT=" + point + " " + imgpack() + " compact " + q(out));
+    EXPECT_NE(r.exit_code, 0) << "the crash point was never reached";
+    EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
+    ASSERT_EQ(run_command(kDate + imgpack() + " compact " + q(out) + " -q").exit_code, 0);
+    test::expect_same_dataset_bytes(out, reference);
   }
 }
 

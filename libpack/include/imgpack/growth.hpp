@@ -8,7 +8,7 @@
 // unread, every stored split extended over the new samples with its earlier
 // assignments kept. remove_samples() marks samples removed: readers, splits
 // and counts leave them out from the next generation on, their records stay
-// in the shards.
+// in the shards until compact_dataset() rewrites those shards without them.
 //
 // Each change commits splits.h5, then index.h5, each by rename; a reader that
 // opened the dataset before keeps its generation's view until it reopens.
@@ -93,6 +93,29 @@ struct RemoveResult {
 // sample of the dataset; nothing is changed then.
 RemoveResult remove_samples(const std::filesystem::path& dataset,
                             std::span<const std::string> paths, const std::string& list_name);
+
+struct CompactResult {
+  uint64_t generation = 0;        // afterwards (unchanged when there was nothing to drop)
+  uint64_t shards_rewritten = 0;  // shards written anew without removed samples' records
+  uint64_t shards_dropped = 0;    // shards at the end of the table that held only those
+  uint64_t records_dropped = 0;
+  // Shards before the end that hold only removed samples' records: a shard's
+  // place in the table is its number, so they stay (their records are never
+  // delivered).
+  uint64_t shards_left = 0;
+  uint64_t records_left = 0;
+};
+
+// Rewrites every shard that holds records of removed samples without them,
+// as a new file under a new name (the next free shard number, with the same
+// place in the table), checking every record it carries over against its
+// checksum, and commits the next generation. Removed samples keep their rows
+// in the sample table (ids never change) and have no records afterwards.
+// The replaced shard files stay in the directory, so that a reader opened
+// before keeps working, until the next change of the dataset removes them.
+// Throws UsageError for a dataset it cannot change, Error naming the shard
+// for a damaged record (nothing is committed then).
+CompactResult compact_dataset(const std::filesystem::path& dataset);
 
 // The paths listed in `file`: a CSV file with a header naming `column`, or,
 // when `column` is empty, a text file of one path per line (blank lines and

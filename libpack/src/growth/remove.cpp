@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 std::vector<std::string> read_path_list(const fs::path& file, const std::string& column) {
   if (!column.empty()) {
     const CsvTable table = read_csv(file);
-    const std::size_t c = table.require_column(column, file.string(), "--csv-path");
+    const std::size_t c = table.require_column(column, file.string(), "read_path_list's column");
     std::vector<std::string> paths;
     paths.reserve(table.rows.size());
     for (const CsvRecord& row : table.rows) paths.push_back(row.fields[c]);

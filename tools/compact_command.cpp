@@ -1,0 +1,72 @@
+// imgpack compact DATASET: drop the records of removed samples from the shards.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli_common.hpp"
+#include "imgpack/growth.hpp"
+
+namespace imgpack::cli {
+
+namespace {
+
+struct CompactArgs {
+  std::string dataset;
+  bool quiet = false, json = false;
+};
+
+int run_compact(const CompactArgs& args) {
+  const CompactResult result = compact_dataset(args.dataset);
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["generation"] = result.generation;
+    j["shards_rewritten"] = result.shards_rewritten;
+    j["shards_dropped"] = result.shards_dropped;
+    j["records_dropped"] = result.records_dropped;
+    j["shards_left"] = result.shards_left;
+    j["records_left"] = result.records_left;
+    j["dataset"] = args.dataset;
+    print_json(j);
+  } else if (!args.quiet) {
+    if (result.shards_rewritten + result.shards_dropped == 0) {
+      std::fprintf(stderr, "%s: nothing to compact (generation %llu)\n", args.dataset.c_str(),
+                   static_cast<unsigned long long>(result.generation));
+    } else {
+      std::fprintf(stderr,
+                   "%s: generation %llu: dropped %llu records of removed images; %llu shards "
+                   "rewritten, %llu dropped\n",
+                   args.dataset.c_str(), static_cast<unsigned long long>(result.generation),
+                   static_cast<unsigned long long>(result.records_dropped),
+                   static_cast<unsigned long long>(result.shards_rewritten),
+                   static_cast<unsigned long long>(result.shards_dropped));
+    }
+    if (result.shards_left > 0) {
+      std::fprintf(stderr,
+                   "imgpack: note: %llu shards hold only removed images (%llu records) and stay: "
+                   "a shard's place is its number\n",
+                   static_cast<unsigned long long>(result.shards_left),
+                   static_cast<unsigned long long>(result.records_left));
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_compact_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<CompactArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "compact", "Rewrite the shards that hold records of removed images without them");
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
+  cmd->add_flag("--quiet,-q", args->quiet, "No summary line");
+  cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
+  cmd->footer(
+      "\nEach shard holding records of removed images is written anew without them, under "
+      "the next free shard number, every record it keeps checked against its checksum; then "
+      "the next generation is committed (splits.h5, index.h5). Sample ids never change. The "
+      "replaced shard files stay until the dataset's next change, so that readers opened "
+      "before keep working. Killed at any point, run it again.");
+  cmd->callback([args, &action] { action = [args] { return run_compact(*args); }; });
+}
+
+}  // namespace imgpack::cli
