@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Datasets that grow: appending 1% and 10% more images to a dataset against
+converting the grown collection in full.
+
+Inputs: COUNT `imgpack sample-data` images (small, so that a 100k-sample
+dataset is quick to make), in class folders with groups. For each fraction p
+the old collection is every image but one in 1/p (hard links, so the new
+images spread over every class and group), converted once with the same
+options as the full conversion (a 5-fold stratified-group split, two
+variants). In every repeat, interleaved, page-cached:
+
+  convert         the whole collection, from nothing (the reference)
+  append p        `convert SRC OUT --append` onto a fresh copy of the old
+                  dataset: scans SRC, converts the new images into new
+                  shards, extends the split, rewrites index.h5 and splits.h5.
+
+Ratios are per repeat, append over full conversion, of wall time. The
+target: appending p of the samples costs about p of a conversion plus the
+index rewrite. Also checks that the append read none of the old shards
+(their access times are left alone on a noatime mount, so instead it checks
+the bytes: every old shard unchanged) and that the extended split kept every
+old assignment.
+
+Prints a Markdown table and writes OUT/results.json (or --json FILE).
+
+usage: run.py COUNT OUT [--fractions 0.01,0.1] [--threads 2] [--repeat 3]
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import benchlib  # noqa: E402
+
+OPTIONS = ["--size", "32", "--variants", "2", "--augment", "hflip",
+           "--group-regex", "/(g[0-9]+)_", "--split", "cv:stratified-group:5", "-q"]
+
+
+def make_collection(out, count):
+    src = os.path.join(out, "src-%d" % count)
+    if not os.path.isdir(src):
+        classes = 10
+        benchlib.run([benchlib.imgpack_binary(), "sample-data", src, "--classes", classes,
+                      "--groups", 50, "--per-class", (count + classes - 1) // classes,
+                      "--size", "48x40", "-q"])
+    return src
+
+
+def old_collection(out, src, fraction):
+    """SRC without one image in every 1/fraction (sorted by path), as hard links."""
+    old = os.path.join(out, "old-%g" % fraction)
+    if os.path.isdir(old):
+        return old
+    step = round(1 / fraction)
+    images = [p for p in benchlib.files_under(src) if not p.endswith(".csv")]
+    for i, path in enumerate(images):
+        if i % step == step - 1:
+            continue
+        target = os.path.join(old, os.path.relpath(path, src))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.link(path, target)
+    return old
+
+
+def digest(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("count", type=int)
+    parser.add_argument("out")
+    parser.add_argument("--fractions", default="0.01,0.1")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    imgpack = benchlib.imgpack_binary()
+    os.makedirs(args.out, exist_ok=True)
+    fractions = [float(f) for f in args.fractions.split(",")]
+    threads = ["--threads", str(args.threads)]
+
+    src = make_collection(args.out, args.count)
+    benchlib.warm(benchlib.files_under(src))
+    bases = {}
+    for fraction in fractions:
+        old = old_collection(args.out, src, fraction)
+        base = os.path.join(args.out, "base-%g" % fraction)
+        if not os.path.exists(os.path.join(base, "index.h5")):
+            shutil.rmtree(base, ignore_errors=True)
+            benchlib.run([imgpack, "convert", old, base] + OPTIONS + threads)
+        bases[fraction] = base
+
+    full_s, append_s = [], {f: [] for f in fractions}
+    full_parts, append_parts = [], {f: [] for f in fractions}
+    added, checks = {}, {}
+    for r in range(args.repeat):
+        full = os.path.join(args.out, "full")
+        shutil.rmtree(full, ignore_errors=True)
+        seconds, _, _, _ = benchlib.timed([imgpack, "convert", src, full] + OPTIONS + threads)
+        full_s.append(seconds)
+        with open(os.path.join(full, "report.json")) as f:
+            timings = json.load(f)["timings"]
+        full_parts.append({"plan_s": timings["plan_s"], "convert_s": timings["convert_s"]})
+        benchlib.say("growth", "repeat %d: full conversion %.2f s" % (r, seconds))
+        for fraction in fractions:
+            grown = os.path.join(args.out, "grown-%g" % fraction)
+            shutil.rmtree(grown, ignore_errors=True)
+            shutil.copytree(bases[fraction], grown)
+            os.sync()  # the copy's dirty pages are not the append's to write
+            old_index = benchlib.run_json([imgpack, "inspect", grown, "--json"])
+            shards = sorted(f for f in os.listdir(grown) if f.startswith("shard-"))
+            before = {f: digest(os.path.join(grown, f)) for f in shards}
+            benchlib.warm([os.path.join(grown, "index.h5"), os.path.join(grown, "splits.h5")])
+            seconds, _, _, stdout = benchlib.timed(
+                [imgpack, "convert", src, grown, "--append", "--json"] + threads)
+            result = json.loads(stdout)
+            append_s[fraction].append(seconds)
+            append_parts[fraction].append(result["timings"])
+            added[fraction] = result["added"]
+            unchanged = all(digest(os.path.join(grown, f)) == d for f, d in before.items())
+            grown_index = benchlib.run_json([imgpack, "inspect", grown, "--json"])
+            checks[fraction] = {"old_shards_unchanged": unchanged,
+                                "old_samples": old_index["samples"],
+                                "samples_after": grown_index["samples"],
+                                "generation": grown_index["generation"]}
+            benchlib.say("growth", "repeat %d: append %g (%d images) %.2f s" %
+                         (r, fraction, result["added"], seconds))
+
+    rows = []
+    results = {"count": args.count, "threads": args.threads, "repeat": args.repeat,
+               "full_s": benchlib.summary(full_s), "fractions": {}}
+    for fraction in fractions:
+        ratio = benchlib.summary(benchlib.ratios(append_s[fraction], full_s))
+        # The conversion stage alone (decode, resize, write), append against full.
+        convert_ratio = benchlib.summary(benchlib.ratios(
+            [p["convert_s"] for p in append_parts[fraction]], [p["convert_s"] for p in full_parts]))
+        parts = {key: benchlib.summary([p[key] for p in append_parts[fraction]])
+                 for key in ("plan_s", "convert_s", "commit_s")}
+        results["fractions"][str(fraction)] = {
+            "added": added[fraction], "append_s": benchlib.summary(append_s[fraction]),
+            "ratio": ratio, "convert_ratio": convert_ratio, "append_parts": parts,
+            "checks": checks[fraction]}
+        rows.append("| append %g%% (%d images) | %.2f s (scan %.2f, convert %.2f, index %.2f) | "
+                    "%.2f s (scan %.2f) | %.3f (%.3f-%.3f) | %.3f | %s |" % (
+                        fraction * 100, added[fraction],
+                        benchlib.summary(append_s[fraction])["median"], parts["plan_s"]["median"],
+                        parts["convert_s"]["median"], parts["commit_s"]["median"],
+                        results["full_s"]["median"],
+                        benchlib.summary([p["plan_s"] for p in full_parts])["median"],
+                        ratio["median"], ratio["min"], ratio["max"], convert_ratio["median"],
+                        "yes" if checks[fraction]["old_shards_unchanged"] else "NO"))
+    results["full_parts"] = full_parts
+    print("| change | append (wall) | full conversion of %d | ratio of wall times (median, "
+          "range) | ratio of the conversion stages | old shards byte for byte |" % args.count)
+    print("|---|---:|---:|---:|---:|---|")
+    print("\n".join(rows))
+    with open(args.json or os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
