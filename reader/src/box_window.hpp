@@ -8,10 +8,18 @@
 // a keypoint outside the window (edges included: [0, W] x [0, H]) becomes (0, 0, 0), and under one
 // mirror (not two) each keypoint swaps with its flip partner. Coordinates are continuous pixels: a
 // W-pixel window spans [0, W).
+//
+// A batch's boxes are written once, by the reader threads, straight into the
+// block a Batch shows: the block is laid out from the records' stored box
+// counts (the shards' offsets tables) before any of the batch is filled, so
+// each entry knows where its rows go without waiting for the others. A window
+// can only drop rows, never add them; the gaps dropped rows leave are closed
+// once the batch is filled (no copy at all without a crop or flip).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -22,37 +30,85 @@
 
 namespace imgpack::detail {
 
-// Rows of boxes (format.hpp's columns) in growable buffers, reused batch
-// after batch.
-struct BoxBuffer {
-  std::vector<float> boxes;           // [B x 4]
-  std::vector<int32_t> classes;       // [B]
-  std::vector<uint8_t> crowd;         // [B]
-  std::vector<float> keypoints;       // [B x K x 3]
-  std::size_t keypoints_per_box = 0;  // K
-
-  std::size_t size() const { return classes.size(); }
-  void clear();
-};
-
 // How a loader keeps boxes: the dataset's rule and keypoint pairs.
 struct BoxWindowRules {
   double min_visible = 0.3;
   std::span<const int32_t> keypoint_flip;  // [K]
 };
 
+// Where one record's rows go (format.hpp's columns): room for at least as
+// many rows as the record stores.
+struct BoxRowsTarget {
+  float* boxes = nullptr;      // [rows x 4]
+  int32_t* classes = nullptr;  // [rows]
+  uint8_t* crowd = nullptr;    // [rows]
+  float* keypoints = nullptr;  // [rows x K x 3], K = rules' keypoint_flip.size()
+};
+
 // `rows` (a record of shape `stored`) as the window of shape `delivered`
-// shows them, into `out` (replacing its contents). Pure; thread-safe.
-void window_boxes(const Dataset::BoxRows& rows, RecordShape stored, RecordShape delivered,
-                  const RecordWindow& window, const BoxWindowRules& rules, BoxBuffer& out);
+// shows them, written to the first rows of `out` (room for rows.size());
+// returns how many rows it kept. Pure; thread-safe for distinct `out`.
+std::size_t window_boxes(const Dataset::BoxRows& rows, RecordShape stored, RecordShape delivered,
+                         const RecordWindow& window, const BoxWindowRules& rules,
+                         const BoxRowsTarget& out);
 
-// Concatenates the first `count` of `entries` (one per image of a batch, in
-// order) into `block`, with offsets[i]..offsets[i + 1] the rows of entry i
-// (offsets gets count + 1 values).
-void gather_boxes(std::span<const BoxBuffer> entries, std::size_t count, BoxBuffer& block,
-                  std::vector<int64_t>& offsets);
+// The boxes of one batch as one block (a slot's, reused batch after batch):
+// entry i's rows at block().offsets[i] .. [i + 1]. Used in three steps:
+// lay_out() by one thread before the batch is filled; place() by the reader
+// threads, each entry by one thread, any number of threads at once on
+// distinct entries; close_gaps() by one thread once every entry is placed.
+// The steps must be ordered by the caller (the ring's lock does).
+class BatchBoxes {
+ public:
+  BatchBoxes() = default;
+  // A block for batches of up to `entries` images with `keypoints_per_box`
+  // keypoints per box (K). Its pointers are never null, even for a batch
+  // without a box (DLPack and numpy views need an address).
+  BatchBoxes(std::size_t entries, std::size_t keypoints_per_box);
 
-// What a Batch shows of `block` and its `offsets`.
-BoxBlock box_block(const BoxBuffer& block, const std::vector<int64_t>& offsets);
+  // Makes room for the boxes of `records` (one per entry, in order) as
+  // `dataset` stores them, and notes where each entry's stored rows are:
+  // entry i's rows start after the stored rows of the entries before it.
+  // Grows the block when the batch holds more boxes than any before (never
+  // shrinks it); allocates nothing otherwise. Requires records.size() <=
+  // entries; `dataset` must outlive the batch's place() calls.
+  void lay_out(const Dataset& dataset, std::span<const uint64_t> records);
+
+  // Asks the CPU to bring the stored rows of entries [begin, end), and
+  // where they go, into its caches: their rows lie far from each other and
+  // from the records' pixels, and fetched one entry at a time they stall a
+  // thread on a cache miss or two per entry; asked for together, the misses
+  // overlap.
+  void prefetch(std::size_t begin, std::size_t end);
+
+  // Writes the rows of entry `i` as `window` shows them (window_boxes()).
+  void place(std::size_t i, RecordShape stored, RecordShape delivered, const RecordWindow& window,
+             const BoxWindowRules& rules);
+
+  // Moves the rows the first `entries` entries kept next to each other and
+  // sets the offsets to match; moves nothing where every entry kept all its
+  // stored rows (without a crop or flip none is dropped).
+  void close_gaps(std::size_t entries);
+
+  // What a Batch of the first `entries` entries shows (after close_gaps()).
+  BoxBlock block(std::size_t entries) const;
+
+  // Rows the block has room for (tests).
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  BoxRowsTarget target(std::size_t first_row);
+  void reserve(std::size_t rows);
+
+  std::size_t keypoints_per_box_ = 0;  // K
+  std::size_t capacity_ = 0;           // rows
+  std::unique_ptr<float[]> boxes_;     // [capacity x 4]
+  std::unique_ptr<int32_t[]> classes_;
+  std::unique_ptr<uint8_t[]> crowd_;
+  std::unique_ptr<float[]> keypoints_;    // [capacity x K x 3], at least one value
+  std::vector<int64_t> offsets_;          // [entries + 1]: where each entry's rows start
+  std::vector<Dataset::BoxRows> stored_;  // [entries]: each entry's rows in the dataset
+  std::vector<std::size_t> kept_;         // [entries]: the rows each entry kept
+};
 
 }  // namespace imgpack::detail

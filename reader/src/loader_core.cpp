@@ -410,8 +410,11 @@ void LoaderCore::reader_main() {
     std::exception_ptr error;
     if (opening) {
       // The slot's previous upload may still be reading its staging memory.
+      // Then the slot is readied for the batch (its box block laid out)
+      // before another thread may claim one of the batch's chunks.
       try {
         backend_->synchronize(*slot.upload_done);
+        filler_->open(*work, batch, slot);
       } catch (...) {
         error = std::current_exception();
       }
@@ -481,7 +484,7 @@ void LoaderCore::upload_main() {
     const Clock::time_point start = Clock::now();
     std::exception_ptr error;
     try {
-      if (slot_layout_.boxes) gather_boxes(slot.entry_boxes, count, slot.boxes, slot.box_offsets);
+      if (slot_layout_.boxes) slot.boxes.close_gaps(count);
       if (backend_->separate_device_memory()) {
         if (wait_for_consumer) backend_->stream_wait(*slot.consumer_done);
         // Masks ride in the same upload: after the batch's images in both
@@ -634,7 +637,7 @@ Batch::View LoaderCore::batch_view(std::size_t b, const Slot& slot) const {
   view.num_targets = slot_layout_.targets;
   view.samples = slot.samples.data();
   view.records = slot.records.data();
-  if (slot_layout_.boxes) view.boxes = box_block(slot.boxes, slot.box_offsets);
+  if (slot_layout_.boxes) view.boxes = slot.boxes.block(view.size);
   return view;
 }
 

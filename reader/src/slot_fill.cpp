@@ -133,11 +133,14 @@ SlotFiller::SlotFiller(const Dataset& dataset, const LoaderOptions& options, con
       delivered_(delivered_shape(options.crop, stored_)),
       windowed_(!options.crop.is_identity()),
       random_crop_(random_windows(options)),
-      direct_(plan.direct) {
+      direct_(plan.direct),
+      boxes_(dataset.has_boxes()) {
   const RecordShape stored_mask{stored_.height, stored_.width, 1};
   const RecordShape delivered_mask{delivered_.height, delivered_.width, 1};
-  box_rules_.min_visible = dataset.index().box_min_visible;
-  box_rules_.keypoint_flip = dataset.index().keypoint_flip;
+  if (boxes_) {
+    box_rules_.min_visible = dataset.index().box_min_visible;
+    box_rules_.keypoint_flip = dataset.index().keypoint_flip;
+  }
   if (plan.convert_on_host) {
     images_ = std::make_unique<HostConversion>(options, stored_, delivered_, windowed_);
   } else {
@@ -163,13 +166,20 @@ SlotFiller::SlotFiller(const Dataset& dataset, const LoaderOptions& options, con
 
 SlotFiller::~SlotFiller() = default;
 
+void SlotFiller::open(const EpochBatches& work, std::size_t batch, Slot& slot) const {
+  if (!boxes_) return;
+  slot.boxes.lay_out(
+      dataset_,
+      std::span<const uint64_t>(work.entries).subspan(work.begin(batch), work.size(batch)));
+}
+
 void SlotFiller::fill(const EpochBatches& work, std::size_t batch, std::size_t begin,
                       std::size_t end, Slot& slot, ThreadReaders& readers, bool in_memory) const {
   if (begin >= end) return;  // a chunk past the end of a short last batch
   const std::span<const uint64_t> records(work.entries.data() + batch * options_.batch_size + begin,
                                           end - begin);
-  // Each record's window, drawn once for its image and its mask; one buffer
-  // per reader thread.
+  // Each record's window, drawn once for its image, its mask and its boxes;
+  // one buffer per reader thread.
   thread_local std::vector<RecordWindow> windows;
   windows.assign(records.size(), RecordWindow{});
   if (windowed_) {
@@ -179,30 +189,41 @@ void SlotFiller::fill(const EpochBatches& work, std::size_t batch, std::size_t b
                                dataset_.record_variant(records[i]));
     }
   }
-
   if (in_memory || !reads_chunk(records.front())) {
-    volatile std::size_t current = 0;  // read after a jump out of the loop
-    const void* fault = read_mapped([&] {
-      for (std::size_t i = 0; i < records.size(); ++i) {
-        current = i;
-        place_image(slot, begin + i, records[i], dataset_.record_data(records[i]), windows[i]);
-        if (masks_) {
-          place_mask(slot, begin + i, records[i], dataset_.mask_data(records[i]), windows[i]);
-        }
-      }
-    });
-    if (fault != nullptr) {
-      // The shard of the record being placed shrank (or was rewritten in
-      // place) since the dataset was opened: its pages are gone.
-      const uint64_t record = records[current];
-      throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
-                       "truncated or rewritten in place while the dataset was open (reading row " +
-                           std::to_string(dataset_.index().records.row[record]) +
-                           " from its mapping faulted with SIGBUS); reopen the dataset");
-    }
-    return;
+    copy_from_mappings(slot, begin, records, windows);
+  } else {
+    read_from_files(slot, begin, records, windows, readers);
   }
+  if (boxes_) place_boxes(slot, begin, records.size(), windows);
+}
 
+void SlotFiller::copy_from_mappings(Slot& slot, std::size_t begin,
+                                    std::span<const uint64_t> records,
+                                    std::span<const RecordWindow> windows) const {
+  volatile std::size_t current = 0;  // read after a jump out of the loop
+  const void* fault = read_mapped([&] {
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      current = i;
+      place_image(slot, begin + i, records[i], dataset_.record_data(records[i]), windows[i]);
+      if (masks_) {
+        place_mask(slot, begin + i, records[i], dataset_.mask_data(records[i]), windows[i]);
+      }
+    }
+  });
+  if (fault != nullptr) {
+    // The shard of the record being placed shrank (or was rewritten in
+    // place) since the dataset was opened: its pages are gone.
+    const uint64_t record = records[current];
+    throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
+                     "truncated or rewritten in place while the dataset was open (reading row " +
+                         std::to_string(dataset_.index().records.row[record]) +
+                         " from its mapping faulted with SIGBUS); reopen the dataset");
+  }
+}
+
+void SlotFiller::read_from_files(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
+                                 std::span<const RecordWindow> windows,
+                                 ThreadReaders& readers) const {
   records_read_.fetch_add(records.size(), std::memory_order_relaxed);
   if (!readers.images) readers.images.emplace(*images_files_, options_.reads_in_flight);
   readers.images->read(
@@ -217,6 +238,16 @@ void SlotFiller::fill(const EpochBatches& work, std::size_t batch, std::size_t b
       [&](std::size_t i, const uint8_t* mask) {
         place_mask(slot, begin + i, records[i], mask, windows[i]);
       });
+}
+
+// A chunk's boxes go after its pixels: copying the pixels would evict rows
+// fetched before them.
+void SlotFiller::place_boxes(Slot& slot, std::size_t begin, std::size_t count,
+                             std::span<const RecordWindow> windows) const {
+  slot.boxes.prefetch(begin, begin + count);
+  for (std::size_t i = 0; i < count; ++i) {
+    slot.boxes.place(begin + i, stored_, delivered_, windows[i], box_rules_);
+  }
 }
 
 void SlotFiller::check(uint64_t record, const uint8_t* src, Layer layer) const {
@@ -248,10 +279,6 @@ void SlotFiller::place_image(Slot& slot, std::size_t pos, uint64_t record, const
   }
   slot.samples[pos] = sample;
   slot.records[pos] = record;
-  if (index.boxes) {
-    window_boxes(dataset_.record_boxes(record), stored_, delivered_, window, box_rules_,
-                 slot.entry_boxes[pos]);
-  }
 }
 
 void SlotFiller::place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,

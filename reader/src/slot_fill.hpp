@@ -8,7 +8,9 @@
 // loader is made, as one RecordCopy per layer (images, masks): copied,
 // cut to the online crop's window, converted to float on the host, or only
 // pointed at for direct upload. A record's window is drawn once for both of
-// its layers; the checksum check is the same for both.
+// its layers and its boxes; the checksum check is the same for both layers.
+// A batch's boxes go straight into its slot's block (BatchBoxes), laid out
+// when the slot is opened for the batch.
 #pragma once
 
 #include <atomic>
@@ -49,12 +51,11 @@ struct Slot {
   std::vector<float> targets;       // capacity x T, with numeric targets
   std::vector<int64_t> samples;
   std::vector<uint64_t> records;
-  // With boxes: each entry's rows, placed by the reader threads, and the
-  // batch's block gathered from them once the batch is filled (box_offsets:
-  // entries + 1 values), which Batch::boxes() and its companions show.
-  std::vector<BoxBuffer> entry_boxes;
-  BoxBuffer boxes;
-  std::vector<int64_t> box_offsets;
+  // With boxes: the batch's block, laid out when the slot is opened
+  // (SlotFiller::open()), each entry's rows written into it by the reader
+  // threads, its gaps closed once the batch is filled; Batch::boxes() and
+  // its companions show it.
+  BatchBoxes boxes;
   std::vector<const void*> sources;            // direct upload: where each record is in the mapping
   std::vector<const void*> mask_sources;       // and its mask
   std::unique_ptr<UploadEvent> upload_done;    // fires when the slot's upload is complete
@@ -107,9 +108,14 @@ class SlotFiller {
   // from the mappings, null otherwise.
   const ShardFiles* shard_files() const { return images_files_.get(); }
 
+  // Prepares `slot` for batch `batch` of `work` before any of its entries is
+  // filled: with boxes, lays out the batch's box block. Called by one
+  // thread, ordered before the fill() calls of the batch (the ring's lock).
+  void open(const EpochBatches& work, std::size_t batch, Slot& slot) const;
+
   // Fills entries [begin, end) of batch `batch` of `work` into positions
   // [begin, end) of `slot`: the records' pixels (and masks) with their
-  // labels, samples and record ids. `in_memory`: the shard prefetcher has
+  // labels, samples, record ids and boxes. `in_memory`: the shard prefetcher has
   // read these records' shards into the page cache, so they are copied from
   // the mappings. Safe to call from several threads at once on different
   // slots or entries; each thread passes its own `readers`. Throws
@@ -128,6 +134,15 @@ class SlotFiller {
   bool reads_chunk(uint64_t first_record) const;
   // Throws if `src`, a record's `layer`, does not match its stored checksum.
   void check(uint64_t record, const uint8_t* src, ShardFiles::Layer layer) const;
+  // The chunk of `records` at positions [begin, begin + records.size()),
+  // each cut to its window: pixels and masks from the shard mappings or
+  // their files, then the boxes.
+  void copy_from_mappings(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
+                          std::span<const RecordWindow> windows) const;
+  void read_from_files(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
+                       std::span<const RecordWindow> windows, ThreadReaders& readers) const;
+  void place_boxes(Slot& slot, std::size_t begin, std::size_t count,
+                   std::span<const RecordWindow> windows) const;
   void place_image(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
                    const RecordWindow& window) const;
   void place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
@@ -140,6 +155,7 @@ class SlotFiller {
   const bool windowed_;          // crop or flip while copying
   const bool random_crop_;
   const bool direct_;
+  const bool boxes_;          // the dataset has boxes
   BoxWindowRules box_rules_;  // with boxes
   std::unique_ptr<const RecordCopy> images_;
   std::unique_ptr<const RecordCopy> masks_;  // null without masks

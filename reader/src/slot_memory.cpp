@@ -64,15 +64,7 @@ Slot make_slot(UploadBackend& backend, const SlotLayout& layout, SlotBytes& byte
   slot.labels.resize(batch);
   slot.multilabel.resize(batch * layout.multilabel_classes);
   slot.targets.resize(batch * layout.targets);
-  if (layout.boxes) {
-    slot.entry_boxes.resize(batch);
-    // Never a null pointer, even for a batch without boxes (DLPack and numpy views).
-    slot.boxes.boxes.reserve(4);
-    slot.boxes.classes.reserve(1);
-    slot.boxes.crowd.reserve(1);
-    slot.boxes.keypoints.reserve(3);
-  }
-  slot.boxes.keypoints_per_box = layout.keypoints;
+  if (layout.boxes) slot.boxes = BatchBoxes(batch, layout.keypoints);
   slot.samples.resize(batch);
   slot.records.resize(batch);
   slot.upload_done = backend.create_event();

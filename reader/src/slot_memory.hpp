@@ -26,7 +26,7 @@ struct SlotLayout {
   bool device_copy = false;             // the device has memory of its own
   std::size_t multilabel_classes = 0;   // per image, in the host column `multilabel`
   std::size_t targets = 0;              // per image, in the host column `targets`
-  bool boxes = false;                   // per image, rows in `entry_boxes`
+  bool boxes = false;                   // per image, rows in the block `boxes`
   std::size_t keypoints = 0;            // per box, with boxes
 
   // Sets the targets beyond one label that every image of `index` has.

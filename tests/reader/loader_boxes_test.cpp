@@ -1,8 +1,9 @@
 // Boxes through the reader (dataset.cpp, box_window.cpp, slot_fill.cpp,
 // loader_core.cpp): Dataset::record_boxes() holds each record's stored rows;
 // every batch carries its entries' boxes as one block with per-image
-// offsets, on every read path and delivery; the online crop and flips move
-// them as they move the pixels; a damaged box table is refused at open.
+// offsets, on every read path and delivery, written straight into the block
+// (BatchBoxes); the online crop and flips move them as they move the pixels;
+// a damaged box table is refused at open.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/loader.hpp"
+#include "imgpack/record_shape.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
@@ -181,6 +183,19 @@ TEST_F(LoaderBoxesTest, ACropClipsBoxesToItsWindow) {
   }
 }
 
+// Room for `rows` rows of K keypoints, and where window_boxes() writes them.
+struct RowsOut {
+  explicit RowsOut(std::size_t rows, std::size_t k = 0)
+      : boxes(rows * 4, -1), classes(rows, -1), crowd(rows, 9), keypoints(rows * k * 3 + 1, -1) {}
+  detail::BoxRowsTarget target() {
+    return {boxes.data(), classes.data(), crowd.data(), keypoints.data()};
+  }
+  std::vector<float> boxes;
+  std::vector<int32_t> classes;
+  std::vector<uint8_t> crowd;
+  std::vector<float> keypoints;
+};
+
 TEST(BoxWindow, MovesClipsAndDropsByTheVisibleShare) {
   // Two boxes in a 10 x 8 record; a 5 x 4 window at (left 4, top 2), mirrored left-right.
   const std::vector<float> boxes = {5, 3, 7, 5, 0, 0, 5, 3};
@@ -191,18 +206,90 @@ TEST(BoxWindow, MovesClipsAndDropsByTheVisibleShare) {
   window.left = 4;
   window.top = 2;
   window.hflip = true;
-  detail::BoxBuffer out;
-  detail::window_boxes(rows, {8, 10, 3}, {4, 5, 3}, window, {0.3, {}}, out);
+  RowsOut out(2);
   // The first: (1, 1)-(3, 3) in the window, mirrored: (2, 1)-(4, 3). The
   // second keeps (0, 0)-(1, 1) of its 15 pixels: 1/15 < 0.3, dropped.
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out.boxes, (std::vector<float>{2, 1, 4, 3}));
-  EXPECT_EQ(out.classes, (std::vector<int32_t>{1}));
-  detail::window_boxes(rows, {8, 10, 3}, {4, 5, 3}, window, {0.05, {}}, out);
-  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(detail::window_boxes(rows, {8, 10, 3}, {4, 5, 3}, window, {0.3, {}}, out.target()), 1u);
+  EXPECT_EQ(std::vector<float>(out.boxes.begin(), out.boxes.begin() + 4),
+            (std::vector<float>{2, 1, 4, 3}));
+  EXPECT_EQ(out.classes[0], 1);
+  ASSERT_EQ(detail::window_boxes(rows, {8, 10, 3}, {4, 5, 3}, window, {0.05, {}}, out.target()),
+            2u);
   EXPECT_EQ(out.crowd, (std::vector<uint8_t>{0, 1}));
   EXPECT_EQ(std::vector<float>(out.boxes.begin() + 4, out.boxes.end()),
             (std::vector<float>{4, 0, 5, 1}));
+}
+
+// The block a batch shows: entries laid out from their stored counts,
+// written in any order, the gaps of dropped rows closed; nothing moves
+// where every entry keeps its rows.
+TEST(BatchBoxes, LaysOutPlacesAndClosesTheGapsOfDroppedRows) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.samples = 12;
+  options.height = 8;
+  options.width = 10;
+  options.box_classes = 3;
+  options.keypoints = 3;
+  test::write_synthetic_dataset(dir.path(), options);
+  const Dataset dataset = Dataset::open(dir.path());
+  const std::vector<uint64_t> records = {5, 0, 11, 3, 3, 7};
+  const detail::BoxWindowRules rules{0.3, dataset.index().keypoint_flip};
+  const RecordShape stored{dataset.height(), dataset.width(), dataset.channels()};
+  detail::BatchBoxes block(8, 3);
+  for (const bool crop : {false, true, false}) {
+    SCOPED_TRACE(crop ? "cropped" : "whole");
+    const RecordShape delivered = crop ? RecordShape{4, 5, stored.channels} : stored;
+    detail::RecordWindow window;
+    window.left = crop ? 3 : 0;
+    window.top = crop ? 2 : 0;
+    window.hflip = crop;
+    block.lay_out(dataset, records);
+    for (std::size_t i = records.size(); i-- > 0;) {  // any order
+      block.prefetch(i, i + 1);
+      block.place(i, stored, delivered, window, rules);
+    }
+    block.close_gaps(records.size());
+    const detail::BoxBlock got = block.block(records.size());
+    ASSERT_EQ(got.offsets[0], 0);
+    ASSERT_EQ(got.keypoints_per_box, 3u);
+    std::size_t stored_rows = 0;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const Dataset::BoxRows rows = dataset.record_boxes(records[i]);
+      stored_rows += rows.size();
+      RowsOut want(rows.size(), 3);
+      const std::size_t kept =
+          detail::window_boxes(rows, stored, delivered, window, rules, want.target());
+      const auto first = static_cast<std::size_t>(got.offsets[i]);
+      ASSERT_EQ(static_cast<std::size_t>(got.offsets[i + 1]) - first, kept) << "entry " << i;
+      EXPECT_EQ(std::vector<float>(got.boxes + first * 4, got.boxes + (first + kept) * 4),
+                std::vector<float>(want.boxes.begin(), want.boxes.begin() + kept * 4));
+      EXPECT_EQ(std::vector<int32_t>(got.classes + first, got.classes + first + kept),
+                std::vector<int32_t>(want.classes.begin(), want.classes.begin() + kept));
+      EXPECT_EQ(std::vector<uint8_t>(got.crowd + first, got.crowd + first + kept),
+                std::vector<uint8_t>(want.crowd.begin(), want.crowd.begin() + kept));
+      EXPECT_EQ(std::vector<float>(got.keypoints + first * 9, got.keypoints + (first + kept) * 9),
+                std::vector<float>(want.keypoints.begin(), want.keypoints.begin() + kept * 9));
+    }
+    if (crop) {
+      EXPECT_LT(got.count, stored_rows);  // the crop dropped some: gaps were closed
+    } else {
+      EXPECT_EQ(got.count, stored_rows);
+    }
+    EXPECT_GE(block.capacity(), stored_rows);
+  }
+}
+
+TEST(BatchBoxes, AnEmptyBatchStillShowsAddresses) {
+  detail::BatchBoxes block(4, 0);
+  block.close_gaps(0);
+  const detail::BoxBlock got = block.block(0);
+  EXPECT_EQ(got.count, 0u);
+  EXPECT_NE(got.boxes, nullptr);
+  EXPECT_NE(got.classes, nullptr);
+  EXPECT_NE(got.crowd, nullptr);
+  EXPECT_NE(got.keypoints, nullptr);
+  EXPECT_NE(got.offsets, nullptr);
 }
 
 TEST(LoaderBoxes, ADamagedBoxTableIsRefusedAtOpen) {
