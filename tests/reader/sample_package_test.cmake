@@ -69,7 +69,7 @@ set(api_headers
   mask_stats.hpp
   output_format.hpp record_shape.hpp selection.hpp upload_backend.hpp verify.hpp
   verify_options.hpp version.hpp
-  convert.hpp convert_options.hpp image_modes.hpp merge.hpp preview.hpp sample_data.hpp split.hpp
+  convert.hpp convert_options.hpp growth.hpp image_modes.hpp merge.hpp preview.hpp sample_data.hpp split.hpp
   upgrade.hpp)
 file(GLOB installed_headers RELATIVE "${prefix}/include/imgpack" "${prefix}/include/imgpack/*")
 list(SORT installed_headers)
