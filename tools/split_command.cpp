@@ -193,6 +193,7 @@ int run_export(const SplitArgs& args) {
   const Split& split = find_or_fail(index, args.export_name, args.dataset);
   std::string csv = "path,label,group,fold\n";
   for (std::size_t i = 0; i < index.num_samples(); ++i) {
+    if (index.is_removed(i)) continue;  // in no part; an import gives them none
     const int32_t label = index.sample_label[i];
     const int32_t group = index.sample_group[i];
     csv += csv_field(index.sample_path[i]);
@@ -209,12 +210,14 @@ int run_export(const SplitArgs& args) {
   } else {
     write_file_atomic(args.out, csv);
     if (!args.json && !args.quiet) {
-      std::cerr << args.out << ": " << index.num_samples() << " samples of split " << split.name
-                << " (fold -1 = test)\n";
+      std::cerr << args.out << ": " << index.num_samples() - index.num_removed()
+                << " samples of split " << split.name << " (fold -1 = test)\n";
     }
   }
   if (args.json && args.out != "-") {
-    print_json({{"exported", split.name}, {"out", args.out}, {"samples", index.num_samples()}});
+    print_json({{"exported", split.name},
+                {"out", args.out},
+                {"samples", index.num_samples() - index.num_removed()}});
   }
   return kExitOk;
 }

@@ -238,6 +238,27 @@ TEST_F(AppendCli, RemoveMarksSamplesAndTheirFoldsAndRefusesUnknownPaths) {
   }
   EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
 
+  // A split made now, and an export imported back, leave the removed samples
+  // out of every part too.
+  r = test::run_imgpack("split " + q(out) + " --name fresh --kind stratified --folds 3 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = test::run_imgpack("split " + q(out) + " --export cv --out " + q(dir_ / "cv.csv") + " -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = test::run_imgpack("split " + q(out) + " --import " + q(dir_ / "cv.csv") + " --name back -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  {
+    const DatasetIndex split_index = read_index(out);
+    const Split& cv = *split_index.find_split("cv");
+    const Split& back = *split_index.find_split("back");
+    const Split& fresh = *split_index.find_split("fresh");
+    for (std::size_t s = 0; s < split_index.num_samples(); ++s) {
+      EXPECT_EQ(back.assign[s], cv.assign[s]) << s;
+      EXPECT_EQ(fresh.assign[s] == format::kRemovedFold, split_index.is_removed(s)) << s;
+    }
+    EXPECT_EQ(test::read_bytes(dir_ / "cv.csv").find(before.sample_path[0] + ","),
+              std::string::npos);
+  }
+
   // The same list again: nothing newly removed, no new generation.
   r = test::run_imgpack("remove " + q(out) + " --paths " + q(dir_ / "gone.txt") + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

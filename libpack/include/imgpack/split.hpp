@@ -127,7 +127,9 @@ void check_split_name(const std::string& name);
 // Computes the split of `index`'s samples (their multi-label classes too,
 // where the index has them) and returns it as a Split record
 // named `name` with the spec's attributes and `created` (ISO 8601, or empty).
-// Warnings are appended to *warnings when given. Throws as compute_split.
+// Warnings are appended to *warnings when given. Removed samples
+// (DatasetIndex::sample_removed) are in no part: the split is computed over
+// the others and gives them format::kRemovedFold. Throws as compute_split.
 Split make_split(const DatasetIndex& index, const std::string& name, const SplitSpec& spec,
                  const std::string& created, std::vector<std::string>* warnings = nullptr);
 
@@ -148,7 +150,8 @@ void store_split(DatasetIndex& index, Split split, bool replace);
 // one more than the largest fold; every fold 0..k-1 must hold a sample and k
 // must be at least 2. The Split is named `name`, of kind "imported" (neither
 // stratified nor grouped by construction: split_quality() says how it is),
-// with seed 0 and `created` (ISO 8601, or empty).
+// with seed 0 and `created` (ISO 8601, or empty). Removed samples need no
+// row (an export leaves them out) and are in no part (format::kRemovedFold).
 // Throws UsageError naming the file and line for a path that is not a sample
 // of `index`, a sample given twice or a fold that is not an integer in
 // -1..kMaxFolds-1; naming the file for a missing column, samples without a

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
 #include "imgpack/split.hpp"
 #include "inputs/csv.hpp"
 
@@ -63,8 +64,16 @@ Split import_split(const DatasetIndex& index, const std::filesystem::path& csv,
                        "' is not an integer from -1 (test) to " + std::to_string(kMaxFolds - 1));
     }
     line_of[sample->second] = row.line;
+    if (index.is_removed(sample->second)) continue;  // in no part, whatever the file says
     assign[sample->second] = static_cast<int16_t>(*fold);
     folds = std::max(folds, *fold + 1);
+  }
+  // Removed samples need no row: they are in no part.
+  for (std::size_t i = 0; i < assign.size(); ++i) {
+    if (index.is_removed(i)) {
+      assign[i] = format::kRemovedFold;
+      if (line_of[i] == 0) line_of[i] = UINT64_MAX;
+    }
   }
 
   std::size_t missing = 0;
@@ -104,7 +113,8 @@ Split import_split(const DatasetIndex& index, const std::filesystem::path& csv,
   split.folds = folds;
   std::size_t test = 0;
   for (int16_t fold : assign) test += fold == -1 ? 1 : 0;
-  split.test_fraction = static_cast<double>(test) / static_cast<double>(assign.size());
+  const std::size_t kept = assign.size() - index.num_removed();
+  split.test_fraction = kept == 0 ? 0 : static_cast<double>(test) / static_cast<double>(kept);
   split.created = created;
   split.assign = std::move(assign);
   return split;
