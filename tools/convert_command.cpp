@@ -235,9 +235,8 @@ int run_append(const ConvertArgs& args) {
     j["new_classes"] = result.new_classes;
     j["notes"] = result.notes;
     j["seconds"] = result.seconds;
-    j["timings"] = {{"plan_s", result.plan_s},
-                    {"convert_s", result.convert_s},
-                    {"commit_s", result.commit_s}};
+    j["timings"] = {
+        {"plan_s", result.plan_s}, {"convert_s", result.convert_s}, {"commit_s", result.commit_s}};
     j["out"] = args.out;
     print_json(j);
   } else if (!args.quiet) {

@@ -52,8 +52,8 @@ struct Split {
 // One generation of a dataset: /history in index.h5, a row per change.
 struct IndexChange {
   uint64_t generation = 0;
-  std::string date;    // ISO 8601 UTC, or empty where unknown
-  std::string change;  // "convert", "append", "remove", "compact"
+  std::string date;      // ISO 8601 UTC, or empty where unknown
+  std::string change;    // "convert", "append", "remove", "compact"
   uint64_t added = 0;    // samples added
   uint64_t removed = 0;  // samples removed
 };
