@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <string>
+
+#include "imgpack/error.hpp"
 
 namespace imgpack::detail {
 
@@ -92,11 +96,26 @@ void prefetch_lines(std::span<const T> values, Access access = Access::read) {
 
 }  // namespace
 
+void prefetch_boxes(const Dataset::BoxRows& rows) {
+  prefetch_lines(rows.boxes);
+  prefetch_lines(rows.classes);
+  prefetch_lines(rows.crowd);
+  prefetch_lines(rows.keypoints);
+}
+
+BoxCounts::BoxCounts(const Dataset& dataset) : counts_(dataset.num_records()) {
+  for (uint64_t r = 0; r < counts_.size(); ++r) {
+    const std::size_t count = dataset.record_boxes(r).size();
+    if (count > std::numeric_limits<uint32_t>::max()) {
+      throw Error("record " + std::to_string(r) + " has " + std::to_string(count) +
+                  " boxes, more than the reader takes per image (2^32 - 1)");
+    }
+    counts_[r] = static_cast<uint32_t>(count);
+  }
+}
+
 BatchBoxes::BatchBoxes(std::size_t entries, std::size_t keypoints_per_box)
-    : keypoints_per_box_(keypoints_per_box),
-      offsets_(entries + 1, 0),
-      stored_(entries),
-      kept_(entries, 0) {
+    : keypoints_per_box_(keypoints_per_box), offsets_(entries + 1, 0), kept_(entries, 0) {
   reserve(1);
 }
 
@@ -113,25 +132,17 @@ void BatchBoxes::reserve(std::size_t rows) {
   capacity_ = capacity;
 }
 
-void BatchBoxes::lay_out(const Dataset& dataset, std::span<const uint64_t> records) {
+void BatchBoxes::lay_out(const BoxCounts& counts, std::span<const uint64_t> records) {
   int64_t rows = 0;
   offsets_[0] = 0;
   for (std::size_t i = 0; i < records.size(); ++i) {
-    stored_[i] = dataset.record_boxes(records[i]);
-    rows += static_cast<int64_t>(stored_[i].size());
+    rows += static_cast<int64_t>(counts[records[i]]);
     offsets_[i + 1] = rows;
   }
   reserve(static_cast<std::size_t>(rows));
 }
 
-void BatchBoxes::prefetch(std::size_t begin, std::size_t end) {
-  for (std::size_t i = begin; i < end; ++i) {
-    const Dataset::BoxRows& rows = stored_[i];
-    prefetch_lines(rows.boxes);
-    prefetch_lines(rows.classes);
-    prefetch_lines(rows.crowd);
-    prefetch_lines(rows.keypoints);
-  }
+void BatchBoxes::prefetch_for_writing(std::size_t begin, std::size_t end) {
   const auto first = static_cast<std::size_t>(offsets_[begin]);
   const auto rows = static_cast<std::size_t>(offsets_[end]) - first;
   const std::size_t k3 = keypoints_per_box_ * 3;
@@ -146,9 +157,10 @@ BoxRowsTarget BatchBoxes::target(std::size_t first_row) {
           keypoints_.get() + first_row * keypoints_per_box_ * 3};
 }
 
-void BatchBoxes::place(std::size_t i, RecordShape stored, RecordShape delivered,
-                       const RecordWindow& window, const BoxWindowRules& rules) {
-  kept_[i] = window_boxes(stored_[i], stored, delivered, window, rules,
+void BatchBoxes::place(std::size_t i, const Dataset::BoxRows& rows, RecordShape stored,
+                       RecordShape delivered, const RecordWindow& window,
+                       const BoxWindowRules& rules) {
+  kept_[i] = window_boxes(rows, stored, delivered, window, rules,
                           target(static_cast<std::size_t>(offsets_[i])));
 }
 

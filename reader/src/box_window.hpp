@@ -52,6 +52,26 @@ std::size_t window_boxes(const Dataset::BoxRows& rows, RecordShape stored, Recor
                          const RecordWindow& window, const BoxWindowRules& rules,
                          const BoxRowsTarget& out);
 
+// Asks the CPU to bring `rows` into its caches ahead of window_boxes(), so
+// that the cache misses of several records' rows overlap.
+void prefetch_boxes(const Dataset::BoxRows& rows);
+
+// How many boxes each record of a dataset stores, read once from its shards'
+// offsets tables (4 bytes a record), so that laying out a batch reads one
+// small table instead of a chain of lookups per record. Immutable once
+// made; thread-safe.
+class BoxCounts {
+ public:
+  BoxCounts() = default;
+  // Throws imgpack::Error for a record of 2^32 boxes or more.
+  explicit BoxCounts(const Dataset& dataset);
+  // Requires record < dataset.num_records() (unchecked).
+  std::size_t operator[](uint64_t record) const { return counts_[record]; }
+
+ private:
+  std::vector<uint32_t> counts_;
+};
+
 // The boxes of one batch as one block (a slot's, reused batch after batch):
 // entry i's rows at block().offsets[i] .. [i + 1]. Used in three steps:
 // lay_out() by one thread before the batch is filled; place() by the reader
@@ -66,24 +86,22 @@ class BatchBoxes {
   // without a box (DLPack and numpy views need an address).
   BatchBoxes(std::size_t entries, std::size_t keypoints_per_box);
 
-  // Makes room for the boxes of `records` (one per entry, in order) as
-  // `dataset` stores them, and notes where each entry's stored rows are:
-  // entry i's rows start after the stored rows of the entries before it.
-  // Grows the block when the batch holds more boxes than any before (never
-  // shrinks it); allocates nothing otherwise. Requires records.size() <=
-  // entries; `dataset` must outlive the batch's place() calls.
-  void lay_out(const Dataset& dataset, std::span<const uint64_t> records);
+  // Makes room for the boxes of `records` (one per entry, in order), each
+  // with its `counts` stored rows: entry i's rows start after the stored
+  // rows of the entries before it. Grows the block when the batch holds more
+  // boxes than any before (never shrinks it); allocates nothing otherwise.
+  // Requires records.size() <= entries. Cheap (a pass over `counts`): the
+  // batch's other entries wait for it.
+  void lay_out(const BoxCounts& counts, std::span<const uint64_t> records);
 
-  // Asks the CPU to bring the stored rows of entries [begin, end), and
-  // where they go, into its caches: their rows lie far from each other and
-  // from the records' pixels, and fetched one entry at a time they stall a
-  // thread on a cache miss or two per entry; asked for together, the misses
-  // overlap.
-  void prefetch(std::size_t begin, std::size_t end);
+  // Asks the CPU to bring where the rows of entries [begin, end) go into its
+  // caches, for writing.
+  void prefetch_for_writing(std::size_t begin, std::size_t end);
 
-  // Writes the rows of entry `i` as `window` shows them (window_boxes()).
-  void place(std::size_t i, RecordShape stored, RecordShape delivered, const RecordWindow& window,
-             const BoxWindowRules& rules);
+  // Writes the rows of entry `i` (`rows`, of the count it was laid out
+  // with) as `window` shows them (window_boxes()).
+  void place(std::size_t i, const Dataset::BoxRows& rows, RecordShape stored, RecordShape delivered,
+             const RecordWindow& window, const BoxWindowRules& rules);
 
   // Moves the rows the first `entries` entries kept next to each other and
   // sets the offsets to match; moves nothing where every entry kept all its
@@ -105,10 +123,9 @@ class BatchBoxes {
   std::unique_ptr<float[]> boxes_;     // [capacity x 4]
   std::unique_ptr<int32_t[]> classes_;
   std::unique_ptr<uint8_t[]> crowd_;
-  std::unique_ptr<float[]> keypoints_;    // [capacity x K x 3], at least one value
-  std::vector<int64_t> offsets_;          // [entries + 1]: where each entry's rows start
-  std::vector<Dataset::BoxRows> stored_;  // [entries]: each entry's rows in the dataset
-  std::vector<std::size_t> kept_;         // [entries]: the rows each entry kept
+  std::unique_ptr<float[]> keypoints_;  // [capacity x K x 3], at least one value
+  std::vector<int64_t> offsets_;        // [entries + 1]: where each entry's rows start
+  std::vector<std::size_t> kept_;       // [entries]: the rows each entry kept
 };
 
 }  // namespace imgpack::detail

@@ -140,6 +140,7 @@ SlotFiller::SlotFiller(const Dataset& dataset, const LoaderOptions& options, con
   if (boxes_) {
     box_rules_.min_visible = dataset.index().box_min_visible;
     box_rules_.keypoint_flip = dataset.index().keypoint_flip;
+    box_counts_ = BoxCounts(dataset);
   }
   if (plan.convert_on_host) {
     images_ = std::make_unique<HostConversion>(options, stored_, delivered_, windowed_);
@@ -169,7 +170,7 @@ SlotFiller::~SlotFiller() = default;
 void SlotFiller::open(const EpochBatches& work, std::size_t batch, Slot& slot) const {
   if (!boxes_) return;
   slot.boxes.lay_out(
-      dataset_,
+      box_counts_,
       std::span<const uint64_t>(work.entries).subspan(work.begin(batch), work.size(batch)));
 }
 
@@ -194,7 +195,7 @@ void SlotFiller::fill(const EpochBatches& work, std::size_t batch, std::size_t b
   } else {
     read_from_files(slot, begin, records, windows, readers);
   }
-  if (boxes_) place_boxes(slot, begin, records.size(), windows);
+  if (boxes_) place_boxes(slot, begin, records, windows);
 }
 
 void SlotFiller::copy_from_mappings(Slot& slot, std::size_t begin,
@@ -240,13 +241,20 @@ void SlotFiller::read_from_files(Slot& slot, std::size_t begin, std::span<const 
       });
 }
 
-// A chunk's boxes go after its pixels: copying the pixels would evict rows
-// fetched before them.
-void SlotFiller::place_boxes(Slot& slot, std::size_t begin, std::size_t count,
+// A record's box rows lie far from its pixels (and from the next record's
+// rows): fetched one record at a time they stall the thread on a cache miss
+// or two per record (where its rows start, then the rows). Looked up for the
+// whole chunk first, then asked for together, their misses overlap. After
+// the chunk's pixels, since copying those would evict rows fetched before.
+void SlotFiller::place_boxes(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
                              std::span<const RecordWindow> windows) const {
-  slot.boxes.prefetch(begin, begin + count);
-  for (std::size_t i = 0; i < count; ++i) {
-    slot.boxes.place(begin + i, stored_, delivered_, windows[i], box_rules_);
+  thread_local std::vector<Dataset::BoxRows> rows;  // one buffer per reader thread
+  rows.resize(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) rows[i] = dataset_.record_boxes(records[i]);
+  for (const Dataset::BoxRows& record_rows : rows) prefetch_boxes(record_rows);
+  slot.boxes.prefetch_for_writing(begin, begin + records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    slot.boxes.place(begin + i, rows[i], stored_, delivered_, windows[i], box_rules_);
   }
 }
 

@@ -141,7 +141,7 @@ class SlotFiller {
                           std::span<const RecordWindow> windows) const;
   void read_from_files(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
                        std::span<const RecordWindow> windows, ThreadReaders& readers) const;
-  void place_boxes(Slot& slot, std::size_t begin, std::size_t count,
+  void place_boxes(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
                    std::span<const RecordWindow> windows) const;
   void place_image(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
                    const RecordWindow& window) const;
@@ -157,6 +157,7 @@ class SlotFiller {
   const bool direct_;
   const bool boxes_;          // the dataset has boxes
   BoxWindowRules box_rules_;  // with boxes
+  BoxCounts box_counts_;      // with boxes
   std::unique_ptr<const RecordCopy> images_;
   std::unique_ptr<const RecordCopy> masks_;  // null without masks
   std::unique_ptr<ShardFiles> images_files_;

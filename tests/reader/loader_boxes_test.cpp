@@ -236,6 +236,10 @@ TEST(BatchBoxes, LaysOutPlacesAndClosesTheGapsOfDroppedRows) {
   const std::vector<uint64_t> records = {5, 0, 11, 3, 3, 7};
   const detail::BoxWindowRules rules{0.3, dataset.index().keypoint_flip};
   const RecordShape stored{dataset.height(), dataset.width(), dataset.channels()};
+  const detail::BoxCounts counts(dataset);
+  for (uint64_t r = 0; r < dataset.num_records(); ++r) {
+    ASSERT_EQ(counts[r], dataset.record_boxes(r).size()) << "record " << r;
+  }
   detail::BatchBoxes block(8, 3);
   for (const bool crop : {false, true, false}) {
     SCOPED_TRACE(crop ? "cropped" : "whole");
@@ -244,10 +248,10 @@ TEST(BatchBoxes, LaysOutPlacesAndClosesTheGapsOfDroppedRows) {
     window.left = crop ? 3 : 0;
     window.top = crop ? 2 : 0;
     window.hflip = crop;
-    block.lay_out(dataset, records);
+    block.lay_out(counts, records);
+    block.prefetch_for_writing(0, records.size());
     for (std::size_t i = records.size(); i-- > 0;) {  // any order
-      block.prefetch(i, i + 1);
-      block.place(i, stored, delivered, window, rules);
+      block.place(i, dataset.record_boxes(records[i]), stored, delivered, window, rules);
     }
     block.close_gaps(records.size());
     const detail::BoxBlock got = block.block(records.size());
