@@ -171,8 +171,8 @@ TEST_F(EpochOrderTest, RejectsARemovedSample) {
   const Dataset removed = Dataset::open(dir_.path());
   const std::vector<int64_t> named = {3, 4, 5};
   try {
-    EpochOrder(removed, named, VariantPolicy::clean, {});
-    ADD_FAILURE() << "an order over a removed sample";
+    const EpochOrder order(removed, named, VariantPolicy::clean, {});
+    ADD_FAILURE() << "an order of " << order.epoch_size() << " over a removed sample";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("sample 4"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("was removed"), std::string::npos) << e.what();
