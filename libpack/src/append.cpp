@@ -202,18 +202,8 @@ Listing compare_listing(const SourceList& list, const DatasetIndex& index) {
 AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   const Clock::time_point start = Clock::now();
   const fs::path& out = request.dataset;
-  if (!fs::is_directory(out)) throw UsageError(out.string() + ": no such dataset directory");
-  std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
-  if (!lock) {
-    throw UsageError(out.string() +
-                     ": another command is changing this dataset now; wait for it to finish, "
-                     "then run this one again");
-  }
-  DatasetIndex index = read_index(out);
-  if (index.format_version < 2) {
-    throw UsageError(out.string() +
-                     ": index format 1; run `imgpack upgrade` on it first, then append");
-  }
+  DatasetChange change = begin_change(out, "append");
+  DatasetIndex& index = change.index;
   const ConvertOptions options = append_options(request, index);
   const unsigned threads =
       options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -222,7 +212,6 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
     allow_threads.emplace(tbb::global_control::max_allowed_parallelism, threads);
   }
   tbb::task_arena arena(static_cast<int>(threads));
-  remove_leftovers(out, index);
 
   ConversionPlan plan = make_plan(options, arena);
   if (plan.shape.bytes() != index.record_bytes() || plan.shape.channels != index.channels) {

@@ -93,21 +93,8 @@ void rewrite_shard(const fs::path& dir, const DatasetIndex& index, std::size_t k
 }  // namespace
 
 CompactResult compact_dataset(const fs::path& dataset) {
-  if (!fs::is_directory(dataset)) {
-    throw UsageError(dataset.string() + ": no such dataset directory");
-  }
-  std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(dataset);
-  if (!lock) {
-    throw UsageError(dataset.string() +
-                     ": another command is changing this dataset now; wait for it to finish, "
-                     "then run this one again");
-  }
-  DatasetIndex index = read_index(dataset);
-  if (index.format_version < 2) {
-    throw UsageError(dataset.string() +
-                     ": index format 1; run `imgpack upgrade` on it first, then compact");
-  }
-  remove_leftovers(dataset, index);
+  DatasetChange change = begin_change(dataset, "compact");
+  DatasetIndex& index = change.index;
   CompactResult result;
   result.generation = index.generation;
 

@@ -2,9 +2,11 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <set>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "files.hpp"
 #include "imgpack/error.hpp"
@@ -41,6 +43,23 @@ void remove_leftovers(const fs::path& dir, const DatasetIndex& index) {
   }
   if (ec) throw system_error(dir, "cannot list", ec.value());
   if (removed) fsync_path(dir);
+}
+
+DatasetChange begin_change(const fs::path& dir, const std::string& change) {
+  if (!fs::is_directory(dir)) throw UsageError(dir.string() + ": no such dataset directory");
+  std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(dir);
+  if (!lock) {
+    throw UsageError(dir.string() +
+                     ": another command is changing this dataset now; wait for it to finish, "
+                     "then run this one again");
+  }
+  DatasetChange begun{std::move(*lock), read_index(dir)};
+  if (begun.index.format_version < 2) {
+    throw UsageError(dir.string() + ": index format 1; run `imgpack upgrade` on it first, then " +
+                     change);
+  }
+  remove_leftovers(dir, begun.index);
+  return begun;
 }
 
 std::string change_date() {

@@ -8,9 +8,24 @@
 #include <string>
 #include <vector>
 
+#include "files.hpp"
 #include "imgpack/dataset_index.hpp"
 
 namespace imgpack {
+
+// A change of a dataset under way: the lock on its directory, held until
+// the change is committed, and its index as read under the lock.
+struct DatasetChange {
+  DirectoryLock lock;
+  DatasetIndex index;
+};
+
+// Takes the lock on `dir` (never waits), reads its index, refuses a format 1
+// index (`change` names the command in the message: "append") and removes
+// what an interrupted change left (remove_leftovers()). Throws UsageError
+// for a missing directory, a lock held by another command or a format 1
+// index; Error naming the file for a damaged one.
+DatasetChange begin_change(const std::filesystem::path& dir, const std::string& change);
 
 // Removes what an interrupted change left in `dir` that `index` does not
 // list: shard files of no generation and temporary files (NAME.tmp) of

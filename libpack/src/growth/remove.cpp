@@ -43,21 +43,8 @@ std::vector<std::string> read_path_list(const fs::path& file, const std::string&
 
 RemoveResult remove_samples(const fs::path& dataset, std::span<const std::string> paths,
                             const std::string& list_name) {
-  if (!fs::is_directory(dataset)) {
-    throw UsageError(dataset.string() + ": no such dataset directory");
-  }
-  std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(dataset);
-  if (!lock) {
-    throw UsageError(dataset.string() +
-                     ": another command is changing this dataset now; wait for it to finish, "
-                     "then run this one again");
-  }
-  DatasetIndex index = read_index(dataset);
-  if (index.format_version < 2) {
-    throw UsageError(dataset.string() +
-                     ": index format 1; run `imgpack upgrade` on it first, then remove");
-  }
-  remove_leftovers(dataset, index);
+  DatasetChange change = begin_change(dataset, "remove");
+  DatasetIndex& index = change.index;
   std::unordered_map<std::string_view, std::size_t> ids;
   ids.reserve(index.sample_path.size());
   for (std::size_t s = 0; s < index.sample_path.size(); ++s) ids.emplace(index.sample_path[s], s);
