@@ -1,4 +1,5 @@
-// imgpack split DATASET: create, list, export or delete the named splits.
+// imgpack split DATASET: create, list, export, import, extend or delete the
+// named splits.
 //
 // Creating or deleting a split replaces splits.h5 alone (format 2; a format 1
 // dataset's index.h5, which holds its splits), crash-safely (tmp, fsync,
@@ -37,6 +38,7 @@ struct SplitArgs {
   bool list = false;
   std::string remove, export_name, out;
   std::string import_file;
+  std::string extend;
   SplitImport import_columns;
   bool json = false;
   bool quiet = false;
@@ -249,7 +251,67 @@ int run_import(const SplitArgs& args) {
   return kExitOk;
 }
 
+// --extend NAME: the stored split NAME covers every sample already (each
+// change extends every stored split); with --import FILE, the split NAME of
+// an earlier generation (an export made before an append), extended over
+// the samples added since, stored as NAME.
+int run_extend(const SplitArgs& args) {
+  if (!args.name.empty() || !args.kind.empty() || args.folds_option->count() > 0 || args.val != 0 ||
+      args.test != 0 || args.list || !args.remove.empty() || !args.export_name.empty()) {
+    throw UsageError(
+        "--extend NAME takes only --import FILE (a split of an earlier generation, as --export "
+        "wrote it), --force, --path-column and --fold-column");
+  }
+  if (args.import_file.empty()) {
+    const DatasetIndex index =
+        read_index(args.dataset, {.sample_paths = false, .group_names = false, .records = false});
+    const Split& split = find_or_fail(index, args.extend, args.dataset);
+    if (!args.quiet) {
+      std::cerr << args.dataset << ": split " << split.name << " covers all " << index.num_samples()
+                << " samples of generation " << index.generation
+                << " (every append extends every stored split); to extend an export of an "
+                   "earlier generation, give it with --import FILE\n";
+    }
+    if (args.json) {
+      print_json(split_json(index, split));
+    } else {
+      print_split(std::cout, index, split, true);
+    }
+    return kExitOk;
+  }
+  const DirectoryLock lock = lock_for_change(args.dataset, args.quiet);
+  DatasetIndex index = read_for_change(args.dataset, true);
+  if (index.find_split(args.extend) && !args.force) {
+    throw UsageError(args.dataset + ": a split named '" + args.extend +
+                     "' exists; pass --force to replace it with the extended " + args.import_file);
+  }
+  ExtendedImport extended = import_split_extended(index, args.import_file, args.import_columns,
+                                                  args.extend, utc_timestamp());
+  for (std::string& warning : extended.warnings) {
+    warning = cli_wording(warning);
+    std::cerr << "imgpack: warning: " << warning << "\n";
+  }
+  store_split(index, std::move(extended.split), args.force);
+  write_splits(args.dataset, index);
+  const Split& stored = *index.find_split(args.extend);
+  if (args.json) {
+    nlohmann::ordered_json j = split_json(index, stored);
+    j["listed"] = extended.listed;
+    j["placed"] = extended.placed;
+    j["warnings"] = extended.warnings;
+    print_json(j);
+  } else {
+    if (!args.quiet) {
+      std::cerr << args.import_file << ": " << extended.listed << " samples kept their folds, "
+                << extended.placed << " added since placed\n";
+    }
+    print_split(std::cout, index, stored, true);
+  }
+  return kExitOk;
+}
+
 int run_split(const SplitArgs& args) {
+  if (!args.extend.empty()) return run_extend(args);
   if (!args.import_file.empty()) {
     if (args.list || !args.remove.empty() || !args.export_name.empty()) {
       throw UsageError(
@@ -295,6 +357,9 @@ void add_split_command(CLI::App& app, Action& action) {
   cmd->add_option("--import", args->import_file,
                   "Store the folds of FILE.csv (path,fold as --export writes; fold -1 = test) "
                   "as split --name");
+  cmd->add_option("--extend", args->extend,
+                  "With --import FILE: store split NAME of an earlier generation (an export "
+                  "from before an append) extended over the samples added since");
   cmd->add_option("--path-column", args->import_columns.path, "--import: the column of paths")
       ->capture_default_str();
   cmd->add_option("--fold-column", args->import_columns.fold, "--import: the column of folds")

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -71,6 +72,9 @@ ConvertOptions append_options(const AppendOptions& request, const DatasetIndex& 
     }
     options.boxes.coco = request.coco;
   }
+  // The stored splits are extended over the new samples (commit_change), not
+  // made anew over them.
+  options.splits.clear();
   options.validate();
   return options;
 }
@@ -150,50 +154,55 @@ void adopt_names(const AppendOptions& request, const ConversionPlan& plan, Sourc
   list.multilabel_names = index.multilabel_names;
 }
 
-// Which listed inputs are new, and which changed since the dataset took them.
-struct Listing {
-  std::vector<std::size_t> fresh;    // indices into the listing, in path order
-  std::vector<std::size_t> changed;  // likewise
-  std::vector<int64_t> changed_ids;  // their samples in the dataset
-  uint64_t held = 0;
+// Which inputs of the scan are new, and which changed since the dataset took
+// them: the scan's selector, so that nothing but the stat of an input the
+// dataset holds unchanged is spent on it (no groups, masks or boxes).
+class Listing {
+ public:
+  explicit Listing(const DatasetIndex& index) : index_(index) {
+    held_.reserve(index.sample_path.size());
+    for (std::size_t s = 0; s < index.sample_path.size(); ++s) {
+      held_.emplace(index.sample_path[s], s);
+    }
+  }
+
+  // True for an input to convert: new, or changed.
+  bool take(const std::string& path, const FileStamp& stamp) {
+    auto it = held_.find(path);
+    if (it == held_.end()) return true;
+    const std::size_t s = it->second;
+    const bool known = index_.has_file_stamps() && index_.sample_mtime[s] != kUnknownMtime;
+    if (known && !index_.is_removed(s) &&
+        (index_.sample_size[s] != stamp.size || index_.sample_mtime[s] != stamp.mtime_ns)) {
+      changed_.push_back(path);
+      changed_ids.push_back(static_cast<int64_t>(s));
+      return true;
+    }
+    ++held;
+    return false;
+  }
+
+  const std::vector<std::string>& changed_paths() const { return changed_; }
+
+  std::vector<int64_t> changed_ids;  // the changed inputs' samples in the dataset
+  uint64_t held = 0;                 // inputs the dataset holds unchanged
+
+ private:
+  const DatasetIndex& index_;
+  std::unordered_map<std::string_view, std::size_t> held_;
+  std::vector<std::string> changed_;  // in path order (the scan's)
 };
 
-Listing compare_listing(const SourceList& list, const DatasetIndex& index) {
-  std::unordered_map<std::string_view, std::size_t> held;
-  held.reserve(index.sample_path.size());
-  for (std::size_t s = 0; s < index.sample_path.size(); ++s) held.emplace(index.sample_path[s], s);
-  Listing listing;
-  for (std::size_t i = 0; i < list.samples.size(); ++i) {
-    const SourceSample& sample = list.samples[i];
-    auto it = held.find(sample.path);
-    if (it == held.end()) {
-      listing.fresh.push_back(i);
-      continue;
-    }
-    const std::size_t s = it->second;
-    const bool known = index.has_file_stamps() && index.sample_mtime[s] != kUnknownMtime;
-    if (known && !index.is_removed(s) &&
-        (index.sample_size[s] != sample.stamp.size ||
-         index.sample_mtime[s] != sample.stamp.mtime_ns)) {
-      listing.changed.push_back(i);
-      listing.changed_ids.push_back(static_cast<int64_t>(s));
-    } else {
-      ++listing.held;
-    }
-  }
-  return listing;
-}
-
-[[noreturn]] void refuse_changed(const AppendOptions& request, const SourceList& list,
-                                 const Listing& listing) {
+[[noreturn]] void refuse_changed(const AppendOptions& request, const Listing& listing) {
+  const std::vector<std::string>& changed = listing.changed_paths();
   std::string first;
-  for (std::size_t i = 0; i < std::min<std::size_t>(listing.changed.size(), 3); ++i) {
-    first += (i > 0 ? ", " : "") + (request.src / list.samples[listing.changed[i]].path).string();
+  for (std::size_t i = 0; i < std::min<std::size_t>(changed.size(), 3); ++i) {
+    first += (i > 0 ? ", " : "") + (request.src / changed[i]).string();
   }
-  throw UsageError(std::to_string(listing.changed.size()) +
+  throw UsageError(std::to_string(changed.size()) +
                    " inputs changed since the dataset took them (another size or modification "
                    "time): " +
-                   first + (listing.changed.size() > 3 ? ", ..." : "") +
+                   first + (changed.size() > 3 ? ", ..." : "") +
                    "; AppendOptions::replace_changed removes their old samples and adds them anew");
 }
 
@@ -213,38 +222,30 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   }
   tbb::task_arena arena(static_cast<int>(threads));
 
-  ConversionPlan plan = make_plan(options, arena);
+  Listing listing(index);
+  ConversionPlan plan = make_plan(
+      options, arena,
+      [&](const std::string& path, const FileStamp& stamp) { return listing.take(path, stamp); });
   if (plan.shape.bytes() != index.record_bytes() || plan.shape.channels != index.channels) {
     throw Error(out.string() + ": the append would write records of another shape");
   }
   AppendResult result;
-  result.inputs = plan.list.samples.size();
-  result.skipped = plan.list.skipped;
-  Listing listing = compare_listing(plan.list, index);
   result.held = listing.held;
-  if (!listing.changed.empty() && !request.replace_changed) {
-    refuse_changed(request, plan.list, listing);
-  }
+  result.inputs = listing.held + plan.list.samples.size();
+  result.skipped = plan.list.skipped;
+  if (!listing.changed_ids.empty() && !request.replace_changed) refuse_changed(request, listing);
   const std::size_t old_samples = index.num_samples();
   result.generation = index.generation;
   result.samples = old_samples;
-  if (listing.fresh.empty() && listing.changed.empty()) {
+  if (plan.list.samples.empty()) {
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return result;
   }
 
-  // The new inputs, in path order, with the dataset's names and ids.
-  std::vector<std::size_t> take = listing.fresh;
-  take.insert(take.end(), listing.changed.begin(), listing.changed.end());
-  std::sort(take.begin(), take.end());
-  std::vector<SourceSample> samples;
-  samples.reserve(take.size());
-  for (const std::size_t i : take) samples.push_back(std::move(plan.list.samples[i]));
-  plan.list.samples = std::move(samples);
+  // The new and changed inputs, in path order, with the dataset's names and ids.
   adopt_names(request, plan, plan.list, index, result);
   plan.order = write_order(options, plan.list.samples.size());
   plan.uuid = index.uuid;
-  plan.splits.clear();
 
   if (!index.has_file_stamps()) {
     index.sample_size.resize(old_samples, 0);
@@ -253,11 +254,12 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
         "the dataset's conversion kept no file stamps: inputs whose paths it holds are taken "
         "as unchanged");
   }
-  if (!listing.changed.empty()) {
+  if (!listing.changed_ids.empty()) {
     index.sample_removed.resize(old_samples, 0);
-    for (const int64_t s : listing.changed_ids)
+    for (const int64_t s : listing.changed_ids) {
       index.sample_removed[static_cast<std::size_t>(s)] = 1;
-    result.replaced = listing.changed.size();
+    }
+    result.replaced = listing.changed_ids.size();
   }
 
   DatasetWriter writer(out, plan.shape, options.shard_size, index.uuid,

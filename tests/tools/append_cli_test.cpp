@@ -177,6 +177,65 @@ TEST_F(AppendCli, AppendKeepsShardsIdsAndFoldsAndExtendsTheSplits) {
   EXPECT_NE(r.err.find("--size"), std::string::npos) << r.err;
 }
 
+// A split exported before an append (kept with an experiment, say) comes
+// back with `split --extend NAME --import FILE`: its folds as exported, the
+// samples added since placed as the append placed them in the stored split:
+// whole groups into their old fold.
+TEST_F(AppendCli, SplitExtendTakesAnExportOfAnEarlierGeneration) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  const fs::path earlier = dir_ / "cv-gen0.csv";
+  test::CommandResult r =
+      test::run_imgpack("split " + q(out) + " --export cv --out " + q(earlier) + " -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::size_t old_samples = read_index(out).num_samples();
+  ASSERT_EQ(run_command(kDate + imgpack() + " " + append_args(out)).exit_code, 0);
+
+  // Without --import there is nothing to extend: the append extended it.
+  r = test::run_imgpack("split " + q(out) + " --extend cv");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("covers all"), std::string::npos) << r.err;
+
+  r = test::run_imgpack("split " + q(out) + " --extend cv --import " + q(earlier));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("pass --force"), std::string::npos) << r.err;
+  r = test::run_imgpack("split " + q(out) + " --extend again --import " + q(earlier) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["listed"].get<std::size_t>(), old_samples);
+  const DatasetIndex index = read_index(out);
+  EXPECT_EQ(j["placed"].get<std::size_t>(), index.num_samples() - old_samples);
+  const Split& cv = *index.find_split("cv");
+  const Split& again = *index.find_split("again");
+  EXPECT_EQ(again.kind, "imported");
+  std::map<int32_t, int16_t> fold_of_group;
+  for (std::size_t s = 0; s < old_samples; ++s) {
+    EXPECT_EQ(again.assign[s], cv.assign[s]) << s;
+    fold_of_group[index.sample_group[s]] = cv.assign[s];
+  }
+  std::size_t new_in_old_groups = 0;
+  for (std::size_t s = old_samples; s < index.num_samples(); ++s) {
+    ASSERT_GE(again.assign[s], 0) << s;
+    const auto it = fold_of_group.find(index.sample_group[s]);
+    if (it == fold_of_group.end()) continue;
+    EXPECT_EQ(again.assign[s], it->second) << index.sample_path[s];
+    ++new_in_old_groups;
+  }
+  EXPECT_GT(new_in_old_groups, 0u);
+
+  // An export that lacks samples the dataset held when it was made is no
+  // earlier generation.
+  std::string text = test::read_bytes(earlier);
+  const std::size_t second_row = text.find('\n', text.find('\n') + 1) + 1;
+  text.erase(second_row, text.find('\n', second_row) + 1 - second_row);
+  test::write_bytes(dir_ / "partial.csv", text);
+  r = test::run_imgpack("split " + q(out) + " --extend partial --import " +
+                        q(dir_ / "partial.csv"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("have no row"), std::string::npos) << r.err;
+  EXPECT_EQ(read_index(out).find_split("partial"), nullptr);
+}
+
 TEST_F(AppendCli, ChangedInputsStopTheAppendUnlessReplaced) {
   const fs::path out = dir_ / "out";
   make_first(out);

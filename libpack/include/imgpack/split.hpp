@@ -164,6 +164,26 @@ struct SplitImport {
 Split import_split(const DatasetIndex& index, const std::filesystem::path& csv,
                    const SplitImport& columns, const std::string& name, const std::string& created);
 
+// A split of an earlier generation of `index` (an export made before samples
+// were appended), read as import_split() reads one, and extended over the
+// samples added since as an append extends a stored split: every sample the
+// file lists keeps its fold (a removed one is in no part), and the samples
+// after the last one it lists are placed to balance the parts' sizes, their
+// classes where the samples have labels, and with groups kept whole where
+// the file keeps them whole (a new sample of such a group joins its part).
+// The result is of kind "imported", as import_split() makes it. Throws
+// UsageError as import_split() does, except that only the samples up to the
+// last listed one need a row.
+struct ExtendedImport {
+  Split split;
+  uint64_t listed = 0;  // samples up to the last listed one, removed ones included
+  uint64_t placed = 0;  // samples after it, placed by the extension
+  std::vector<std::string> warnings;
+};
+ExtendedImport import_split_extended(const DatasetIndex& index, const std::filesystem::path& csv,
+                                     const SplitImport& columns, const std::string& name,
+                                     const std::string& created);
+
 // A split requested as "NAME:KIND:K" (convert --split): K folds, or for
 // holdout the validation fraction ("val:holdout:0.2"). Throws UsageError.
 struct NamedSplitSpec {

@@ -235,15 +235,18 @@ void plan_masks(const ConvertOptions& options, ConversionPlan& plan) {
 
 }  // namespace
 
-ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena) {
+ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
+                         const InputSelector& keep) {
   ConversionPlan plan;
-  plan.list = options.scan.csv
-                  ? scan_csv(options.src, options.scan)
-                  : scan_directory(options.src, options.scan,
-                                   mask_folder_inside_source(options.src, options.masks));
+  arena.execute([&] {
+    plan.list = options.scan.csv
+                    ? scan_csv(options.src, options.scan, keep)
+                    : scan_directory(options.src, options.scan,
+                                     mask_folder_inside_source(options.src, options.masks), keep);
+  });
   attach_masks(plan.list, options.src, options.scan, options.masks);
   attach_boxes(plan.list, options.src, options.boxes);
-  if (plan.list.samples.empty()) {
+  if (plan.list.samples.empty() && plan.list.unselected == 0) {
     throw UsageError(options.src.string() +
                      ": no images found (extensions: jpg, jpeg, png, bmp, "
                      "tif, tiff, webp, pnm, pam" +

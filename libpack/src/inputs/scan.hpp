@@ -13,8 +13,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "imgpack/convert_options.hpp"
@@ -93,17 +95,28 @@ struct SourceList {
   std::vector<int32_t> keypoint_flip;
   std::vector<SkippedInput> skipped;  // found but unusable (e.g. outside a class folder)
   uint64_t ignored_files = 0;         // files without an image extension
+  uint64_t unselected = 0;            // usable inputs an InputSelector left out
 };
 
 // True for the file name extensions imgpack converts (case-insensitive).
 bool has_image_extension(const std::filesystem::path& path);
+bool is_image_file_name(std::string_view file_name);  // the same, of a file name
+
+// Which of the inputs a scan finds it keeps: called once per usable input,
+// in path order, on the calling thread, with the input's path (relative to
+// SRC) and stamp, before groups, masks and the CSV's other columns are
+// derived for it; false leaves the input out silently (an append keeps the
+// inputs its dataset does not hold yet). Empty: every input is kept.
+using InputSelector = std::function<bool(const std::string& path, const FileStamp& stamp)>;
 
 // Throws UsageError if SRC is not a readable directory or the group regex is
 // invalid or misses samples; unreadable subdirectories become skipped inputs.
 // `exclude`, when set, is a directory below SRC that is not walked (a mask
 // folder inside SRC).
+// Files are stat-ed on the calling thread's TBB arena.
 SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& options,
-                          const std::filesystem::path& exclude = {});
+                          const std::filesystem::path& exclude = {},
+                          const InputSelector& keep = {});
 
 // The samples listed in options.csv->file, paths relative to SRC.
 //
@@ -122,7 +135,8 @@ SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& o
 // decimal number, and with a multi-label column (CsvInput::multilabel) a CSV
 // whose cells name no class at all, are UsageErrors naming the file, line
 // and column.
-SourceList scan_csv(const std::filesystem::path& src, const ScanOptions& options);
+SourceList scan_csv(const std::filesystem::path& src, const ScanOptions& options,
+                    const InputSelector& keep = {});
 
 // The path `listed` (relative to `root`, or absolute inside it) relative to
 // `root`, '/'-separated and without "." or ".." parts, or "" if it points

@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "imgpack/error.hpp"
 #include "test_support.hpp"
@@ -344,6 +348,84 @@ TEST(ScanDirectoryTest, GroupRegexOverTheRelativePath) {
   o.group_regex = "([";
   EXPECT_NE(usage_error([&] { scan_directory(dir.path(), o); }).find("not a valid regular"),
             std::string::npos);
+}
+
+// An InputSelector sees every usable input once, in path order, with its
+// stamp; the inputs it leaves out are counted, and the group regex is not
+// asked about them (an append's held inputs need no group).
+TEST(ScanDirectoryTest, ASelectorKeepsSomeInputsAndTheRegexSeesOnlyThose) {
+  TempDir dir;
+  write_bytes(dir / "c0/p1_a.jpg", "a");
+  write_bytes(dir / "c0/old.jpg", "bb");
+  write_bytes(dir / "c1/p2_c.jpg", "ccc");
+  write_bytes(dir / "c1/x.txt", "d");
+  ScanOptions o;
+  o.group_regex = "/([^_]+)_";
+  EXPECT_NE(usage_error([&] { scan_directory(dir.path(), o); }).find("does not match 1 of 3"),
+            std::string::npos);
+  std::vector<std::pair<std::string, uint64_t>> seen;
+  const SourceList list =
+      scan_directory(dir.path(), o, {}, [&](const std::string& path, const FileStamp& stamp) {
+        seen.emplace_back(path, stamp.size);
+        return path != "c0/old.jpg";
+      });
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, uint64_t>>{
+                      {"c0/old.jpg", 2}, {"c0/p1_a.jpg", 1}, {"c1/p2_c.jpg", 3}}));
+  EXPECT_EQ(paths_of(list), (std::vector<std::string>{"c0/p1_a.jpg", "c1/p2_c.jpg"}));
+  EXPECT_EQ(list.unselected, 1u);
+  EXPECT_EQ(list.ignored_files, 1u);
+  EXPECT_EQ(list.class_names, (std::vector<std::string>{"c0", "c1"}));
+  EXPECT_EQ(list.group_names, (std::vector<std::string>{"p1", "p2"}));
+}
+
+TEST_F(StateFarmLayout, ASelectorKeepsSomeRowsAndNoneKeptIsNoError) {
+  ScanOptions o = options();
+  std::vector<std::string> seen;
+  SourceList list = scan_csv(dir_ / "src", o, [&](const std::string& path, const FileStamp&) {
+    seen.push_back(path);
+    return path.ends_with("_3.jpg");
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"train/c0/img_1.jpg", "train/c0/img_2.jpg",
+                                            "train/c1/img_3.jpg", "train/c1/img_4.jpg"}));
+  EXPECT_EQ(paths_of(list), (std::vector<std::string>{"train/c1/img_3.jpg"}));
+  EXPECT_EQ(list.unselected, 3u);
+  EXPECT_EQ(list.samples[0].label, 1);
+  list = scan_csv(dir_ / "src", o, [](const std::string&, const FileStamp&) { return false; });
+  EXPECT_TRUE(list.samples.empty());
+  EXPECT_EQ(list.unselected, 4u);
+}
+
+// Many files in one folder, stat-ed on several threads: the same listing,
+// in path order, as the files have.
+TEST(ScanDirectoryTest, ManyFilesKeepTheirOrderAndStamps) {
+  TempDir dir;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 600; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "c%d/%04d.jpg", i % 3, i);
+    write_bytes(dir / name, std::string(static_cast<std::size_t>(i % 7) + 1, 'x'));
+    expected.emplace_back(name);
+  }
+  std::sort(expected.begin(), expected.end());
+  const SourceList list = scan_directory(dir.path(), ScanOptions{});
+  EXPECT_EQ(paths_of(list), expected);
+  for (const SourceSample& s : list.samples) {
+    const int i = std::stoi(s.path.substr(3, 4));
+    EXPECT_EQ(s.stamp.size, static_cast<uint64_t>(i % 7) + 1) << s.path;
+  }
+}
+
+TEST(ScanTest, ImageFileNames) {
+  EXPECT_TRUE(is_image_file_name("a.jpg"));
+  EXPECT_TRUE(is_image_file_name("a.b.JPEG"));
+  EXPECT_TRUE(is_image_file_name("x.Png"));
+  EXPECT_FALSE(is_image_file_name(".jpg"));
+  EXPECT_FALSE(is_image_file_name("jpg"));
+  EXPECT_FALSE(is_image_file_name("a.jpgx"));
+  EXPECT_FALSE(is_image_file_name("a.txt"));
+  EXPECT_FALSE(is_image_file_name("a."));
+  EXPECT_EQ(has_image_extension(fs::path("dir.jpg/a.TIF")), true);
+  EXPECT_EQ(has_image_extension(fs::path("a.jpg/b")), false);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
 #include "imgpack/split.hpp"
 #include "test_support.hpp"
 
@@ -97,6 +98,88 @@ TEST_F(SplitImportTest, EverySampleAndEveryFoldIsNeeded) {
 TEST_F(SplitImportTest, TheNameIsCheckedFirst) {
   test::write_bytes(dir_ / "folds.csv", "path,fold\n");
   EXPECT_THROW(import_split(index_, dir_ / "folds.csv", {}, "a/b", ""), UsageError);
+}
+
+// import_split_extended(): an export of an earlier generation, over a
+// dataset that grew since.
+class SplitImportExtendedTest : public ::testing::Test {
+ protected:
+  // Eight samples in two classes and four groups of two; the first four were
+  // the earlier generation.
+  SplitImportExtendedTest() {
+    index_.sample_path = {"a/1.jpg", "a/2.jpg", "b/3.jpg", "b/4.jpg",
+                          "a/5.jpg", "a/6.jpg", "b/7.jpg", "b/8.jpg"};
+    index_.sample_label = {0, 0, 1, 1, 0, 0, 1, 1};
+    index_.sample_group = {0, 1, 2, 3, 0, 1, 4, 5};
+    index_.class_names = {"a", "b"};
+    index_.group_names = {"g0", "g1", "g2", "g3", "g4", "g5"};
+  }
+  ExtendedImport extend(const std::string& text) {
+    test::write_bytes(dir_ / "earlier.csv", text);
+    return import_split_extended(index_, dir_ / "earlier.csv", {}, "cv", "2026-01-01T00:00:00Z");
+  }
+  std::string error_of(const std::string& text) {
+    try {
+      extend(text);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no error for:\n" << text;
+    return "";
+  }
+  test::TempDir dir_;
+  DatasetIndex index_;
+};
+
+TEST_F(SplitImportExtendedTest, KeepsEveryListedFoldAndPlacesTheSamplesAddedSince) {
+  const ExtendedImport result = extend("path,fold\na/1.jpg,0\na/2.jpg,1\nb/3.jpg,0\nb/4.jpg,1\n");
+  EXPECT_EQ(result.listed, 4u);
+  EXPECT_EQ(result.placed, 4u);
+  const Split& split = result.split;
+  ASSERT_EQ(split.assign.size(), 8u);
+  EXPECT_EQ(split.name, "cv");
+  EXPECT_EQ(split.kind, kImportedSplitKind);
+  EXPECT_EQ(split.folds, 2);
+  EXPECT_EQ((std::vector<int16_t>(split.assign.begin(), split.assign.begin() + 4)),
+            (std::vector<int16_t>{0, 1, 0, 1}));
+  // Groups the file kept whole stay whole: a/5 joins a/1 (group 0), a/6
+  // joins a/2 (group 1).
+  EXPECT_EQ(split.assign[4], 0);
+  EXPECT_EQ(split.assign[5], 1);
+  // The two new groups of class b go one to each fold: each class half and
+  // half.
+  EXPECT_NE(split.assign[6], split.assign[7]);
+  EXPECT_GE(split.assign[6], 0);
+  EXPECT_GE(split.assign[7], 0);
+}
+
+TEST_F(SplitImportExtendedTest, AFileOfTheCurrentGenerationImportsAsItIs) {
+  const ExtendedImport result = extend(
+      "path,fold\na/1.jpg,0\na/2.jpg,1\nb/3.jpg,0\nb/4.jpg,1\n"
+      "a/5.jpg,0\na/6.jpg,1\nb/7.jpg,1\nb/8.jpg,0\n");
+  EXPECT_EQ(result.placed, 0u);
+  EXPECT_EQ(result.split.assign, (std::vector<int16_t>{0, 1, 0, 1, 0, 1, 1, 0}));
+}
+
+TEST_F(SplitImportExtendedTest, RemovedSamplesAreInNoPart) {
+  index_.sample_removed = {0, 1, 0, 0, 0, 0, 0, 1};
+  // An export leaves removed samples out; a/2 was removed after it was made.
+  const ExtendedImport result = extend("path,fold\na/1.jpg,0\na/2.jpg,1\nb/3.jpg,0\nb/4.jpg,1\n");
+  EXPECT_EQ(result.split.assign[1], format::kRemovedFold);
+  EXPECT_EQ(result.split.assign[7], format::kRemovedFold);
+  for (std::size_t i : {0u, 2u, 3u, 4u, 5u, 6u}) EXPECT_GE(result.split.assign[i], 0) << i;
+}
+
+TEST_F(SplitImportExtendedTest, EverySampleUpToTheLastListedOneNeedsARow) {
+  // b/3 was in the dataset when b/4 was: a file without it is not an export
+  // of an earlier generation.
+  const std::string e = error_of("path,fold\na/1.jpg,0\na/2.jpg,1\nb/4.jpg,1\n");
+  EXPECT_NE(e.find("1 of the dataset's 4 samples have no row, the first: 'b/3.jpg'"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(error_of("path,fold\n").find("has no rows"), std::string::npos);
+  EXPECT_NE(error_of("path,fold\na/1.jpg,0\na/2.jpg,0\n").find("at least two folds"),
+            std::string::npos);
 }
 
 }  // namespace
