@@ -1463,6 +1463,58 @@ def boxes_section(page, record):
     commands_block(page, record)
 
 
+def growth_section(page, record):
+    page.add("## Growing datasets", "",
+             "`imgpack convert SRC OUT --append` onto a dataset that lacks 1% (10%) of SRC's "
+             "images against converting all of SRC from nothing (bench/growth/run.py), page-cached, "
+             "in class folders with groups and a 5-fold stratified-group split. The old collection "
+             "is every image but one in 100 (one in 10) by path, so the new images spread over "
+             "every class and group. Each repeat converts the whole collection, then appends onto "
+             "a fresh copy of each old dataset (copied and synced before the timing). An append "
+             "scans SRC (stat of every file; only the new ones are looked at further), converts "
+             "the new images into new shards, extends the split and writes index.h5 and "
+             "splits.h5; the old shards are not read, and every one was checked byte for byte "
+             "after the append.", "", run_note(record), "",
+             "| inputs | change | append (wall) | of which: scan and read the index / convert / "
+             "split and index | full conversion (of which scan) | ratio of wall times | ratio of "
+             "the conversion stages | old shards byte for byte |",
+             "|---|---|---:|---|---:|---:|---:|---|")
+    for regime in ("small", "photos"):
+        d = record["data"].get(regime)
+        if not d:
+            continue
+        page.need_summary("growth %s full_s" % regime, d["full_s"])
+        for fraction, f in sorted(d["fractions"].items(), key=lambda kv: float(kv[0])):
+            p = f["append_parts"]
+            for k in ("append_s", "ratio", "convert_ratio"):
+                page.need_summary("growth %s %s %s" % (regime, fraction, k), f[k])
+            share = float(fraction)
+            page.add("| %d %s | append %g%% (%d images) | %s | %s / %s / %s | %s (%s) | %s | %s "
+                     "| %s |" % (
+                         d["count"], d["inputs"], share * 100, f["added"],
+                         mmm(f["append_s"], fmt=secs), secs(p["plan_s"]["median"]),
+                         secs(p["convert_s"]["median"]), secs(p["commit_s"]["median"]),
+                         mmm(d["full_s"], fmt=secs), secs(d["full_plan_s"]["median"]),
+                         ratio(f["ratio"], 3), ratio(f["convert_ratio"], 3),
+                         "yes" if f["checks"]["old_shards_unchanged"] else "**NO**"))
+            page.target("Appending %g%% more images costs about %g%% of a full conversion plus "
+                        "the index rewrite (%d %s; met at most %gx)" % (
+                            share * 100, share * 100, d["count"], d["inputs"], 2 * share),
+                        37, ratio(f["ratio"], 3), f["ratio"]["median"] <= 2 * share)
+            if f["ratio"]["median"] > 2 * share:
+                page.not_ahead.append(
+                    "Appending %g%% to %d %s costs %s of a full conversion: of %s, the scan "
+                    "of SRC %s, the conversion %s, the split and index %s, the rest the "
+                    "process's start and exit." % (
+                        share * 100, d["count"], d["inputs"], ratio(f["ratio"], 3),
+                        secs(f["append_s"]["median"]), secs(p["plan_s"]["median"]),
+                        secs(p["convert_s"]["median"]), secs(p["commit_s"]["median"])))
+    page.add("", "The scan (stat of every input, the old index's paths read and compared) is "
+             "the part of an append that does not shrink with what is new; the conversion "
+             "stage scales with the new images, plus about 0.2 s of start-up.")
+    commands_block(page, record)
+
+
 # --- the page ------------------------------------------------------------------------------------
 
 def load(results, name):
@@ -1478,7 +1530,7 @@ def write(results, docs, quick=False, expect=()):
     page = Page(docs, quick)
     machine = load(results, "machine") or {}
     order = ("training", "convert", "parts", "augment", "splits", "reader", "cold", "python",
-             "verify", "scale", "masks", "boxes", "gpu")
+             "verify", "scale", "masks", "boxes", "growth", "gpu")
     records = {name: load(results, name) for name in order}
     # The GPU figures come from a GPU machine (bench/gpu/run.py) and are kept
     # with the page, so a run elsewhere renders them rather than losing them.
@@ -1495,7 +1547,7 @@ def write(results, docs, quick=False, expect=()):
                  "parts": parts_section, "augment": augment_section, "splits": splits_section,
                  "reader": reader_section, "cold": cold_section, "python": python_section,
                  "verify": verify_section, "scale": scale_section, "masks": masks_section,
-                 "boxes": boxes_section, "gpu": gpu_section}
+                 "boxes": boxes_section, "growth": growth_section, "gpu": gpu_section}
     for name in order:
         if name == "gpu" and not records[name]:
             # No rendered GPU results: the figures measured by hand, if any.
@@ -1537,7 +1589,8 @@ def write(results, docs, quick=False, expect=()):
              "[augmentation](#augmentation-k4-variants-against-k1) · [splits](#splits) · "
              "[reader](#reader) · [cold reads](#cold-reads-datasets-larger-than-memory) · "
              "[Python](#python) · [verify](#verify) · [scale](#scale) · "
-             "[masks](#segmentation-masks) · [boxes](#object-boxes) · [GPU](#gpu) · "
+             "[masks](#segmentation-masks) · [boxes](#object-boxes) · "
+             "[growing datasets](#growing-datasets) · [GPU](#gpu) · "
              "[machine](#machine)", "")
     # The headline first, then the verdicts, then the details.
     head, rest = split_headline(body.lines)

@@ -5,7 +5,7 @@ usage: bench/run-all [--quick [--peers]] [--work DIR] [--repeat N] [--only SECTI
                      [--report-only] [--docs DIR]
 
 Sections (in this order): convert, parts, augment, splits, reader, cold, python,
-verify, scale, masks, boxes, training. Each runs a script under bench/ that measures imgpack and its peers
+verify, scale, masks, boxes, growth, training. Each runs a script under bench/ that measures imgpack and its peers
 side by side in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
 leaves WORK/results/SECTION.json. The peers are the reference implementations
 imgpack is compared with (the Python OpenCV + h5py packer, scikit-learn's
@@ -43,7 +43,7 @@ import benchlib  # noqa: E402
 import report  # noqa: E402
 
 SECTIONS = ("convert", "parts", "augment", "splits", "reader", "cold", "python", "verify", "scale",
-            "masks", "boxes",
+            "masks", "boxes", "growth",
             "training")
 
 # Sizes: the full mode measures what the issues' targets are defined on.
@@ -83,6 +83,10 @@ FULL = {
     # Photo-sized images with a COCO file of 8 boxes each (5,000 images, 40,000 boxes).
     "boxes_images": 5000,
     "boxes_args": ["--batch", "256", "--epochs", "20"],
+    # Appends of 1% and 10% onto 100,000 samples: small images (where the fixed scan shows
+    # most) and photo-like 500x375 JPEGs (5,000 unique, the rest hard links).
+    "growth_count": 100000,
+    "growth_photos": ["--photos", "500x375", "--unique", "5000"],
 }
 QUICK = {
     "repeat": 1,
@@ -111,6 +115,8 @@ QUICK = {
     "masks_args": ["--batch", "16", "--epochs", "1"],
     "boxes_images": 48,
     "boxes_args": ["--batch", "16", "--epochs", "1"],
+    "growth_count": 1000,
+    "growth_photos": ["--photos", "320x240", "--unique", "40"],
 }
 READER_SOURCE = (640, 480)  # about the mean size of an ImageNet photo
 
@@ -277,6 +283,17 @@ class Runner:
         command = [benchlib.PYTHON, script("boxes", "run.py"), self.sizes["boxes_images"], out,
                    "--repeat", self.repeat] + self.sizes["boxes_args"]
         return [command], self.run_script("boxes", command, os.path.join(out, "results.json"))
+
+    def growth(self):
+        commands, data = [], {}
+        for regime, extra in (("small", []), ("photos", self.sizes["growth_photos"])):
+            out = self.scratch(os.path.join("growth", regime))
+            result = os.path.join(out, "results.json")
+            command = [benchlib.PYTHON, script("growth", "run.py"), self.sizes["growth_count"],
+                       out, "--repeat", self.repeat, "--json", result] + extra
+            commands.append(command)
+            data[regime] = self.run_script("growth", command, result)
+        return commands, data
 
     def training(self):
         src, dataset = self.reader_inputs()

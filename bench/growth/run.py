@@ -3,7 +3,12 @@
 converting the grown collection in full.
 
 Inputs: COUNT `imgpack sample-data` images (small, so that a 100k-sample
-dataset is quick to make), in class folders with groups. For each fraction p
+dataset is quick to make), in class folders with groups; or, with --photos
+WxH, COUNT photo-like JPEGs of that size (bench/convert/make_photos.py), of
+which --unique are generated and the rest are hard links to them under names
+of their own (the decode costs the same per input; the page cache holds the
+unique ones), converted to --size (default 32 for sample-data, 112 for
+photos) with one variant fewer so that the datasets fit on disk. For each fraction p
 the old collection is every image but one in 1/p (hard links, so the new
 images spread over every class and group), converted once with the same
 options as the full conversion (a 5-fold stratified-group split, two
@@ -24,6 +29,7 @@ old assignment.
 Prints a Markdown table and writes OUT/results.json (or --json FILE).
 
 usage: run.py COUNT OUT [--fractions 0.01,0.1] [--threads 2] [--repeat 3]
+              [--photos WxH [--unique 5000]] [--size N]
 """
 import argparse
 import hashlib
@@ -36,8 +42,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import benchlib  # noqa: E402
 
-OPTIONS = ["--size", "32", "--variants", "2", "--augment", "hflip",
-           "--group-regex", "/(g[0-9]+)_", "--split", "cv:stratified-group:5", "-q"]
+def conversion_options(size, photos):
+    """The conversion's options: two variants of small images, one of photos."""
+    variants = ["--variants", "1"] if photos else ["--variants", "2", "--augment", "hflip"]
+    return ["--size", str(size)] + variants + [
+        "--group-regex", "/(g[0-9]+)_", "--split", "cv:stratified-group:5", "-q"]
 
 
 def make_collection(out, count):
@@ -50,9 +59,28 @@ def make_collection(out, count):
     return src
 
 
+def make_photo_collection(out, count, width, height, unique):
+    """COUNT photo names in 10 class folders with 50 groups (g00_...), hard links to
+    UNIQUE generated photos."""
+    src = os.path.join(out, "photos-%dx%d-%d" % (width, height, count))
+    marker = src + ".complete"
+    if os.path.exists(marker):
+        return src
+    photos = os.path.join(out, "photos-%dx%d" % (width, height))
+    benchlib.make_photos(photos, unique, width, height)
+    originals = benchlib.photo_paths(photos, unique)
+    shutil.rmtree(src, ignore_errors=True)
+    for i in range(count):
+        target = os.path.join(src, "c%d" % (i % 10), "g%02d_%07d.jpg" % (i % 50, i))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.link(originals[i % unique], target)
+    open(marker, "w").close()
+    return src
+
+
 def old_collection(out, src, fraction):
     """SRC without one image in every 1/fraction (sorted by path), as hard links."""
-    old = os.path.join(out, "old-%g" % fraction)
+    old = os.path.join(out, "old-%s-%g" % (os.path.basename(src), fraction))
     if os.path.isdir(old):
         return old
     step = round(1 / fraction)
@@ -82,18 +110,27 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--photos", default=None, help="WxH: photo-like JPEGs of that size")
+    parser.add_argument("--unique", type=int, default=5000)
+    parser.add_argument("--size", type=int, default=None)
     args = parser.parse_args()
+    size = args.size or (112 if args.photos else 32)
+    OPTIONS = conversion_options(size, args.photos)
     imgpack = benchlib.imgpack_binary()
     os.makedirs(args.out, exist_ok=True)
     fractions = [float(f) for f in args.fractions.split(",")]
     threads = ["--threads", str(args.threads)]
 
-    src = make_collection(args.out, args.count)
+    if args.photos:
+        width, height = (int(v) for v in args.photos.split("x"))
+        src = make_photo_collection(args.out, args.count, width, height, args.unique)
+    else:
+        src = make_collection(args.out, args.count)
     benchlib.warm(benchlib.files_under(src))
     bases = {}
     for fraction in fractions:
         old = old_collection(args.out, src, fraction)
-        base = os.path.join(args.out, "base-%g" % fraction)
+        base = os.path.join(args.out, "base-%s-%g" % (os.path.basename(src), fraction))
         if not os.path.exists(os.path.join(base, "index.h5")):
             shutil.rmtree(base, ignore_errors=True)
             benchlib.run([imgpack, "convert", old, base] + OPTIONS + threads)
@@ -137,7 +174,11 @@ def main():
 
     rows = []
     results = {"count": args.count, "threads": args.threads, "repeat": args.repeat,
-               "full_s": benchlib.summary(full_s), "fractions": {}}
+               "inputs": ("photo-like %s JPEGs (%d unique)" % (args.photos, args.unique)
+                          if args.photos else "sample-data 48x40 images"),
+               "options": OPTIONS, "full_s": benchlib.summary(full_s),
+               "full_plan_s": benchlib.summary([p["plan_s"] for p in full_parts]),
+               "fractions": {}}
     for fraction in fractions:
         ratio = benchlib.summary(benchlib.ratios(append_s[fraction], full_s))
         # The conversion stage alone (decode, resize, write), append against full.
