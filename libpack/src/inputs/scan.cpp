@@ -1,8 +1,10 @@
 #include "inputs/scan.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -58,8 +60,9 @@ struct DirId {
 
 // Walks SRC depth first in name order, one directory at a time (so that
 // which of two links to one directory counts as the duplicate is the same in
-// every run), and stats the files it keeps on the arena's threads: on a tree
-// of 100,000 small files the stat calls are most of a scan.
+// every run). Each directory's entries are stat-ed relative to the open
+// directory (no path to resolve) on the arena's threads: on a tree of
+// 100,000 small files the stat calls are most of a scan.
 class Walker {
  public:
   Walker(const fs::path& root, SourceList& out) : root_(root), out_(out) {}
@@ -82,85 +85,75 @@ class Walker {
       return;
     }
     std::vector<Entry> entries;
-    if (std::string problem = list_directory(dir, entries); !problem.empty()) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      skip(rel, std::string("cannot list directory: ") + std::strerror(errno));
+      return;
+    }
+    if (std::string problem = list_directory(fd, entries); !problem.empty()) {
       skip(rel, "cannot list directory: " + problem);
-      if (entries.empty()) return;
     }
     std::sort(entries.begin(), entries.end(),
               [](const Entry& a, const Entry& b) { return a.name < b.name; });
-    for (const Entry& entry : entries) {
-      std::string child = rel.empty() ? entry.name : rel + "/" + entry.name;
-      fs::path path = dir / entry.name;
-      if (entry.type == DT_REG) {  // the kind is known: stat later, in parallel
-        if (is_image_file_name(entry.name)) {
-          pending_.push_back({std::move(child), std::move(path)});
-        } else {
-          ++out_.ignored_files;
-        }
-        continue;
-      }
-      struct stat target {};
-      if (::stat(path.c_str(), &target) != 0) {
-        if (is_image_file_name(entry.name)) {
-          skip(child, std::string("cannot stat: ") + std::strerror(errno));
-        }
-        continue;
-      }
-      if (S_ISDIR(target.st_mode)) {
-        walk(path, child);
-      } else if (!is_image_file_name(entry.name)) {
+    // What a listing says is a regular file without an image name needs no
+    // stat; every other entry does (the kind of a link or of an entry the
+    // file system gives no kind for, and every image's size and times).
+    std::vector<Entry*> to_stat;
+    for (Entry& entry : entries) {
+      entry.image = is_image_file_name(entry.name);
+      if (entry.type == DT_REG && !entry.image) {
         ++out_.ignored_files;
-      } else if (S_ISREG(target.st_mode)) {
-        files_.push_back({std::move(child), file_stamp(target)});
       } else {
-        skip(child, not_a_regular_file(target.st_mode));
+        to_stat.push_back(&entry);
+      }
+    }
+    tsan::ForkJoinBody body([&](std::size_t i) {
+      Entry& entry = *to_stat[i];
+      if (::fstatat(fd, entry.name.c_str(), &entry.st, 0) != 0) entry.error = errno;
+    });
+    body.fork();
+    tbb::parallel_for(std::size_t{0}, to_stat.size(), body);
+    body.join();
+    ::close(fd);
+
+    for (const Entry* entry : to_stat) {
+      std::string child = rel.empty() ? entry->name : rel + "/" + entry->name;
+      if (entry->error != 0) {
+        if (entry->image) skip(child, std::string("cannot stat: ") + std::strerror(entry->error));
+      } else if (S_ISDIR(entry->st.st_mode)) {
+        walk(dir / entry->name, child);
+      } else if (!entry->image) {
+        ++out_.ignored_files;
+      } else if (S_ISREG(entry->st.st_mode)) {
+        files_.push_back({std::move(child), file_stamp(entry->st)});
+      } else {
+        skip(child, not_a_regular_file(entry->st.st_mode));
       }
     }
   }
 
-  // The image files found (path, stamp), after stat-ing those the listing
-  // named regular files, on the calling thread's arena.
-  std::vector<std::pair<std::string, FileStamp>>& files() {
-    struct Stat {
-      struct stat st {};
-      int error = 0;
-    };
-    std::vector<Stat> stats(pending_.size());
-    tsan::ForkJoinBody body([&](std::size_t i) {
-      if (::stat(pending_[i].path.c_str(), &stats[i].st) != 0) stats[i].error = errno;
-    });
-    body.fork();
-    tbb::parallel_for(std::size_t{0}, pending_.size(), body);
-    body.join();
-    for (std::size_t i = 0; i < pending_.size(); ++i) {
-      std::string& child = pending_[i].rel;
-      if (stats[i].error != 0) {
-        skip(child, std::string("cannot stat: ") + std::strerror(stats[i].error));
-      } else if (S_ISREG(stats[i].st.st_mode)) {
-        files_.push_back({std::move(child), file_stamp(stats[i].st)});
-      } else {  // replaced since it was listed
-        skip(child, not_a_regular_file(stats[i].st.st_mode));
-      }
-    }
-    pending_.clear();
-    return files_;
-  }
+  std::vector<std::pair<std::string, FileStamp>>& files() { return files_; }
 
  private:
   struct Entry {
     std::string name;
-    unsigned char type;  // dirent's d_type; DT_UNKNOWN where the file system gives none
-  };
-  struct Pending {
-    std::string rel;
-    fs::path path;
+    unsigned char type =
+        DT_UNKNOWN;  // dirent's d_type; DT_UNKNOWN where the file system gives none
+    bool image = false;
+    int error = 0;  // of the stat, when there was one
+    struct stat st {};
   };
 
-  // The names in `dir` but hidden ones; "" or why listing it failed (with
-  // the entries read until then).
-  static std::string list_directory(const fs::path& dir, std::vector<Entry>& entries) {
-    DIR* stream = ::opendir(dir.c_str());
-    if (stream == nullptr) return std::strerror(errno);
+  // The names in the directory open as `fd` but hidden ones; "" or why
+  // listing it failed (with the entries read until then). Leaves `fd` open.
+  static std::string list_directory(int fd, std::vector<Entry>& entries) {
+    const int listing = ::dup(fd);
+    DIR* stream = listing < 0 ? nullptr : ::fdopendir(listing);
+    if (stream == nullptr) {
+      const int error = errno;
+      if (listing >= 0) ::close(listing);
+      return std::strerror(error);
+    }
     std::string problem;
     for (;;) {
       errno = 0;
@@ -184,7 +177,6 @@ class Walker {
   SourceList& out_;
   std::set<DirId> visited_;
   std::set<DirId> excluded_;
-  std::vector<Pending> pending_;                          // image files not yet stat-ed
   std::vector<std::pair<std::string, FileStamp>> files_;  // path, stat
 };
 
