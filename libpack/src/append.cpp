@@ -1,14 +1,11 @@
 // append(): the inputs a dataset does not hold yet, converted with its own
 // options into new shards, and the next generation of its index and splits.
-#include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -214,13 +211,9 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   DatasetChange change = begin_change(out, "append");
   DatasetIndex& index = change.index;
   const ConvertOptions options = append_options(request, index);
-  const unsigned threads =
-      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  std::optional<tbb::global_control> allow_threads;
-  if (threads > std::max(1u, std::thread::hardware_concurrency())) {
-    allow_threads.emplace(tbb::global_control::max_allowed_parallelism, threads);
-  }
-  tbb::task_arena arena(static_cast<int>(threads));
+  ConversionThreads conversion_threads(options.threads);
+  const unsigned threads = conversion_threads.count();
+  tbb::task_arena& arena = conversion_threads.arena();
 
   Listing listing(index);
   ConversionPlan plan = make_plan(

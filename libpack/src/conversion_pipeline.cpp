@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 
 #include "conversion/resume.hpp"
 #include "files.hpp"
@@ -12,6 +13,21 @@
 #include "parallel/tbb_tsan.hpp"
 
 namespace imgpack {
+
+namespace {
+
+std::optional<tbb::global_control> leave_for(unsigned threads) {
+  if (threads <= std::max(1u, std::thread::hardware_concurrency())) return std::nullopt;
+  return std::optional<tbb::global_control>(std::in_place,
+                                            tbb::global_control::max_allowed_parallelism, threads);
+}
+
+}  // namespace
+
+ConversionThreads::ConversionThreads(unsigned requested)
+    : count_(requested != 0 ? requested : std::max(1u, std::thread::hardware_concurrency())),
+      allow_(leave_for(count_)),
+      arena_(static_cast<int>(count_)) {}
 
 namespace {
 

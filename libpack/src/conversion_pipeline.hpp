@@ -3,6 +3,7 @@
 // writes its records in write order. convert() and an append run it.
 #pragma once
 
+#include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/task_arena.h>
 
@@ -10,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -21,6 +23,23 @@
 #include "record_renderer.hpp"
 
 namespace imgpack {
+
+// The threads a conversion runs on: ConvertOptions::threads (0: one per
+// core), as an arena of that many. More threads than cores (asked for to
+// hide I/O waits) hold oneTBB's leave for the object's life: oneTBB lends an
+// arena at most one worker per core besides the caller, and without it
+// prints a warning and runs with fewer.
+class ConversionThreads {
+ public:
+  explicit ConversionThreads(unsigned requested);
+  unsigned count() const { return count_; }
+  tbb::task_arena& arena() { return arena_; }
+
+ private:
+  unsigned count_;
+  std::optional<tbb::global_control> allow_;
+  tbb::task_arena arena_;
+};
 
 // Thrown once a run has skipped more inputs than ConvertOptions::max_skipped allows.
 class TooManySkipped : public Error {

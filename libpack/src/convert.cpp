@@ -2,16 +2,13 @@
 // then the splits, report.json and index.h5, last.
 #include "imgpack/convert.hpp"
 
-#include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -106,16 +103,9 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   const Clock::time_point start = Clock::now();
   options.validate();
   ConversionTimings timings;
-  timings.threads =
-      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  // oneTBB lends an arena at most one worker per core besides the caller:
-  // more threads than cores (asked for to hide I/O waits) need its leave, or
-  // it prints a warning and runs with fewer.
-  std::optional<tbb::global_control> allow_threads;
-  if (timings.threads > std::max(1u, std::thread::hardware_concurrency())) {
-    allow_threads.emplace(tbb::global_control::max_allowed_parallelism, timings.threads);
-  }
-  tbb::task_arena arena(static_cast<int>(timings.threads));
+  ConversionThreads threads(options.threads);
+  timings.threads = threads.count();
+  tbb::task_arena& arena = threads.arena();
 
   const ConversionPlan plan = make_plan(options, arena);
   timings.plan_s = seconds_since(start);
