@@ -95,6 +95,16 @@ void commit_change(const fs::path& dir, DatasetIndex& index, const std::string& 
     for (std::string& warning : extended.warnings) {
       warnings.push_back("split " + split.name + ": " + std::move(warning));
     }
+    // What a reader of the generation before reads for the samples this
+    // change moved, should it open the dataset between the two renames.
+    split.previous_samples.clear();
+    split.previous_assign.clear();
+    for (std::size_t s = 0; s < split.assign.size(); ++s) {
+      if (split.assign[s] != extended.assign[s]) {
+        split.previous_samples.push_back(static_cast<int64_t>(s));
+        split.previous_assign.push_back(split.assign[s]);
+      }
+    }
     split.assign = std::move(extended.assign);
   }
   write_index(dir, index);

@@ -85,6 +85,10 @@ void write_split_groups(h5::File& file, TableWriter& tables, const std::vector<S
     file.write_attr(group, format::kSplitGrouped, int64_t{split->grouped});
     file.write_uint64_attr(group, format::kAttrAttributesChecksum,
                            index_checksum::of_split_attributes(*split));
+    if (!split->previous_samples.empty()) {
+      tables.numbers(group + "/" + format::kSplitPreviousSamples, split->previous_samples);
+      tables.numbers(group + "/" + format::kSplitPreviousAssign, split->previous_assign);
+    }
   }
 }
 
@@ -136,6 +140,28 @@ std::vector<Split> read_splits_file(const fs::path& dataset_dir, const std::stri
     for (Split& split : splits) {
       if (split.assign.size() < samples) continue;  // validate() names it
       std::vector<int16_t> prefix(split.assign.begin(), split.assign.begin() + samples);
+      // The samples the change moved (removed), as this generation has them.
+      const std::string group = split_group(split.name);
+      const std::string ids = group + "/" + format::kSplitPreviousSamples;
+      if (static_cast<uint64_t>(file_generation) == generation + 1 && file.exists(ids)) {
+        const Column<int64_t> moved = tables.numbers<int64_t>(ids);
+        const Column<int16_t> before =
+            tables.numbers<int16_t>(group + "/" + format::kSplitPreviousAssign);
+        if (moved.size() != before.size()) {
+          throw file_error(path, "split " + split.name + ": " + std::to_string(moved.size()) +
+                                     " previous samples but " + std::to_string(before.size()) +
+                                     " previous assignments");
+        }
+        for (std::size_t i = 0; i < moved.size(); ++i) {
+          if (moved[i] < 0 || static_cast<uint64_t>(moved[i]) >= samples) {
+            throw file_error(path, "split " + split.name + ": previous sample " +
+                                       std::to_string(moved[i]) + " is outside the " +
+                                       std::to_string(samples) + " samples of " +
+                                       format::kIndexFile);
+          }
+          prefix[static_cast<std::size_t>(moved[i])] = before[i];
+        }
+      }
       split.assign = std::move(prefix);
     }
   }

@@ -47,6 +47,12 @@ struct Split {
   bool grouped = false;
   std::string created;  // ISO 8601 UTC
   Column<int16_t> assign;
+  // Written with a change of the dataset (an append or a removal) and read
+  // only by a reader of the generation before it: the samples of that
+  // generation whose assignment this one changed (removed ones, now
+  // kRemovedFold), and their assignments then. Empty otherwise; ids ascending.
+  std::vector<int64_t> previous_samples;
+  std::vector<int16_t> previous_assign;
 };
 
 // One generation of a dataset: /history in index.h5, a row per change.

@@ -187,5 +187,11 @@ inline constexpr const char* kSplitValFraction = "val_fraction";
 inline constexpr const char* kSplitCreated = "created";
 inline constexpr const char* kSplitStratified = "stratified";  // int 0/1
 inline constexpr const char* kSplitGrouped = "grouped";        // int 0/1
+// In a split of splits.h5 written by a change that moved samples of the
+// previous generation (removed them: -2): those samples (int64 ids) and their
+// assignments before (int16), for a reader of the previous generation's
+// index.h5 that finds this splits.h5 ahead of it (docs/FORMAT.md).
+inline constexpr const char* kSplitPreviousSamples = "previous_samples";
+inline constexpr const char* kSplitPreviousAssign = "previous_assign";
 
 }  // namespace imgpack::format
