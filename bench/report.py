@@ -1497,11 +1497,16 @@ def growth_section(page, record):
                          mmm(d["full_s"], fmt=secs), secs(d["full_plan_s"]["median"]),
                          ratio(f["ratio"], 3), ratio(f["convert_ratio"], 3),
                          "yes" if f["checks"]["old_shards_unchanged"] else "**NO**"))
+            # "About p": at most twice p, the index rewrite left out as the target says.
+            judged = f.get("ratio_without_index", f["ratio"])
+            page.need_summary("growth %s %s ratio_without_index" % (regime, fraction), judged)
             page.target("Appending %g%% more images costs about %g%% of a full conversion plus "
-                        "the index rewrite (%d %s; met at most %gx)" % (
-                            share * 100, share * 100, d["count"], d["inputs"], 2 * share),
-                        37, ratio(f["ratio"], 3), f["ratio"]["median"] <= 2 * share)
-            if f["ratio"]["median"] > 2 * share:
+                        "the index rewrite (%d %s; the append without the index rewrite at most "
+                        "%gx)" % (share * 100, share * 100, d["count"], d["inputs"], 2 * share),
+                        37, "%s (with the index rewrite %s)" % (ratio(judged, 3),
+                                                                 ratio(f["ratio"], 3)),
+                        judged["median"] <= 2 * share)
+            if judged["median"] > 2 * share:
                 page.not_ahead.append(
                     "Appending %g%% to %d %s costs %s of a full conversion: of %s, the scan "
                     "of SRC %s, the conversion %s, the split and index %s, the rest the "
