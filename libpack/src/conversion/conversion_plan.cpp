@@ -238,12 +238,10 @@ void plan_masks(const ConvertOptions& options, ConversionPlan& plan) {
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
                          const InputSelector& keep) {
   ConversionPlan plan;
-  arena.execute([&] {
-    plan.list = options.scan.csv
-                    ? scan_csv(options.src, options.scan, keep)
-                    : scan_directory(options.src, options.scan,
-                                     mask_folder_inside_source(options.src, options.masks), keep);
-  });
+  plan.list = options.scan.csv
+                  ? scan_csv(options.src, options.scan, keep)
+                  : scan_directory(options.src, options.scan,
+                                   mask_folder_inside_source(options.src, options.masks), keep);
   attach_masks(plan.list, options.src, options.scan, options.masks);
   attach_boxes(plan.list, options.src, options.boxes);
   if (plan.list.samples.empty() && plan.list.unselected == 0) {

@@ -42,7 +42,7 @@ struct ConversionPlan {
 // dataset uuid, the write order and the requested splits. Throws
 // UsageError for requests the inputs cannot meet (no images, sizes that
 // differ without --size, a split the samples cannot make), before anything
-// is written. The scan stats the inputs on `arena`'s threads. With `keep`,
+// is written. With `keep`,
 // the plan holds only the inputs it selects (scan.hpp); "no images" is then
 // an error only when the scan found none at all.
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,

@@ -113,7 +113,6 @@ using InputSelector = std::function<bool(const std::string& path, const FileStam
 // invalid or misses samples; unreadable subdirectories become skipped inputs.
 // `exclude`, when set, is a directory below SRC that is not walked (a mask
 // folder inside SRC).
-// Files are stat-ed on the calling thread's TBB arena.
 SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& options,
                           const std::filesystem::path& exclude = {},
                           const InputSelector& keep = {});
