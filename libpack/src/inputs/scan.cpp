@@ -527,19 +527,13 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options, const Input
       number_names(multilabels, list.multilabel_names);
   list.target_names = csv.targets;
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.path < b.path; });
-  std::vector<struct stat> stats(rows.size());
-  std::vector<int> stat_errors(rows.size(), 0);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (::stat((src / rows[i].path).c_str(), &stats[i]) != 0) stat_errors[i] = errno;
-  }
   std::size_t found = 0;  // listed files that exist, selected or not
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    Row& row = rows[r];
+  for (Row& row : rows) {
     const std::string line = name + " line " + std::to_string(row.record->line);
-    const struct stat& st = stats[r];
-    if (const int error = stat_errors[r]; error != 0) {
-      list.skipped.push_back({row.path, std::string(error == ENOENT ? "missing" : "cannot stat") +
-                                            ": listed on " + line + ": " + std::strerror(error)});
+    struct stat st {};
+    if (::stat((src / row.path).c_str(), &st) != 0) {
+      list.skipped.push_back({row.path, std::string(errno == ENOENT ? "missing" : "cannot stat") +
+                                            ": listed on " + line + ": " + std::strerror(errno)});
       continue;
     }
     if (!S_ISREG(st.st_mode)) {
