@@ -1520,6 +1520,34 @@ def growth_section(page, record):
     commands_block(page, record)
 
 
+def startup_section(page, record):
+    d = record["data"]
+    page.add("## Start-up", "",
+             "Commands that touch no image, each run %d times alternately with the others and "
+             "with `/bin/true` (a process that loads nothing but libc: the floor of starting "
+             "one), from the parent's fork to the child's exit, output to /dev/null "
+             "(bench/startup/run.py); `inspect`, `split --list` and `verify` of a dataset of 40 "
+             "images of 32x32. `imgpack --version` initialises %d shared objects." % (
+                 d["runs"], d["libraries"]), "", run_note(record), "",
+             "| command | wall time | above /bin/true |", "|---|---:|---:|")
+    floor = d["ms"]["true"]["median"]
+    for name, s in d["ms"].items():
+        page.need_summary("startup %s" % name, s)
+        page.add("| %s | %s | %s |" % ("`/bin/true`" if name == "true" else "`imgpack %s`" % name,
+                                       mmm(s, 1, unit=" ms"),
+                                       "-" if name == "true" else "%.1f ms" % (
+                                           s["median"] - floor)))
+    version = d["ms"]["--version"]["median"]
+    page.target("Commands that touch no image start in under 20 ms (`imgpack --version`)", 35,
+                "%.1f ms" % version, version < 20)
+    for name in ("inspect", "split --list", "verify"):
+        took = d["ms"][name]["median"]
+        if took >= 20:
+            page.not_ahead.append("`imgpack %s` of a small dataset takes %.1f ms, of which the "
+                                  "process's start (`--version`) %.1f ms." % (name, took, version))
+    commands_block(page, record)
+
+
 # --- the page ------------------------------------------------------------------------------------
 
 def load(results, name):
@@ -1535,7 +1563,7 @@ def write(results, docs, quick=False, expect=()):
     page = Page(docs, quick)
     machine = load(results, "machine") or {}
     order = ("training", "convert", "parts", "augment", "splits", "reader", "cold", "python",
-             "verify", "scale", "masks", "boxes", "growth", "gpu")
+             "verify", "scale", "masks", "boxes", "growth", "startup", "gpu")
     records = {name: load(results, name) for name in order}
     # The GPU figures come from a GPU machine (bench/gpu/run.py) and are kept
     # with the page, so a run elsewhere renders them rather than losing them.
@@ -1552,7 +1580,8 @@ def write(results, docs, quick=False, expect=()):
                  "parts": parts_section, "augment": augment_section, "splits": splits_section,
                  "reader": reader_section, "cold": cold_section, "python": python_section,
                  "verify": verify_section, "scale": scale_section, "masks": masks_section,
-                 "boxes": boxes_section, "growth": growth_section, "gpu": gpu_section}
+                 "boxes": boxes_section, "growth": growth_section, "startup": startup_section,
+                 "gpu": gpu_section}
     for name in order:
         if name == "gpu" and not records[name]:
             # No rendered GPU results: the figures measured by hand, if any.

@@ -5,8 +5,8 @@ usage: bench/run-all [--quick [--peers]] [--work DIR] [--repeat N] [--only SECTI
                      [--report-only] [--docs DIR]
 
 Sections (in this order): convert, parts, augment, splits, reader, cold, python,
-verify, scale, masks, boxes, growth, training. Each runs a script under bench/ that measures imgpack and its peers
-side by side in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
+verify, scale, masks, boxes, growth, startup, training. Each runs a script under
+bench/ that measures imgpack and its peers side by side in one run, repeated --repeat times (3 in full mode, 1 with --quick), and
 leaves WORK/results/SECTION.json. The peers are the reference implementations
 imgpack is compared with (the Python OpenCV + h5py packer, scikit-learn's
 splitters, h5py reads, torch DataLoaders). Inputs are generated
@@ -43,7 +43,7 @@ import benchlib  # noqa: E402
 import report  # noqa: E402
 
 SECTIONS = ("convert", "parts", "augment", "splits", "reader", "cold", "python", "verify", "scale",
-            "masks", "boxes", "growth",
+            "masks", "boxes", "growth", "startup",
             "training")
 
 # Sizes: the full mode measures what the issues' targets are defined on.
@@ -87,6 +87,8 @@ FULL = {
     # most) and photo-like 500x375 JPEGs (5,000 unique, the rest hard links).
     "growth_count": 100000,
     "growth_photos": ["--photos", "500x375", "--unique", "5000"],
+    # Alternated runs of each command that touches no image, and of /bin/true.
+    "startup_runs": 60,
 }
 QUICK = {
     "repeat": 1,
@@ -117,6 +119,7 @@ QUICK = {
     "boxes_args": ["--batch", "16", "--epochs", "1"],
     "growth_count": 1000,
     "growth_photos": ["--photos", "320x240", "--unique", "40"],
+    "startup_runs": 10,
 }
 READER_SOURCE = (640, 480)  # about the mean size of an ImageNet photo
 
@@ -294,6 +297,12 @@ class Runner:
             commands.append(command)
             data[regime] = self.run_script("growth", command, result)
         return commands, data
+
+    def startup(self):
+        out = self.scratch("startup")
+        command = [benchlib.PYTHON, script("startup", "run.py"), out, "--runs",
+                   self.sizes["startup_runs"], "--repeat", self.repeat]
+        return [command], self.run_script("startup", command, os.path.join(out, "results.json"))
 
     def training(self):
         src, dataset = self.reader_inputs()
