@@ -241,7 +241,8 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
   plan.list = options.scan.csv
                   ? scan_csv(options.src, options.scan, keep)
                   : scan_directory(options.src, options.scan,
-                                   mask_folder_inside_source(options.src, options.masks), keep);
+                                   mask_folder_inside_source(options.src, options.masks), keep,
+                                   static_cast<unsigned>(arena.max_concurrency()));
   attach_masks(plan.list, options.src, options.scan, options.masks);
   attach_boxes(plan.list, options.src, options.boxes);
   if (plan.list.samples.empty() && plan.list.unselected == 0) {

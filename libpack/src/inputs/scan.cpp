@@ -13,6 +13,8 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <system_error>
+#include <thread>
 
 // GCC 12 under -fsanitize=address reports a false -Wmaybe-uninitialized inside
 // libstdc++'s regex compiler (the moved-from _State in _NFA::_M_insert_*; GCC
@@ -59,13 +61,16 @@ struct DirId {
 // Walks SRC depth first in name order. Each directory's entries are stat-ed
 // relative to the open directory (no path to resolve), and a listed regular
 // file without an image name is not stat-ed at all: on a tree of 100,000
-// small files the stat calls are most of a scan. (On one thread: worker
-// threads started here would reach the conversion pipeline's first filters
+// small files the stat calls are most of a scan, and a directory of many
+// entries has them stat-ed on several threads. Those are std::threads joined
+// before the directory's results are read, not the conversion's TBB workers:
+// TBB workers started here would reach the conversion pipeline's first filters
 // already running, without the thread start that orders them after the
-// pipeline was built for ThreadSanitizer.)
+// pipeline was built for ThreadSanitizer.
 class Walker {
  public:
-  Walker(const fs::path& root, SourceList& out) : root_(root), out_(out) {}
+  Walker(const fs::path& root, SourceList& out, unsigned threads)
+      : root_(root), out_(out), threads_(std::max(1U, threads)) {}
 
   // Directories never walked, silently.
   void exclude(const fs::path& dir) {
@@ -107,9 +112,7 @@ class Walker {
         to_stat.push_back(&entry);
       }
     }
-    for (Entry* entry : to_stat) {
-      if (::fstatat(fd, entry->name.c_str(), &entry->st, 0) != 0) entry->error = errno;
-    }
+    stat_entries(fd, to_stat);
     ::close(fd);
 
     for (const Entry* entry : to_stat) {
@@ -139,6 +142,36 @@ class Walker {
     int error = 0;  // of the stat, when there was one
     struct stat st {};
   };
+
+  // Stats `entries` relative to the directory open as `fd`: on this thread,
+  // or split into contiguous runs over up to threads_ threads (this one
+  // included) when each gets enough entries to pay for starting a thread.
+  // Each entry is written by one thread only and read after the join.
+  void stat_entries(int fd, const std::vector<Entry*>& entries) const {
+    auto stat_run = [fd, &entries](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        Entry& entry = *entries[i];
+        if (::fstatat(fd, entry.name.c_str(), &entry.st, 0) != 0) entry.error = errno;
+      }
+    };
+    constexpr std::size_t kEntriesPerThread = 1024;
+    const std::size_t runs =
+        std::clamp<std::size_t>(entries.size() / kEntriesPerThread, 1, threads_);
+    const std::size_t run = (entries.size() + runs - 1) / runs;
+    std::size_t done = run;  // this thread's run is the first
+    {
+      std::vector<std::jthread> helpers;
+      try {
+        for (; done < entries.size(); done += run) {
+          helpers.emplace_back(stat_run, done, std::min(entries.size(), done + run));
+        }
+      } catch (const std::system_error&) {
+        // No more threads: this one stats what was not handed out.
+      }
+      stat_run(0, std::min(entries.size(), run));
+      stat_run(done, entries.size());
+    }  // joins the helpers
+  }
 
   // The names in the directory open as `fd` but hidden ones; "" or why
   // listing it failed (with the entries read until then). Leaves `fd` open.
@@ -171,6 +204,7 @@ class Walker {
 
   fs::path root_;
   SourceList& out_;
+  unsigned threads_;
   std::set<DirId> visited_;
   std::set<DirId> excluded_;
   std::vector<std::pair<std::string, FileStamp>> files_;  // path, stat
@@ -369,13 +403,13 @@ void assign_groups_by_regex(SourceList& list, const std::string& pattern, bool m
 }
 
 SourceList scan_directory(const fs::path& src, const ScanOptions& options, const fs::path& exclude,
-                          const InputSelector& keep) {
+                          const InputSelector& keep, unsigned threads) {
   std::error_code ec;
   if (!fs::exists(src, ec)) throw UsageError(src.string() + ": no such directory");
   if (!fs::is_directory(src, ec)) throw UsageError(src.string() + ": not a directory");
 
   SourceList list;
-  Walker walker(src, list);
+  Walker walker(src, list, threads);
   if (!exclude.empty()) walker.exclude(exclude);
   walker.walk(src, "");
   std::vector<std::pair<std::string, FileStamp>>& files = walker.files();

@@ -112,10 +112,12 @@ using InputSelector = std::function<bool(const std::string& path, const FileStam
 // Throws UsageError if SRC is not a readable directory or the group regex is
 // invalid or misses samples; unreadable subdirectories become skipped inputs.
 // `exclude`, when set, is a directory below SRC that is not walked (a mask
-// folder inside SRC).
+// folder inside SRC). A directory of many files has its entries stat-ed on up
+// to `threads` threads (threads of its own, joined before it returns: none
+// outlives the scan); the result does not depend on the count.
 SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& options,
-                          const std::filesystem::path& exclude = {},
-                          const InputSelector& keep = {});
+                          const std::filesystem::path& exclude = {}, const InputSelector& keep = {},
+                          unsigned threads = 1);
 
 // The samples listed in options.csv->file, paths relative to SRC.
 //

@@ -395,23 +395,44 @@ TEST_F(StateFarmLayout, ASelectorKeepsSomeRowsAndNoneKeptIsNoError) {
   EXPECT_EQ(list.unselected, 4u);
 }
 
-// Many files in one folder, stat-ed on several threads: the same listing,
-// in path order, as the files have.
-TEST(ScanDirectoryTest, ManyFilesKeepTheirOrderAndStamps) {
+// Many files in one folder, stat-ed on several threads (a folder is split
+// into runs of at least 1024 entries): the same listing, skips and stamps, in
+// path order, as on one thread, including a FIFO named like an image and a
+// subfolder among them.
+TEST(ScanDirectoryTest, ManyFilesKeepTheirOrderAndStampsOnAnyThreadCount) {
   TempDir dir;
   std::vector<std::string> expected;
-  for (int i = 0; i < 600; ++i) {
+  for (int i = 0; i < 4500; ++i) {
     char name[32];
-    std::snprintf(name, sizeof name, "c%d/%04d.jpg", i % 3, i);
+    std::snprintf(name, sizeof name, "c%d/%04d.jpg", i < 4200 ? 0 : 1, i);
     write_bytes(dir / name, std::string(static_cast<std::size_t>(i % 7) + 1, 'x'));
     expected.emplace_back(name);
   }
+  write_bytes(dir / "c0/sub/deep.png", "p");
+  expected.emplace_back("c0/sub/deep.png");
+  write_bytes(dir / "c0/notes.txt", "n");
+  ASSERT_EQ(::mkfifo((dir / "c0/2500.5.jpg").c_str(), 0600), 0);
   std::sort(expected.begin(), expected.end());
-  const SourceList list = scan_directory(dir.path(), ScanOptions{});
-  EXPECT_EQ(paths_of(list), expected);
-  for (const SourceSample& s : list.samples) {
+  const SourceList one = scan_directory(dir.path(), ScanOptions{}, {}, {}, 1);
+  EXPECT_EQ(paths_of(one), expected);
+  for (const SourceSample& s : one.samples) {
+    if (s.path == "c0/sub/deep.png") continue;
     const int i = std::stoi(s.path.substr(3, 4));
     EXPECT_EQ(s.stamp.size, static_cast<uint64_t>(i % 7) + 1) << s.path;
+  }
+  ASSERT_EQ(one.skipped.size(), 1u);
+  EXPECT_EQ(one.skipped[0].path, "c0/2500.5.jpg");
+  EXPECT_EQ(one.ignored_files, 1u);
+  for (const unsigned threads : {2U, 3U, 8U}) {
+    const SourceList many = scan_directory(dir.path(), ScanOptions{}, {}, {}, threads);
+    ASSERT_EQ(paths_of(many), expected) << threads << " threads";
+    for (std::size_t i = 0; i < many.samples.size(); ++i) {
+      EXPECT_EQ(many.samples[i].stamp, one.samples[i].stamp) << many.samples[i].path;
+      EXPECT_EQ(many.samples[i].label, one.samples[i].label) << many.samples[i].path;
+    }
+    ASSERT_EQ(many.skipped.size(), 1u);
+    EXPECT_EQ(many.skipped[0].reason, one.skipped[0].reason);
+    EXPECT_EQ(many.ignored_files, 1u);
   }
 }
 
