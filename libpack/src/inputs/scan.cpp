@@ -119,14 +119,14 @@ class Walker {
       std::string child = rel.empty() ? entry->name : rel + "/" + entry->name;
       if (entry->error != 0) {
         if (entry->image) skip(child, std::string("cannot stat: ") + std::strerror(entry->error));
-      } else if (S_ISDIR(entry->st.st_mode)) {
+      } else if (S_ISDIR(entry->mode)) {
         walk(dir / entry->name, child);
       } else if (!entry->image) {
         ++out_.ignored_files;
-      } else if (S_ISREG(entry->st.st_mode)) {
-        files_.push_back({std::move(child), file_stamp(entry->st)});
+      } else if (S_ISREG(entry->mode)) {
+        files_.push_back({std::move(child), entry->stamp});
       } else {
-        skip(child, not_a_regular_file(entry->st.st_mode));
+        skip(child, not_a_regular_file(entry->mode));
       }
     }
   }
@@ -134,13 +134,17 @@ class Walker {
   std::vector<std::pair<std::string, FileStamp>>& files() { return files_; }
 
  private:
+  // What the walk keeps of a stat: 72 bytes an entry rather than struct
+  // stat's 144 on top, since a folder of 100,000 files would otherwise cost
+  // thousands of page faults, which take as long as the stat calls.
   struct Entry {
     std::string name;
     unsigned char type =
         DT_UNKNOWN;  // dirent's d_type; DT_UNKNOWN where the file system gives none
     bool image = false;
     int error = 0;  // of the stat, when there was one
-    struct stat st {};
+    mode_t mode = 0;
+    FileStamp stamp;
   };
 
   // Stats `entries` relative to the directory open as `fd`: on this thread,
@@ -151,7 +155,13 @@ class Walker {
     auto stat_run = [fd, &entries](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         Entry& entry = *entries[i];
-        if (::fstatat(fd, entry.name.c_str(), &entry.st, 0) != 0) entry.error = errno;
+        struct stat st {};
+        if (::fstatat(fd, entry.name.c_str(), &st, 0) != 0) {
+          entry.error = errno;
+        } else {
+          entry.mode = st.st_mode;
+          entry.stamp = file_stamp(st);
+        }
       }
     };
     constexpr std::size_t kEntriesPerThread = 1024;
@@ -192,7 +202,9 @@ class Walker {
         break;
       }
       if (entry->d_name[0] == '.') continue;  // hidden files and folders, "." and ".."
-      entries.push_back({entry->d_name, entry->d_type});
+      Entry& added = entries.emplace_back();
+      added.name = entry->d_name;
+      added.type = entry->d_type;
     }
     ::closedir(stream);
     return problem;
