@@ -1,10 +1,17 @@
 // imgpack: pack image directories into HDF5 datasets that train at memory speed.
+//
+// Built twice (tools/CMakeLists.txt): as the complete CLI, and with
+// IMGPACK_CLI_FRONT as `imgpack`, which runs the commands that touch no image
+// and hands the others to the complete CLI.
+#ifndef IMGPACK_CLI_FRONT
 #include <opencv2/core/utils/logger.hpp>
+#endif
 
 #include <iostream>
 
 #include "cli_common.hpp"
 #include "cli_wording.hpp"
+#include "complete_cli.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/version.hpp"
 
@@ -13,8 +20,16 @@ namespace {
 using namespace imgpack::cli;
 
 int run(int argc, char** argv) {
+#ifdef IMGPACK_CLI_FRONT
+  if (!runs_in_front(argc, argv)) {
+    const std::string problem = exec_complete_cli(argv);  // returns only if nothing ran
+    std::cerr << "imgpack: " << problem << "\n";
+    return kExitFailure;
+  }
+#else
   // OpenCV's own warnings would interleave with our messages; we report failures ourselves.
   cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
+#endif
 
   CLI::App app{
       "imgpack: pack image directories into uncompressed HDF5 shards that training "
@@ -22,13 +37,17 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", std::string("imgpack ") + imgpack::kVersionString);
   app.require_subcommand(1);
   Action action;
+#ifndef IMGPACK_CLI_FRONT
   add_convert_command(app, action);
+#endif
   add_inspect_command(app, action);
   add_merge_command(app, action);
   add_remove_command(app, action);
   add_compact_command(app, action);
+#ifndef IMGPACK_CLI_FRONT
   add_preview_command(app, action);
   add_sample_data_command(app, action);
+#endif
   add_split_command(app, action);
   add_bench_command(app, action);
   add_upgrade_command(app, action);
