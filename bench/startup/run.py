@@ -6,7 +6,9 @@ usage: bench/startup/run.py OUT [--runs N] [--repeat R]
 Makes a small dataset in OUT (sample-data, 40 images converted to 32x32), then
 runs, alternately and N times per repeat: /bin/true (the floor: fork, exec and
 exit of a process that loads nothing but libc), `imgpack --version`,
-`imgpack inspect`, `imgpack split --list` and `imgpack verify` of that dataset.
+`imgpack inspect`, `imgpack split --list` and `imgpack verify` of that dataset,
+and `--version` and `inspect` of imgpack-complete (the whole CLI, which imgpack
+hands the image commands to) when it is beside imgpack.
 Each run is timed from the parent's fork to its exit (wall clock), output to
 /dev/null. Also counts the shared objects `imgpack --version` initialises
 (LD_DEBUG=libs), the part of start-up a binary's linking decides. Writes
@@ -60,6 +62,12 @@ def main():
         "split --list": [imgpack, "split", dataset, "--list"],
         "verify": [imgpack, "verify", dataset, "--quiet"],
     }
+    # The complete CLI (every command, the image pipeline linked), which imgpack hands
+    # the image commands to: what the commands above would cost without the split.
+    complete = os.path.join(os.path.dirname(os.path.abspath(imgpack)), "imgpack-complete")
+    if os.access(complete, os.X_OK):
+        commands["imgpack-complete --version"] = [complete, "--version"]
+        commands["imgpack-complete inspect"] = [complete, "inspect", dataset]
     for command in commands.values():  # page in the binaries and the libraries
         timed(command)
     runs = {name: [] for name in commands}
