@@ -187,11 +187,12 @@ class Listing {
  private:
   const DatasetIndex& index_;
   std::unordered_map<std::string_view, std::size_t> held_;
-  std::vector<std::string> changed_;  // in path order (the scan's)
+  std::vector<std::string> changed_;  // in the scan's order
 };
 
 [[noreturn]] void refuse_changed(const AppendOptions& request, const Listing& listing) {
-  const std::vector<std::string>& changed = listing.changed_paths();
+  std::vector<std::string> changed = listing.changed_paths();
+  std::sort(changed.begin(), changed.end());
   std::string first;
   for (std::size_t i = 0; i < std::min<std::size_t>(changed.size(), 3); ++i) {
     first += (i > 0 ? ", " : "") + (request.src / changed[i]).string();

@@ -102,11 +102,13 @@ struct SourceList {
 bool has_image_extension(const std::filesystem::path& path);
 bool is_image_file_name(std::string_view file_name);  // the same, of a file name
 
-// Which of the inputs a scan finds it keeps: called once per usable input,
-// in path order, on the calling thread, with the input's path (relative to
-// SRC) and stamp, before groups, masks and the CSV's other columns are
-// derived for it; false leaves the input out silently (an append keeps the
-// inputs its dataset does not hold yet). Empty: every input is kept.
+// Which of the inputs a scan finds it keeps: called once per usable input, on
+// the calling thread, with the input's path (relative to SRC) and stamp,
+// before groups, masks and the CSV's other columns are derived for it (a
+// folder scan calls it as its walk reaches each file: depth first, each
+// folder's entries by name; a CSV scan in the list's order); false leaves the
+// input out silently (an append keeps the inputs its dataset does not hold
+// yet). Empty: every input is kept.
 using InputSelector = std::function<bool(const std::string& path, const FileStamp& stamp)>;
 
 // Throws UsageError if SRC is not a readable directory or the group regex is

@@ -350,8 +350,8 @@ TEST(ScanDirectoryTest, GroupRegexOverTheRelativePath) {
             std::string::npos);
 }
 
-// An InputSelector sees every usable input once, in path order, with its
-// stamp; the inputs it leaves out are counted, and the group regex is not
+// An InputSelector sees every usable input once, as the walk reaches it, with
+// its stamp; the inputs it leaves out are counted, and the group regex is not
 // asked about them (an append's held inputs need no group).
 TEST(ScanDirectoryTest, ASelectorKeepsSomeInputsAndTheRegexSeesOnlyThose) {
   TempDir dir;
@@ -376,6 +376,36 @@ TEST(ScanDirectoryTest, ASelectorKeepsSomeInputsAndTheRegexSeesOnlyThose) {
   EXPECT_EQ(list.ignored_files, 1u);
   EXPECT_EQ(list.class_names, (std::vector<std::string>{"c0", "c1"}));
   EXPECT_EQ(list.group_names, (std::vector<std::string>{"p1", "p2"}));
+}
+
+// The walk goes depth first, each folder's entries by name, so a subfolder
+// "a" comes before "a.jpg" beside it, where path order puts "a.jpg" first
+// ('.' < '/'): the selector sees the walk's order, the list is in path order,
+// and a class folder whose images are all left out is still a class (ids do
+// not depend on what is selected). Images directly in SRC are skipped, never
+// offered.
+TEST(ScanDirectoryTest, TheSelectorSeesTheWalksOrderAndTheListIsInPathOrder) {
+  TempDir dir;
+  write_bytes(dir / "c0/a/x.jpg", "a");
+  write_bytes(dir / "c0/a.jpg", "b");
+  write_bytes(dir / "c1/y.jpg", "c");
+  write_bytes(dir / "c2/z.jpg", "d");
+  write_bytes(dir / "loose.jpg", "e");
+  std::vector<std::string> seen;
+  const SourceList list =
+      scan_directory(dir.path(), ScanOptions{}, {}, [&](const std::string& path, const FileStamp&) {
+        seen.push_back(path);
+        return path != "c1/y.jpg";
+      });
+  EXPECT_EQ(seen, (std::vector<std::string>{"c0/a/x.jpg", "c0/a.jpg", "c1/y.jpg", "c2/z.jpg"}));
+  EXPECT_EQ(paths_of(list), (std::vector<std::string>{"c0/a.jpg", "c0/a/x.jpg", "c2/z.jpg"}));
+  EXPECT_EQ(list.class_names, (std::vector<std::string>{"c0", "c1", "c2"}));
+  EXPECT_EQ(sample(list, "c0/a/x.jpg").label, 0);
+  EXPECT_EQ(sample(list, "c2/z.jpg").label, 2);
+  EXPECT_EQ(list.unselected, 1u);
+  ASSERT_EQ(list.skipped.size(), 1u);
+  EXPECT_EQ(list.skipped[0].path, "loose.jpg");
+  EXPECT_EQ(list.skipped[0].reason, "not inside a class folder (LabelSource::dirs)");
 }
 
 TEST_F(StateFarmLayout, ASelectorKeepsSomeRowsAndNoneKeptIsNoError) {
