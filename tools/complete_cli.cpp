@@ -44,6 +44,11 @@ std::vector<std::string> complete_cli_candidates() {
 std::string exec_complete_cli(char** argv) {
   std::string tried;
   for (const std::string& candidate : complete_cli_candidates()) {
+    std::error_code ec;
+    if (fs::equivalent(candidate, "/proc/self/exe", ec)) {  // would hand itself the command forever
+      tried += (tried.empty() ? "" : "; ") + candidate + ": this program itself";
+      continue;
+    }
     ::execv(candidate.c_str(), argv);
     tried += (tried.empty() ? "" : "; ") + candidate + ": " + std::strerror(errno);
   }

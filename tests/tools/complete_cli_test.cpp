@@ -71,6 +71,16 @@ TEST_F(CompleteCli, ImageCommandsAndHelpNeedItAndSayWhereItWasLookedFor) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "more"));
 }
 
+// IMGPACK_COMPLETE_CLI naming imgpack itself would hand the command on forever.
+TEST_F(CompleteCli, ItIsNeverThisProgramItself) {
+  auto r = run_command("IMGPACK_COMPLETE_CLI=" + shell_quote(test::imgpack_cli()) + " " +
+                       shell_quote(test::imgpack_cli()) + " convert " + q(dir_ / "src") + " " +
+                       q(dir_ / "again") + " --size 16");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(test::imgpack_cli() + ": this program itself"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "again"));
+}
+
 TEST_F(CompleteCli, HelpListsEveryCommandAndUnknownOnesAreUsageErrors) {
   auto help = run_imgpack("--help");
   ASSERT_EQ(help.exit_code, 0) << help.err;
