@@ -44,6 +44,7 @@ struct ConvertArgs {
   std::string part;
   bool quiet = false, json = false;
   bool append = false, replace_changed = false;
+  std::string files;               // --files: the inputs of an append, listed
   std::vector<std::string> given;  // the options given, by name ("--size")
 };
 
@@ -197,6 +198,7 @@ int run_append(const ConvertArgs& args) {
   options.csv = args.csv;
   options.masks = args.masks;
   options.coco = args.coco;
+  options.files = args.files;
   options.threads = args.threads;
   options.on_error = parse_on_error(args.on_error);
   options.max_skipped = parse_skip_limit(args.max_skipped);
@@ -272,6 +274,7 @@ int run_append(const ConvertArgs& args) {
 int run_convert(const ConvertArgs& args) {
   if (args.append) return run_append(args);
   if (args.replace_changed) throw UsageError("--replace-changed needs --append");
+  if (!args.files.empty()) throw UsageError("--files needs --append");
   ConvertOptions options = to_options(args);
   if (started_by_mpi_launcher() && !options.part) {
     return run_convert_with_mpi(std::move(options), args.quiet, args.json);
@@ -480,6 +483,10 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_flag("--replace-changed", args->replace_changed,
                 "With --append: an input whose size or modification time changed since the "
                 "dataset took it replaces its old sample (removed) instead of stopping the run");
+  cmd->add_option("--files", args->files,
+                  "With --append to a dataset converted from a folder: consider only the inputs "
+                  "this text file lists (one path per line, relative to SRC, as `find . -type f "
+                  "-newer STAMP` prints them inside SRC) instead of walking SRC");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress output");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->footer(

@@ -56,6 +56,11 @@ ConvertOptions append_options(const AppendOptions& request, const DatasetIndex& 
     }
     options.scan.csv->file = request.csv;
   }
+  if (!request.files.empty() && options.scan.csv) {
+    throw UsageError("AppendOptions::files: " + request.dataset.string() +
+                     " was converted from a CSV list; give its new rows as a CSV list "
+                     "(AppendOptions::csv) instead");
+  }
   if (!request.masks.empty()) {
     if (!index.masks) {
       throw UsageError("AppendOptions::masks: " + request.dataset.string() + " has no masks");
@@ -219,7 +224,8 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   Listing listing(index);
   ConversionPlan plan = make_plan(
       options, arena,
-      [&](const std::string& path, const FileStamp& stamp) { return listing.take(path, stamp); });
+      [&](const std::string& path, const FileStamp& stamp) { return listing.take(path, stamp); },
+      request.files);
   if (plan.shape.bytes() != index.record_bytes() || plan.shape.channels != index.channels) {
     throw Error(out.string() + ": the append would write records of another shape");
   }

@@ -273,6 +273,89 @@ TEST_F(AppendCli, ChangedInputsStopTheAppendUnlessReplaced) {
   EXPECT_EQ(copies, 2u);  // the removed sample and its replacement
 }
 
+// The weekly ingest without a walk: --files names the new inputs, and the
+// dataset ends byte for byte as the append that walked SRC, index, splits and
+// shards; listed inputs the dataset holds are passed over.
+TEST_F(AppendCli, AppendFromAListOfFilesEqualsTheAppendThatWalks) {
+  const fs::path walked = dir_ / "walked";
+  const fs::path listed = dir_ / "listed";
+  make_first(walked);
+  make_first(listed);
+  std::string list;
+  std::size_t new_files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "src")) {
+    if (!entry.is_regular_file()) continue;
+    const fs::path rel = fs::relative(entry.path(), dir_ / "src");
+    const bool held = fs::exists(dir_ / "first" / rel);
+    if (!held) ++new_files;
+    // Every new file, and every third one the dataset holds.
+    if (!held || new_files % 3 == 0) list += "./" + rel.generic_string() + "\n";
+  }
+  ASSERT_GT(new_files, 0u);
+  test::write_bytes(dir_ / "new.txt", list);
+
+  test::CommandResult r = run_command(kDate + imgpack() + " " + append_args(walked) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_command(kDate + imgpack() + " " + append_args(listed) + " --files " +
+                  q(dir_ / "new.txt") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["added"], new_files);
+  EXPECT_GT(summary["held"].get<uint64_t>(), 0u);
+  std::size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(walked)) {
+    const std::string name = entry.path().filename().string();
+    ASSERT_TRUE(fs::exists(listed / name)) << name;
+    ++files;
+    if (name == format::kReportFile) continue;  // the first conversion's, with its timings
+    EXPECT_EQ(test::read_bytes(listed / name), test::read_bytes(entry.path())) << name;
+  }
+  EXPECT_EQ(files, static_cast<std::size_t>(std::distance(fs::directory_iterator(listed),
+                                                          fs::directory_iterator())));
+  expect_no_leftovers(listed);
+
+  // Nothing new listed: nothing to do, and no error.
+  test::write_bytes(dir_ / "none.txt", "");
+  r = test::run_imgpack(append_args(listed) + " --files " + q(dir_ / "none.txt"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::read_bytes(listed / format::kIndexFile),
+            test::read_bytes(walked / format::kIndexFile));
+}
+
+TEST_F(AppendCli, BadFileListsAreRefusedBeforeAnythingChanges) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  const std::string index_bytes = test::read_bytes(out / format::kIndexFile);
+  test::write_bytes(dir_ / "twice.txt", "a/x.jpg\na/x.jpg\n");
+  test::CommandResult r =
+      test::run_imgpack(append_args(out) + " --files " + q(dir_ / "twice.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find((dir_ / "twice.txt").string() + ":2: a/x.jpg is listed twice"),
+            std::string::npos)
+      << r.err;
+  r = test::run_imgpack(append_args(out) + " --files " + q(dir_ / "missing.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find((dir_ / "missing.txt").string() + ": cannot open"), std::string::npos)
+      << r.err;
+  r = test::run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "other") +
+                        " --size 16 --files " + q(dir_ / "twice.txt") + " -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--files needs --append"), std::string::npos) << r.err;
+  EXPECT_EQ(test::read_bytes(out / format::kIndexFile), index_bytes);
+  expect_no_leftovers(out);
+
+  // A dataset converted from a CSV list takes its new rows as a CSV list.
+  const DatasetIndex index = read_index(out);
+  test::write_bytes(dir_ / "rows.csv", "path\n" + index.sample_path[0] + "\n");
+  r = test::run_imgpack("convert " + q(dir_ / "first") + " " + q(dir_ / "from-csv") + " --csv " +
+                        q(dir_ / "rows.csv") + " --labels none --size 16 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = test::run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "from-csv") +
+                        " --append --files " + q(dir_ / "twice.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("converted from a CSV list"), std::string::npos) << r.err;
+}
+
 TEST_F(AppendCli, RemoveMarksSamplesAndTheirFoldsAndRefusesUnknownPaths) {
   const fs::path out = dir_ / "out";
   make_first(out);

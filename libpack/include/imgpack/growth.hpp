@@ -40,6 +40,18 @@ struct AppendOptions {
   std::filesystem::path csv;
   std::filesystem::path masks;
   std::filesystem::path coco;
+  // For a dataset converted from a folder: a text file naming the inputs to
+  // consider, one path per line, relative to `src` or absolute inside it (as
+  // `find . -type f -newer STAMP` prints them from inside `src`). Only these
+  // are stat-ed and `src` is not walked: an append of a few files to a large
+  // dataset then costs a few stat calls, not one per file it holds. Listed
+  // inputs the dataset holds unchanged are passed over; changed ones are
+  // treated as a walk would find them. Inputs not listed are not looked at,
+  // so changes to them go unnoticed. A list line outside `src`, a path
+  // listed twice or an unreadable list is a UsageError naming the list and
+  // line; a dataset converted from a CSV list takes its new rows by `csv`.
+  // Empty: `src` is walked.
+  std::filesystem::path files;
   unsigned threads = 0;  // 0 = all cores
   OnError on_error = OnError::skip;
   SkipLimit max_skipped;

@@ -236,16 +236,21 @@ void plan_masks(const ConvertOptions& options, ConversionPlan& plan) {
 }  // namespace
 
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
-                         const InputSelector& keep) {
+                         const InputSelector& keep, const std::filesystem::path& listed) {
   ConversionPlan plan;
-  plan.list = options.scan.csv
-                  ? scan_csv(options.src, options.scan, keep)
-                  : scan_directory(options.src, options.scan,
-                                   mask_folder_inside_source(options.src, options.masks), keep,
-                                   static_cast<unsigned>(arena.max_concurrency()));
+  const std::filesystem::path masks_inside = mask_folder_inside_source(options.src, options.masks);
+  if (options.scan.csv) {
+    plan.list = scan_csv(options.src, options.scan, keep);
+  } else if (!listed.empty()) {
+    plan.list = scan_file_list(options.src, options.scan, listed, masks_inside, keep);
+  } else {
+    plan.list = scan_directory(options.src, options.scan, masks_inside, keep,
+                               static_cast<unsigned>(arena.max_concurrency()));
+  }
   attach_masks(plan.list, options.src, options.scan, options.masks);
   attach_boxes(plan.list, options.src, options.boxes);
-  if (plan.list.samples.empty() && plan.list.unselected == 0) {
+  // A list of new files may name none: an append with nothing to add.
+  if (plan.list.samples.empty() && plan.list.unselected == 0 && listed.empty()) {
     throw UsageError(options.src.string() +
                      ": no images found (extensions: jpg, jpeg, png, bmp, "
                      "tif, tiff, webp, pnm, pam" +

@@ -42,11 +42,13 @@ struct ConversionPlan {
 // dataset uuid, the write order and the requested splits. Throws
 // UsageError for requests the inputs cannot meet (no images, sizes that
 // differ without --size, a split the samples cannot make), before anything
-// is written. With `keep`,
-// the plan holds only the inputs it selects (scan.hpp); "no images" is then
-// an error only when the scan found none at all.
+// is written. With `keep`, the plan holds only the inputs it selects
+// (scan.hpp); "no images" is then an error only when the scan found none at
+// all. With `listed` (a folder conversion's append given the new files), the
+// inputs are the files that list names (scan_file_list()), not a walk of SRC.
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
-                         const InputSelector& keep = {});
+                         const InputSelector& keep = {},
+                         const std::filesystem::path& listed = {});
 
 // The write order of `samples` listed samples (ConvertOptions::order,
 // seeded by ConvertOptions::seed): indices into the listing.

@@ -29,6 +29,7 @@
 #pragma GCC diagnostic pop
 #endif
 
+#include "files.hpp"
 #include "imgpack/error.hpp"
 #include "inputs/csv.hpp"
 
@@ -490,6 +491,124 @@ SourceList scan_directory(const fs::path& src, const ScanOptions& options, const
     if (class_folders) {
       sample.label = class_ids.find(std::string_view(file).substr(0, file.find('/')))->second;
     }
+    sample.path = std::move(file);
+    list.samples.push_back(std::move(sample));
+  }
+  if (!options.group_regex.empty()) {
+    assign_groups_by_regex(list, options.group_regex, options.group_missing_ok);
+  }
+  return list;
+}
+
+namespace {
+
+// Whether the '/'-separated relative `path` has a hidden part (a name
+// starting with '.'), which a walk of SRC never enters or takes.
+bool has_hidden_part(std::string_view path) {
+  for (std::size_t begin = 0; begin < path.size();) {
+    if (path[begin] == '.') return true;
+    const std::size_t slash = path.find('/', begin);
+    if (slash == std::string_view::npos) break;
+    begin = slash + 1;
+  }
+  return false;
+}
+
+// `path` is `dir` or lies below it (both '/'-separated, relative to SRC).
+bool is_at_or_below(const std::string& path, const std::string& dir) {
+  return !dir.empty() && path.starts_with(dir) &&
+         (path.size() == dir.size() || path[dir.size()] == '/');
+}
+
+}  // namespace
+
+SourceList scan_file_list(const fs::path& src, const ScanOptions& options,
+                          const fs::path& list_file, const fs::path& exclude,
+                          const InputSelector& keep) {
+  std::error_code ec;
+  if (!fs::exists(src, ec)) throw UsageError(src.string() + ": no such directory");
+  if (!fs::is_directory(src, ec)) throw UsageError(src.string() + ": not a directory");
+  std::vector<uint8_t> bytes;
+  if (std::string problem = read_file(list_file, bytes); !problem.empty()) {
+    throw UsageError(list_file.string() + ": " + problem);
+  }
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::string excluded;
+  if (!exclude.empty()) excluded = relative_to_root(fs::absolute(exclude, ec).string(), src);
+
+  SourceList list;
+  const bool class_folders = options.labels == LabelSource::dirs;
+  std::map<std::string, std::size_t> lines;  // path -> the line that listed it
+  std::set<std::string> classes;
+  std::vector<std::pair<std::string, FileStamp>> files;
+  std::vector<std::string> loose;
+  std::size_t line_number = 0;
+  for (std::size_t begin = 0; begin < text.size();) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string line(text.substr(begin, end - begin));
+    begin = end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::string where = list_file.string() + ":" + std::to_string(line_number) + ": ";
+    std::string path = relative_to_root(line, src);
+    if (path.empty()) {
+      throw UsageError(where + "'" + line + "' is not a file inside " + src.string() +
+                       " (paths are relative to it, or absolute inside it)");
+    }
+    if (auto [it, inserted] = lines.emplace(path, line_number); !inserted) {
+      throw UsageError(where + path + " is listed twice (first on line " +
+                       std::to_string(it->second) + ")");
+    }
+    if (has_hidden_part(path) || is_at_or_below(path, excluded) ||
+        !has_image_extension(fs::path(path))) {
+      ++list.ignored_files;
+      continue;
+    }
+    struct stat st {};
+    if (::stat((src / path).c_str(), &st) != 0) {
+      list.skipped.push_back({path, std::string("cannot stat: ") + std::strerror(errno)});
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      ++list.ignored_files;  // a folder: its files are listed on lines of their own
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      list.skipped.push_back({path, not_a_regular_file(st.st_mode)});
+      continue;
+    }
+    const std::size_t slash = path.find('/');
+    if (class_folders) {
+      if (slash == std::string::npos) {
+        loose.push_back(std::move(path));
+        continue;
+      }
+      classes.insert(path.substr(0, slash));
+    }
+    const FileStamp stamp = file_stamp(st);
+    if (keep && !keep(path, stamp)) {
+      ++list.unselected;
+      continue;
+    }
+    files.emplace_back(std::move(path), stamp);
+  }
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(loose.begin(), loose.end());
+  for (std::string& file : loose) {
+    list.skipped.push_back({std::move(file), "not inside a class folder (LabelSource::dirs)"});
+  }
+  std::sort(list.skipped.begin(), list.skipped.end(),
+            [](const SkippedInput& a, const SkippedInput& b) { return a.path < b.path; });
+  const std::map<std::string, int32_t> class_ids = number_names(classes, list.class_names);
+  list.samples.reserve(files.size());
+  for (auto& [file, stamp] : files) {
+    SourceSample sample;
+    sample.file_size = stamp.size;
+    sample.stamp = stamp;
+    if (class_folders) sample.label = class_ids.at(file.substr(0, file.find('/')));
     sample.path = std::move(file);
     list.samples.push_back(std::move(sample));
   }

@@ -466,6 +466,94 @@ TEST(ScanDirectoryTest, ManyFilesKeepTheirOrderAndStampsOnAnyThreadCount) {
   }
 }
 
+// A list of files is scanned as a walk would take those files: the same
+// samples, labels, groups, skips and ignored entries, each listed file
+// stat-ed where it is and nothing else of SRC looked at.
+TEST(ScanFileListTest, ListedFilesAreTakenAsTheWalkTakesThem) {
+  TempDir dir;
+  const fs::path src = dir / "src";
+  write_bytes(src / "c0/p021_img_1.jpg", "a");
+  write_bytes(src / "c0/p002_img_2.PNG", "bb");
+  write_bytes(src / "c1/sub/p021_img_3.jpeg", "c");
+  write_bytes(src / "c1/notes.txt", "d");
+  write_bytes(src / "c1/.hidden.jpg", "e");
+  write_bytes(src / "loose.jpg", "f");
+  write_bytes(src / "c2/p003_img_9.jpg", "not listed");
+  ASSERT_EQ(::mkfifo((src / "c0/x.jpg").c_str(), 0600), 0);
+  write_bytes(dir / "new.txt",
+              "./c1/sub/p021_img_3.jpeg\r\n"
+              "c0/p021_img_1.jpg\n"
+              "\n" +
+                  (src / "c0/p002_img_2.PNG").string() +
+                  "\n"
+                  "c1/notes.txt\nc1/.hidden.jpg\nc1\nloose.jpg\nc0/x.jpg\nc0/gone.jpg");
+  ScanOptions o;
+  o.group_regex = "([^/_]+)_img";
+  const SourceList list = scan_file_list(src, o, dir / "new.txt");
+  EXPECT_EQ(paths_of(list), (std::vector<std::string>{"c0/p002_img_2.PNG", "c0/p021_img_1.jpg",
+                                                      "c1/sub/p021_img_3.jpeg"}));
+  EXPECT_EQ(list.class_names, (std::vector<std::string>{"c0", "c1"}));
+  EXPECT_EQ(list.group_names, (std::vector<std::string>{"p002", "p021"}));
+  EXPECT_EQ(sample(list, "c1/sub/p021_img_3.jpeg").label, 1);
+  EXPECT_EQ(sample(list, "c1/sub/p021_img_3.jpeg").group, 1);
+  EXPECT_EQ(sample(list, "c0/p002_img_2.PNG").stamp.size, 2u);
+  EXPECT_EQ(list.ignored_files, 3u);  // notes.txt, .hidden.jpg, the folder c1
+  ASSERT_EQ(list.skipped.size(), 3u);
+  EXPECT_EQ(list.skipped[0].path, "c0/gone.jpg");
+  EXPECT_EQ(list.skipped[0].reason, "cannot stat: No such file or directory");
+  EXPECT_EQ(list.skipped[1].path, "c0/x.jpg");
+  EXPECT_EQ(list.skipped[1].reason, "not a regular file (a FIFO)");
+  EXPECT_EQ(list.skipped[2].path, "loose.jpg");
+  EXPECT_EQ(list.skipped[2].reason, "not inside a class folder (LabelSource::dirs)");
+
+  // The selector sees the listed inputs in the list's order.
+  std::vector<std::string> seen;
+  const SourceList kept =
+      scan_file_list(src, o, dir / "new.txt", {}, [&](const std::string& path, const FileStamp&) {
+        seen.push_back(path);
+        return path != "c0/p021_img_1.jpg";
+      });
+  EXPECT_EQ(seen, (std::vector<std::string>{"c1/sub/p021_img_3.jpeg", "c0/p021_img_1.jpg",
+                                            "c0/p002_img_2.PNG"}));
+  EXPECT_EQ(paths_of(kept),
+            (std::vector<std::string>{"c0/p002_img_2.PNG", "c1/sub/p021_img_3.jpeg"}));
+  EXPECT_EQ(kept.unselected, 1u);
+
+  // Files under the excluded folder (a mask folder inside SRC) are passed over.
+  write_bytes(src / "c0/masks/m.png", "m");
+  write_bytes(dir / "masks.txt", "c0/masks/m.png\nc0/p021_img_1.jpg\n");
+  const SourceList excluded = scan_file_list(src, o, dir / "masks.txt", src / "c0/masks");
+  EXPECT_EQ(paths_of(excluded), (std::vector<std::string>{"c0/p021_img_1.jpg"}));
+  EXPECT_EQ(excluded.ignored_files, 1u);
+}
+
+TEST(ScanFileListTest, BadListsAreUsageErrorsNamingTheListAndLine) {
+  TempDir dir;
+  const fs::path src = dir / "src";
+  write_bytes(src / "c0/a.jpg", "a");
+  const fs::path list = dir / "list.txt";
+  auto scan = [&] { scan_file_list(src, ScanOptions{}, list); };
+
+  write_bytes(list, "c0/a.jpg\n../elsewhere.jpg\n");
+  EXPECT_EQ(usage_error(scan), list.string() +
+                                   ":2: '../elsewhere.jpg' is not a file inside " + src.string() +
+                                   " (paths are relative to it, or absolute inside it)");
+  write_bytes(list, "c0/a.jpg\n\n./c0/a.jpg\n");
+  EXPECT_EQ(usage_error(scan), list.string() + ":3: c0/a.jpg is listed twice (first on line 1)");
+  fs::remove(list);
+  EXPECT_EQ(usage_error(scan), list.string() + ": cannot open: No such file or directory");
+  write_bytes(list, "c0/a.jpg\n");
+  EXPECT_NE(usage_error([&] { scan_file_list(dir / "nowhere", ScanOptions{}, list); })
+                .find("no such directory"),
+            std::string::npos);
+
+  // An empty list is no error: nothing to take.
+  write_bytes(list, "");
+  const SourceList empty = scan_file_list(src, ScanOptions{}, list);
+  EXPECT_TRUE(empty.samples.empty());
+  EXPECT_TRUE(empty.skipped.empty());
+}
+
 TEST(ScanTest, ImageFileNames) {
   EXPECT_TRUE(is_image_file_name("a.jpg"));
   EXPECT_TRUE(is_image_file_name("a.b.JPEG"));
