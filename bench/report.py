@@ -1497,6 +1497,18 @@ def growth_section(page, record):
                          mmm(d["full_s"], fmt=secs), secs(d["full_plan_s"]["median"]),
                          ratio(f["ratio"], 3), ratio(f["convert_ratio"], 3),
                          "yes" if f["checks"]["old_shards_unchanged"] else "**NO**"))
+            listed = f.get("listed")
+            if listed:
+                lp = listed["append_parts"]
+                page.need_summary("growth %s %s listed ratio" % (regime, fraction),
+                                  listed["ratio"])
+                page.add("| %d %s | append %g%% from a list (`--files`) | %s | %s / %s / %s | "
+                         "%s | %s | | |" % (
+                             d["count"], d["inputs"], share * 100, mmm(listed["append_s"],
+                                                                        fmt=secs),
+                             secs(lp["plan_s"]["median"]), secs(lp["convert_s"]["median"]),
+                             secs(lp["commit_s"]["median"]), mmm(d["full_s"], fmt=secs),
+                             ratio(listed["ratio"], 3)))
             # "About p": at most twice p, the index rewrite left out as the target says.
             judged = f.get("ratio_without_index", f["ratio"])
             page.need_summary("growth %s %s ratio_without_index" % (regime, fraction), judged)

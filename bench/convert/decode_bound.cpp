@@ -6,12 +6,21 @@
 // reports the conversion's rate as a ratio of it, measured in the same run.
 //
 //   imgpack_decode_bound SRC --size S [--threads N] [--resize crop|pad|stretch]
+//                        [--at-least F]
+//
+// --at-least F decodes each image at no less than F times its full size
+// (0 < F <= 1: the smallest DCT scale the conversion may pick that reaches
+// it) instead of what --size needs: the cost of each scale, such as that of
+// the second, larger decode a zoomed-in variant needs (F = 1: a full decode;
+// the smallest scale, 1/8, is little more than the entropy decoding every
+// scale pays).
 //
 // Prints one JSON object: images, seconds, images_per_s, threads, pixels
 // (decoded pixels in all).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -62,6 +71,7 @@ int main(int argc, char** argv) {
   uint32_t size = 0;
   unsigned threads = std::max(1U, std::thread::hardware_concurrency());
   ResizeSpec spec;
+  double at_least = 0;  // of the full size; 0: what --size needs
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -72,6 +82,9 @@ int main(int argc, char** argv) {
       size = static_cast<uint32_t>(std::stoul(value()));
     } else if (arg == "--threads") {
       threads = static_cast<unsigned>(std::stoul(value()));
+    } else if (arg == "--at-least") {
+      at_least = std::stod(value());
+      if (!(at_least > 0 && at_least <= 1)) usage("--at-least takes a fraction in (0, 1]");
     } else if (arg == "--resize") {
       try {
         spec.mode = imgpack::parse_resize_mode(value());
@@ -106,7 +119,10 @@ int main(int argc, char** argv) {
           const std::optional<imgpack::ImageInfo> info = imgpack::probe_image(bytes);
           if (!info) throw std::runtime_error("unreadable header");
           const cv::Size need =
-              spec.required_source_size(info->upright_width(), info->upright_height());
+              at_least > 0
+                  ? cv::Size(static_cast<int>(std::ceil(info->upright_width() * at_least)),
+                             static_cast<int>(std::ceil(info->upright_height() * at_least)))
+                  : spec.required_source_size(info->upright_width(), info->upright_height());
           DecodeOptions options;
           options.min_width = static_cast<uint32_t>(need.width);
           options.min_height = static_cast<uint32_t>(need.height);

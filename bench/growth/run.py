@@ -19,6 +19,10 @@ variants). In every repeat, interleaved, page-cached:
                   dataset: scans SRC, converts the new images into new
                   shards, extends the split, rewrites index.h5 and splits.h5.
 
+  append p list   the same append given the new images' paths (--files LIST, as
+                  the step that brought them in can write it: `rsync
+                  --out-format=%n`, `cp -v`): SRC is not walked.
+
 Ratios are per repeat, append over full conversion, of wall time. The
 target: appending p of the samples costs about p of a conversion plus the
 index rewrite, so ratio_without_index leaves out the append's commit stage
@@ -95,6 +99,19 @@ def old_collection(out, src, fraction):
     return old
 
 
+def new_files_list(out, src, old, fraction):
+    """A list of the images in SRC but not in OLD, relative to SRC, one per line."""
+    path = os.path.join(out, "new-%s-%g.txt" % (os.path.basename(src), fraction))
+    if not os.path.exists(path):
+        with open(path + ".tmp", "w") as f:
+            for image in benchlib.files_under(src):
+                rel = os.path.relpath(image, src)
+                if not image.endswith(".csv") and not os.path.exists(os.path.join(old, rel)):
+                    f.write(rel + "\n")
+        os.replace(path + ".tmp", path)
+    return path
+
+
 def digest(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -128,9 +145,10 @@ def main():
     else:
         src = make_collection(args.out, args.count)
     benchlib.warm(benchlib.files_under(src))
-    bases = {}
+    bases, lists = {}, {}
     for fraction in fractions:
         old = old_collection(args.out, src, fraction)
+        lists[fraction] = new_files_list(args.out, src, old, fraction)
         base = os.path.join(args.out, "base-%s-%g" % (os.path.basename(src), fraction))
         if not os.path.exists(os.path.join(base, "index.h5")):
             shutil.rmtree(base, ignore_errors=True)
@@ -139,6 +157,7 @@ def main():
 
     full_s, append_s = [], {f: [] for f in fractions}
     full_parts, append_parts = [], {f: [] for f in fractions}
+    listed_s, listed_parts = {f: [] for f in fractions}, {f: [] for f in fractions}
     added, checks = {}, {}
     for r in range(args.repeat):
         full = os.path.join(args.out, "full")
@@ -172,6 +191,22 @@ def main():
                                 "generation": grown_index["generation"]}
             benchlib.say("growth", "repeat %d: append %g (%d images) %.2f s" %
                          (r, fraction, result["added"], seconds))
+            # The same append with the new files listed: nothing walked.
+            shutil.rmtree(grown)
+            shutil.copytree(bases[fraction], grown)
+            os.sync()
+            benchlib.warm([os.path.join(grown, "index.h5"), os.path.join(grown, "splits.h5")])
+            seconds, _, _, stdout = benchlib.timed(
+                [imgpack, "convert", src, grown, "--append", "--files", lists[fraction],
+                 "--json"] + threads)
+            listed = json.loads(stdout)
+            if listed["added"] != result["added"]:
+                sys.exit("growth: the listed append added %d images, the walking one %d" %
+                         (listed["added"], result["added"]))
+            listed_s[fraction].append(seconds)
+            listed_parts[fraction].append(listed["timings"])
+            benchlib.say("growth", "repeat %d: append %g from a list %.2f s" %
+                         (r, fraction, seconds))
 
     rows = []
     results = {"count": args.count, "threads": args.threads, "repeat": args.repeat,
@@ -192,10 +227,19 @@ def main():
             [p["convert_s"] for p in append_parts[fraction]], [p["convert_s"] for p in full_parts]))
         parts = {key: benchlib.summary([p[key] for p in append_parts[fraction]])
                  for key in ("plan_s", "convert_s", "commit_s")}
+        listed_ratio = benchlib.summary(benchlib.ratios(listed_s[fraction], full_s))
+        listed_without_index = benchlib.summary(benchlib.ratios(
+            [a - p["commit_s"] for a, p in zip(listed_s[fraction], listed_parts[fraction])],
+            full_s))
+        listed_split = {key: benchlib.summary([p[key] for p in listed_parts[fraction]])
+                        for key in ("plan_s", "convert_s", "commit_s")}
         results["fractions"][str(fraction)] = {
             "added": added[fraction], "append_s": benchlib.summary(append_s[fraction]),
             "ratio": ratio, "ratio_without_index": without_index,
             "convert_ratio": convert_ratio, "append_parts": parts,
+            "listed": {"append_s": benchlib.summary(listed_s[fraction]), "ratio": listed_ratio,
+                       "ratio_without_index": listed_without_index,
+                       "append_parts": listed_split},
             "checks": checks[fraction]}
         rows.append("| append %g%% (%d images) | %.2f s (scan %.2f, convert %.2f, index %.2f) | "
                     "%.2f s (scan %.2f) | %.3f (%.3f-%.3f) | %.3f | %s |" % (
@@ -206,6 +250,12 @@ def main():
                         benchlib.summary([p["plan_s"] for p in full_parts])["median"],
                         ratio["median"], ratio["min"], ratio["max"], convert_ratio["median"],
                         "yes" if checks[fraction]["old_shards_unchanged"] else "NO"))
+        rows.append("| append %g%% from a list (--files) | %.2f s (scan %.2f, convert %.2f, "
+                    "index %.2f) | | %.3f (%.3f-%.3f) | | |" % (
+                        fraction * 100, benchlib.summary(listed_s[fraction])["median"],
+                        listed_split["plan_s"]["median"], listed_split["convert_s"]["median"],
+                        listed_split["commit_s"]["median"], listed_ratio["median"],
+                        listed_ratio["min"], listed_ratio["max"]))
     results["full_parts"] = full_parts
     print("| change | append (wall) | full conversion of %d | ratio of wall times (median, "
           "range) | ratio of the conversion stages | old shards byte for byte |" % args.count)

@@ -310,8 +310,8 @@ TEST_F(AppendCli, AppendFromAListOfFilesEqualsTheAppendThatWalks) {
     if (name == format::kReportFile) continue;  // the first conversion's, with its timings
     EXPECT_EQ(test::read_bytes(listed / name), test::read_bytes(entry.path())) << name;
   }
-  EXPECT_EQ(files, static_cast<std::size_t>(std::distance(fs::directory_iterator(listed),
-                                                          fs::directory_iterator())));
+  EXPECT_EQ(files, static_cast<std::size_t>(
+                       std::distance(fs::directory_iterator(listed), fs::directory_iterator())));
   expect_no_leftovers(listed);
 
   // Nothing new listed: nothing to do, and no error.
@@ -327,8 +327,7 @@ TEST_F(AppendCli, BadFileListsAreRefusedBeforeAnythingChanges) {
   make_first(out);
   const std::string index_bytes = test::read_bytes(out / format::kIndexFile);
   test::write_bytes(dir_ / "twice.txt", "a/x.jpg\na/x.jpg\n");
-  test::CommandResult r =
-      test::run_imgpack(append_args(out) + " --files " + q(dir_ / "twice.txt"));
+  test::CommandResult r = test::run_imgpack(append_args(out) + " --files " + q(dir_ / "twice.txt"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find((dir_ / "twice.txt").string() + ":2: a/x.jpg is listed twice"),
             std::string::npos)

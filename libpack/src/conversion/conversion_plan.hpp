@@ -47,8 +47,7 @@ struct ConversionPlan {
 // all. With `listed` (a folder conversion's append given the new files), the
 // inputs are the files that list names (scan_file_list()), not a walk of SRC.
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
-                         const InputSelector& keep = {},
-                         const std::filesystem::path& listed = {});
+                         const InputSelector& keep = {}, const std::filesystem::path& listed = {});
 
 // The write order of `samples` listed samples (ConvertOptions::order,
 // seeded by ConvertOptions::seed): indices into the listing.

@@ -552,6 +552,10 @@ SourceList scan_file_list(const fs::path& src, const ScanOptions& options,
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     const std::string where = list_file.string() + ":" + std::to_string(line_number) + ": ";
+    if (fs::path(line).lexically_normal() == ".") {  // SRC itself, as `find .` lists it
+      ++list.ignored_files;
+      continue;
+    }
     std::string path = relative_to_root(line, src);
     if (path.empty()) {
       throw UsageError(where + "'" + line + "' is not a file inside " + src.string() +

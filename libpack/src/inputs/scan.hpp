@@ -125,14 +125,15 @@ SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& o
 // to SRC, or absolute inside it; "./" parts and empty lines are fine, as `find
 // . -type f` prints them from inside SRC): each is stat-ed where it is, and SRC
 // is not walked, so that an append of a few new files to a large folder
-// dataset costs a few stat calls rather than a walk of every file. What a
-// walk of SRC would do with a file, this does with a listed one: labels from
-// class folders, the group regex, files without an image extension (and
-// folders) counted in ignored_files, files under `exclude` passed over, and a
-// file directly in SRC (with class folders), a hidden one, one that does not
-// exist or is not a regular file become skipped inputs saying why. `keep` is
-// called in the list's order. Throws UsageError, naming the list file and
-// line, for an unreadable list, a path outside SRC and a path listed twice.
+// dataset costs a few stat calls rather than a walk of every file. A listed
+// file is taken as a walk of SRC would take it: labels from class folders,
+// the group regex; files a walk passes over (without an image extension,
+// hidden, under `exclude`) and listed folders (SRC itself as ".") are
+// counted in ignored_files; a file directly in SRC (with class folders), one
+// that does not exist and one that is not a regular file become skipped
+// inputs saying why. `keep` is called in the list's order. Throws
+// UsageError, naming the list file and line, for an unreadable list, a path
+// outside SRC and a path listed twice.
 SourceList scan_file_list(const std::filesystem::path& src, const ScanOptions& options,
                           const std::filesystem::path& list_file,
                           const std::filesystem::path& exclude = {},

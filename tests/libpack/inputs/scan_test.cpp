@@ -486,7 +486,7 @@ TEST(ScanFileListTest, ListedFilesAreTakenAsTheWalkTakesThem) {
               "\n" +
                   (src / "c0/p002_img_2.PNG").string() +
                   "\n"
-                  "c1/notes.txt\nc1/.hidden.jpg\nc1\nloose.jpg\nc0/x.jpg\nc0/gone.jpg");
+                  "c1/notes.txt\nc1/.hidden.jpg\nc1\n.\nloose.jpg\nc0/x.jpg\nc0/gone.jpg");
   ScanOptions o;
   o.group_regex = "([^/_]+)_img";
   const SourceList list = scan_file_list(src, o, dir / "new.txt");
@@ -497,7 +497,7 @@ TEST(ScanFileListTest, ListedFilesAreTakenAsTheWalkTakesThem) {
   EXPECT_EQ(sample(list, "c1/sub/p021_img_3.jpeg").label, 1);
   EXPECT_EQ(sample(list, "c1/sub/p021_img_3.jpeg").group, 1);
   EXPECT_EQ(sample(list, "c0/p002_img_2.PNG").stamp.size, 2u);
-  EXPECT_EQ(list.ignored_files, 3u);  // notes.txt, .hidden.jpg, the folder c1
+  EXPECT_EQ(list.ignored_files, 4u);  // notes.txt, .hidden.jpg, the folders c1 and .
   ASSERT_EQ(list.skipped.size(), 3u);
   EXPECT_EQ(list.skipped[0].path, "c0/gone.jpg");
   EXPECT_EQ(list.skipped[0].reason, "cannot stat: No such file or directory");
@@ -535,16 +535,17 @@ TEST(ScanFileListTest, BadListsAreUsageErrorsNamingTheListAndLine) {
   auto scan = [&] { scan_file_list(src, ScanOptions{}, list); };
 
   write_bytes(list, "c0/a.jpg\n../elsewhere.jpg\n");
-  EXPECT_EQ(usage_error(scan), list.string() +
-                                   ":2: '../elsewhere.jpg' is not a file inside " + src.string() +
+  EXPECT_EQ(usage_error(scan), list.string() + ":2: '../elsewhere.jpg' is not a file inside " +
+                                   src.string() +
                                    " (paths are relative to it, or absolute inside it)");
   write_bytes(list, "c0/a.jpg\n\n./c0/a.jpg\n");
   EXPECT_EQ(usage_error(scan), list.string() + ":3: c0/a.jpg is listed twice (first on line 1)");
   fs::remove(list);
   EXPECT_EQ(usage_error(scan), list.string() + ": cannot open: No such file or directory");
   write_bytes(list, "c0/a.jpg\n");
-  EXPECT_NE(usage_error([&] { scan_file_list(dir / "nowhere", ScanOptions{}, list); })
-                .find("no such directory"),
+  EXPECT_NE(usage_error([&] {
+              scan_file_list(dir / "nowhere", ScanOptions{}, list);
+            }).find("no such directory"),
             std::string::npos);
 
   // An empty list is no error: nothing to take.
