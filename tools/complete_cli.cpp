@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -38,7 +39,14 @@ std::vector<std::string> complete_cli_candidates() {
   }
   list.emplace_back(IMGPACK_COMPLETE_CLI_BUILD_PATH);
   list.emplace_back(IMGPACK_COMPLETE_CLI_INSTALL_PATH);
-  return list;
+  // Run from the build tree, the first place is also the build path: each once.
+  std::vector<std::string> unique;
+  for (std::string& candidate : list) {
+    if (std::find(unique.begin(), unique.end(), candidate) == unique.end()) {
+      unique.push_back(std::move(candidate));
+    }
+  }
+  return unique;
 }
 
 std::string exec_complete_cli(char** argv) {

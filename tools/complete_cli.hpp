@@ -19,7 +19,7 @@ bool runs_in_front(int argc, char** argv);
 // Where the complete CLI is looked for, in order: $IMGPACK_COMPLETE_CLI alone
 // when set; else imgpack-complete beside this program (a build tree), the
 // installed layout's place relative to this program, then the build's and
-// the installation's absolute paths.
+// the installation's absolute paths; each place once.
 std::vector<std::string> complete_cli_candidates();
 
 // Replaces this process with the first executable candidate, given `argv`

@@ -266,7 +266,8 @@ const cv::Mat& Augmenter::reduce_source(const cv::Mat& source,
   if (largest >= 0.5) return source;
   const cv::Size reduced(std::max(1, static_cast<int>(std::ceil(source.cols * largest - 1e-6))),
                          std::max(1, static_cast<int>(std::ceil(source.rows * largest - 1e-6))));
-  cv::resize(source, scratch, reduced, 0, 0, cv::INTER_AREA);
+  scratch.create(reduced, source.type());
+  resize_area(source, scratch);
   return scratch;
 }
 

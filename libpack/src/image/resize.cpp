@@ -73,8 +73,12 @@ void resize_into(const cv::Mat& src, const ResizeSpec& spec, uint8_t* dst) {
   const ResizeWindow window = resize_window(src.size(), spec);
   if (spec.mode == ResizeMode::pad) out.setTo(fill_scalar(spec.fill, src.channels()));
   cv::Mat target = out(window.target);
-  cv::resize(src(window.source), target, target.size(), 0, 0,
-             interpolation_for(window.source.size(), target.size()));
+  const cv::Mat source = src(window.source);
+  if (interpolation_for(source.size(), target.size()) == cv::INTER_AREA) {
+    resize_area(source, target);
+  } else {
+    cv::resize(source, target, target.size(), 0, 0, cv::INTER_LINEAR);
+  }
 }
 
 }  // namespace imgpack

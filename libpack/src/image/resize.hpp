@@ -42,6 +42,12 @@ ResizeWindow resize_window(cv::Size source, const ResizeSpec& spec);
 // spec.height x spec.width x src.channels() bytes.
 void resize_into(const cv::Mat& src, const ResizeSpec& spec, uint8_t* dst);
 
+// `src` shrunk into `dst` (of its type, allocated, the target size) by area
+// averaging: byte for byte cv::resize(src, dst, dst.size(), 0, 0, INTER_AREA),
+// which it calls for what it does not do faster itself (other types, integer
+// ratios, growing). Pure; safe from any thread.
+void resize_area(const cv::Mat& src, cv::Mat& dst);
+
 // The interpolation imgpack uses for a resize from `from` to `to`.
 int interpolation_for(cv::Size from, cv::Size to);
 
