@@ -191,14 +191,15 @@ void shrink(const cv::Mat& src, cv::Mat& dst, double scale_x, double scale_y) {
 }  // namespace
 
 void resize_area(const cv::Mat& src, cv::Mat& dst) {
-  const double scale_x = 1.0 / (static_cast<double>(dst.cols) / src.cols);
-  const double scale_y = 1.0 / (static_cast<double>(dst.rows) / src.rows);
-  // cv::resize has other arithmetic for an integer ratio and for growing.
+  bool ours = !src.empty() && !dst.empty() && dst.type() == src.type() &&
+              (src.type() == CV_8UC1 || src.type() == CV_8UC3);
+  // As cv::resize computes the ratios; it has other arithmetic for an integer
+  // ratio and for growing.
+  const double scale_x = ours ? 1.0 / (static_cast<double>(dst.cols) / src.cols) : 0;
+  const double scale_y = ours ? 1.0 / (static_cast<double>(dst.rows) / src.rows) : 0;
   const bool integer_ratio = std::abs(scale_x - std::round(scale_x)) < DBL_EPSILON &&
                              std::abs(scale_y - std::round(scale_y)) < DBL_EPSILON;
-  const bool ours = dst.type() == src.type() && !src.empty() && !dst.empty() &&
-                    (src.type() == CV_8UC1 || src.type() == CV_8UC3) && scale_x >= 1 &&
-                    scale_y >= 1 && !integer_ratio;
+  ours = ours && scale_x >= 1 && scale_y >= 1 && !integer_ratio;
   if (!ours) {
     cv::resize(src, dst, dst.size(), 0, 0, cv::INTER_AREA);
     return;
