@@ -456,28 +456,24 @@ void assign_groups_by_regex(SourceList& list, const std::string& pattern, bool m
   }
 }
 
-SourceList scan_directory(const fs::path& src, const ScanOptions& options, const fs::path& exclude,
-                          const InputSelector& keep, unsigned threads) {
-  std::error_code ec;
-  if (!fs::exists(src, ec)) throw UsageError(src.string() + ": no such directory");
-  if (!fs::is_directory(src, ec)) throw UsageError(src.string() + ": not a directory");
+namespace {
 
-  SourceList list;
-  const bool class_folders = options.labels == LabelSource::dirs;
-  Walker walker(src, list, threads, class_folders, keep);
-  if (!exclude.empty()) walker.exclude(exclude);
-  walker.walk(src, "");
-  std::vector<std::pair<std::string, FileStamp>>& files = walker.files();
+// The end of a scan of image files (a walk, or a list of files): `files`
+// (path, stamp) become the list's samples in path order, labelled by their
+// class folder among `classes` (with LabelSource::dirs), and grouped by the
+// regex; the images directly in SRC (`loose`) are skipped inputs.
+void take_found_files(SourceList& list, const ScanOptions& options,
+                      std::vector<std::pair<std::string, FileStamp>>& files,
+                      const std::set<std::string>& classes, std::vector<std::string>& loose) {
   std::sort(files.begin(), files.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-
+  const bool class_folders = options.labels == LabelSource::dirs;
   std::map<std::string, int32_t, std::less<>> class_ids;
   if (class_folders) {
-    for (const std::string& name : walker.classes()) {
+    for (const std::string& name : classes) {
       class_ids.emplace(name, static_cast<int32_t>(list.class_names.size()));
       list.class_names.push_back(name);
     }
-    std::vector<std::string>& loose = walker.outside_class_folders();
     std::sort(loose.begin(), loose.end());
     for (std::string& file : loose) {
       list.skipped.push_back({std::move(file), "not inside a class folder (LabelSource::dirs)"});
@@ -497,6 +493,22 @@ SourceList scan_directory(const fs::path& src, const ScanOptions& options, const
   if (!options.group_regex.empty()) {
     assign_groups_by_regex(list, options.group_regex, options.group_missing_ok);
   }
+}
+
+}  // namespace
+
+SourceList scan_directory(const fs::path& src, const ScanOptions& options, const fs::path& exclude,
+                          const InputSelector& keep, unsigned threads) {
+  std::error_code ec;
+  if (!fs::exists(src, ec)) throw UsageError(src.string() + ": no such directory");
+  if (!fs::is_directory(src, ec)) throw UsageError(src.string() + ": not a directory");
+
+  SourceList list;
+  const bool class_folders = options.labels == LabelSource::dirs;
+  Walker walker(src, list, threads, class_folders, keep);
+  if (!exclude.empty()) walker.exclude(exclude);
+  walker.walk(src, "");
+  take_found_files(list, options, walker.files(), walker.classes(), walker.outside_class_folders());
   return list;
 }
 
@@ -598,27 +610,10 @@ SourceList scan_file_list(const fs::path& src, const ScanOptions& options,
     }
     files.emplace_back(std::move(path), stamp);
   }
-  std::sort(files.begin(), files.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::sort(loose.begin(), loose.end());
-  for (std::string& file : loose) {
-    list.skipped.push_back({std::move(file), "not inside a class folder (LabelSource::dirs)"});
-  }
+  take_found_files(list, options, files, classes, loose);
+  // The list's skips and the images directly in SRC, in one path order.
   std::sort(list.skipped.begin(), list.skipped.end(),
             [](const SkippedInput& a, const SkippedInput& b) { return a.path < b.path; });
-  const std::map<std::string, int32_t> class_ids = number_names(classes, list.class_names);
-  list.samples.reserve(files.size());
-  for (auto& [file, stamp] : files) {
-    SourceSample sample;
-    sample.file_size = stamp.size;
-    sample.stamp = stamp;
-    if (class_folders) sample.label = class_ids.at(file.substr(0, file.find('/')));
-    sample.path = std::move(file);
-    list.samples.push_back(std::move(sample));
-  }
-  if (!options.group_regex.empty()) {
-    assign_groups_by_regex(list, options.group_regex, options.group_missing_ok);
-  }
   return list;
 }
 
