@@ -97,16 +97,19 @@ void ConversionPipeline::run(tbb::task_arena& arena, uint64_t first, uint64_t sk
     const auto filters =
         tbb::make_filter<void, InputSlot*>(tbb::filter_mode::serial_in_order,
                                            [&](tbb::flow_control& fc) {
+                                             tsan::enter_body();
                                              tsan::TaskScope task(region);
                                              return next_input(fc);
                                            }) &
         tbb::make_filter<InputSlot*, InputSlot*>(tbb::filter_mode::parallel,
                                                  [&](InputSlot* slot) {
+                                                   tsan::enter_body();
                                                    tsan::TaskScope task(region);
                                                    render(*slot);
                                                    return slot;
                                                  }) &
         tbb::make_filter<InputSlot*, void>(tbb::filter_mode::serial_in_order, [&](InputSlot* slot) {
+          tsan::enter_body();
           tsan::TaskScope task(region);
           write(*slot);
         });

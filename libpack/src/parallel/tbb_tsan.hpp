@@ -46,6 +46,16 @@ inline void release([[maybe_unused]] const void* sync) {
 #endif
 }
 
+// What every ForkJoin also releases at fork(), for a filter body to acquire
+// before it reads anything of itself: TBB calls its own copy of a lambda
+// body, and finding the region means reading a capture of that copy, which
+// the region's own edge comes too late to order (a worker started by an
+// earlier pipeline has no other edge to the copying).
+inline char bodies_built = 0;
+
+// At the top of a filter body, before its captures are read.
+inline void enter_body() { acquire(&bodies_built); }
+
 // A pipeline's fork and join: what the calling thread did before fork()
 // happens before every filter call, and every filter call happens before
 // what the caller does after join(). Calls are not ordered among themselves
@@ -61,6 +71,7 @@ class ForkJoin {
   // it first.
   void fork([[maybe_unused]] const auto&... built) const {
     (release(&built), ...);
+    release(&bodies_built);
     release(&start_);
   }
   void join() const { acquire(&end_); }
