@@ -176,10 +176,11 @@ def gpu_section(page, record):
                  record.get("cpu_count") or 0, record["records"],
                  record.get("dataset_bytes", 0) / 2**30, record["epochs"], record["repeat"]), "")
     for entry in record.get("tests", []):
-        page.add("- Tests (`%s`): the tests that need a device: %d passed, %d failed; all "
-                 "tests: %d passed, %d failed, %d skipped." % (
-                     entry["binary"], entry["cuda"]["passed"], entry["cuda"]["failed"],
-                     entry["all"]["passed"], entry["all"]["failed"], entry["all"]["skipped"]))
+        everything = ("; all tests: %d passed, %d failed, %d skipped" % (
+            entry["all"]["passed"], entry["all"]["failed"], entry["all"]["skipped"])
+            if "all" in entry else "")
+        page.add("- Tests (`%s`): the tests that need a device: %d passed, %d failed%s." % (
+            entry["binary"], entry["cuda"]["passed"], entry["cuda"]["failed"], everything))
     for s in record.get("sanitize", []):
         page.add("- compute-sanitizer `--tool %s` over the device tests: %s error(s)." % (
             s.get("tool"), s.get("errors")))

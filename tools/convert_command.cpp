@@ -40,6 +40,7 @@ struct ConvertArgs {
   bool resume = false;
   uint64_t max_pixels = uint64_t{1} << 28;
   bool no_dct_scaling = false;
+  std::string dct_scales = "halvings";
   std::vector<std::string> splits;
   std::string part;
   bool quiet = false, json = false;
@@ -79,6 +80,7 @@ constexpr const char* kStoredOptions[] = {"--size",
                                           "--order",
                                           "--max-pixels",
                                           "--no-dct-scaling",
+                                          "--dct-scales",
                                           "--split",
                                           "--part",
                                           "--overwrite",
@@ -182,6 +184,7 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.resume = a.resume;
   o.max_pixels = a.max_pixels;
   o.dct_scaling = !a.no_dct_scaling;
+  o.dct_scales = parse_dct_scales(a.dct_scales);
   for (const std::string& split : a.splits) o.splits.push_back(parse_split_option(split, a.seed));
   if (!a.part.empty()) o.part = parse_part(a.part);
   return o;
@@ -470,6 +473,11 @@ void add_convert_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--no-dct-scaling", args->no_dct_scaling,
                 "Decode JPEGs at full size before resizing (slower; for comparisons)");
+  cmd->add_option("--dct-scales", args->dct_scales,
+                  "Reduced JPEG scales: halvings (1/2, 1/4, 1/8); eighths (also 3/8 and 5/8, "
+                  "slower; the records of datasets converted before halvings)")
+      ->check(CLI::IsMember({"halvings", "eighths"}))
+      ->capture_default_str();
   cmd->add_option("--split", args->splits,
                   "Also store a split NAME:KIND:K (holdout: NAME:holdout:VAL_FRACTION), seeded "
                   "with --seed; repeatable")

@@ -5,6 +5,7 @@ usage: bench/convert/run.py COUNT WORKDIR [--sources 640x480,1024x768,2048x1536]
                             [--rss-counts 2000,8000] [--rss-source 1024x768] [--repeat R]
                             [--size 224] [--json FILE] [--photos DIR] [--imgpack PATH]
                             [--decode-bound PATH] [--threads 1,2,4] [--no-peers]
+                            [--eighths]
 
 For each source size WxH, generates (once; later runs reuse them) COUNT
 photo-like WxH JPEGs under WORKDIR/photos-WxH (or DIR/photos-WxH) with
@@ -18,6 +19,9 @@ two cores, about ten minutes to make), and converts them to SIZE x SIZE
                nothing else (no resize, checksum or shard)
   imgpack      imgpack convert (DCT-scaled JPEG decoding, all cores)
   no-dct       imgpack convert --no-dct-scaling (full-size decode, then resize)
+  eighths      with --eighths: imgpack convert --dct-scales eighths (3/8 and 5/8
+               too, as datasets converted before halvings were); the default
+               over it is the halvings gain
   python       baseline.py: cv2.imread + cv2.resize + h5py, one process per core
 
 R times, interleaved in every repeat so that each repeat's ratios compare runs
@@ -26,7 +30,8 @@ each count of --threads (default: 1, 2, 4, ... up to the CPUs), R alternated
 pairs of the decode bound and `imgpack convert --threads T`. Times are end-to-end wall times, including
 start-up and, for imgpack, the final fsyncs (the baseline does not fsync).
 Then the peak RSS of imgpack convert (/usr/bin/time -v) at each of the RSS
-counts of the --rss-source photos, R times each. All inputs are read once
+counts of the --rss-source photos, R times each (--rss-counts none: no RSS
+runs). All inputs are read once
 beforehand so every contender starts with them in the page cache.
 
 --no-peers leaves the baseline out: its rates and imgpack's ratio to it are
@@ -45,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import benchlib  # noqa: E402
 
-CONTENDERS = ("decode", "imgpack", "no-dct", "python")
+CONTENDERS = ("decode", "imgpack", "eighths", "no-dct", "python")
 PEERS = ("python",)
 
 
@@ -86,6 +91,8 @@ def contender_command(name, args, src, workdir):
         return imgpack_command(args.imgpack, src, out, args.size)
     if name == "no-dct":
         return imgpack_command(args.imgpack, src, out, args.size, ["--no-dct-scaling"])
+    if name == "eighths":
+        return imgpack_command(args.imgpack, src, out, args.size, ["--dct-scales", "eighths"])
     return [benchlib.PYTHON, os.path.join(HERE, "baseline.py"), src,
             os.path.join(workdir, "baseline.h5"), "--size", str(args.size)]
 
@@ -112,7 +119,7 @@ def main(argv):
                         help="comma-separated source sizes WxH of the generated JPEGs")
     parser.add_argument("--rss-counts", default=None,
                         help="comma-separated input counts for the peak-RSS runs "
-                             "(default: COUNT and 4*COUNT)")
+                             "(default: COUNT and 4*COUNT; none: no such runs)")
     parser.add_argument("--rss-source", default="1024x768")
     parser.add_argument("--imgpack", default=benchlib.imgpack_binary())
     parser.add_argument("--repeat", type=int, default=1)
@@ -125,6 +132,8 @@ def main(argv):
     parser.add_argument("--threads", default=None,
                         help="comma-separated thread counts of the scaling pairs "
                              "(default: 1, 2, 4, ... up to the CPUs)")
+    parser.add_argument("--eighths", action="store_true",
+                        help="also measure --dct-scales eighths (the halvings gain)")
     parser.add_argument("--no-peers", action="store_true",
                         help="measure imgpack only, not the Python baseline")
     args = parser.parse_args(argv)
@@ -133,9 +142,11 @@ def main(argv):
     args.cpus = len(os.sched_getaffinity(0))
     threads = ([int(t) for t in args.threads.split(",")] if args.threads
                else thread_counts(args.cpus))
-    contenders = [n for n in CONTENDERS if not (args.no_peers and n in PEERS)]
+    contenders = [n for n in CONTENDERS
+                  if not (args.no_peers and n in PEERS) and (args.eighths or n != "eighths")]
     sources = [parse_source(s) for s in args.sources.split(",")]
-    rss_counts = ([int(c) for c in args.rss_counts.split(",")] if args.rss_counts
+    rss_counts = ([] if args.rss_counts == "none"
+                  else [int(c) for c in args.rss_counts.split(",")] if args.rss_counts
                   else [args.count, 4 * args.count])
     rss_w, rss_h = parse_source(args.rss_source)
     os.makedirs(args.workdir, exist_ok=True)
@@ -175,6 +186,8 @@ def main(argv):
                                                                 rates["decode"])),
             "dct_scaling_gain": benchlib.summary(benchlib.ratios(rates["imgpack"],
                                                                  rates["no-dct"])),
+            "halvings_gain": benchlib.summary(benchlib.ratios(rates["imgpack"],
+                                                              rates["eighths"])),
         })
 
     # Scaling by threads, on 1024x768 sources where measured (else the first
@@ -225,6 +238,10 @@ def main(argv):
         print("  %-34s %s images/s" % ("decode bound (TurboJPEG only)",
                                        fmt(s["images_per_s"]["decode"])))
         print("  %-34s %s images/s" % ("imgpack convert", fmt(s["images_per_s"]["imgpack"])))
+        if args.eighths:
+            print("  %-34s %s images/s" % ("imgpack convert --dct-scales eighths",
+                                           fmt(s["images_per_s"]["eighths"])))
+            print("  halvings gain (default / eighths): %s" % fmt(s["halvings_gain"], 2))
         print("  %-34s %s images/s" % ("imgpack convert --no-dct-scaling",
                                        fmt(s["images_per_s"]["no-dct"])))
         print("  %-34s %s images/s" % ("python (cv2 + h5py, %d procs)" % os.cpu_count(),

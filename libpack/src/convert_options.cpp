@@ -30,6 +30,8 @@ IMGPACK_ENUM_NAMES(ResizeMode, resize_mode, "resize mode", {ResizeMode::crop, "c
                    {ResizeMode::stretch, "stretch"}, {ResizeMode::pad, "pad"})
 IMGPACK_ENUM_NAMES(ColorMode, color_mode, "colour mode", {ColorMode::rgb, "rgb"},
                    {ColorMode::gray, "gray"})
+IMGPACK_ENUM_NAMES(DctScales, dct_scales, "DCT scale set", {DctScales::halvings, "halvings"},
+                   {DctScales::eighths, "eighths"})
 IMGPACK_ENUM_NAMES(LabelSource, label_source, "label source", {LabelSource::dirs, "dirs"},
                    {LabelSource::none, "none"}, {LabelSource::csv, "csv"})
 IMGPACK_ENUM_NAMES(WriteOrder, write_order, "write order", {WriteOrder::shuffle, "shuffle"},
@@ -158,6 +160,9 @@ std::string ConvertOptions::to_json() const {
   j["shard_size"] = shard_size;
   j["max_pixels"] = max_pixels;
   j["dct_scaling"] = dct_scaling;
+  // Absent, the JSON means eighths (written before the key was): a dataset
+  // converted so keeps its options text, and with it its uuid.
+  if (dct_scales != DctScales::eighths) j["dct_scales"] = dct_scales_name(dct_scales);
   if (!splits.empty()) {
     json names = json::array();
     for (const NamedSplitSpec& split : splits) names.push_back(split_option_text(split));
@@ -240,9 +245,15 @@ ConvertOptions ConvertOptions::from_json(const std::string& text) {
     take(j, "shard_size", options.shard_size);
     take(j, "max_pixels", options.max_pixels);
     take(j, "dct_scaling", options.dct_scaling);
+    key = "dct_scales";
+    options.dct_scales = j.contains("dct_scales")
+                             ? parse_dct_scales(j.at("dct_scales").get<std::string>())
+                             : DctScales::eighths;
   } catch (const json::exception& e) {
     throw Error(std::string("conversion options: ") +
                 (*key != '\0' ? std::string("key '") + key + "': " : std::string()) + e.what());
+  } catch (const UsageError& e) {  // a name no option has (parse_resize_mode, ...)
+    throw Error(std::string("conversion options: key '") + key + "': " + e.what());
   }
   return options;
 }

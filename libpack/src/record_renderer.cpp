@@ -22,6 +22,7 @@ RecordRenderer::RecordRenderer(const ConvertOptions& options, RecordShape shape,
   decode_.max_pixels = options.max_pixels;
   decode_.fill = options.fill;
   decode_.dct_scaling = options.dct_scaling;
+  decode_.dct_scales = options.dct_scales;
   spec_.width = shape.width;
   spec_.height = shape.height;
   spec_.mode = options.resize;

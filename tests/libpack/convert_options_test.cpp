@@ -23,6 +23,7 @@ TEST(ConvertOptionNames, EveryValueRoundTrips) {
   expect_round_trip({ResizeMode::crop, ResizeMode::stretch, ResizeMode::pad}, parse_resize_mode,
                     resize_mode_name);
   expect_round_trip({ColorMode::rgb, ColorMode::gray}, parse_color_mode, color_mode_name);
+  expect_round_trip({DctScales::halvings, DctScales::eighths}, parse_dct_scales, dct_scales_name);
   expect_round_trip({LabelSource::dirs, LabelSource::none, LabelSource::csv}, parse_label_source,
                     label_source_name);
   expect_round_trip({WriteOrder::shuffle, WriteOrder::sorted}, parse_write_order, write_order_name);
@@ -32,6 +33,7 @@ TEST(ConvertOptionNames, EveryValueRoundTrips) {
 TEST(ConvertOptionNames, UnknownNamesAreUsageErrorsNotDefaults) {
   EXPECT_THROW(parse_resize_mode("Crop"), UsageError);
   EXPECT_THROW(parse_color_mode("grey"), UsageError);
+  EXPECT_THROW(parse_dct_scales("halves"), UsageError);
   EXPECT_THROW(parse_label_source("folders"), UsageError);
   EXPECT_THROW(parse_write_order("random"), UsageError);
   EXPECT_THROW(parse_on_error("ignore"), UsageError);
@@ -86,6 +88,31 @@ TEST(ConvertOptions, FromJsonGivesBackWhatToJsonWrote) {
   ConvertOptions plain;  // no size: the inputs' own
   EXPECT_FALSE(ConvertOptions::from_json(plain.to_json()).size);
   EXPECT_EQ(ConvertOptions::from_json(plain.to_json()).to_json(), plain.to_json());
+}
+
+// Options stored before dct_scales existed name no set: those datasets were
+// decoded with eighths, and an append to one must decode so too. Their JSON
+// comes back unchanged (the dataset's uuid is derived from it).
+TEST(ConvertOptions, OptionsThatNameNoDctScalesMeanEighthsAndKeepTheirText) {
+  ConvertOptions fresh;
+  EXPECT_EQ(fresh.dct_scales, DctScales::halvings);
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(fresh.to_json());
+  EXPECT_EQ(j["dct_scales"], "halvings");
+  EXPECT_EQ(ConvertOptions::from_json(fresh.to_json()).dct_scales, DctScales::halvings);
+
+  j.erase("dct_scales");
+  const std::string older = j.dump();
+  const ConvertOptions back = ConvertOptions::from_json(older);
+  EXPECT_EQ(back.dct_scales, DctScales::eighths);
+  EXPECT_EQ(back.to_json(), older);
+
+  j["dct_scales"] = "sixteenths";
+  try {
+    ConvertOptions::from_json(j.dump());
+    FAIL() << "accepted an unknown DCT scale set";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dct_scales"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ConvertOptions, FromJsonRefusesWhatIsNotStoredOptionsNamingTheKey) {

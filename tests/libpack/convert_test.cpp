@@ -16,6 +16,7 @@
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "imgpack/growth.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -159,6 +160,60 @@ TEST(Convert, EveryRecordEqualsOpenCvDecodePlusTheSameResize) {
       // orientation costs tens.
       EXPECT_LT(diff, dct ? 8.0 : 0.5) << rel << (dct ? " (DCT scaled)" : "");
     }
+  }
+}
+
+// Variant 0 of every record, by its input's path.
+std::map<std::string, std::vector<uint8_t>> records_by_path(const fs::path& dataset) {
+  const DatasetIndex index = read_index(dataset);
+  std::map<std::string, std::vector<uint8_t>> records;
+  for (std::size_t r = 0; r < index.num_records(); ++r) {
+    const auto sample = static_cast<std::size_t>(index.records.sample[r]);
+    records[index.sample_path[sample]] = read_record(dataset, index, r);
+  }
+  return records;
+}
+
+// A dataset keeps the DCT scales it was converted with: an append to one that
+// names eighths (as the options of every dataset converted before
+// ConvertOptions::dct_scales mean) decodes its new inputs as a conversion of
+// all of them with eighths does, not with a new conversion's halvings.
+TEST(Convert, AnAppendDecodesAtTheScalesTheDatasetWasConvertedWith) {
+  test::TempDir dir;
+  // 200x150 JPEGs to 90x90 centre crops: 1/2 (100x75) is too small, so
+  // halvings decode at full size and eighths at 5/8 (125x94).
+  for (int i = 0; i < 6; ++i) {
+    const std::string name = "c/" + std::to_string(i) + ".jpg";
+    test::write_image(dir / "all" / name, test::make_rgb_image(200, 150, 40 + i),
+                      {cv::IMWRITE_JPEG_QUALITY, 90});
+    if (i >= 3) continue;  // the append brings 3..5
+    fs::create_directories(dir / "first" / "c");
+    fs::copy_file(dir / "all" / name, dir / "first" / name);
+    fs::last_write_time(dir / "first" / name, fs::last_write_time(dir / "all" / name));
+  }
+  auto convert_with = [&](const char* src, const char* out, DctScales scales) {
+    ConvertOptions options = options_for(dir / src, dir / out);
+    options.size = {{90, 90}};
+    options.dct_scales = scales;
+    convert(options);
+  };
+  convert_with("first", "grown", DctScales::eighths);
+  AppendOptions append_options;
+  append_options.src = dir / "all";
+  append_options.dataset = dir / "grown";
+  append_options.threads = 2;
+  EXPECT_EQ(append(append_options).added, 3u);
+  convert_with("all", "eighths", DctScales::eighths);
+  convert_with("all", "halvings", DctScales::halvings);
+
+  const auto grown = records_by_path(dir / "grown");
+  const auto eighths = records_by_path(dir / "eighths");
+  const auto halvings = records_by_path(dir / "halvings");
+  ASSERT_EQ(grown.size(), 6u);
+  ASSERT_EQ(eighths.size(), 6u);
+  for (const auto& [path, pixels] : grown) {
+    EXPECT_EQ(pixels, eighths.at(path)) << path;
+    EXPECT_NE(pixels, halvings.at(path)) << path;
   }
 }
 

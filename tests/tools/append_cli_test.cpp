@@ -175,6 +175,30 @@ TEST_F(AppendCli, AppendKeepsShardsIdsAndFoldsAndExtendsTheSplits) {
   r = test::run_imgpack(append_args(out) + " --size 32");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--size"), std::string::npos) << r.err;
+  r = test::run_imgpack(append_args(out) + " --dct-scales eighths");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--dct-scales"), std::string::npos) << r.err;
+}
+
+// --dct-scales reaches the stored options: halvings by default, named; eighths
+// as the datasets converted before the choice stored it (no key), which an
+// append then keeps (Convert.AnAppendDecodesAtTheScalesTheDatasetWasConvertedWith
+// compares the records).
+TEST_F(AppendCli, TheDctScalesAreStoredAsDatasetsBeforeThemDid) {
+  const fs::path halvings = dir_ / "halvings";
+  const fs::path eighths = dir_ / "eighths";
+  make_first(halvings);
+  test::CommandResult r = test::run_imgpack(convert_first(eighths) + " --dct-scales eighths");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json stored = nlohmann::json::parse(read_index(halvings).convert_options);
+  EXPECT_EQ(stored["dct_scales"], "halvings");
+  EXPECT_FALSE(nlohmann::json::parse(read_index(eighths).convert_options).contains("dct_scales"));
+  r = test::run_imgpack(append_args(eighths));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(nlohmann::json::parse(read_index(eighths).convert_options).contains("dct_scales"));
+  r = test::run_imgpack(convert_first(dir_ / "bad") + " --dct-scales sixths");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--dct-scales"), std::string::npos) << r.err;
 }
 
 // A split exported before an append (kept with an experiment, say) comes

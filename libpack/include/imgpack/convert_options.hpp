@@ -196,6 +196,10 @@ struct ConvertOptions {
   bool resume = false;
   uint64_t max_pixels = uint64_t{1} << 28;
   bool dct_scaling = true;
+  // The reduced JPEG scales dct_scaling may use (image_modes.hpp). A new
+  // conversion's; from_json() of options that name none gives eighths, the
+  // set those datasets were converted with.
+  DctScales dct_scales = DctScales::halvings;
 
   // Splits to store in index.h5 (convert --split NAME:KIND:K), computed with
   // the conversion's seed after the records are written. Their `created` is

@@ -54,6 +54,8 @@ struct DecodeOptions {
   std::array<uint8_t, 3> fill = {0, 0, 0};
   // Allow the JPEG DCT-scaled path (off only for comparisons and tests).
   bool dct_scaling = true;
+  // The reduced scales it may use.
+  DctScales dct_scales = DctScales::halvings;
 };
 
 struct DecodedImage {

@@ -379,28 +379,34 @@ TEST(DecodeTest, DctScaledDecodeStaysCloseToFullDecodeAndResize) {
   }
 }
 
-TEST(DecodeTest, ScaleIsTheSmallestThatCoversTheMinimum) {
+TEST(DecodeTest, ScaleIsTheSmallestOfTheSetThatCoversTheMinimum) {
   const std::string jpeg = encode_image(".jpg", make_photo(800, 600, 6));
   struct Expect {
     uint32_t min_w, min_h;
-    int width;
+    int halvings, eighths;  // the decoded width with each set
   };
-  for (const Expect& e : std::vector<Expect>{{0, 0, 800},
-                                             {800, 600, 800},
-                                             {400, 300, 400},
-                                             {401, 300, 500},
-                                             {100, 75, 100},
-                                             {99, 10, 100},
-                                             {90, 70, 100},
-                                             {1000, 10, 800},
-                                             // 7/8 and 3/4 are not used (no faster than 1/1)
-                                             {700, 525, 800},
-                                             {600, 450, 800},
-                                             {500, 375, 500}}) {
+  for (const Expect& e : std::vector<Expect>{{0, 0, 800, 800},
+                                             {800, 600, 800, 800},
+                                             {400, 300, 400, 400},
+                                             {401, 300, 800, 500},
+                                             {300, 225, 400, 300},
+                                             {301, 225, 400, 400},
+                                             {200, 150, 200, 200},
+                                             {201, 150, 400, 300},
+                                             {100, 75, 100, 100},
+                                             {99, 10, 100, 100},
+                                             {90, 70, 100, 100},
+                                             {1000, 10, 800, 800},
+                                             // 7/8 and 3/4 are in neither (no faster than 1/1)
+                                             {700, 525, 800, 800},
+                                             {600, 450, 800, 800},
+                                             {500, 375, 800, 500}}) {
     DecodeOptions options;
     options.min_width = e.min_w;
     options.min_height = e.min_h;
-    EXPECT_EQ(decode(jpeg, options).pixels.cols, e.width) << e.min_w << "x" << e.min_h;
+    EXPECT_EQ(decode(jpeg, options).pixels.cols, e.halvings) << e.min_w << "x" << e.min_h;
+    options.dct_scales = DctScales::eighths;
+    EXPECT_EQ(decode(jpeg, options).pixels.cols, e.eighths) << e.min_w << "x" << e.min_h;
   }
 }
 
