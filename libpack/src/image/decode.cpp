@@ -147,9 +147,8 @@ cv::Mat decode_jpeg_turbo(std::span<const uint8_t> bytes, const ImageInfo& info,
   uint32_t min_w = info.transposed() ? options.min_height : options.min_width;
   uint32_t min_h = info.transposed() ? options.min_width : options.min_height;
   const bool may_scale = options.dct_scaling && min_w > 0 && min_h > 0;
-  tjscalingfactor scale =
-      may_scale ? choose_scale(width, height, min_w, min_h, options.dct_scales)
-                : tjscalingfactor{1, 1};
+  tjscalingfactor scale = may_scale ? choose_scale(width, height, min_w, min_h, options.dct_scales)
+                                    : tjscalingfactor{1, 1};
   int out_w = TJSCALED(width, scale);
   int out_h = TJSCALED(height, scale);
   decoded_image.scale_num = scale.num;
