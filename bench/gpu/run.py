@@ -78,6 +78,9 @@ def gpu_name():
     status, out = run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,"
                        "pcie.link.gen.max,pcie.link.width.max", "--format=csv,noheader"])
     line = out.strip().splitlines()[0] if status == 0 and out.strip() else ""
+    fields = [f.strip() for f in line.split(",")]
+    if len(fields) == 5:  # NVIDIA H200 (driver 580.159.04, 143771 MiB, PCIe gen 5 x16)
+        return "%s (driver %s, %s, PCIe gen %s x%s)" % tuple(fields)
     return line or None
 
 
