@@ -132,6 +132,9 @@ ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capaci
   file_ = h5::File::create(tmp_path_, alignment_threshold(shape_, capacity_, masks_));
   images_ = create_images(file_, shape_, capacity_);
   if (masks_) masks_dataset_ = create_masks(file_, shape_, capacity_);
+  images_offset_ = pixels_offset(file_, images_, format::kImages);
+  if (masks_) masks_offset_ = pixels_offset(file_, masks_dataset_, format::kMasks);
+  writeback_fd_ = FileDescriptor(tmp_path_, O_RDONLY);
   staging_capacity_ = std::clamp<uint64_t>(kStagingBytes / shape_.bytes(), 1, capacity_);
   staging_ = std::make_unique_for_overwrite<uint8_t[]>(staging_capacity_ * shape_.bytes());
   if (masks_) {
@@ -198,6 +201,12 @@ void ShardWriter::flush_staging() {
     write_rows(file_, masks_dataset_, format::kMasks, 3, dims, staging_first_, staged_,
                mask_staging_.get());
   }
+  start_writeback(writeback_fd_.get(), images_offset_ + staging_first_ * shape_.bytes(),
+                  staged_ * shape_.bytes());
+  if (masks_) {
+    start_writeback(writeback_fd_.get(), masks_offset_ + staging_first_ * shape_.pixels(),
+                    staged_ * shape_.pixels());
+  }
   staging_first_ += staged_;
   staged_ = 0;
 }
@@ -229,6 +238,7 @@ void ShardWriter::commit() {
   if (committed_) return;
   if (size() == 0) throw file_error(tmp_path_, "cannot commit an empty shard");
   flush_staging();
+  writeback_fd_.reset();
   if (size() < capacity_) {
     compact_and_commit();
   } else {

@@ -4,7 +4,9 @@
 // dataset with masks, /masks) allocated contiguously for `capacity` records
 // (4096-aligned, never filled), appends records in large hyperslab writes,
 // and commit() adds the per-record columns and attributes, fsyncs and renames
-// the file into place. A shard that ends with fewer records than its capacity
+// the file into place. Each write's pixels are handed to the kernel's
+// write-back at once (start_writeback), so the storage works while the
+// conversion goes on rather than in the commit's fsync. A shard that ends with fewer records than its capacity
 // is compacted into an exactly sized file first (a kernel-side copy of its
 // pixels and masks). A ShardWriter destroyed before commit() removes its
 // temporary file.
@@ -28,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "files.hpp"
 #include "h5.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "targets/record_boxes.hpp"
@@ -90,6 +93,11 @@ class ShardWriter {
   h5::File file_;
   h5::Handle images_;
   h5::Handle masks_dataset_;
+  // The temporary file again, for start_writeback, and where its pixel
+  // datasets start in it.
+  FileDescriptor writeback_fd_;
+  uint64_t images_offset_ = 0;
+  uint64_t masks_offset_ = 0;
   // Whole records waiting for one large H5Dwrite, and their masks: left
   // uninitialised (32 MiB that every record overwrites before it is written).
   std::unique_ptr<uint8_t[]> staging_;

@@ -170,6 +170,17 @@ void fsync_path(const std::filesystem::path& path) {
   if (::fsync(fd.get()) != 0 && errno != EINVAL) throw system_error(path, "fsync failed", errno);
 }
 
+void start_writeback(int fd, uint64_t offset, uint64_t length) {
+#if defined(__linux__)
+  (void)::sync_file_range(fd, static_cast<off64_t>(offset), static_cast<off64_t>(length),
+                          SYNC_FILE_RANGE_WRITE);
+#else
+  (void)fd;
+  (void)offset;
+  (void)length;
+#endif
+}
+
 void commit_file(const std::filesystem::path& from, const std::filesystem::path& to) {
   fsync_path(from);
   if (::rename(from.c_str(), to.c_str()) != 0) {

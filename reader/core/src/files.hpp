@@ -148,6 +148,13 @@ std::string read_file(const std::filesystem::path& path, std::vector<uint8_t>& o
 // fsync() the file or directory at `path`.
 void fsync_path(const std::filesystem::path& path);
 
+// Asks the kernel to start writing bytes [offset, offset + length) of the file
+// open as `fd` to its storage now rather than when its dirty pages age or a
+// later fsync waits for them all (Linux: sync_file_range with
+// SYNC_FILE_RANGE_WRITE; elsewhere nothing). A hint: it neither waits for the
+// write nor makes it durable, and a failure is left to that fsync to report.
+void start_writeback(int fd, uint64_t offset, uint64_t length);
+
 // fsync `from`, rename it to `to` (replacing), fsync the directory of `to`.
 void commit_file(const std::filesystem::path& from, const std::filesystem::path& to);
 

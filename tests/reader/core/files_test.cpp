@@ -1,5 +1,6 @@
 #include "files.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -27,6 +28,23 @@ TEST(Files, ErrorsNameThePath) {
     EXPECT_NE(std::string(e.what()).find("missing/a.json"), std::string::npos) << e.what();
   }
   EXPECT_THROW(file_length(dir / "nothing"), Error);
+}
+
+// The shard writer hands each write to start_writeback through a read-only
+// descriptor of the file it writes; a hint that changes nothing, and never
+// fails, whatever it is given.
+TEST(Files, StartingWritebackLeavesTheFileAsItIsAndNeverFails) {
+  test::TempDir dir;
+  const std::string bytes(1 << 20, 'x');
+  test::write_bytes(dir / "f", bytes);
+  {
+    FileDescriptor fd(dir / "f", O_RDONLY);
+    start_writeback(fd.get(), 0, bytes.size());
+    start_writeback(fd.get(), 4096, 8192);
+    start_writeback(fd.get(), 1u << 30, 4096);  // past its end
+  }
+  start_writeback(-1, 0, 4096);
+  EXPECT_EQ(test::read_bytes(dir / "f"), bytes);
 }
 
 TEST(Files, OpenForReadingGivesSizeAndIdentityOfThatFile) {
