@@ -6,9 +6,10 @@
 // and commit() adds the per-record columns and attributes, fsyncs and renames
 // the file into place. Each write's pixels are handed to the kernel's
 // write-back at once (start_writeback), so the storage works while the
-// conversion goes on rather than in the commit's fsync. A shard that ends with fewer records than
-// its capacity is compacted into an exactly sized file first (a kernel-side copy of its pixels and
-// masks). A ShardWriter destroyed before commit() removes its temporary file.
+// conversion goes on rather than in the commit's fsync. A shard that ends
+// with fewer records than its capacity is compacted into an exactly sized
+// file first (a kernel-side copy of its pixels and masks). A ShardWriter
+// destroyed before commit() removes its temporary file.
 //
 // DatasetWriter rolls records over a sequence of shards of at most
 // `shard_bytes` of pixels (images and masks) each and keeps the record table
