@@ -12,7 +12,10 @@
 // source row for every output row it contributes to (a row on the boundary
 // of two output rows twice), and accumulates them through memory, one
 // read-modify-write per contribution. Here each source row's sums are made
-// once, in registers, and the vertical pass is a plain loop over a row.
+// once, in registers, four rows at a time, and the vertical pass is a plain
+// loop over a row. On x86-64 with AVX2 the same code is compiled again for
+// it (eight-lane vectors: two pixels of three channels a vector), chosen at
+// run time; the arithmetic is the same lane for lane.
 //
 // Bit-exactness holds only if no multiply and add are fused (an FMA rounds
 // once where the reference rounds twice): this file is compiled with
@@ -77,79 +80,140 @@ AxisTable axis_table(int source, int target, int stride, double scale) {
   return table;
 }
 
-// The horizontal contributions padded to the same count per output pixel
-// (the most any has): the padding has weight 0 and adds an exact +0 to the
-// pixel's non-negative sum, so the loop over a pixel's contributions has a
-// fixed length, with no branch to mispredict, and the order of the real ones
-// is kept.
-struct PaddedTable {
-  int per_pixel = 0;
-  std::vector<Contribution> contributions;  // per_pixel per output pixel
+// The horizontal contributions as a fixed number of taps per output pixel:
+// output d sums `taps` consecutive source pixels from `first[d]` (an index
+// into a row's values, channels included) with weights `weights[d * taps +
+// j]`. A pixel's contributions are consecutive source pixels already; one
+// with fewer than `taps` is padded with weight 0 on the source pixels after
+// them (each adds an exact +0 to its non-negative sum; the values past the
+// row are 0), so the loop over a pixel's taps has a fixed length and needs
+// one index, and the order of the real ones is kept.
+struct RowTaps {
+  int taps = 0;
+  std::vector<int> first;      // per output pixel, one more (a copy of the last) at the end
+  std::vector<float> weights;  // taps per output pixel, the one at the end all 0
 };
 
-PaddedTable padded(const AxisTable& x, int width) {
-  PaddedTable table;
+RowTaps row_taps(const AxisTable& x, int width) {
+  RowTaps t;
+  for (int d = 0; d < width; ++d) t.taps = std::max(t.taps, x.first[d + 1] - x.first[d]);
+  t.first.resize(static_cast<std::size_t>(width) + 1);
+  t.weights.assign(static_cast<std::size_t>(width + 1) * t.taps, 0.0F);
   for (int d = 0; d < width; ++d) {
-    table.per_pixel = std::max(table.per_pixel, x.first[d + 1] - x.first[d]);
+    const int begin = x.first[d];
+    const int count = x.first[d + 1] - begin;
+    t.first[d] = count == 0 ? 0 : x.contributions[begin].source;
+    for (int j = 0; j < count; ++j) {
+      t.weights[static_cast<std::size_t>(d) * t.taps + j] = x.contributions[begin + j].weight;
+    }
   }
-  table.contributions.reserve(static_cast<std::size_t>(width) * table.per_pixel);
-  for (int d = 0; d < width; ++d) {
-    const auto begin = x.contributions.begin() + x.first[d];
-    const auto end = x.contributions.begin() + x.first[d + 1];
-    table.contributions.insert(table.contributions.end(), begin, end);
-    const Contribution pad{begin == end ? 0 : (end - 1)->source, 0.0F};
-    table.contributions.insert(table.contributions.end(),
-                               static_cast<std::size_t>(table.per_pixel - (end - begin)), pad);
-  }
-  return table;
+  t.first[width] = width > 0 ? t.first[width - 1] : 0;
+  return t;
 }
 
-// The horizontal sums of one source row: `out[d * CN + c]`. The row is
-// widened to float first (`values`, a loop the compiler vectorises), as each
-// value feeds one or two sums.
+using Lanes4 = float __attribute__((vector_size(16)));
+using Lanes8 = float __attribute__((vector_size(32)));
+
+// The horizontal sums of kRows source rows at once (the taps' indices and
+// weights are loaded once for all of them): `out[r][d * CN + c]` from
+// `values[r]`, each row widened to float, with 4 floats of room past its end.
+constexpr int kRows = 4;
+
+// One pixel at a time; three channels as the first lanes of one four-lane
+// vector, each lane the same single-precision operations as one channel
+// alone (the fourth reads the next value and is discarded), so one load,
+// multiply and add per tap. `out` rows have one float of room past the row.
 template <int CN>
-void horizontal(const uint8_t* row, int length, const PaddedTable& x, int width, float* values,
-                float* out) {
-  for (int i = 0; i < length; ++i) values[i] = static_cast<float>(row[i]);
-  const Contribution* c = x.contributions.data();
-  for (int d = 0; d < width; ++d, c += x.per_pixel) {
-    float sum[CN] = {};
-    for (int j = 0; j < x.per_pixel; ++j) {
-      for (int k = 0; k < CN; ++k) sum[k] = sum[k] + values[c[j].source + k] * c[j].weight;
-    }
-    for (int k = 0; k < CN; ++k) out[d * CN + k] = sum[k];
-  }
-}
+struct PixelKernel {
+  const RowTaps& t;
+  int width;  // output pixels
 
-// Three channels: a pixel's three sums in the first lanes of one four-lane
-// vector, each lane the same single-precision operations as above (the
-// fourth reads the next value and is discarded), so one load, multiply and
-// add per contribution instead of three. `values` and `out` have one float
-// of room past the row.
-template <>
-void horizontal<3>(const uint8_t* row, int length, const PaddedTable& x, int width, float* values,
-                   float* out) {
-  using Lanes = float __attribute__((vector_size(16)));
-  for (int i = 0; i < length; ++i) values[i] = static_cast<float>(row[i]);
-  values[length] = 0;
-  const Contribution* c = x.contributions.data();
-  for (int d = 0; d < width; ++d, c += x.per_pixel) {
-    Lanes sum = {0, 0, 0, 0};
-    for (int j = 0; j < x.per_pixel; ++j) {
-      Lanes v;
-      std::memcpy(&v, values + c[j].source, sizeof v);
-      sum = sum + v * c[j].weight;
+  explicit PixelKernel(const RowTaps& taps, int output_width) : t(taps), width(output_width) {}
+
+  [[gnu::always_inline]] void operator()(const float* const* values, float* const* out) const {
+    for (int d = 0; d < width; ++d) {
+      const float* w = &t.weights[static_cast<std::size_t>(d) * t.taps];
+      const int first = t.first[d];
+      if constexpr (CN == 3) {
+        Lanes4 sum[kRows] = {};
+        for (int j = 0; j < t.taps; ++j) {
+          for (int r = 0; r < kRows; ++r) {
+            Lanes4 v;
+            std::memcpy(&v, values[r] + first + 3 * j, sizeof v);
+            sum[r] = sum[r] + v * w[j];
+          }
+        }
+        // Lane 3 lands on the next pixel's first sum, which its turn rewrites.
+        for (int r = 0; r < kRows; ++r) {
+          std::memcpy(out[r] + static_cast<std::ptrdiff_t>(d) * 3, &sum[r], sizeof sum[r]);
+        }
+      } else {
+        float sum[kRows] = {};
+        for (int j = 0; j < t.taps; ++j) {
+          for (int r = 0; r < kRows; ++r) sum[r] = sum[r] + values[r][first + j] * w[j];
+        }
+        for (int r = 0; r < kRows; ++r) out[r][d] = sum[r];
+      }
     }
-    // Lane 3 lands on the next pixel's first sum, which its turn rewrites.
-    std::memcpy(out + static_cast<std::ptrdiff_t>(d) * 3, &sum, sizeof sum);
   }
-}
+};
+
+// Three channels, two pixels at a time in one eight-lane vector (lanes 0-2
+// and 4-6; lanes 3 and 7 are discarded as above), the weights laid out per
+// pair and tap as four copies of each pixel's: half the multiplies and adds
+// of PixelKernel, for a target with eight-lane vectors.
+struct PairKernel {
+  const RowTaps& t;
+  int width;
+  std::vector<float> weights;  // per pair and tap: 4 x the first's weight, 4 x the second's
+
+  PairKernel(const RowTaps& taps, int output_width) : t(taps), width(output_width) {
+    const int pairs = (width + 1) / 2;
+    weights.resize(static_cast<std::size_t>(pairs) * t.taps * 8);
+    for (int q = 0; q < pairs; ++q) {
+      for (int j = 0; j < t.taps; ++j) {
+        float* w = &weights[(static_cast<std::size_t>(q) * t.taps + j) * 8];
+        std::fill(w, w + 4, t.weights[static_cast<std::size_t>(2 * q) * t.taps + j]);
+        std::fill(w + 4, w + 8, t.weights[static_cast<std::size_t>(2 * q + 1) * t.taps + j]);
+      }
+    }
+  }
+
+  // With width odd, the last pair's second pixel is the padding pixel at
+  // the end of RowTaps (weights 0), stored in the room past the row.
+  [[gnu::always_inline]] void operator()(const float* const* values, float* const* out) const {
+    const float* w = weights.data();
+    for (int d = 0; d < width; d += 2) {
+      Lanes8 sum[kRows] = {};
+      const int a = t.first[d];
+      const int b = t.first[d + 1];
+      for (int j = 0; j < t.taps; ++j, w += 8) {
+        Lanes8 weight;
+        std::memcpy(&weight, w, sizeof weight);
+        for (int r = 0; r < kRows; ++r) {
+          Lanes4 lo;
+          Lanes4 hi;
+          std::memcpy(&lo, values[r] + a + 3 * j, sizeof lo);
+          std::memcpy(&hi, values[r] + b + 3 * j, sizeof hi);
+          const Lanes8 v = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+          sum[r] = sum[r] + v * weight;
+        }
+      }
+      for (int r = 0; r < kRows; ++r) {
+        const Lanes4 lo = __builtin_shufflevector(sum[r], sum[r], 0, 1, 2, 3);
+        const Lanes4 hi = __builtin_shufflevector(sum[r], sum[r], 4, 5, 6, 7);
+        std::memcpy(out[r] + static_cast<std::ptrdiff_t>(d) * 3, &lo, sizeof lo);
+        std::memcpy(out[r] + static_cast<std::ptrdiff_t>(d) * 3 + 3, &hi, sizeof hi);
+      }
+    }
+  }
+};
 
 // Rounds the non-negative `sums` to the nearest integer, ties to even, and
 // saturates them to bytes. Clamping to 255 first changes no result (rounding
 // is monotonic); adding and taking away 2^23 rounds as the default rounding
 // mode does, exactly for values below 2^22. Both loops vectorise.
-void to_bytes(float* sums, int count, uint8_t* out) {
+[[gnu::always_inline]] inline void to_bytes(float* sums, int count, uint8_t* out) {
   constexpr float kShift = 8388608.0F;  // 2^23: its float neighbours are 1 apart
   for (int i = 0; i < count; ++i) {
     const float clamped = sums[i] < 255.0F ? sums[i] : 255.0F;
@@ -158,39 +222,87 @@ void to_bytes(float* sums, int count, uint8_t* out) {
   for (int i = 0; i < count; ++i) out[i] = static_cast<uint8_t>(static_cast<int>(sums[i]));
 }
 
-template <int CN>
-void shrink(const cv::Mat& src, cv::Mat& dst, double scale_x, double scale_y) {
-  const PaddedTable x = padded(axis_table(src.cols, dst.cols, CN, scale_x), dst.cols);
-  const AxisTable y = axis_table(src.rows, dst.rows, 1, scale_y);
+// The shrink: source rows are summed horizontally kRows at a time as the
+// output rows reach them, into a ring of row sums large enough for every row
+// an output row needs; each output row is then the vertical sum over its rows.
+template <int CN, class Kernel>
+[[gnu::always_inline]] inline void shrink(const cv::Mat& src, cv::Mat& dst, const RowTaps& x,
+                                          const AxisTable& y) {
+  const Kernel kernel(x, dst.cols);
   const int width = dst.cols * CN;
   const int length = src.cols * CN;
-  std::vector<float> buffers(static_cast<std::size_t>(width) * 2 +
-                             static_cast<std::size_t>(length) + 2);
-  float* row_sums = buffers.data();           // the horizontal sums of source row `cached`
-  float* column_sums = row_sums + width + 1;  // the vertical sums of the output row
-  float* values = column_sums + width;        // source row `cached`, as floats
-  int cached = -1;
+  int most_rows = 0;
+  for (int d = 0; d < dst.rows; ++d) most_rows = std::max(most_rows, y.first[d + 1] - y.first[d]);
+  // An output row's rows, and those summed with its last: never one still needed.
+  const int ring = most_rows + kRows;
+  const auto sums_stride = static_cast<std::size_t>(width) + 8;
+  const auto values_stride = static_cast<std::size_t>(length) + 3 * x.taps + 8;
+  std::vector<float> sums(static_cast<std::size_t>(ring) * sums_stride);
+  std::vector<float> values(kRows * values_stride, 0.0F);
+  std::vector<float> column(static_cast<std::size_t>(width));
+  const auto row_sums = [&](int row) {
+    return &sums[static_cast<std::size_t>(row % ring) * sums_stride];
+  };
+  int next = 0;  // the first source row not summed yet
   for (int d = 0; d < dst.rows; ++d) {
-    for (int i = y.first[d]; i < y.first[d + 1]; ++i) {
-      const Contribution& c = y.contributions[static_cast<std::size_t>(i)];
-      // A row on the boundary of two output rows ends one and starts the next.
-      if (c.source != cached) {
-        horizontal<CN>(src.ptr<uint8_t>(c.source), length, x, dst.cols, values, row_sums);
-        cached = c.source;
+    const Contribution* c = &y.contributions[static_cast<std::size_t>(y.first[d])];
+    const int count = y.first[d + 1] - y.first[d];
+    while (next <= c[count - 1].source) {
+      const int batch = std::min(kRows, src.rows - next);
+      const float* in[kRows];
+      float* out[kRows];
+      for (int r = 0; r < kRows; ++r) {
+        const int row = next + std::min(r, batch - 1);  // the last row again past the end
+        float* v = &values[r * values_stride];
+        const uint8_t* p = src.ptr<uint8_t>(row);
+        for (int i = 0; i < length; ++i) v[i] = static_cast<float>(p[i]);
+        in[r] = v;
+        out[r] = row_sums(row);
       }
-      if (i == y.first[d]) {
-        for (int k = 0; k < width; ++k) column_sums[k] = c.weight * row_sums[k];
-      } else {
-        for (int k = 0; k < width; ++k) column_sums[k] = column_sums[k] + c.weight * row_sums[k];
-      }
+      kernel(in, out);
+      next += batch;
     }
-    to_bytes(column_sums, width, dst.ptr<uint8_t>(d));
+    const float* first = row_sums(c[0].source);
+    for (int k = 0; k < width; ++k) column[k] = c[0].weight * first[k];
+    for (int i = 1; i < count; ++i) {
+      const float* sum = row_sums(c[i].source);
+      const float weight = c[i].weight;
+      for (int k = 0; k < width; ++k) column[k] = column[k] + weight * sum[k];
+    }
+    to_bytes(column.data(), width, dst.ptr<uint8_t>(d));
   }
 }
 
+void shrink_portable(const cv::Mat& src, cv::Mat& dst, const RowTaps& x, const AxisTable& y) {
+  if (src.channels() == 1) {
+    shrink<1, PixelKernel<1>>(src, dst, x, y);
+  } else {
+    shrink<3, PixelKernel<3>>(src, dst, x, y);
+  }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// The same code for AVX2 (wider vectors for the widening and the vertical
+// sums; PairKernel for three channels). No FMA: the target adds none, and
+// this file is compiled with -ffp-contract=off.
+[[gnu::target("avx2")]] void shrink_avx2(const cv::Mat& src, cv::Mat& dst, const RowTaps& x,
+                                         const AxisTable& y) {
+  if (src.channels() == 1) {
+    shrink<1, PixelKernel<1>>(src, dst, x, y);
+  } else {
+    shrink<3, PairKernel>(src, dst, x, y);
+  }
+}
+
+bool has_avx2() {
+  static const bool avx2 = __builtin_cpu_supports("avx2") != 0;
+  return avx2;
+}
+#endif
+
 }  // namespace
 
-void resize_area(const cv::Mat& src, cv::Mat& dst) {
+void resize_area(const cv::Mat& src, cv::Mat& dst, AreaKernels kernels) {
   bool ours = !src.empty() && !dst.empty() && dst.type() == src.type() &&
               (src.type() == CV_8UC1 || src.type() == CV_8UC3);
   // As cv::resize computes the ratios; it has other arithmetic for an integer
@@ -204,11 +316,17 @@ void resize_area(const cv::Mat& src, cv::Mat& dst) {
     cv::resize(src, dst, dst.size(), 0, 0, cv::INTER_AREA);
     return;
   }
-  if (src.channels() == 1) {
-    shrink<1>(src, dst, scale_x, scale_y);
-  } else {
-    shrink<3>(src, dst, scale_x, scale_y);
+  const RowTaps x = row_taps(axis_table(src.cols, dst.cols, src.channels(), scale_x), dst.cols);
+  const AxisTable y = axis_table(src.rows, dst.rows, 1, scale_y);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (kernels == AreaKernels::best && has_avx2()) {
+    shrink_avx2(src, dst, x, y);
+    return;
   }
+#endif
+  shrink_portable(src, dst, x, y);
 }
+
+void resize_area(const cv::Mat& src, cv::Mat& dst) { resize_area(src, dst, AreaKernels::best); }
 
 }  // namespace imgpack

@@ -48,6 +48,12 @@ void resize_into(const cv::Mat& src, const ResizeSpec& spec, uint8_t* dst);
 // ratios, growing). Pure; safe from any thread.
 void resize_area(const cv::Mat& src, cv::Mat& dst);
 
+// The code resize_area() may run: `best` the widest vectors this CPU has
+// (AVX2 where present), `portable` the code for any CPU. Both give the same
+// bytes; tests compare each with cv::resize.
+enum class AreaKernels { best, portable };
+void resize_area(const cv::Mat& src, cv::Mat& dst, AreaKernels kernels);
+
 // The interpolation imgpack uses for a resize from `from` to `to`.
 int interpolation_for(cv::Size from, cv::Size to);
 
