@@ -135,10 +135,10 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
                         .boxes = plan.list.boxes,
                         .keypoints = plan.list.keypoint_names.size()});
   ConversionStart begin = restore_kept_shards(options, plan, resume, index, writer);
-  writer.on_commit([&](std::size_t k) {
-    begin.journal.committed(static_cast<uint32_t>(k), writer.shard_file(k),
-                            writer.shard_records(k));
+  writer.on_seal([&](std::size_t k) {
+    begin.journal.sealed(static_cast<uint32_t>(k), writer.shard_file(k), writer.shard_records(k));
   });
+  writer.on_commit([&](std::size_t k) { begin.journal.committed(static_cast<uint32_t>(k)); });
   result.skipped = plan.list.skipped;
   result.skipped.insert(result.skipped.end(), begin.skipped.begin(), begin.skipped.end());
   result.ignored_files = plan.list.ignored_files;
@@ -153,10 +153,14 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
     check_skip_limit(options, plan, result.skipped);
     pipeline.run(arena, begin.next_position, begin.skipped.size(), progress);
   } catch (const TooManySkipped& e) {
+    writer.settle();
     // The reasons are what the user needs next: report.json lists them all.
     timings.convert_s = seconds_since(convert_start);
     timings.total_s = seconds_since(start);
     write_report(options, plan, index.created_by, result, timings, e.what());
+    throw;
+  } catch (...) {
+    writer.settle();  // what is in place is journaled, for --resume
     throw;
   }
   timings.convert_s = seconds_since(convert_start);

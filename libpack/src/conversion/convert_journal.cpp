@@ -158,11 +158,23 @@ void ConvertJournal::remove() {
   fsync_path(path_.parent_path());
 }
 
-void ShardCommitJournal::committed(uint32_t shard, const std::string& file, uint64_t records) {
-  journal_.append({shard, file, records, next_position_, std::move(skipped_since_),
-                   fingerprint_(shard_first_, next_position_)});
+void ShardCommitJournal::sealed(uint32_t shard, const std::string& file, uint64_t records) {
+  sealed_ = JournalShard{shard,
+                         file,
+                         records,
+                         next_position_,
+                         std::move(skipped_since_),
+                         fingerprint_(shard_first_, next_position_)};
   skipped_since_.clear();
   shard_first_ = next_position_;
+}
+
+void ShardCommitJournal::committed(uint32_t shard) {
+  if (!sealed_ || sealed_->shard != shard) {
+    throw Error("convert journal: shard " + std::to_string(shard) + " committed but not sealed");
+  }
+  journal_.append(*sealed_);
+  sealed_.reset();
 }
 
 }  // namespace imgpack

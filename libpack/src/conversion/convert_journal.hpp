@@ -83,10 +83,11 @@ class ConvertJournal {
 // (inputs_fingerprint() in conversion_plan.hpp).
 using InputsFingerprint = std::function<uint64_t(uint64_t first, uint64_t end)>;
 
-// Journals each shard as the dataset writer commits it
-// (DatasetWriter::on_commit): the inputs the shard's records came from end
-// at the position the pipeline last reported done, and the inputs skipped
-// since the previous shard and their fingerprint go with it. Not
+// Journals each shard as the dataset writer commits it (DatasetWriter's
+// on_seal and on_commit): the inputs the shard's records came from end at
+// the position the pipeline had reported done when the shard was sealed,
+// and the inputs skipped since the previous shard and their fingerprint go
+// with it; the line is written once the shard is renamed into place. Not
 // thread-safe: the writer thread's.
 class ShardCommitJournal {
  public:
@@ -103,8 +104,11 @@ class ShardCommitJournal {
   void skipped(uint64_t position, const std::string& reason) {
     skipped_since_.emplace_back(position, reason);
   }
-  // Appends the line for shard `shard`, committed as `file` with `records` records.
-  void committed(uint32_t shard, const std::string& file, uint64_t records);
+  // Shard `shard` holds all its records, `records` of them, and will be
+  // committed as `file`: its line is taken now, from the inputs done so far.
+  void sealed(uint32_t shard, const std::string& file, uint64_t records);
+  // The sealed shard `shard` is in place: appends its line.
+  void committed(uint32_t shard);
   // The conversion is complete: the journal goes.
   void remove() { journal_.remove(); }
 
@@ -114,6 +118,7 @@ class ShardCommitJournal {
   uint64_t shard_first_ = 0;  // the first input of the shard being filled
   uint64_t next_position_ = 0;
   std::vector<std::pair<uint64_t, std::string>> skipped_since_;
+  std::optional<JournalShard> sealed_;  // the line of the shard being committed
 };
 
 }  // namespace imgpack

@@ -154,6 +154,7 @@ ShardWriter::~ShardWriter() {
     file_ = h5::File();
     std::error_code ec;
     fs::remove(tmp_path_, ec);
+    if (!sealed_path_.empty()) fs::remove(sealed_path_, ec);
   }
 }
 
@@ -234,25 +235,38 @@ void ShardWriter::write_columns_and_attrs(h5::File& file) {
   file.write_attr("/", format::kAttrShardIndex, int64_t{shard_index_});
 }
 
-void ShardWriter::commit() {
-  if (committed_) return;
+void ShardWriter::seal() {
+  if (sealed_) return;
   if (size() == 0) throw file_error(tmp_path_, "cannot commit an empty shard");
   flush_staging();
   writeback_fd_.reset();
+  staging_.reset();
+  mask_staging_.reset();
   if (size() < capacity_) {
-    compact_and_commit();
+    seal_compacted();
   } else {
     write_columns_and_attrs(file_);
     images_.reset();
     masks_dataset_.reset();
     file_.close();
-    crash_point("shard-commit", shard_index_);
-    commit_file(tmp_path_, final_path_);
+    sealed_path_ = tmp_path_;
   }
-  committed_ = true;
+  sealed_ = true;
 }
 
-void ShardWriter::compact_and_commit() {
+void ShardWriter::publish() {
+  if (committed_) return;
+  if (!sealed_) throw file_error(tmp_path_, "published before it was sealed");
+  crash_point("shard-commit", shard_index_);
+  commit_file(sealed_path_, final_path_);
+  committed_ = true;
+  if (sealed_path_ != tmp_path_) {
+    std::error_code ec;
+    fs::remove(tmp_path_, ec);
+  }
+}
+
+void ShardWriter::seal_compacted() {
   // /images cannot shrink (contiguous layout), so write an exactly sized file
   // and move the pixels across without passing them through user space.
   const uint64_t old_offset = pixels_offset(file_, images_, format::kImages);
@@ -287,15 +301,12 @@ void ShardWriter::compact_and_commit() {
       copy_range(tmp_path_, old_masks_offset, compact_path, new_masks_offset,
                  size() * shape_.pixels());
     }
-    crash_point("shard-commit", shard_index_);
-    commit_file(compact_path, final_path_);
   } catch (...) {
     std::error_code ec;
     fs::remove(compact_path, ec);
     throw;
   }
-  std::error_code ec;
-  fs::remove(tmp_path_, ec);
+  sealed_path_ = compact_path;
 }
 
 namespace {
@@ -335,18 +346,44 @@ void DatasetWriter::add(const uint8_t* pixels, uint64_t checksum, int32_t label,
   ++shards_.records.back();
   crash_point("record", records_.size());
   if (remaining_ > 0) --remaining_;
-  if (current_->full()) commit_current();
+  if (current_->full()) {
+    commit_current();
+  } else if (publishing_) {
+    collect_published(false);
+  }
 }
 
 void DatasetWriter::commit_current() {
-  current_->commit();
-  current_.reset();
-  if (on_commit_) on_commit_(shards_.size() - 1);
+  collect_published(true);
+  current_->seal();
+  publishing_ = std::move(current_);
+  publishing_index_ = shards_.size() - 1;
+  if (on_seal_) on_seal_(publishing_index_);
+  published_ = std::async(std::launch::async, [shard = publishing_.get()] { shard->publish(); });
+}
+
+void DatasetWriter::collect_published(bool wait) {
+  if (!publishing_) return;
+  if (!wait && published_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  published_.get();  // rethrows what publish() threw
+  publishing_.reset();
+  if (on_commit_) on_commit_(publishing_index_);
+}
+
+void DatasetWriter::settle() noexcept {
+  try {
+    collect_published(true);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): documented, the caller has an error already
+  }
+}
+
+DatasetWriter::~DatasetWriter() {
+  if (published_.valid()) published_.wait();
 }
 
 void DatasetWriter::adopt(const std::string& file, std::span<const int64_t> samples,
                           std::span<const uint16_t> variants) {
-  if (current_) throw Error("DatasetWriter::adopt after add");
+  if (current_ || publishing_) throw Error("DatasetWriter::adopt after add");
   const auto shard = static_cast<uint32_t>(shards_.size());
   for (std::size_t row = 0; row < samples.size(); ++row) {
     records_.push_back(shard, static_cast<uint32_t>(row), samples[row], variants[row]);
@@ -356,13 +393,16 @@ void DatasetWriter::adopt(const std::string& file, std::span<const int64_t> samp
 }
 
 void DatasetWriter::continue_after(const RecordTable& records, const ShardTable& shards) {
-  if (current_ || !shards_.file.empty()) throw Error("DatasetWriter::continue_after after add");
+  if (current_ || publishing_ || !shards_.file.empty()) {
+    throw Error("DatasetWriter::continue_after after add");
+  }
   records_ = records;
   shards_ = shards;
 }
 
 void DatasetWriter::finish(DatasetIndex& index) {
   if (current_) commit_current();
+  collect_published(true);
   index.records = std::move(records_);
   index.shards = std::move(shards_);
 }

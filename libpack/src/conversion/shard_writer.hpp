@@ -13,7 +13,9 @@
 //
 // DatasetWriter rolls records over a sequence of shards of at most
 // `shard_bytes` of pixels (images and masks) each and keeps the record table
-// for the index.
+// for the index. A full shard's fsync and rename run on a thread of their
+// own while the next shard fills, so the conversion does not wait for the
+// storage at every shard.
 //
 // In a dataset with boxes every record comes with its RecordBoxes, kept in
 // memory until commit() writes the shard's ragged box tables (format.hpp).
@@ -25,6 +27,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -72,13 +75,24 @@ class ShardWriter {
   bool full() const { return size() == capacity_; }
 
   // Finishes the file and renames it into place. Requires size() > 0.
-  void commit();
+  void commit() {
+    seal();
+    publish();
+  }
+
+  // commit() in two halves, so that the second can overlap other work.
+  // seal() writes what the shard holds and closes it (the HDF5 part, on the
+  // writer's thread); nothing can be appended after it. publish() then makes
+  // the sealed file durable and renames it into place, on any one thread,
+  // while nothing else touches this writer. Both throw naming the file.
+  void seal();
+  void publish();
 
  private:
   void append_boxes(const RecordBoxes* record);
   void flush_staging();
   void write_columns_and_attrs(h5::File& file);
-  void compact_and_commit();
+  void seal_compacted();
 
   std::filesystem::path final_path_;
   std::filesystem::path tmp_path_;
@@ -114,6 +128,10 @@ class ShardWriter {
   RecordBoxes boxes_;                 // every record's rows, in order
   std::vector<int64_t> box_offsets_;  // [size() + 1] with boxes
   std::vector<uint64_t> box_checksums_;
+  // What publish() renames into place: the temporary file, or the exactly
+  // sized copy of it seal() made (after which the temporary file goes).
+  std::filesystem::path sealed_path_;
+  bool sealed_ = false;
   bool committed_ = false;
 };
 
@@ -128,10 +146,15 @@ class DatasetWriter {
                 std::string dataset_uuid, uint64_t max_records, uint32_t run_length = 1,
                 RecordExtras extras = {});
 
-  // Called on the writer's thread right after shard `k` was committed
-  // (renamed into place), by add() or finish(). Adopted shards are not reported.
-  using ShardCommitted = std::function<void(std::size_t k)>;
-  void on_commit(ShardCommitted callback) { on_commit_ = std::move(callback); }
+  // A full shard is sealed on the writer's thread and published (made
+  // durable and renamed into place) on a thread of its own while the next
+  // shard fills, one at a time. on_seal hears of shard `k` when it is
+  // sealed, on_commit once it is in place; both on the writer's thread, in
+  // shard order, each shard's on_commit before the next one's on_seal, by
+  // add() or finish(). Adopted shards are not reported.
+  using ShardEvent = std::function<void(std::size_t k)>;
+  void on_seal(ShardEvent callback) { on_seal_ = std::move(callback); }
+  void on_commit(ShardEvent callback) { on_commit_ = std::move(callback); }
 
   void add(const uint8_t* pixels, uint64_t checksum, int32_t label, int64_t sample,
            uint16_t variant, const RecordParts& parts = {});
@@ -147,8 +170,10 @@ class DatasetWriter {
   // followed by the new records. Only before the first add() or adopt().
   void continue_after(const RecordTable& records, const ShardTable& shards);
 
-  // Shards committed so far (the one being filled not included).
-  std::size_t committed_shards() const { return shards_.size() - (current_ ? 1 : 0); }
+  // Shards committed so far (the one being filled or published not included).
+  std::size_t committed_shards() const {
+    return shards_.size() - (current_ ? 1 : 0) - (publishing_ ? 1 : 0);
+  }
   const std::string& shard_file(std::size_t k) const { return shards_.file[k]; }
   uint64_t shard_records(std::size_t k) const { return shards_.records[k]; }
 
@@ -156,14 +181,29 @@ class DatasetWriter {
   // (a skipped input), so the last shard can still be sized exactly.
   void forgo(uint64_t records) { remaining_ -= std::min(records, remaining_); }
 
-  // Commits the last shard and moves the record and shard tables into `index`.
+  // Commits the last shard, waits until every shard is in place, and moves
+  // the record and shard tables into `index`.
   void finish(DatasetIndex& index);
+
+  // For a caller giving up on an error: waits for a shard being published
+  // and reports it (on_commit) if it is in place, so that what is durable is
+  // journaled. Never throws; a failed publish or report is left unreported.
+  void settle() noexcept;
+
+  // Waits for a shard still being published (its error, if any, is lost:
+  // only a writer abandoned on another error is destroyed before finish()).
+  ~DatasetWriter();
+  DatasetWriter(const DatasetWriter&) = delete;
+  DatasetWriter& operator=(const DatasetWriter&) = delete;
 
   uint64_t records() const { return records_.size(); }
   uint64_t records_per_shard() const { return records_per_shard_; }
 
  private:
   void commit_current();
+  // Reports the shard being published once it is in place: waiting for it
+  // (`wait`), or only if it is done already. Throws what publish() threw.
+  void collect_published(bool wait);
 
   std::filesystem::path out_dir_;
   RecordShape shape_;
@@ -172,8 +212,15 @@ class DatasetWriter {
   uint64_t records_per_shard_;
   uint64_t remaining_;  // upper bound on records still to come
   std::unique_ptr<ShardWriter> current_;
+  // The sealed shard being published, shard `publishing_index_`, and its
+  // publish() running on a thread of its own (declared after the writer, so
+  // destroyed, that is waited for, before it).
+  std::unique_ptr<ShardWriter> publishing_;
+  std::size_t publishing_index_ = 0;
+  std::future<void> published_;
 
-  ShardCommitted on_commit_;
+  ShardEvent on_seal_;
+  ShardEvent on_commit_;
 
   RecordTable records_;
   ShardTable shards_;

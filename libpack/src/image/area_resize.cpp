@@ -139,7 +139,7 @@ struct PixelKernel {
         for (int j = 0; j < t.taps; ++j) {
           for (int r = 0; r < kRows; ++r) {
             Lanes4 v;
-            std::memcpy(&v, values[r] + first + 3 * j, sizeof v);
+            std::memcpy(&v, values[r] + (first + 3 * j), sizeof v);
             sum[r] = sum[r] + v * w[j];
           }
         }
@@ -193,8 +193,8 @@ struct PairKernel {
         for (int r = 0; r < kRows; ++r) {
           Lanes4 lo;
           Lanes4 hi;
-          std::memcpy(&lo, values[r] + a + 3 * j, sizeof lo);
-          std::memcpy(&hi, values[r] + b + 3 * j, sizeof hi);
+          std::memcpy(&lo, values[r] + (a + 3 * j), sizeof lo);
+          std::memcpy(&hi, values[r] + (b + 3 * j), sizeof hi);
           const Lanes8 v = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
           sum[r] = sum[r] + v * weight;
         }
@@ -236,7 +236,7 @@ template <int CN, class Kernel>
   // An output row's rows, and those summed with its last: never one still needed.
   const int ring = most_rows + kRows;
   const auto sums_stride = static_cast<std::size_t>(width) + 8;
-  const auto values_stride = static_cast<std::size_t>(length) + 3 * x.taps + 8;
+  const auto values_stride = static_cast<std::size_t>(length) + std::size_t{3} * x.taps + 8;
   std::vector<float> sums(static_cast<std::size_t>(ring) * sums_stride);
   std::vector<float> values(kRows * values_stride, 0.0F);
   std::vector<float> column(static_cast<std::size_t>(width));

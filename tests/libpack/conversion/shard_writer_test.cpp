@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "h5.hpp"
 #include "imgpack/checksum.hpp"
+#include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "test_support.hpp"
 
@@ -133,6 +137,76 @@ TEST(DatasetWriter, RollsOverAtTheShardSizeAndTracksRecords) {
     EXPECT_EQ(index.records.sample[i], i);
   }
   read_images_checked(dir / "shard-00002.h5", shape, 1);
+}
+
+// A full shard is published (fsync, rename) on a thread of its own while the
+// next fills: the events still come on the caller's thread, in order, each
+// shard in place when its on_commit comes, and all of them after finish().
+TEST(DatasetWriter, ReportsEachShardSealedThenInPlaceInOrderOnItsOwnThread) {
+  test::TempDir dir;
+  RecordShape shape{8, 8, 3};
+  DatasetIndex index;
+  std::vector<std::string> events;
+  const std::thread::id caller = std::this_thread::get_id();
+  {
+    DatasetWriter writer(dir.path(), shape, 1000, "u", 23);  // 5 records a shard
+    writer.on_seal([&](std::size_t k) {
+      EXPECT_EQ(std::this_thread::get_id(), caller);
+      events.push_back("seal " + std::to_string(k));
+    });
+    writer.on_commit([&](std::size_t k) {
+      EXPECT_EQ(std::this_thread::get_id(), caller);
+      EXPECT_TRUE(fs::exists(dir / format::shard_file_name(static_cast<uint32_t>(k))));
+      events.push_back("commit " + std::to_string(k));
+    });
+    for (int i = 0; i < 23; ++i) {
+      std::vector<uint8_t> r = record(shape, static_cast<uint8_t>(i));
+      writer.add(r.data(), checksum(r), 0, i, 0);
+    }
+    writer.finish(index);
+  }
+  EXPECT_EQ(events,
+            (std::vector<std::string>{"seal 0", "commit 0", "seal 1", "commit 1", "seal 2",
+                                      "commit 2", "seal 3", "commit 3", "seal 4", "commit 4"}));
+  for (uint32_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(read_images_checked(dir / format::shard_file_name(k), shape, k < 4 ? 5 : 3).size(),
+              (k < 4 ? 5u : 3u) * shape.bytes());
+  }
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().extension(), ".h5") << entry.path() << " left behind";
+  }
+}
+
+// A shard that cannot be renamed into place fails the writer on the caller's
+// thread, naming the file, at the latest in finish(); no temporary file stays.
+TEST(DatasetWriter, APublishThatFailsIsThrownOnTheCallersThread) {
+  test::TempDir dir;
+  RecordShape shape{8, 8, 3};
+  // A non-empty directory where shard 1 goes: rename() cannot replace it.
+  fs::create_directories(dir / "shard-00001.h5" / "in-the-way");
+  std::vector<std::size_t> committed;
+  std::string error;
+  {
+    DatasetWriter writer(dir.path(), shape, 1000, "u", 15);
+    writer.on_commit([&](std::size_t k) { committed.push_back(k); });
+    try {
+      for (int i = 0; i < 15; ++i) {
+        std::vector<uint8_t> r = record(shape, static_cast<uint8_t>(i));
+        writer.add(r.data(), checksum(r), 0, i, 0);
+      }
+      DatasetIndex index;
+      writer.finish(index);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  EXPECT_NE(error.find("shard-00001.h5"), std::string::npos) << error;
+  EXPECT_EQ(committed, (std::vector<std::size_t>{0}));
+  EXPECT_TRUE(fs::exists(dir / "shard-00000.h5"));
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().string().find(format::kTmpSuffix), std::string::npos)
+        << entry.path() << " left behind";
+  }
 }
 
 TEST(DatasetWriter, NeverSplitsTheVariantsOfAnImageAcrossShards) {
