@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "files.hpp"
@@ -148,6 +149,7 @@ ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capaci
 }
 
 ShardWriter::~ShardWriter() {
+  if (syncing_.valid()) syncing_.wait();  // it uses writeback_fd_
   if (!committed_) {
     images_.reset();
     masks_dataset_.reset();
@@ -208,8 +210,30 @@ void ShardWriter::flush_staging() {
     start_writeback(writeback_fd_.get(), masks_offset_ + staging_first_ * shape_.pixels(),
                     staged_ * shape_.pixels());
   }
+  sync_in_background(staged_ * (shape_.bytes() + (masks_ ? shape_.pixels() : 0)));
   staging_first_ += staged_;
   staged_ = 0;
+}
+
+void ShardWriter::sync_in_background(uint64_t bytes) {
+  unsynced_bytes_ += bytes;
+  if (unsynced_bytes_ < kBackgroundSyncBytes) return;
+  if (syncing_.valid()) {
+    if (syncing_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    finish_background_sync();
+  }
+  syncing_ = std::async(std::launch::async,
+                        [fd = writeback_fd_.get()] { return ::fdatasync(fd) == 0 ? 0 : errno; });
+  unsynced_bytes_ = 0;
+}
+
+void ShardWriter::finish_background_sync() {
+  if (!syncing_.valid()) return;
+  // A failure is this shard's: the fsync of the commit, on another
+  // descriptor, might not be told of it again.
+  if (const int error = syncing_.get(); error != 0) {
+    throw system_error(tmp_path_, "fdatasync failed", error);
+  }
 }
 
 void ShardWriter::write_columns_and_attrs(h5::File& file) {
@@ -239,6 +263,7 @@ void ShardWriter::seal() {
   if (sealed_) return;
   if (size() == 0) throw file_error(tmp_path_, "cannot commit an empty shard");
   flush_staging();
+  finish_background_sync();
   writeback_fd_.reset();
   staging_.reset();
   mask_staging_.reset();

@@ -5,7 +5,9 @@
 // (4096-aligned, never filled), appends records in large hyperslab writes,
 // and commit() adds the per-record columns and attributes, fsyncs and renames
 // the file into place. Each write's pixels are handed to the kernel's
-// write-back at once (start_writeback), so the storage works while the
+// write-back at once (start_writeback), and every 16 MiB an fdatasync of
+// the file runs on a thread of its own (one at a time; a failure fails the
+// shard), so the storage works, and empties its write cache, while the
 // conversion goes on rather than in the commit's fsync. A shard that ends
 // with fewer records than its capacity is compacted into an exactly sized
 // file first (a kernel-side copy of its pixels and masks). A ShardWriter
@@ -91,6 +93,11 @@ class ShardWriter {
  private:
   void append_boxes(const RecordBoxes* record);
   void flush_staging();
+  // Counts `bytes` more written; past kBackgroundSyncBytes since the last
+  // one, starts an fdatasync on its own thread unless one still runs.
+  void sync_in_background(uint64_t bytes);
+  // Waits for the fdatasync started last; throws naming the file if it failed.
+  void finish_background_sync();
   void write_columns_and_attrs(h5::File& file);
   void seal_compacted();
 
@@ -112,6 +119,9 @@ class ShardWriter {
   FileDescriptor writeback_fd_;
   uint64_t images_offset_ = 0;
   uint64_t masks_offset_ = 0;
+  static constexpr uint64_t kBackgroundSyncBytes = uint64_t{16} << 20;
+  uint64_t unsynced_bytes_ = 0;  // written since the last fdatasync started
+  std::future<int> syncing_;     // that fdatasync: 0 or its errno
   // Whole records waiting for one large H5Dwrite, and their masks: left
   // uninitialised (32 MiB that every record overwrites before it is written).
   std::unique_ptr<uint8_t[]> staging_;

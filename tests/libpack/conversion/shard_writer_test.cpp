@@ -101,6 +101,39 @@ TEST(ShardWriter, ShortShardIsCompactedToItsExactSize) {
   }
 }
 
+// 40 MB of records: fdatasyncs start on their own threads as the shard
+// fills (every 16 MiB). Committed, the shard holds every record's bytes;
+// abandoned while one may still run, it leaves nothing.
+TEST(ShardWriter, AShardOfSeveralBackgroundSyncStepsKeepsItsBytesOrLeavesNothing) {
+  test::TempDir dir;
+  RecordShape shape{256, 256, 3};  // 192 KiB records
+  constexpr uint8_t kRecords = 200;
+  {
+    ShardWriter writer(dir / "shard-00000.h5", shape, kRecords, "u", 0);
+    for (uint8_t i = 0; i < kRecords; ++i) {
+      std::vector<uint8_t> r = record(shape, i);
+      writer.append(r.data(), checksum(r), 0, i, 0);
+    }
+    writer.commit();
+  }
+  std::vector<uint8_t> pixels = read_images_checked(dir / "shard-00000.h5", shape, kRecords);
+  for (uint8_t i = 0; i < kRecords; ++i) {
+    ASSERT_EQ(checksum(pixels.data() + i * shape.bytes(), shape.bytes()),
+              checksum(record(shape, i)))
+        << "record " << int{i};
+  }
+  {
+    ShardWriter writer(dir / "shard-00001.h5", shape, kRecords, "u", 1);
+    for (uint8_t i = 0; i < kRecords - 1; ++i) {
+      std::vector<uint8_t> r = record(shape, i);
+      writer.append(r.data(), checksum(r), 0, i, 0);
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename(), "shard-00000.h5") << "left behind: " << entry.path();
+  }
+}
+
 TEST(ShardWriter, AbandonedShardLeavesNothing) {
   test::TempDir dir;
   RecordShape shape{4, 4, 1};
