@@ -5,7 +5,7 @@ usage: bench/convert/run.py COUNT WORKDIR [--sources 640x480,1024x768,2048x1536]
                             [--rss-counts 2000,8000] [--rss-source 1024x768] [--repeat R]
                             [--size 224] [--json FILE] [--photos DIR] [--imgpack PATH]
                             [--decode-bound PATH] [--threads 1,2,4] [--no-peers]
-                            [--eighths]
+                            [--eighths] [--against PATH] [--shard-size SIZE]
 
 For each source size WxH, generates (once; later runs reuse them) COUNT
 photo-like WxH JPEGs under WORKDIR/photos-WxH (or DIR/photos-WxH) with
@@ -22,6 +22,8 @@ two cores, about ten minutes to make), and converts them to SIZE x SIZE
   eighths      with --eighths: imgpack convert --dct-scales eighths (3/8 and 5/8
                too, as datasets converted before halvings were); the default
                over it is the halvings gain
+  against      with --against PATH: imgpack convert of another build (an earlier
+               commit, say); the default over it is the against gain
   python       baseline.py: cv2.imread + cv2.resize + h5py, one process per core
 
 R times, interleaved in every repeat so that each repeat's ratios compare runs
@@ -50,7 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import benchlib  # noqa: E402
 
-CONTENDERS = ("decode", "imgpack", "eighths", "no-dct", "python")
+CONTENDERS = ("decode", "imgpack", "against", "eighths", "no-dct", "python")
 PEERS = ("python",)
 
 
@@ -59,9 +61,9 @@ def parse_source(text):
     return int(w), int(h)
 
 
-def imgpack_command(binary, src, out, size, extra=()):
-    return [binary, "convert", src, out, "--size", str(size), "--quiet",
-            "--overwrite"] + list(extra)
+def imgpack_command(binary, src, out, size, extra=(), shard_size=None):
+    return ([binary, "convert", src, out, "--size", str(size), "--quiet", "--overwrite"] +
+            (["--shard-size", shard_size] if shard_size else []) + list(extra))
 
 
 def decode_bound_command(args, src, threads):
@@ -88,11 +90,15 @@ def contender_command(name, args, src, workdir):
     if name == "decode":
         return decode_bound_command(args, src, args.cpus)
     if name == "imgpack":
-        return imgpack_command(args.imgpack, src, out, args.size)
+        return imgpack_command(args.imgpack, src, out, args.size, shard_size=args.shard_size)
+    if name == "against":
+        return imgpack_command(args.against, src, out, args.size, shard_size=args.shard_size)
     if name == "no-dct":
-        return imgpack_command(args.imgpack, src, out, args.size, ["--no-dct-scaling"])
+        return imgpack_command(args.imgpack, src, out, args.size, ["--no-dct-scaling"],
+                               args.shard_size)
     if name == "eighths":
-        return imgpack_command(args.imgpack, src, out, args.size, ["--dct-scales", "eighths"])
+        return imgpack_command(args.imgpack, src, out, args.size, ["--dct-scales", "eighths"],
+                               args.shard_size)
     return [benchlib.PYTHON, os.path.join(HERE, "baseline.py"), src,
             os.path.join(workdir, "baseline.h5"), "--size", str(args.size)]
 
@@ -134,6 +140,10 @@ def main(argv):
                              "(default: 1, 2, 4, ... up to the CPUs)")
     parser.add_argument("--eighths", action="store_true",
                         help="also measure --dct-scales eighths (the halvings gain)")
+    parser.add_argument("--against", default=None,
+                        help="another imgpack binary (an earlier build) to alternate with")
+    parser.add_argument("--shard-size", default=None,
+                        help="--shard-size for every imgpack convert (default: its own)")
     parser.add_argument("--no-peers", action="store_true",
                         help="measure imgpack only, not the Python baseline")
     args = parser.parse_args(argv)
@@ -143,7 +153,8 @@ def main(argv):
     threads = ([int(t) for t in args.threads.split(",")] if args.threads
                else thread_counts(args.cpus))
     contenders = [n for n in CONTENDERS
-                  if not (args.no_peers and n in PEERS) and (args.eighths or n != "eighths")]
+                  if not (args.no_peers and n in PEERS) and (args.eighths or n != "eighths")
+                  and (args.against or n != "against")]
     sources = [parse_source(s) for s in args.sources.split(",")]
     rss_counts = ([] if args.rss_counts == "none"
                   else [int(c) for c in args.rss_counts.split(",")] if args.rss_counts
@@ -188,6 +199,10 @@ def main(argv):
                                                                  rates["no-dct"])),
             "halvings_gain": benchlib.summary(benchlib.ratios(rates["imgpack"],
                                                               rates["eighths"])),
+            "ratio_vs_decode_against": benchlib.summary(benchlib.ratios(rates["against"],
+                                                                        rates["decode"])),
+            "against_gain": benchlib.summary(benchlib.ratios(rates["imgpack"],
+                                                             rates["against"])),
         })
 
     # Scaling by threads, on 1024x768 sources where measured (else the first
@@ -202,7 +217,7 @@ def main(argv):
             for name in ("decode", "imgpack"):
                 command = (decode_bound_command(args, src, t) if name == "decode" else
                            imgpack_command(args.imgpack, src, os.path.join(args.workdir, "out"),
-                                           args.size, ["--threads", str(t)]))
+                                           args.size, ["--threads", str(t)], args.shard_size))
                 wall, _, _, _ = benchlib.timed(command)
                 rates[name].append(len(paths) / wall)
                 results["commands"]["scaling " + name] = " ".join(command)
@@ -238,6 +253,11 @@ def main(argv):
         print("  %-34s %s images/s" % ("decode bound (TurboJPEG only)",
                                        fmt(s["images_per_s"]["decode"])))
         print("  %-34s %s images/s" % ("imgpack convert", fmt(s["images_per_s"]["imgpack"])))
+        if args.against:
+            print("  %-34s %s images/s" % ("--against " + os.path.basename(args.against),
+                                           fmt(s["images_per_s"]["against"])))
+            print("  against / decode bound: %s   imgpack / against: %s"
+                  % (fmt(s["ratio_vs_decode_against"], 2), fmt(s["against_gain"], 2)))
         if args.eighths:
             print("  %-34s %s images/s" % ("imgpack convert --dct-scales eighths",
                                            fmt(s["images_per_s"]["eighths"])))

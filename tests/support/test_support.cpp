@@ -153,7 +153,10 @@ CommandResult run_command(const std::string& command_line) {
 }
 
 const std::string& imgpack_cli() {
-  static const std::string path = IMGPACK_CLI;
+  static const std::string path = [] {
+    const char* moved = std::getenv("IMGPACK_TEST_CLI");
+    return std::string(moved != nullptr && *moved != '\0' ? moved : IMGPACK_CLI);
+  }();
   return path;
 }
 

@@ -58,8 +58,9 @@ struct CommandResult {
   std::string err;  // stderr
 };
 
-// The imgpack CLI of this build, and the Python the tests run (CMake's
-// Python_EXECUTABLE; empty when CMake found none).
+// The imgpack CLI of this build (IMGPACK_TEST_CLI instead where set: for
+// test executables run away from their build folder), and the Python the
+// tests run (CMake's Python_EXECUTABLE; empty when CMake found none).
 // Paths fixed at build time are defined for test_support.cpp alone, so that
 // every other test compiles to the same object in any build folder or clone
 // (what the compiler cache needs to reuse it).
