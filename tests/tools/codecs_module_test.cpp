@@ -1,7 +1,8 @@
 // OpenCV's image codecs load only when an image needs them: commands that
-// touch no image never load libimgpack_codecs.so (nor imgcodecs and the
-// libraries it links), and a conversion that needs the module but cannot
-// load it stops with a message naming it instead of skipping the images.
+// touch no image, and conversions of JPEGs and PNGs, never load
+// libimgpack_codecs.so (nor imgcodecs and the libraries it links), and a
+// conversion that needs the module but cannot load it stops with a message
+// naming it instead of skipping the images.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -27,7 +28,8 @@ test::CommandResult run_without_codecs(const std::string& arguments) {
 class CodecsModule : public ::testing::Test {
  protected:
   void SetUp() override {
-    // JPEGs only: TurboJPEG decodes them without the module.
+    // JPEGs only: TurboJPEG decodes them without the module (each test adds
+    // what it needs).
     auto made = run_imgpack("sample-data " + q(dir_ / "src") + " --classes 2 --per-class 4 " +
                             "--size 40x32 -q");
     ASSERT_EQ(made.exit_code, 0) << made.err;
@@ -66,9 +68,26 @@ TEST_F(CodecsModule, VersionLoadsNoImageCodecs) {
   EXPECT_EQ(r.err.find("libgdal"), std::string::npos);
 }
 
-TEST_F(CodecsModule, AConversionThatNeedsItAndCannotLoadItStopsNamingIt) {
+// PNG images are read with libpng, as OpenCV reads them: a conversion of
+// JPEGs and PNGs loads no image codecs module.
+TEST_F(CodecsModule, AConversionOfJpegsAndPngsLoadsNoImageCodecs) {
   const cv::Mat pixels(24, 24, CV_8UC3, cv::Scalar(10, 200, 30));
   ASSERT_TRUE(cv::imwrite((dir_ / "src" / "circle" / "extra.png").string(), pixels));
+  auto r = run_command("LD_DEBUG=libs IMGPACK_CODECS_MODULE=/nonexistent/libimgpack_codecs.so " +
+                       shell_quote(test::imgpack_cli()) + " convert " + q(dir_ / "src") + " " +
+                       q(dir_ / "out") + " --size 16 -q --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("libturbojpeg"), std::string::npos) << "LD_DEBUG printed nothing useful";
+  EXPECT_EQ(r.err.find("imgcodecs"), std::string::npos);
+  EXPECT_EQ(r.err.find("libimgpack_codecs"), std::string::npos);
+  const std::string json = r.out.substr(r.out.find('{'));
+  EXPECT_EQ(nlohmann::json::parse(json)["records"], jpeg_count_ + 1) << r.out;
+}
+
+TEST_F(CodecsModule, AConversionThatNeedsItAndCannotLoadItStopsNamingIt) {
+  // BMP is one of the formats only OpenCV's codecs read.
+  const cv::Mat pixels(24, 24, CV_8UC3, cv::Scalar(10, 200, 30));
+  ASSERT_TRUE(cv::imwrite((dir_ / "src" / "circle" / "extra.bmp").string(), pixels));
   auto r =
       run_without_codecs("convert " + q(dir_ / "src") + " " + q(dir_ / "out") + " --size 16 -q");
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -78,7 +97,7 @@ TEST_F(CodecsModule, AConversionThatNeedsItAndCannotLoadItStopsNamingIt) {
   EXPECT_NE(r.err.find("/nonexistent/libimgpack_codecs.so: not found"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "out" / "index.h5"));
 
-  // With the module found, the same conversion packs the PNG too.
+  // With the module found, the same conversion packs the BMP too.
   auto converted = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out") +
                                " --size 16 --resume -q --json");
   ASSERT_EQ(converted.exit_code, 0) << converted.err;

@@ -3,8 +3,8 @@
 // or encoded through OpenCV. imgcodecs brings about 130 libraries with it
 // (GDAL and what GDAL links); a command that touches no image (inspect,
 // verify, split, merge, upgrade, bench) never loads them and starts in a few
-// milliseconds. JPEGs are decoded by TurboJPEG and palette PNG masks by
-// libpng without the module; it reads the other formats and writes the PNGs
+// milliseconds. JPEGs are decoded by TurboJPEG, PNG images and masks by
+// libpng, without the module; it reads the other formats and writes the PNGs
 // and JPEGs of preview and sample-data.
 //
 // The module is searched for as loadable_module::candidates() says:

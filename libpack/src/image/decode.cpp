@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "image/codecs.hpp"
+#include "image/png_read.hpp"
 
 namespace imgpack {
 
@@ -251,20 +252,9 @@ cv::Mat composite_alpha(const cv::Mat& bgra, const std::array<uint8_t, 3>& fill)
   return out;
 }
 
-cv::Mat decode_opencv(std::span<const uint8_t> bytes, ImageFormat format,
-                      const DecodeOptions& options) {
-  // Orientation is applied by the caller from our own EXIF parse, the same
-  // way for every path.
-  cv::Mat image;
-  try {
-    image = codecs::decode(bytes, cv::IMREAD_UNCHANGED | cv::IMREAD_IGNORE_ORIENTATION);
-  } catch (const codecs::CodecError& e) {
-    throw DecodeError(std::string("cannot decode: ") + e.what());
-  }
-  if (image.empty()) {
-    throw DecodeError(std::string("corrupt, truncated or unsupported ") + format_name(format) +
-                      (format == ImageFormat::gif ? " (this OpenCV build cannot read GIF)" : ""));
-  }
+// What OpenCV reads unchanged (any depth, 1 to 4 channels, BGR order) as 8-bit
+// RGB or gray, alpha composited over the fill.
+cv::Mat from_opencv_layout(cv::Mat image, const DecodeOptions& options) {
   image = to_8bit(image);
   cv::Mat bgr;
   switch (image.channels()) {
@@ -304,6 +294,32 @@ cv::Mat decode_opencv(std::span<const uint8_t> bytes, ImageFormat format,
     }
   }
   return out;
+}
+
+cv::Mat decode_opencv(std::span<const uint8_t> bytes, ImageFormat format,
+                      const DecodeOptions& options) {
+  // Orientation is applied by the caller from our own EXIF parse, the same
+  // way for every path.
+  cv::Mat image;
+  try {
+    image = codecs::decode(bytes, cv::IMREAD_UNCHANGED | cv::IMREAD_IGNORE_ORIENTATION);
+  } catch (const codecs::CodecError& e) {
+    throw DecodeError(std::string("cannot decode: ") + e.what());
+  }
+  if (image.empty()) {
+    throw DecodeError(std::string("corrupt, truncated or unsupported ") + format_name(format) +
+                      (format == ImageFormat::gif ? " (this OpenCV build cannot read GIF)" : ""));
+  }
+  return from_opencv_layout(image, options);
+}
+
+// A PNG through libpng, as OpenCV reads it (png_read.hpp), without loading
+// OpenCV's image codecs.
+cv::Mat decode_png(std::span<const uint8_t> bytes, const DecodeOptions& options) {
+  std::string problem;
+  const cv::Mat image = decode_png_as_opencv(bytes, problem);
+  if (image.empty()) throw DecodeError("corrupt, truncated or unsupported PNG (" + problem + ")");
+  return from_opencv_layout(image, options);
 }
 
 }  // namespace
@@ -358,6 +374,8 @@ DecodedImage decode_image(std::span<const uint8_t> bytes, const ImageInfo& info,
   int orientation = info.orientation;
   if (format == ImageFormat::jpeg) {
     decoded.pixels = decode_jpeg_turbo(bytes, info, options, decoded);
+  } else if (format == ImageFormat::png) {
+    decoded.pixels = decode_png(bytes, options);
   } else {
     decoded.pixels = decode_opencv(bytes, format, options);
     if (format == ImageFormat::tiff && opencv_applies_tiff_orientation()) orientation = 1;

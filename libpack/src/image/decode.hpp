@@ -5,18 +5,19 @@
 // and so is a file whose header cannot be read.
 //
 // JPEG (baseline, progressive, gray, CMYK and YCCK) goes through TurboJPEG,
-// decoding at the smallest DCT scale (5/8, 1/2, 3/8, 1/4, 1/8) that
+// decoding at the smallest DCT scale of DecodeOptions::dct_scales that
 // still yields at least the size the caller needs, which skips most of the
 // IDCT, colour conversion and resize work for large photos. CMYK and YCCK are
 // decoded to CMYK and converted to RGB the way OpenCV and Photoshop do
 // (Adobe's inverted ink values: R = (255-C)(255-K)/255, in OpenCV's integer
-// form), so the pixels match OpenCV's own decode. Every other format goes
-// through OpenCV's imgcodecs (PNG, BMP, TIFF, WebP, PNM; GIF only where the
-// OpenCV build reads it). On every path the EXIF orientation is applied once
-// (JPEG APP1, PNG eXIf, WebP EXIF, the TIFF Orientation tag), samples deeper
-// than 8 bits are scaled to 8 (16-bit v -> round(v/257)), palettes are
-// expanded and alpha (RGBA, gray+alpha, palette transparency) is composited
-// over DecodeOptions::fill.
+// form), so the pixels match OpenCV's own decode. PNG goes through libpng as
+// OpenCV reads it (png_read.hpp), without loading OpenCV's image codecs.
+// Every other format goes through OpenCV's imgcodecs (BMP, TIFF, WebP, PNM;
+// GIF only where the OpenCV build reads it). On every path the EXIF
+// orientation is applied once (JPEG APP1, PNG eXIf, WebP EXIF, the TIFF
+// Orientation tag), samples deeper than 8 bits are scaled to 8 (16-bit v ->
+// round(v/257)), palettes are expanded and alpha (RGBA, gray+alpha, palette
+// transparency) is composited over DecodeOptions::fill.
 //
 // decode_image() is safe to call from many threads at once.
 #pragma once

@@ -1,7 +1,5 @@
 #include "masks/mask_decode.hpp"
 
-#include <png.h>
-
 #include <algorithm>
 #include <charconv>
 #include <csetjmp>
@@ -14,6 +12,7 @@
 #include "image/codecs.hpp"
 #include "image/decode.hpp"
 #include "image/image_probe.hpp"
+#include "image/png_read.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "inputs/csv.hpp"
@@ -129,53 +128,6 @@ cv::Mat labels_from(const Samples& s, const MaskColors* colors) {
 
 // ------------------------------------------------------------ PNG (libpng)
 
-// What the libpng callbacks share with the decoding function. Plain data:
-// libpng reports errors by longjmp, which must not skip any destructor.
-struct PngInput {
-  const uint8_t* data = nullptr;
-  std::size_t size = 0;
-  std::size_t position = 0;
-  char message[256] = {};
-};
-
-void png_read_bytes(png_structp png, png_bytep out, png_size_t length) {
-  auto* input = static_cast<PngInput*>(png_get_io_ptr(png));
-  if (length > input->size - input->position) png_error(png, "truncated");
-  std::memcpy(out, input->data + input->position, length);
-  input->position += length;
-}
-
-[[noreturn]] void png_on_error(png_structp png, png_const_charp message) {
-  auto* input = static_cast<PngInput*>(png_get_error_ptr(png));
-  std::snprintf(input->message, sizeof input->message, "%s", message);
-  png_longjmp(png, 1);
-}
-
-void png_on_warning(png_structp, png_const_charp) {}
-
-// Destroys libpng's read and info structures.
-class PngReadStruct {
- public:
-  explicit PngReadStruct(PngInput& input)
-      : png_(png_create_read_struct(PNG_LIBPNG_VER_STRING, &input, png_on_error, png_on_warning)) {
-    if (png_ == nullptr) throw std::bad_alloc();
-    info_ = png_create_info_struct(png_);
-    if (info_ == nullptr) {
-      png_destroy_read_struct(&png_, nullptr, nullptr);
-      throw std::bad_alloc();
-    }
-  }
-  ~PngReadStruct() { png_destroy_read_struct(&png_, &info_, nullptr); }
-  PngReadStruct(const PngReadStruct&) = delete;
-  PngReadStruct& operator=(const PngReadStruct&) = delete;
-  png_structp png() const { return png_; }
-  png_infop info() const { return info_; }
-
- private:
-  png_structp png_ = nullptr;
-  png_infop info_ = nullptr;
-};
-
 cv::Mat decode_png_mask(std::span<const uint8_t> bytes, const MaskColors* colors,
                         uint64_t max_pixels) {
   PngInput input;
@@ -183,7 +135,7 @@ cv::Mat decode_png_mask(std::span<const uint8_t> bytes, const MaskColors* colors
   input.size = bytes.size();
   // Everything with a destructor lives from before setjmp: a longjmp back
   // here skips no destructor.
-  PngReadStruct reader(input);
+  PngReader reader(input);
   std::vector<uint8_t> pixels;
   std::vector<png_bytep> rows;
   png_structp png = reader.png();
@@ -192,7 +144,6 @@ cv::Mat decode_png_mask(std::span<const uint8_t> bytes, const MaskColors* colors
   if (setjmp(png_jmpbuf(png))) {
     throw DecodeError(std::string("not a readable PNG mask: ") + input.message);
   }
-  png_set_read_fn(png, &input, png_read_bytes);
   png_read_info(png, info);
   const png_uint_32 width = png_get_image_width(png, info);
   const png_uint_32 height = png_get_image_height(png, info);
