@@ -92,6 +92,18 @@ void ConversionPipeline::run(tbb::task_arena& arena, uint64_t first, uint64_t sk
   status_.skipped = skipped_before;
   progress_ = &progress;
   start_ = Clock::now();
+  // Files worth asking for ahead: any whose decode costs far more than the
+  // open and close a hint costs (the size is the scan's; 0 where unknown).
+  constexpr uint64_t kReadAheadBytes = uint64_t{32} << 10;
+  ReadAhead read_ahead(
+      [this](uint64_t position) {
+        const SourceSample& sample = plan_.list.samples[plan_.order[position]];
+        if (sample.file_size != 0 && sample.file_size < kReadAheadBytes)
+          return std::filesystem::path();
+        return options_.src / sample.path;
+      },
+      first, plan_.order.size(), slots_.size() * 2 + 16);
+  read_ahead_ = &read_ahead;
   tsan::ForkJoin region;  // joins before the slots go, also on an exception
   arena.execute([&] {
     const auto filters =
@@ -126,6 +138,7 @@ InputSlot* ConversionPipeline::next_input(tbb::flow_control& fc) {
     fc.stop();
     return nullptr;
   }
+  read_ahead_->taken(next_);
   InputSlot* slot = &slots_[next_ % slots_.size()];
   tsan::Handoff item(slot);
   slot->position = next_;

@@ -17,6 +17,7 @@
 
 #include "conversion/conversion_plan.hpp"
 #include "conversion/convert_journal.hpp"
+#include "conversion/read_ahead.hpp"
 #include "conversion/shard_writer.hpp"
 #include "imgpack/convert.hpp"
 #include "imgpack/error.hpp"
@@ -53,7 +54,8 @@ void check_skip_limit(const ConvertOptions& options, const ConversionPlan& plan,
                       const std::vector<SkippedInput>& skipped);
 
 // The oneTBB pipeline over the inputs still to convert: a serial source hands
-// out the write positions in order, parallel workers read and render each
+// out the write positions in order (and lets ReadAhead ask for the files of
+// the next ones), parallel workers read and render each
 // input into its slot, a serial sink adds the sample to `index` (its id the
 // next row of the sample table) and writes its records in write order, or
 // records the input as skipped in result.skipped. Memory is bounded by the
@@ -94,6 +96,7 @@ class ConversionPipeline {
   std::vector<InputSlot> slots_;  // reused round-robin: nothing allocated per input
 
   std::size_t next_ = 0;                                            // serial source's
+  ReadAhead* read_ahead_ = nullptr;                                 // run()'s, for the source
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> source_sizes_;  // the sink's
   ConvertProgress status_;
   const ProgressFn* progress_ = nullptr;
