@@ -104,6 +104,10 @@ void ConversionPipeline::run(tbb::task_arena& arena, uint64_t first, uint64_t sk
       },
       first, plan_.order.size(), slots_.size() * 2 + 16);
   read_ahead_ = &read_ahead;
+  struct Forget {  // the source's pointer goes with the object, also on an exception
+    ReadAhead*& pointer;
+    ~Forget() { pointer = nullptr; }
+  } forget{read_ahead_};
   tsan::ForkJoin region;  // joins before the slots go, also on an exception
   arena.execute([&] {
     const auto filters =
