@@ -143,6 +143,13 @@ cv::Mat decode_jpeg_turbo(std::span<const uint8_t> bytes, const ImageInfo& info,
   check_turbo_call(
       tjDecompressHeader3(tj, bytes.data(), size, &width, &height, &subsamp, &colorspace), tj,
       "corrupt JPEG header: ");
+  // The pixel limit was checked against the probe's frame header; decode
+  // only the frame it described.
+  if (static_cast<uint32_t>(width) != info.width || static_cast<uint32_t>(height) != info.height) {
+    throw DecodeError("corrupt JPEG: frame headers disagree (" + std::to_string(info.width) + "x" +
+                      std::to_string(info.height) + " and " + std::to_string(width) + "x" +
+                      std::to_string(height) + ")");
+  }
   tj = ThreadDecompressor::get();  // a fresh one if the header left a warning
   // The caller's minimum is upright; the JPEG is stored before orientation.
   uint32_t min_w = info.transposed() ? options.min_height : options.min_width;

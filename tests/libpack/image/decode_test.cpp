@@ -431,6 +431,26 @@ TEST(DecodeTest, DecompressionBombsAreRejectedFromTheHeader) {
   }
 }
 
+// The pixel limit is checked against the header the caller probed; a JPEG
+// whose frame is another size than that header said is refused before it is
+// decoded, so no limit can be passed by a header the probe read otherwise.
+TEST(DecodeTest, AJpegIsDecodedOnlyAsTheSizeItsProbedHeaderSaid) {
+  const std::string jpeg = encode_image(".jpg", make_rgb_image(64, 48, 3));
+  const std::optional<ImageInfo> probed = probe_image(as_bytes(jpeg));
+  ASSERT_TRUE(probed);
+  EXPECT_EQ(decode_image(as_bytes(jpeg), *probed, {}).pixels.size(), cv::Size(64, 48));
+  ImageInfo stale = *probed;
+  stale.width = 32;
+  try {
+    decode_image(as_bytes(jpeg), stale, {});
+    ADD_FAILURE() << "a frame of another size than its probed header was decoded";
+  } catch (const DecodeError& e) {
+    EXPECT_NE(std::string(e.what()).find("frame headers disagree (32x48 and 64x48)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The same bombs in a child process whose address space is capped far below
 // their declared size (60000 x 60000 x 3 = 10.8 GB): rejection must come
 // without trying to allocate. The child first proves the cap is real.
