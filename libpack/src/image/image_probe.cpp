@@ -164,7 +164,7 @@ std::optional<ImageInfo> probe_png(std::span<const uint8_t> b) {
     const uint8_t* type = &b[pos + 4];
     if (std::memcmp(type, "IEND", 4) == 0) break;
     if (std::memcmp(type, "eXIf", 4) == 0 && length <= b.size() - pos - 8) {
-      info.orientation = orientation_of_exif_payload({&b[pos + 8], length});
+      info.orientation = orientation_of_exif_payload(b.subspan(pos + 8, length));
       break;
     }
     if (length > b.size()) break;
@@ -233,7 +233,7 @@ std::optional<ImageInfo> probe_webp(std::span<const uint8_t> b) {
       const uint64_t size = le32(&b[pos + 4]);
       if (size > b.size() - pos - 8) break;
       if (std::memcmp(&b[pos], "EXIF", 4) == 0) {
-        result->orientation = orientation_of_exif_payload({&b[pos + 8], size});
+        result->orientation = orientation_of_exif_payload(b.subspan(pos + 8, size));
         break;
       }
       pos += 8 + size + (size & 1);

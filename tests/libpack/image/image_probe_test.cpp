@@ -137,6 +137,30 @@ TEST(ImageProbeTest, PngExifAfterImageDataAndExifBlocks) {
   EXPECT_EQ(exif_orientation(as_bytes(test::exif_block(9))), 1);  // out of range
 }
 
+// An empty EXIF chunk that ends the file (found by image_decode_fuzzer): its
+// payload starts one past the last byte and is never indexed there.
+TEST(ImageProbeTest, AnEmptyExifChunkAtTheEndOfTheFileIsNoOrientation) {
+  const cv::Mat rgb = make_rgb_image(24, 20, 6);
+  const std::string png = encode_image(".png", rgb);
+  const std::string png_cut = png.substr(0, 33) + std::string("\0\0\0\0eXIf", 8);
+  const std::vector<uint8_t> png_exact(png_cut.begin(), png_cut.end());
+  std::optional<ImageInfo> info = probe_image(png_exact);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->width, 24u);
+  EXPECT_EQ(info->orientation, 1);
+
+  const std::string webp =
+      test::webp_with_exif(encode_image(".webp", rgb, {cv::IMWRITE_WEBP_QUALITY, 101}), 24, 20, 6);
+  const std::size_t exif = webp.rfind("EXIF");
+  ASSERT_NE(exif, std::string::npos);
+  const std::string webp_cut = webp.substr(0, exif) + std::string("EXIF\0\0\0\0", 8);
+  const std::vector<uint8_t> webp_exact(webp_cut.begin(), webp_cut.end());
+  info = probe_image(webp_exact);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->width, 24u);
+  EXPECT_EQ(info->orientation, 1);
+}
+
 TEST(ImageProbeTest, BombHeadersOfEveryFormatDeclareTheirSize) {
   for (const char* kind : {"jpeg", "png", "bmp", "tiff", "bigtiff", "webp", "gif", "pnm", "pam"}) {
     SCOPED_TRACE(kind);
