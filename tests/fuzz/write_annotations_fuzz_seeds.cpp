@@ -1,0 +1,73 @@
+// Writes the seed corpus of annotations_fuzzer into OUT_DIR: valid texts of
+// each reader (a quoted CSV with a BOM and CRLF; COCO files with keypoints,
+// crowd boxes and polygons, matched by path and by bare name; YOLO boxes and
+// pose lines; flip maps by name and index), each behind its selector byte.
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::pair<char, std::string>>& seeds() {
+  static const std::vector<std::pair<char, std::string>> all = {
+      {0, "path,label,group\nc0/a.jpg,cat,p1\nc1/b.jpg,dog,p2\n"},
+      {0, "\xEF\xBB\xBFpath,\"label, quoted\"\r\n\"c0/a \"\"1\"\".jpg\",\"multi\nline\"\r\n\r\n"},
+      {0, "img,classname,subject\n img_1.jpg , c0 ,p002\nimg_2.jpg,c1,\n"},
+      {1, R"({"categories": [{"id": 7, "name": "dog"}, {"id": 3, "name": "cat"}],
+ "images": [{"id": 1, "file_name": "a/x.jpg", "width": 640, "height": 480},
+            {"id": 2, "file_name": "y.jpg", "width": 100, "height": 50}],
+ "annotations": [
+  {"id": 10, "image_id": 1, "category_id": 7, "bbox": [64, 48, 128, 96], "iscrowd": 0},
+  {"id": 11, "image_id": 2, "category_id": 3, "bbox": [0, 0, 320, 240], "iscrowd": 1}]})"},
+      {1, R"({"categories": [
+  {"id": 5, "name": "person", "keypoints": ["nose", "left_eye", "right_eye"],
+   "skeleton": [[1, 2]]}, {"id": 1, "name": "ball"}],
+ "images": [{"id": 9, "file_name": "a/x.jpg", "width": 200, "height": 100},
+            {"id": 4, "file_name": "b/missing.jpg", "width": 10, "height": 10}],
+ "annotations": [
+  {"image_id": 9, "category_id": 5, "segmentation": [[1, 2, 3, 4, 5, 6]],
+   "bbox": [20, 10, 100, 50], "keypoints": [100, 50, 2, 40, 20, 1, 0, 0, 0]},
+  {"image_id": 9, "category_id": 1, "segmentation": {"counts": [1, 2], "size": [100, 200]},
+   "bbox": [0, 0, 10, 10]}]})"},
+      {2, "0 0.5 0.5 0.2 0.3\n1 0.1 0.9 0.05 0.1\n"},
+      {2, "0 0.5 0.5 0.4 0.4 0.5 0.4 2 0.45 0.35 1 0.55 0.35 0\r\n\r\n"},
+      {2, "3 1.0005 -0.0005 0.1 0.1\n"},
+      {3, "left_eye:right_eye,LeftHand:RightHand"},
+      {3, "1:2, 3 : 4"},
+  };
+  return all;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+    return 2;
+  }
+  try {
+    const fs::path out_dir = argv[1];
+    fs::create_directories(out_dir);
+    for (std::size_t i = 0; i < seeds().size(); ++i) {
+      const auto& [reader, text] = seeds()[i];
+      const fs::path path =
+          out_dir / ("seed-" + std::to_string(int{reader}) + "-" + std::to_string(i));
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(&reader, 1);
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      if (!out) throw std::runtime_error("cannot write " + path.string());
+    }
+    std::printf("%zu seeds in %s\n", seeds().size(), out_dir.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "write_annotations_fuzz_seeds: %s\n", e.what());
+    return 1;
+  }
+}
