@@ -1,9 +1,11 @@
 // Writes the seed corpus of image_decode_fuzzer into OUT_DIR: small valid
 // files of every layout the JPEG and PNG paths take (baseline, progressive,
 // gray and CMYK JPEG, EXIF orientations; PNG of every colour type and bit
-// depth, palettes with transparency, 16-bit samples, eXIf), and headers that
-// declare too many pixels, each once per call of the fuzzer (its selector
-// byte, then the file).
+// depth, palettes with transparency, 16-bit samples, eXIf), files of the
+// other formats for the probe (TIFF and BigTIFF with orientations, WebP with
+// EXIF, BMP, PNM), and headers of every format that declare too many
+// pixels, each once per call of the fuzzer (its selector byte, then the
+// file).
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -43,6 +45,18 @@ std::vector<std::pair<std::string, std::string>> seed_files() {
       {"bomb.jpg", imgpack::test::bomb_header("jpeg", 40000, 40000)},
       {"bomb.png", imgpack::test::bomb_header("png", 40000, 40000)},
   };
+  // The other formats are probed only (their decoders are OpenCV's).
+  files.emplace_back("orientation6.tif", imgpack::test::tiff_rgb(rgb, 6));
+  files.emplace_back("big.tif", imgpack::test::tiff_rgb(rgb, 3, true, true));
+  files.emplace_back("exif5.webp",
+                     imgpack::test::webp_with_exif(
+                         encode_image(".webp", rgb, {cv::IMWRITE_WEBP_QUALITY, 101}), 24, 20, 5));
+  files.emplace_back("rgb.bmp", encode_image(".bmp", rgb));
+  files.emplace_back("rgb.ppm", encode_image(".ppm", rgb));
+  for (const char* kind :
+       {"bmp", "tiff", "bigtiff", "webp", "webp-vp8", "webp-vp8l", "gif", "pnm", "pam"}) {
+    files.emplace_back(std::string("bomb-") + kind, imgpack::test::bomb_header(kind, 40000, 30000));
+  }
   cv::Mat cmyk(20, 24, CV_8UC4);
   cv::randu(cmyk, 0, 256);
   files.emplace_back("ycck.jpg", imgpack::test::cmyk_jpeg(cmyk, 85));
