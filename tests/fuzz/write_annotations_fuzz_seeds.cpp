@@ -2,20 +2,15 @@
 // each reader (a quoted CSV with a BOM and CRLF; COCO files with keypoints,
 // crowd boxes and polygons, matched by path and by bare name; YOLO boxes and
 // pose lines; flip maps by name and index), each behind its selector byte.
-#include <cstdio>
-#include <exception>
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace fs = std::filesystem;
+#include "fuzz_seeds.hpp"
 
 namespace {
 
-const std::vector<std::pair<char, std::string>>& seeds() {
+const std::vector<std::pair<char, std::string>>& seeds_of_each_reader() {
   static const std::vector<std::pair<char, std::string>> all = {
       {0, "path,label,group\nc0/a.jpg,cat,p1\nc1/b.jpg,dog,p2\n"},
       {0, "\xEF\xBB\xBFpath,\"label, quoted\"\r\n\"c0/a \"\"1\"\".jpg\",\"multi\nline\"\r\n\r\n"},
@@ -48,26 +43,7 @@ const std::vector<std::pair<char, std::string>>& seeds() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
-    return 2;
-  }
-  try {
-    const fs::path out_dir = argv[1];
-    fs::create_directories(out_dir);
-    for (std::size_t i = 0; i < seeds().size(); ++i) {
-      const auto& [reader, text] = seeds()[i];
-      const fs::path path =
-          out_dir / ("seed-" + std::to_string(int{reader}) + "-" + std::to_string(i));
-      std::ofstream out(path, std::ios::binary | std::ios::trunc);
-      out.write(&reader, 1);
-      out.write(text.data(), static_cast<std::streamsize>(text.size()));
-      if (!out) throw std::runtime_error("cannot write " + path.string());
-    }
-    std::printf("%zu seeds in %s\n", seeds().size(), out_dir.c_str());
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "write_annotations_fuzz_seeds: %s\n", e.what());
-    return 1;
-  }
+  return imgpack::fuzz::seeds_main(argc, argv, "write_annotations_fuzz_seeds", [](auto& seeds) {
+    for (const auto& [reader, text] : seeds_of_each_reader()) seeds.write(reader, text);
+  });
 }

@@ -10,19 +10,14 @@
 #include <opencv2/imgproc.hpp>
 
 #include <cstdint>
-#include <cstdio>
-#include <exception>
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "fuzz_seeds.hpp"
 #include "image_fixtures.hpp"
 #include "test_support.hpp"
 
-namespace fs = std::filesystem;
 using imgpack::test::encode_image;
 
 namespace {
@@ -87,27 +82,9 @@ std::vector<std::pair<std::string, std::string>> seed_files() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
-    return 2;
-  }
-  try {
-    const fs::path out_dir = argv[1];
-    fs::create_directories(out_dir);
-    const auto files = seed_files();
-    for (const auto& [name, bytes] : files) {
-      for (char call = 0; call < 4; ++call) {
-        const fs::path path = out_dir / ("seed-" + std::to_string(call) + "-" + name);
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        out.write(&call, 1);
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        if (!out) throw std::runtime_error("cannot write " + path.string());
-      }
+  return imgpack::fuzz::seeds_main(argc, argv, "write_decode_fuzz_seeds", [](auto& seeds) {
+    for (const auto& [name, bytes] : seed_files()) {
+      for (char call = 0; call < 4; ++call) seeds.write(call, bytes, name);
     }
-    std::printf("%zu seeds in %s\n", files.size() * 4, out_dir.c_str());
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "write_decode_fuzz_seeds: %s\n", e.what());
-    return 1;
-  }
+  });
 }
