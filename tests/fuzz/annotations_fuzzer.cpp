@@ -1,18 +1,23 @@
-// libFuzzer target for the text a conversion reads beside its images: CSV
-// lists, COCO-style JSON, YOLO label files and keypoint flip maps.
+// libFuzzer target for the text imgpack reads beside images and datasets:
+// CSV lists, COCO-style JSON, YOLO label files, keypoint flip maps, mask
+// colour tables and imported splits.
 //
 // Input: byte 0 selects the reader, the rest is the text:
 //   0  parse_csv
 //   1  a COCO file, attached to a listing of two images (attach_boxes)
 //   2  the YOLO label file of the first of them (attach_boxes)
 //   3  a keypoint flip map over five named keypoints (keypoint_flip_table)
+//   4  a mask colour table (MaskColors::read)
+//   5  a split made elsewhere, imported into a dataset of 12 samples and
+//      extended over those it does not list (import_split_extended)
 // UsageError is the documented answer to a malformed file (imgpack::Error
 // for one that cannot be read); a sample whose annotations cannot be used
 // gets a box_problem. Any other exception, a crash, a sanitizer report or a
 // hang is a bug, and so is a result that breaks its contract: every CSV
 // record as wide as the header; boxes normalised to [0, 1] with x0 <= x1
 // and y0 <= y1, of a known class; K keypoint triples per box, their flip
-// table a pairing of the K.
+// table a pairing of the K; colours that map to the labels read; a split
+// of at least two folds, each sample in one of them or the test set.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -25,10 +30,13 @@
 #include <string_view>
 #include <vector>
 
+#include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/split.hpp"
 #include "inputs/boxes_input.hpp"
 #include "inputs/csv.hpp"
 #include "inputs/scan.hpp"
+#include "masks/mask_decode.hpp"
 
 namespace fs = std::filesystem;
 
@@ -112,6 +120,36 @@ void check_boxes(const imgpack::SourceList& list) {
   }
 }
 
+// Samples c<i%3>/s<i>.jpg, labels i % 3, groups i % 4.
+const imgpack::DatasetIndex& twelve_samples() {
+  static const imgpack::DatasetIndex index = [] {
+    imgpack::DatasetIndex built;
+    built.class_names = {"c0", "c1", "c2"};
+    built.group_names = {"g0", "g1", "g2", "g3"};
+    for (int i = 0; i < 12; ++i) {
+      built.sample_path.push_back("c" + std::to_string(i % 3) + "/s" + std::to_string(i) + ".jpg");
+      built.sample_label.push_back(i % 3);
+      built.sample_group.push_back(i % 4);
+    }
+    return built;
+  }();
+  return index;
+}
+
+void check_split(const imgpack::Split& split, uint64_t samples) {
+  if (split.folds < 2) fail("a split of fewer than two folds");
+  if (split.assign.size() != samples) fail("a split that does not assign every sample");
+  std::vector<bool> used(static_cast<std::size_t>(split.folds), false);
+  for (std::size_t s = 0; s < split.assign.size(); ++s) {
+    const int16_t fold = split.assign[s];
+    if (fold < -1 || fold >= split.folds) fail("a sample assigned to no fold of the split");
+    if (fold >= 0) used[static_cast<std::size_t>(fold)] = true;
+  }
+  for (const bool fold_used : used) {
+    if (!fold_used) fail("an empty fold");
+  }
+}
+
 void read(std::string_view text, int reader) {
   switch (reader) {
     case 0: {
@@ -143,10 +181,28 @@ void read(std::string_view text, int reader) {
       check_boxes(list);
       return;
     }
-    default: {
+    case 3: {
       const std::vector<std::string> names = {"nose", "left_eye", "right_eye", "LeftHand",
                                               "RightHand"};
       check_flip(imgpack::keypoint_flip_table(names, std::string(text)), names.size());
+      return;
+    }
+    case 4: {
+      source_dir();
+      const fs::path csv = g_root / "colors.csv";
+      write_file(csv, text);
+      const imgpack::MaskColors colors = imgpack::MaskColors::read(csv);
+      if (colors.empty()) fail("a colour table without colours was accepted");
+      return;
+    }
+    default: {
+      source_dir();
+      const fs::path csv = g_root / "split.csv";
+      write_file(csv, text);
+      const imgpack::DatasetIndex& index = twelve_samples();
+      const imgpack::ExtendedImport imported =
+          imgpack::import_split_extended(index, csv, {}, "imported", "");
+      check_split(imported.split, index.num_samples());
       return;
     }
   }
@@ -156,7 +212,7 @@ void read(std::string_view text, int reader) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
-  const int reader = data[0] % 4;
+  const int reader = data[0] % 6;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     read(text, reader);

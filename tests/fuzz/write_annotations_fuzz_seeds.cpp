@@ -1,7 +1,8 @@
 // Writes the seed corpus of annotations_fuzzer into OUT_DIR: valid texts of
 // each reader (a quoted CSV with a BOM and CRLF; COCO files with keypoints,
 // crowd boxes and polygons, matched by path and by bare name; YOLO boxes and
-// pose lines; flip maps by name and index), each behind its selector byte.
+// pose lines; flip maps by name and index; mask colour tables; imported
+// splits), each behind its selector byte.
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,10 @@ const std::vector<std::pair<char, std::string>>& seeds_of_each_reader() {
       {2, "3 1.0005 -0.0005 0.1 0.1\n"},
       {3, "left_eye:right_eye,LeftHand:RightHand"},
       {3, "1:2, 3 : 4"},
+      {4, "r,g,b,label,name\n0,0,0,0,background\n255,0,0,1,road\n0,0,255,2,sky\n"},
+      {4, "label,b,g,r\r\n7,1,2,3\r\n"},
+      {5, "path,fold\nc0/s0.jpg,0\nc1/s1.jpg,1\nc2/s2.jpg,-1\nc0/s3.jpg,1\nc1/s4.jpg,0\n"},
+      {5, "fold,path,extra\n2,c0/s0.jpg,x\n1,c1/s1.jpg,\n0,c2/s2.jpg,y\n"},
   };
   return all;
 }
