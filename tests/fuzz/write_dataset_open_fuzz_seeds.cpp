@@ -8,7 +8,7 @@
 #include "fuzz_seeds.hpp"
 
 int main(int argc, char** argv) {
-  return imgpack::fuzz::seeds_main(argc, argv, "write_fuzz_seeds", [&](auto& seeds) {
+  return imgpack::fuzz::seeds_main(argc, argv, "write_dataset_open_fuzz_seeds", [&](auto& seeds) {
     const std::filesystem::path work = std::filesystem::path(argv[1]) / ".datasets";
     std::filesystem::remove_all(work);
     const auto files = imgpack::fuzz::write_fuzz_datasets(work);

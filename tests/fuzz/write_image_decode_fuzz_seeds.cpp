@@ -82,7 +82,7 @@ std::vector<std::pair<std::string, std::string>> seed_files() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return imgpack::fuzz::seeds_main(argc, argv, "write_decode_fuzz_seeds", [](auto& seeds) {
+  return imgpack::fuzz::seeds_main(argc, argv, "write_image_decode_fuzz_seeds", [](auto& seeds) {
     for (const auto& [name, bytes] : seed_files()) {
       for (char call = 0; call < 4; ++call) seeds.write(call, bytes, name);
     }
