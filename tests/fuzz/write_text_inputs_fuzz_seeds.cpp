@@ -1,15 +1,43 @@
-// Writes the seed corpus of annotations_fuzzer into OUT_DIR: valid texts of
+// Writes the seed corpus of text_inputs_fuzzer into OUT_DIR: valid texts of
 // each reader (a quoted CSV with a BOM and CRLF; COCO files with keypoints,
 // crowd boxes and polygons, matched by path and by bare name; YOLO boxes and
 // pose lines; flip maps by name and index; mask colour tables; imported
-// splits), each behind its selector byte.
+// splits; a conversion's journal, whole and with its last line torn), each
+// behind its selector byte.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "conversion/convert_journal.hpp"
 #include "fuzz_seeds.hpp"
 
+namespace fs = std::filesystem;
+
 namespace {
+
+// A journal as a conversion writes it: its header, then a line per
+// committed shard (`torn`: the last one cut short, as a crash leaves it).
+std::string journal_text(bool torn) {
+  const fs::path dir = fs::temp_directory_path() / "imgpack-text-inputs-seeds";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    imgpack::ConvertJournal journal = imgpack::ConvertJournal::create(dir, "5e7a-uuid", 40);
+    journal.append({0, "shard-00000.h5", 16, 17, {{3, "corrupt JPEG"}}, 0x1234});
+    journal.append({1, "shard-00001.h5", 16, 33, {}, std::nullopt});
+  }
+  std::ifstream in(dir / imgpack::kJournalFile, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove_all(dir);
+  if (text.empty()) throw std::runtime_error("no journal written");
+  if (torn) text.resize(text.size() - 7);
+  return text;
+}
 
 const std::vector<std::pair<char, std::string>>& seeds_of_each_reader() {
   static const std::vector<std::pair<char, std::string>> all = {
@@ -41,6 +69,8 @@ const std::vector<std::pair<char, std::string>>& seeds_of_each_reader() {
       {4, "label,b,g,r\r\n7,1,2,3\r\n"},
       {5, "path,fold\nc0/s0.jpg,0\nc1/s1.jpg,1\nc2/s2.jpg,-1\nc0/s3.jpg,1\nc1/s4.jpg,0\n"},
       {5, "fold,path,extra\n2,c0/s0.jpg,x\n1,c1/s1.jpg,\n0,c2/s2.jpg,y\n"},
+      {6, journal_text(false)},
+      {6, journal_text(true)},
   };
   return all;
 }
@@ -48,7 +78,7 @@ const std::vector<std::pair<char, std::string>>& seeds_of_each_reader() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return imgpack::fuzz::seeds_main(argc, argv, "write_annotations_fuzz_seeds", [](auto& seeds) {
+  return imgpack::fuzz::seeds_main(argc, argv, "write_text_inputs_fuzz_seeds", [](auto& seeds) {
     for (const auto& [reader, text] : seeds_of_each_reader()) seeds.write(reader, text);
   });
 }

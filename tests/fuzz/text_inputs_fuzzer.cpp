@@ -1,6 +1,7 @@
 // libFuzzer target for the text imgpack reads beside images and datasets:
 // CSV lists, COCO-style JSON, YOLO label files, keypoint flip maps, mask
-// colour tables and imported splits.
+// colour tables, imported splits and the journal of an interrupted
+// conversion.
 //
 // Input: byte 0 selects the reader, the rest is the text:
 //   0  parse_csv
@@ -10,6 +11,7 @@
 //   4  a mask colour table (MaskColors::read)
 //   5  a split made elsewhere, imported into a dataset of 12 samples and
 //      extended over those it does not list (import_split_extended)
+//   6  OUT/convert.journal, read as `convert --resume` reads it
 // UsageError is the documented answer to a malformed file (imgpack::Error
 // for one that cannot be read); a sample whose annotations cannot be used
 // gets a box_problem. Any other exception, a crash, a sanitizer report or a
@@ -17,7 +19,8 @@
 // record as wide as the header; boxes normalised to [0, 1] with x0 <= x1
 // and y0 <= y1, of a known class; K keypoint triples per box, their flip
 // table a pairing of the K; colours that map to the labels read; a split
-// of at least two folds, each sample in one of them or the test set.
+// of at least two folds, each sample in one of them or the test set; a torn
+// journal header with no shards after it.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -26,10 +29,12 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "conversion/convert_journal.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/split.hpp"
@@ -45,7 +50,7 @@ namespace {
 fs::path g_root;
 
 [[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "annotations_fuzzer: %s\n", what);
+  std::fprintf(stderr, "text_inputs_fuzzer: %s\n", what);
   std::abort();
 }
 
@@ -64,7 +69,7 @@ void remove_root() {
 // SRC with two images (empty files: nothing here decodes them).
 fs::path source_dir() {
   if (g_root.empty()) {
-    char pattern[] = "/tmp/imgpack-annotation-fuzz-XXXXXX";
+    char pattern[] = "/tmp/imgpack-text-inputs-fuzz-XXXXXX";
     if (::mkdtemp(pattern) == nullptr) fail("mkdtemp failed");
     g_root = pattern;
     std::atexit(remove_root);
@@ -195,6 +200,14 @@ void read(std::string_view text, int reader) {
       if (colors.empty()) fail("a colour table without colours was accepted");
       return;
     }
+    case 6: {
+      source_dir();
+      write_file(g_root / imgpack::kJournalFile, text);
+      const std::optional<imgpack::JournalState> journal = imgpack::ConvertJournal::read(g_root);
+      if (!journal) fail("a journal that is there was read as none");
+      if (journal->torn_header && !journal->shards.empty()) fail("shards after a torn header");
+      return;
+    }
     default: {
       source_dir();
       const fs::path csv = g_root / "split.csv";
@@ -212,14 +225,14 @@ void read(std::string_view text, int reader) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
-  const int reader = data[0] % 6;
+  const int reader = data[0] % 7;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     read(text, reader);
   } catch (const imgpack::Error&) {
     // UsageError (malformed) or Error (unreadable): the documented answers.
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "annotations_fuzzer: unexpected exception: %s\n", e.what());
+    std::fprintf(stderr, "text_inputs_fuzzer: unexpected exception: %s\n", e.what());
     std::abort();
   }
   return 0;
