@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -18,6 +19,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/growth.hpp"
+#include "sample_lookup.hpp"
 
 namespace imgpack {
 
@@ -161,18 +163,13 @@ void adopt_names(const AppendOptions& request, const ConversionPlan& plan, Sourc
 // dataset holds unchanged is spent on it (no groups, masks or boxes).
 class Listing {
  public:
-  explicit Listing(const DatasetIndex& index) : index_(index) {
-    held_.reserve(index.sample_path.size());
-    for (std::size_t s = 0; s < index.sample_path.size(); ++s) {
-      held_.emplace(index.sample_path[s], s);
-    }
-  }
+  explicit Listing(const DatasetIndex& index) : index_(index), held_(index) {}
 
   // True for an input to convert: new, or changed.
   bool take(const std::string& path, const FileStamp& stamp) {
-    auto it = held_.find(path);
-    if (it == held_.end()) return true;
-    const std::size_t s = it->second;
+    const std::optional<std::size_t> sample = held_.find(path);
+    if (!sample) return true;
+    const std::size_t s = *sample;
     const bool known = index_.has_file_stamps() && index_.sample_mtime[s] != kUnknownMtime;
     if (known && !index_.is_removed(s) &&
         (index_.sample_size[s] != stamp.size || index_.sample_mtime[s] != stamp.mtime_ns)) {
@@ -191,7 +188,7 @@ class Listing {
 
  private:
   const DatasetIndex& index_;
-  std::unordered_map<std::string_view, std::size_t> held_;
+  SampleLookup held_;
   std::vector<std::string> changed_;  // in the scan's order
 };
 

@@ -2,7 +2,6 @@
 // path lists that name them.
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "files.hpp"
@@ -10,6 +9,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/growth.hpp"
 #include "inputs/csv.hpp"
+#include "sample_lookup.hpp"
 
 namespace imgpack {
 
@@ -45,23 +45,21 @@ RemoveResult remove_samples(const fs::path& dataset, std::span<const std::string
                             const std::string& list_name) {
   DatasetChange change = begin_change(dataset, "remove");
   DatasetIndex& index = change.index;
-  std::unordered_map<std::string_view, std::size_t> ids;
-  ids.reserve(index.sample_path.size());
-  for (std::size_t s = 0; s < index.sample_path.size(); ++s) ids.emplace(index.sample_path[s], s);
+  const SampleLookup lookup(index);
   RemoveResult result;
   std::vector<std::size_t> remove;
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    auto it = ids.find(paths[i]);
-    if (it == ids.end()) {
+    const std::optional<std::size_t> sample = lookup.find(paths[i]);
+    if (!sample) {
       throw UsageError(list_name + ": entry " + std::to_string(i + 1) + ", '" + paths[i] +
                        "', is not a sample of " + dataset.string() +
                        " (paths as the dataset names them, relative to the converted folder); "
                        "nothing was removed");
     }
-    if (index.is_removed(it->second)) {
+    if (index.is_removed(*sample)) {
       ++result.already_removed;
     } else {
-      remove.push_back(it->second);
+      remove.push_back(*sample);
     }
   }
   const std::size_t samples = index.num_samples();

@@ -13,6 +13,7 @@
 #include "imgpack/format.hpp"
 #include "imgpack/split.hpp"
 #include "inputs/csv.hpp"
+#include "sample_lookup.hpp"
 #include "split/split_extend.hpp"
 
 namespace imgpack {
@@ -44,9 +45,7 @@ ImportedFolds read_folds(const DatasetIndex& index, const std::filesystem::path&
   const std::size_t path_column = table.require_column(columns.path, file, "SplitImport::path");
   const std::size_t fold_column = table.require_column(columns.fold, file, "SplitImport::fold");
 
-  std::unordered_map<std::string, std::size_t> sample_of;
-  sample_of.reserve(index.num_samples());
-  for (std::size_t i = 0; i < index.num_samples(); ++i) sample_of.emplace(index.sample_path[i], i);
+  const SampleLookup samples(index);
 
   const auto at_line = [&](const CsvRecord& row) {
     return file + ":" + std::to_string(row.line) + ": ";
@@ -58,24 +57,24 @@ ImportedFolds read_folds(const DatasetIndex& index, const std::filesystem::path&
   line_of.assign(index.num_samples(), 0);
   for (const CsvRecord& row : table.rows) {
     const std::string& path = row.fields[path_column];
-    const auto sample = sample_of.find(path);
-    if (sample == sample_of.end()) {
+    const std::optional<std::size_t> sample = samples.find(path);
+    if (!sample) {
       throw UsageError(at_line(row) + "'" + path +
                        "' is not a sample of the dataset (paths are relative to the "
                        "converted folder, as DatasetIndex::sample_path holds them)");
     }
-    if (line_of[sample->second] != 0) {
+    if (line_of[*sample] != 0) {
       throw UsageError(at_line(row) + "'" + path + "' is given twice (first on line " +
-                       std::to_string(line_of[sample->second]) + ")");
+                       std::to_string(line_of[*sample]) + ")");
     }
     const std::optional<int32_t> fold = parse_fold(row.fields[fold_column]);
     if (!fold) {
       throw UsageError(at_line(row) + "fold '" + row.fields[fold_column] +
                        "' is not an integer from -1 (test) to " + std::to_string(kMaxFolds - 1));
     }
-    line_of[sample->second] = row.line;
-    if (index.is_removed(sample->second)) continue;  // in no part, whatever the file says
-    assign[sample->second] = static_cast<int16_t>(*fold);
+    line_of[*sample] = row.line;
+    if (index.is_removed(*sample)) continue;  // in no part, whatever the file says
+    assign[*sample] = static_cast<int16_t>(*fold);
     imported.folds = std::max(imported.folds, *fold + 1);
   }
   // Removed samples need no row: they are in no part.
