@@ -5,11 +5,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 #include "augment_spec.hpp"
 #include "enum_names.hpp"
 #include "imgpack/convert_options.hpp"
 #include "imgpack/error.hpp"
+#include "inputs/json_integer.hpp"
 
 namespace imgpack {
 
@@ -181,16 +183,30 @@ ConvertOptions ConvertOptions::from_json(const std::string& text) {
     const json j = json::parse(text);
     auto take = [&](const json& object, const char* name, auto& value) {
       key = name;
-      if (object.contains(name)) object.at(name).get_to(value);
+      if (!object.contains(name)) return;
+      using T = std::remove_cvref_t<decltype(value)>;
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        value = json_integer<T>(object.at(name));
+      } else {
+        object.at(name).get_to(value);
+      }
     };
     key = "width";
     if (!j.at("width").is_null()) {
-      options.size = {j.at("width").get<uint32_t>(), j.at("height").get<uint32_t>()};
+      const auto width = json_integer<uint32_t>(j.at("width"));
+      key = "height";
+      options.size = {width, json_integer<uint32_t>(j.at("height"))};
     }
     key = "resize";
     options.resize = parse_resize_mode(j.at("resize").get<std::string>());
     key = "fill";
-    options.fill = j.at("fill").get<std::array<uint8_t, 3>>();
+    const json& fill = j.at("fill");
+    if (!fill.is_array() || fill.size() != options.fill.size()) {
+      throw json::type_error::create(302, "expected 3 channel values", &fill);
+    }
+    for (std::size_t c = 0; c < options.fill.size(); ++c) {
+      options.fill[c] = json_integer<uint8_t>(fill[c]);
+    }
     key = "color";
     options.color = parse_color_mode(j.at("color").get<std::string>());
     key = "labels";

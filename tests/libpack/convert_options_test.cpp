@@ -90,6 +90,35 @@ TEST(ConvertOptions, FromJsonGivesBackWhatToJsonWrote) {
   EXPECT_EQ(ConvertOptions::from_json(plain.to_json()).to_json(), plain.to_json());
 }
 
+// A dataset's stored options with numbers the writer never writes (a
+// fraction, a sign, a value beyond the field) are an Error naming the key,
+// never a value cut or wrapped into range.
+TEST(ConvertOptions, FromJsonRefusesNumbersTheFieldCannotHold) {
+  ConvertOptions options;
+  options.size = std::make_pair(64u, 48u);
+  const nlohmann::ordered_json good = nlohmann::ordered_json::parse(options.to_json());
+  const auto refusal = [&](const char* key, const nlohmann::ordered_json& value) {
+    nlohmann::ordered_json j = good;
+    j[key] = value;
+    try {
+      ConvertOptions::from_json(j.dump());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(refusal("width", 8.9e116).find("key 'width'"), std::string::npos);
+  EXPECT_NE(refusal("width", -64).find("key 'width'"), std::string::npos);
+  EXPECT_NE(refusal("variants", 2.5).find("key 'variants'"), std::string::npos);
+  EXPECT_NE(refusal("seed", -1).find("key 'seed'"), std::string::npos);
+  EXPECT_NE(refusal("shard_size", 1e300).find("key 'shard_size'"), std::string::npos);
+  EXPECT_NE(refusal("fill", nlohmann::ordered_json::array({0, 0, 300})).find("key 'fill'"),
+            std::string::npos);
+  EXPECT_NE(refusal("fill", nlohmann::ordered_json::array({0, 0})).find("key 'fill'"),
+            std::string::npos);
+  EXPECT_EQ(refusal("variants", 2), "(accepted)");
+}
+
 // Options stored before dct_scales existed name no set: those datasets were
 // decoded with eighths, and an append to one must decode so too. Their JSON
 // comes back unchanged (the dataset's uuid is derived from it).

@@ -12,6 +12,7 @@
 
 #include "files.hpp"
 #include "imgpack/error.hpp"
+#include "inputs/json_integer.hpp"
 
 namespace imgpack {
 
@@ -110,21 +111,23 @@ std::optional<JournalState> ConvertJournal::read(const fs::path& out_dir) {
     }
     try {
       if (!header) {
-        if (j.value("imgpack_journal", 0) != kJournalVersion) {
+        const auto version = j.find("imgpack_journal");
+        if (version == j.end() || !version->is_number_integer() ||
+            json_integer<int64_t>(*version) != kJournalVersion) {
           throw file_error(path, "not an imgpack conversion journal of version 1");
         }
         state.dataset_uuid = j.at("dataset_uuid").get<std::string>();
-        state.inputs = j.at("inputs").get<uint64_t>();
+        state.inputs = json_integer<uint64_t>(j.at("inputs"));
         header = true;
         continue;
       }
       JournalShard shard;
-      shard.shard = j.at("shard").get<uint32_t>();
+      shard.shard = json_integer<uint32_t>(j.at("shard"));
       shard.file = j.at("file").get<std::string>();
-      shard.records = j.at("records").get<uint64_t>();
-      shard.next_position = j.at("next_position").get<uint64_t>();
+      shard.records = json_integer<uint64_t>(j.at("records"));
+      shard.next_position = json_integer<uint64_t>(j.at("next_position"));
       for (const json& s : j.at("skipped")) {
-        shard.skipped.emplace_back(s.at(0).get<uint64_t>(), s.at(1).get<std::string>());
+        shard.skipped.emplace_back(json_integer<uint64_t>(s.at(0)), s.at(1).get<std::string>());
       }
       if (j.contains("inputs_xxh3")) {
         shard.inputs = parse_hex64(j.at("inputs_xxh3").get<std::string>());

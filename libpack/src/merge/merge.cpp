@@ -23,6 +23,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/split.hpp"
+#include "inputs/json_integer.hpp"
 #include "merge/merge_check.hpp"
 #include "merge/merge_plan.hpp"
 
@@ -107,7 +108,7 @@ void move_shard(const fs::path& out, const ShardMove& move) {
 void compute_splits(DatasetIndex& index, std::vector<std::string>& warnings) {
   const json options = json::parse(index.convert_options);
   if (!options.contains("splits")) return;
-  const auto seed = options.at("seed").get<uint64_t>();
+  const auto seed = json_integer<uint64_t>(options.at("seed"));
   for (const json& text : options.at("splits")) {
     const NamedSplitSpec split = parse_split_option(text.get<std::string>(), seed);
     try {
@@ -119,6 +120,16 @@ void compute_splits(DatasetIndex& index, std::vector<std::string>& warnings) {
   }
 }
 
+// A field of a part's report where it has the kind asked for, else
+// `otherwise`: a report is informational, and one a part's run left damaged
+// must not stop a merge whose shards have moved already.
+json report_field(const json& report, const char* name, json::value_t kind, json otherwise) {
+  const auto it = report.find(name);
+  if (it == report.end()) return otherwise;
+  const bool number = kind == json::value_t::number_float && it->is_number();
+  return number || it->type() == kind ? *it : otherwise;
+}
+
 // OUT/report.json: the parts' reports summed.
 void write_merged_report(const fs::path& out, const MergePlan& plan, const MergeResult& result) {
   const json first = json::parse(plan.parts.front().report);
@@ -126,18 +137,24 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
   report["imgpack_format"] = format::kIndexVersion;
   report["created_by"] = plan.index.created_by;
   report["dataset_uuid"] = plan.index.uuid;
-  report["source"] = first.value("source", "");
+  report["source"] = report_field(first, "source", json::value_t::string, "");
   report["records"] = result.records;
   report["samples"] = result.samples;
   report["shards"] = result.shards;
-  report["ignored_files"] = first.value("ignored_files", 0);
+  report["ignored_files"] = report_field(first, "ignored_files", json::value_t::number_unsigned, 0);
   json skipped = json::array();
   json parts = json::array();
   double seconds = 0;
   for (const PartDataset& part : plan.parts) {
     const json part_report = json::parse(part.report);
-    for (const json& s : part_report.value("skipped", json::array())) skipped.push_back(s);
-    const double part_s = part_report.value("timings", json::object()).value("total_s", 0.0);
+    for (const json& s :
+         report_field(part_report, "skipped", json::value_t::array, json::array())) {
+      skipped.push_back(s);
+    }
+    const json timings =
+        report_field(part_report, "timings", json::value_t::object, json::object());
+    const double part_s =
+        report_field(timings, "total_s", json::value_t::number_float, 0.0).get<double>();
     seconds += part_s;
     parts.push_back({{"part", part_name(part.record.part)},
                      {"records", part.index.num_records()},
@@ -146,7 +163,7 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
                      {"total_s", part_s}});
   }
   report["skipped"] = std::move(skipped);
-  report["max_skipped"] = first.value("max_skipped", "");
+  report["max_skipped"] = report_field(first, "max_skipped", json::value_t::string, "");
   report["parts"] = std::move(parts);
   report["timings"] = {{"parts_total_s", seconds}, {"merge_s", result.seconds}};
   json options = first.value("options", json::object());

@@ -11,6 +11,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/merge.hpp"
+#include "inputs/json_integer.hpp"
 
 namespace imgpack {
 
@@ -99,10 +100,11 @@ PartDataset read_part(const fs::path& dir, const ConvertPart& part,
     result.skipped = json::parse(result.report).at("skipped").size();
     const json options = json::parse(result.index.convert_options);
     const json& record = options.at("part");
-    result.record.part = {record.at("index").get<uint32_t>(), record.at("count").get<uint32_t>()};
+    result.record.part = {json_integer<uint32_t>(record.at("index")),
+                          json_integer<uint32_t>(record.at("count"))};
     result.record.fingerprint = record.at("fingerprint").get<std::string>();
-    result.record.listing_inputs = record.at("listing_inputs").get<uint64_t>();
-    result.record.part_inputs = record.at("part_inputs").get<uint64_t>();
+    result.record.listing_inputs = json_integer<uint64_t>(record.at("listing_inputs"));
+    result.record.part_inputs = json_integer<uint64_t>(record.at("part_inputs"));
   } catch (const json::exception& e) {
     throw UsageError(dir.string() + ": not a part of a conversion (its " + format::kIndexFile +
                      " or " + format::kReportFile + " lacks what a part records: " + e.what() +

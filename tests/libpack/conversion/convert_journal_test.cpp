@@ -61,6 +61,39 @@ TEST(ConvertJournal, DamageBeforeTheLastLineIsAnError) {
   EXPECT_THROW(ConvertJournal::read(dir.path()), Error);
 }
 
+// Numbers a journal never holds (a fraction, a sign, a size beyond the
+// field, found by text_inputs_fuzzer) are damage like any other: an Error
+// naming the file and line, or, on a torn last line, that line ignored.
+TEST(ConvertJournal, NumbersNoJournalHoldsAreDamage) {
+  test::TempDir dir;
+  const std::string header = "{\"imgpack_journal\":1,\"dataset_uuid\":\"u\",\"inputs\":3}\n";
+  const auto line = [](const std::string& records) {
+    return "{\"shard\":0,\"file\":\"shard-00000.h5\",\"records\":" + records +
+           ",\"next_position\":3,\"skipped\":[]}";
+  };
+  for (const std::string bad : {"8.9e116", "-1", "2.5", "1e3"}) {
+    SCOPED_TRACE(bad);
+    test::write_bytes(dir / kJournalFile, header + line(bad) + "\n");
+    try {
+      ConvertJournal::read(dir.path());
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(kJournalFile), std::string::npos) << e.what();
+    }
+    test::write_bytes(dir / kJournalFile, header + line(bad));  // torn: no newline
+    const std::optional<JournalState> torn = ConvertJournal::read(dir.path());
+    ASSERT_TRUE(torn);
+    EXPECT_TRUE(torn->shards.empty());
+  }
+  test::write_bytes(dir / kJournalFile,
+                    "{\"imgpack_journal\":1e300,\"dataset_uuid\":\"u\",\"inputs\":3}\n");
+  EXPECT_THROW(ConvertJournal::read(dir.path()), Error);
+  test::write_bytes(dir / kJournalFile,
+                    "{\"imgpack_journal\":1,\"dataset_uuid\":\"u\",\"inputs\":8.9e116}\n");
+  EXPECT_THROW(ConvertJournal::read(dir.path()), Error);
+}
+
 TEST(ConvertJournal, RewriteKeepsAPrefixAndAppendsAfterIt) {
   test::TempDir dir;
   {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <set>
@@ -180,6 +181,28 @@ TEST_F(Merge, PartsWithMasksMergeIntoWhatOneConversionHolds) {
   const auto single = mask_checksums(dir_ / "single");
   EXPECT_EQ(single.size(), 42u);
   EXPECT_EQ(mask_checksums(dir_ / "parts"), single);
+}
+
+// A part's report.json is informational: fields of the wrong kind (a
+// number where text belongs, a number no count holds) are left out of the
+// merged report, never a failure after the shards have moved.
+TEST_F(Merge, AReportWithFieldsOfTheWrongKindDoesNotStopTheMerge) {
+  convert_parts("reports", 2);
+  const fs::path report = dir_ / "reports" / "parts" / "0-of-2" / format::kReportFile;
+  nlohmann::json part = nlohmann::json::parse(test::read_bytes(report));
+  part["source"] = 5;
+  part["ignored_files"] = 8.9e116;
+  part["max_skipped"] = nlohmann::json::array();
+  part["timings"] = "fast";
+  test::write_bytes(report, part.dump());
+  const MergeResult result = merge({dir_ / "reports"});
+  EXPECT_EQ(result.parts, 2u);
+  const nlohmann::json merged =
+      nlohmann::json::parse(test::read_bytes(dir_ / "reports" / format::kReportFile));
+  EXPECT_EQ(merged["source"], "");
+  EXPECT_EQ(merged["ignored_files"], 0);
+  EXPECT_EQ(merged["max_skipped"], "");
+  EXPECT_EQ(merged["parts"][0]["total_s"], 0.0);
 }
 
 TEST_F(Merge, RefusesAMissingPartAndLeavesOutAsItWas) {
