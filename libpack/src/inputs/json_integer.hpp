@@ -1,5 +1,5 @@
-// Whole numbers from JSON read from a file: a journal, a dataset's stored
-// options, a part's record, a COCO file.
+// Whole numbers from JSON read from a file: a conversion's journal, a
+// dataset's stored options, a part's record.
 //
 // nlohmann::json's own get<T>() converts any number without a word: a
 // fraction is cut, a negative number wraps around, and a floating-point
