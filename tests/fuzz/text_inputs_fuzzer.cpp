@@ -125,6 +125,13 @@ void check_boxes(const imgpack::SourceList& list) {
   }
 }
 
+// The boxes `options` gives the two images of SRC, checked.
+void attach_and_check(const imgpack::BoxOptions& options) {
+  imgpack::SourceList list = two_images();
+  imgpack::attach_boxes(list, source_dir(), options);
+  check_boxes(list);
+}
+
 // Samples c<i%3>/s<i>.jpg, labels i % 3, groups i % 4.
 const imgpack::DatasetIndex& twelve_samples() {
   static const imgpack::DatasetIndex index = [] {
@@ -166,24 +173,18 @@ void read(std::string_view text, int reader) {
       return;
     }
     case 1: {
-      const fs::path src = source_dir();
-      const fs::path coco = g_root / "coco.json";
-      write_file(coco, text);
-      imgpack::SourceList list = two_images();
+      source_dir();
       imgpack::BoxOptions options;
-      options.coco = coco;
-      imgpack::attach_boxes(list, src, options);
-      check_boxes(list);
+      options.coco = g_root / "coco.json";
+      write_file(options.coco, text);
+      attach_and_check(options);
       return;
     }
     case 2: {
-      const fs::path src = source_dir();
-      write_file(src / "a" / "x.txt", text);
-      imgpack::SourceList list = two_images();
+      write_file(source_dir() / "a" / "x.txt", text);
       imgpack::BoxOptions options;
       options.yolo = true;
-      imgpack::attach_boxes(list, src, options);
-      check_boxes(list);
+      attach_and_check(options);
       return;
     }
     case 3: {
