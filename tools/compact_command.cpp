@@ -21,10 +21,9 @@ int run_compact(const CompactArgs& args) {
     nlohmann::ordered_json j;
     j["generation"] = result.generation;
     j["shards_rewritten"] = result.shards_rewritten;
+    j["shards_moved"] = result.shards_moved;
     j["shards_dropped"] = result.shards_dropped;
     j["records_dropped"] = result.records_dropped;
-    j["shards_left"] = result.shards_left;
-    j["records_left"] = result.records_left;
     j["dataset"] = args.dataset;
     print_json(j);
   } else if (!args.quiet) {
@@ -34,18 +33,13 @@ int run_compact(const CompactArgs& args) {
     } else {
       std::fprintf(stderr,
                    "%s: generation %llu: dropped %llu records of removed images; %llu shards "
-                   "rewritten, %llu dropped\n",
+                   "rewritten (%llu of them moved into the place of a dropped one), %llu "
+                   "dropped\n",
                    args.dataset.c_str(), static_cast<unsigned long long>(result.generation),
                    static_cast<unsigned long long>(result.records_dropped),
                    static_cast<unsigned long long>(result.shards_rewritten),
+                   static_cast<unsigned long long>(result.shards_moved),
                    static_cast<unsigned long long>(result.shards_dropped));
-    }
-    if (result.shards_left > 0) {
-      std::fprintf(stderr,
-                   "imgpack: note: %llu shards hold only removed images (%llu records) and stay: "
-                   "a shard's place is its number\n",
-                   static_cast<unsigned long long>(result.shards_left),
-                   static_cast<unsigned long long>(result.records_left));
     }
   }
   return kExitOk;
@@ -62,7 +56,9 @@ void add_compact_command(CLI::App& app, Action& action) {
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->footer(
       "\nEach shard holding records of removed images is written anew without them, under "
-      "the next free shard number, every record it keeps checked against its checksum; then "
+      "the next free shard number, every record it keeps checked against its checksum. A "
+      "shard that held only removed images goes, and the last shard is written anew in its "
+      "place (a shard's place in the table is its number). Then "
       "the next generation is committed (splits.h5, index.h5). Sample ids never change. The "
       "replaced shard files stay until the dataset's next change, so that readers opened "
       "before keep working. Killed at any point, run it again.");

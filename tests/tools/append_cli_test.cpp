@@ -544,5 +544,80 @@ TEST_F(AppendCli, CompactDropsRemovedRecordsAndFinishesWhenRunAgain) {
   }
 }
 
+// compact where a shard in the middle of the table holds only removed
+// samples' records: it goes, and the table's last shard is written anew in
+// its place (a shard's place is its shard_index), so the space comes back
+// while every other shard stays where it was. Killed while writing, then run
+// again: byte for byte the uninterrupted compaction.
+TEST_F(AppendCli, CompactMovesTheLastShardIntoThePlaceOfOneThatHeldOnlyRemovedImages) {
+  const fs::path reference = dir_ / "reference";
+  make_first(reference);
+  fs::copy(reference, dir_ / "first-copy", fs::copy_options::recursive);
+  const DatasetIndex first = read_index(reference);
+  ASSERT_GE(first.num_shards(), 4u);
+  // Every sample with a record in shard 1 (and so every record of shard 1).
+  std::set<int64_t> gone_samples;
+  for (std::size_t r = 0; r < first.num_records(); ++r) {
+    if (first.records.shard[r] == 1) gone_samples.insert(first.records.sample[r]);
+  }
+  std::string gone;
+  for (const int64_t s : gone_samples)
+    gone += first.sample_path[static_cast<std::size_t>(s)] + "\n";
+  test::write_bytes(dir_ / "gone.txt", gone);
+  const std::string remove = " --paths " + q(dir_ / "gone.txt") + " -q";
+  ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(reference) + remove).exit_code, 0);
+  test::CommandResult r = run_command(kDate + imgpack() + " compact " + q(reference) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["shards_dropped"], 1) << r.out;
+  EXPECT_EQ(summary["shards_moved"], 1) << r.out;
+
+  const DatasetIndex compacted = read_index(reference);
+  ASSERT_EQ(compacted.num_shards(), first.num_shards() - 1);
+  // The last shard, whole, in place 1 under a new name; the shards after
+  // place 1 and before the end as they were (place 0 and 2 lost records of
+  // samples that straddled shard 1, so they may be new files).
+  EXPECT_EQ(compacted.shards.records[1], first.shards.records.back());
+  EXPECT_NE(compacted.shards.file[1], first.shards.file[1]);
+  EXPECT_NE(compacted.shards.file[1], first.shards.file.back());
+  for (std::size_t k = 3; k + 1 < first.num_shards(); ++k) {
+    EXPECT_EQ(compacted.shards.file[k], first.shards.file[k]) << k;
+  }
+  // Every record of a kept sample, with its checksum as before; no other.
+  std::map<std::pair<int64_t, uint16_t>, uint64_t> expected = stored_checksums(dir_ / "first-copy");
+  std::erase_if(expected, [&](const auto& entry) { return gone_samples.count(entry.first.first); });
+  EXPECT_EQ(stored_checksums(reference), expected);
+  EXPECT_EQ(compacted.num_records(), expected.size());
+  // The record table in storage order: shard by shard, row by row.
+  for (std::size_t rec = 1; rec < compacted.num_records(); ++rec) {
+    const auto at = [&](std::size_t i) {
+      return std::pair(compacted.records.shard[i], compacted.records.row[i]);
+    };
+    EXPECT_LT(at(rec - 1), at(rec)) << rec;
+  }
+  r = test::run_imgpack("verify " + q(reference) + " -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  // Killed as each shard written anew is committed.
+  const std::set<std::string> old_files(first.shards.file.begin(), first.shards.file.end());
+  std::vector<std::string> points;
+  for (std::size_t k = 0; k < compacted.num_shards(); ++k) {
+    if (old_files.count(compacted.shards.file[k]) == 0)
+      points.push_back("shard-commit:" + std::to_string(k));
+  }
+  EXPECT_GE(points.size(), 1u);
+  for (const std::string& point : points) {
+    SCOPED_TRACE(point);
+    const fs::path out = dir_ / ("out-" + point);
+    make_first(out);
+    ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(out) + remove).exit_code, 0);
+    r = run_command(kDate + "IMGPACK_CRASH_AT=" + point + " " + imgpack() + " compact " + q(out));
+    EXPECT_NE(r.exit_code, 0) << "the crash point was never reached";
+    EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
+    ASSERT_EQ(run_command(kDate + imgpack() + " compact " + q(out) + " -q").exit_code, 0);
+    test::expect_same_dataset_bytes(out, reference);
+  }
+}
+
 }  // namespace
 }  // namespace imgpack

@@ -108,25 +108,27 @@ RemoveResult remove_samples(const std::filesystem::path& dataset,
 
 struct CompactResult {
   uint64_t generation = 0;        // afterwards (unchanged when there was nothing to drop)
-  uint64_t shards_rewritten = 0;  // shards written anew without removed samples' records
-  uint64_t shards_dropped = 0;    // shards at the end of the table that held only those
+  uint64_t shards_rewritten = 0;  // shards written anew (shards_moved included)
+  // Of those, shards written under another place in the table: each took the
+  // place of a shard that held only removed samples' records.
+  uint64_t shards_moved = 0;
+  uint64_t shards_dropped = 0;  // shards that held only removed samples' records
   uint64_t records_dropped = 0;
-  // Shards before the end that hold only removed samples' records: a shard's
-  // place in the table is its number, so they stay (their records are never
-  // delivered).
-  uint64_t shards_left = 0;
-  uint64_t records_left = 0;
 };
 
-// Rewrites every shard that holds records of removed samples without them,
-// as a new file under a new name (the next free shard number, with the same
-// place in the table), checking every record it carries over against its
-// checksum, and commits the next generation. Removed samples keep their rows
-// in the sample table (ids never change) and have no records afterwards.
-// The replaced shard files stay in the directory, so that a reader opened
-// before keeps working, until the next change of the dataset removes them.
-// Throws UsageError for a dataset it cannot change, Error naming the shard
-// for a damaged record (nothing is committed then).
+// Drops every record of a removed sample from the shards and commits the
+// next generation. A shard that holds such records is written anew without
+// them, as a new file under the next free shard number; a shard that holds
+// nothing else leaves the table, and its place (a shard's place in the table
+// is its shard_index) is taken by the table's last shard, written anew under
+// that place: one shard rewritten per such hole, every other shard where it
+// was. Every record carried over is checked against its checksum, and the
+// record table lists the records in storage order afterwards. Removed
+// samples keep their rows in the sample table (ids never change) and have no
+// records afterwards. The replaced shard files stay in the directory, so
+// that a reader opened before keeps working, until the next change of the
+// dataset removes them. Throws UsageError for a dataset it cannot change,
+// Error naming the shard for a damaged record (nothing is committed then).
 CompactResult compact_dataset(const std::filesystem::path& dataset);
 
 // The paths listed in `file`: a CSV file with a header naming `column`, or,

@@ -26,10 +26,11 @@ uint64_t shard_number(const std::string& name) {
   return std::strtoull(name.c_str() + std::string("shard-").size(), nullptr, 10);
 }
 
-// Rewrites the rows `keep` of shard `k` as `name`: every kept record's
-// pixels (and mask) checked against its checksum on the way, so that no
-// damage passes into the new file. Throws imgpack::Error naming the shard.
-void rewrite_shard(const fs::path& dir, const DatasetIndex& index, std::size_t k,
+// Rewrites the rows `keep` of shard `k` as `name`, the shard at place
+// `place` of the new table: every kept record's pixels (and mask) checked
+// against its checksum on the way, so that no damage passes into the new
+// file. Throws imgpack::Error naming the shard.
+void rewrite_shard(const fs::path& dir, const DatasetIndex& index, std::size_t k, std::size_t place,
                    const std::vector<uint32_t>& keep, const std::string& name) {
   const fs::path path = dir / index.shards.file[k];
   ShardExpectation expected{index.uuid,   k,           index.shards.records[k],
@@ -45,7 +46,7 @@ void rewrite_shard(const fs::path& dir, const DatasetIndex& index, std::size_t k
   const std::size_t mask_bytes = index.mask_bytes();
   const std::size_t keypoint_values = index.num_keypoints() * 3;
   ShardWriter writer(
-      dir / name, shape, keep.size(), index.uuid, static_cast<uint32_t>(k),
+      dir / name, shape, keep.size(), index.uuid, static_cast<uint32_t>(place),
       {.masks = index.masks, .boxes = index.boxes, .keypoints = index.num_keypoints()});
   std::vector<uint8_t> pixels(shape.bytes());
   std::vector<uint8_t> mask(mask_bytes);
@@ -90,6 +91,25 @@ void rewrite_shard(const fs::path& dir, const DatasetIndex& index, std::size_t k
   writer.commit();
 }
 
+// The table's shards in their new order: old place of the shard at each new
+// place. A shard that keeps no record gives its place to the last shard that
+// keeps any (one shard rewritten per such hole, the rest stay where they
+// are); shards at the end that keep none go.
+std::vector<std::size_t> new_table(const std::vector<std::vector<uint32_t>>& keep) {
+  std::vector<std::size_t> table;
+  std::size_t last = keep.size();  // shards [last, end) are placed or gone
+  for (std::size_t k = 0; k < last; ++k) {
+    if (!keep[k].empty()) {
+      table.push_back(k);
+      continue;
+    }
+    while (last > k + 1 && keep[last - 1].empty()) --last;
+    if (last <= k + 1) break;
+    table.push_back(--last);
+  }
+  return table;
+}
+
 }  // namespace
 
 CompactResult compact_dataset(const fs::path& dataset) {
@@ -98,75 +118,56 @@ CompactResult compact_dataset(const fs::path& dataset) {
   CompactResult result;
   result.generation = index.generation;
 
-  // The rows each shard keeps, in order.
+  // The rows each shard keeps, in order, and the record at each row.
   const std::size_t shards = index.num_shards();
   std::vector<std::vector<uint32_t>> keep(shards);
-  std::vector<uint64_t> dropped(shards, 0);
+  std::vector<std::vector<uint64_t>> record_at(shards);
+  for (std::size_t k = 0; k < shards; ++k) record_at[k].resize(index.shards.records[k]);
   for (std::size_t r = 0; r < index.num_records(); ++r) {
     const uint32_t k = index.records.shard[r];
+    record_at[k][index.records.row[r]] = r;
     if (index.is_removed(static_cast<std::size_t>(index.records.sample[r]))) {
-      ++dropped[k];
+      ++result.records_dropped;
     } else {
       keep[k].push_back(index.records.row[r]);
     }
   }
+  if (result.records_dropped == 0) return result;
   for (auto& rows : keep) std::sort(rows.begin(), rows.end());
-  // A shard's place in the table is its number (its shard_index): only
-  // shards at the end of the table can go whole.
-  std::size_t kept_shards = shards;
-  while (kept_shards > 0 && keep[kept_shards - 1].empty()) --kept_shards;
+  const std::vector<std::size_t> table = new_table(keep);
 
   uint64_t next_number = 0;
   for (const std::string& file : index.shards.file) {
     if (format::is_shard_file_name(file))
       next_number = std::max(next_number, shard_number(file) + 1);
   }
-  std::vector<std::string> files = index.shards.file;
-  for (std::size_t k = 0; k < kept_shards; ++k) {
-    if (dropped[k] == 0) continue;
-    if (keep[k].empty()) {
-      ++result.shards_left;
-      result.records_left += dropped[k];
-      continue;
-    }
-    const std::string name = format::shard_file_name(next_number++);
-    rewrite_shard(dataset, index, k, keep[k], name);
-    files[k] = name;
-    ++result.shards_rewritten;
-    result.records_dropped += dropped[k];
-  }
-  for (std::size_t k = kept_shards; k < shards; ++k) {
-    ++result.shards_dropped;
-    result.records_dropped += dropped[k];
-  }
-  if (result.shards_rewritten == 0 && result.shards_dropped == 0) return result;
-
-  // The record table without the dropped records, each kept one at its new row.
+  // Each shard at its new place: as it was, or written anew (without the
+  // removed samples' records, or under its new place's number), every
+  // record in storage order.
+  ShardTable shards_after;
   RecordTable records;
-  std::vector<std::vector<uint32_t>> new_row(shards);
-  for (std::size_t k = 0; k < kept_shards; ++k) {
-    if (dropped[k] == 0 || keep[k].empty()) continue;
-    new_row[k].assign(index.shards.records[k], UINT32_MAX);
-    for (std::size_t i = 0; i < keep[k].size(); ++i)
-      new_row[k][keep[k][i]] = static_cast<uint32_t>(i);
-  }
-  for (std::size_t r = 0; r < index.num_records(); ++r) {
-    const uint32_t k = index.records.shard[r];
-    uint32_t row = index.records.row[r];
-    if (k >= kept_shards) continue;
-    if (!new_row[k].empty()) {
-      row = new_row[k][row];
-      if (row == UINT32_MAX) continue;
+  for (std::size_t p = 0; p < table.size(); ++p) {
+    const std::size_t k = table[p];
+    const bool moved = p != k;
+    const bool rewrite = moved || keep[k].size() != index.shards.records[k];
+    std::string file = index.shards.file[k];
+    if (rewrite) {
+      file = format::shard_file_name(next_number++);
+      rewrite_shard(dataset, index, k, p, keep[k], file);
+      ++result.shards_rewritten;
+      if (moved) ++result.shards_moved;
     }
-    records.push_back(k, row, index.records.sample[r], index.records.variant[r]);
+    shards_after.file.push_back(file);
+    shards_after.records.push_back(keep[k].size());
+    for (std::size_t i = 0; i < keep[k].size(); ++i) {
+      const uint64_t r = record_at[k][keep[k][i]];
+      records.push_back(static_cast<uint32_t>(p), static_cast<uint32_t>(i), index.records.sample[r],
+                        index.records.variant[r]);
+    }
   }
+  result.shards_dropped = shards - table.size();
   index.records = std::move(records);
-  index.shards.file.assign(files.begin(), files.begin() + static_cast<std::ptrdiff_t>(kept_shards));
-  std::vector<uint64_t> counts(kept_shards);
-  for (std::size_t k = 0; k < kept_shards; ++k) {
-    counts[k] = dropped[k] == 0 || keep[k].empty() ? index.shards.records[k] : keep[k].size();
-  }
-  index.shards.records = std::move(counts);
+  index.shards = std::move(shards_after);
 
   std::vector<std::string> warnings;
   commit_change(dataset, index, "compact", 0, 0, index.num_samples(), warnings);
