@@ -86,6 +86,24 @@ class AppendCli : public test::CliTest {
     return sums;
   }
 
+  // The first conversion, the removal `remove` (its options), then a
+  // compaction killed at `point` and run again: byte for byte `reference`
+  // (the same, uninterrupted), and one generation, whole, for a reader
+  // meanwhile.
+  void expect_killed_compaction_ends_as(const fs::path& reference, const std::string& remove,
+                                        const std::string& point) const {
+    SCOPED_TRACE(point);
+    const fs::path out = dir_ / ("out-" + point);
+    make_first(out);
+    ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(out) + remove).exit_code, 0);
+    const test::CommandResult r =
+        run_command(kDate + "IMGPACK_CRASH_AT=" + point + " " + imgpack() + " compact " + q(out));
+    EXPECT_NE(r.exit_code, 0) << "the crash point was never reached";
+    EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
+    ASSERT_EQ(run_command(kDate + imgpack() + " compact " + q(out) + " -q").exit_code, 0);
+    test::expect_same_dataset_bytes(out, reference);
+  }
+
   // No file of any generation but the dataset's own.
   static void expect_no_leftovers(const fs::path& dir) {
     const DatasetIndex index = read_index(dir);
@@ -532,15 +550,7 @@ TEST_F(AppendCli, CompactDropsRemovedRecordsAndFinishesWhenRunAgain) {
 
   for (const std::string point :
        {"shard-commit:2", "splits-commit", "splits-committed", "index-commit"}) {
-    SCOPED_TRACE(point);
-    const fs::path out = dir_ / ("out-" + point);
-    make_first(out);
-    ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(out) + remove).exit_code, 0);
-    r = run_command(kDate + "IMGPACK_CRASH_AT=" + point + " " + imgpack() + " compact " + q(out));
-    EXPECT_NE(r.exit_code, 0) << "the crash point was never reached";
-    EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
-    ASSERT_EQ(run_command(kDate + imgpack() + " compact " + q(out) + " -q").exit_code, 0);
-    test::expect_same_dataset_bytes(out, reference);
+    expect_killed_compaction_ends_as(reference, remove, point);
   }
 }
 
@@ -606,17 +616,8 @@ TEST_F(AppendCli, CompactMovesTheLastShardIntoThePlaceOfOneThatHeldOnlyRemovedIm
       points.push_back("shard-commit:" + std::to_string(k));
   }
   EXPECT_GE(points.size(), 1u);
-  for (const std::string& point : points) {
-    SCOPED_TRACE(point);
-    const fs::path out = dir_ / ("out-" + point);
-    make_first(out);
-    ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(out) + remove).exit_code, 0);
-    r = run_command(kDate + "IMGPACK_CRASH_AT=" + point + " " + imgpack() + " compact " + q(out));
-    EXPECT_NE(r.exit_code, 0) << "the crash point was never reached";
-    EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
-    ASSERT_EQ(run_command(kDate + imgpack() + " compact " + q(out) + " -q").exit_code, 0);
-    test::expect_same_dataset_bytes(out, reference);
-  }
+  for (const std::string& point : points)
+    expect_killed_compaction_ends_as(reference, remove, point);
 }
 
 }  // namespace
