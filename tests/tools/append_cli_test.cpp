@@ -13,6 +13,8 @@
 
 #include "cli_fixture.hpp"
 #include "h5.hpp"
+#include "imgpack/checksum.hpp"
+#include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
 #include "test_support.hpp"
@@ -576,8 +578,15 @@ TEST_F(AppendCli, CompactMovesTheLastShardIntoThePlaceOfOneThatHeldOnlyRemovedIm
   test::write_bytes(dir_ / "gone.txt", gone);
   const std::string remove = " --paths " + q(dir_ / "gone.txt") + " -q";
   ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(reference) + remove).exit_code, 0);
+  const Dataset before = Dataset::open(reference);
   test::CommandResult r = run_command(kDate + imgpack() + " compact " + q(reference) + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // A reader opened before reads its generation's records, as they were.
+  std::vector<uint8_t> pixels(before.record_bytes());
+  for (uint64_t rec = 0; rec < before.num_records(); ++rec) {
+    before.read_record(rec, pixels.data());
+    ASSERT_EQ(checksum(pixels.data(), pixels.size()), before.record_checksum(rec)) << rec;
+  }
   const nlohmann::json summary = nlohmann::json::parse(r.out);
   EXPECT_EQ(summary["shards_dropped"], 1) << r.out;
   EXPECT_EQ(summary["shards_moved"], 1) << r.out;
