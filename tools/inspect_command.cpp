@@ -432,9 +432,16 @@ int run_inspect(const InspectArgs& args) {
             << human_bytes(disk_bytes) << " on disk in " << index.num_shards() << " shard"
             << (index.num_shards() == 1 ? "" : "s") << "\n";
   if (index.num_removed() > 0) {
+    uint64_t removed_records = 0;
+    for (std::size_t r = 0; r < index.num_records(); ++r) {
+      removed_records += index.is_removed(static_cast<std::size_t>(index.records.sample[r]));
+    }
     std::cout << "  removed     " << index.num_removed()
-              << " images (left out of every count below, "
-              << "every split and every reader; their records stay in the shards)\n";
+              << " images (left out of every count below, every split and every reader; "
+              << (removed_records > 0 ? std::to_string(removed_records) +
+                                            " records of them stay in the shards until imgpack "
+                                            "compact)\n"
+                                      : std::string("their records dropped by imgpack compact)\n"));
   }
   if (index.generation > 0) {
     std::cout << "  generation  " << index.generation << "\n";

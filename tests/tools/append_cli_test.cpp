@@ -521,10 +521,18 @@ TEST_F(AppendCli, CompactDropsRemovedRecordsAndFinishesWhenRunAgain) {
   test::write_bytes(dir_ / "gone.txt", gone);
   const std::string remove = " --paths " + q(dir_ / "gone.txt") + " -q";
   ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(reference) + remove).exit_code, 0);
-  test::CommandResult r = run_command(kDate + imgpack() + " compact " + q(reference) + " --json");
+  // inspect says where the removed samples' records are, before and after.
+  test::CommandResult r = test::run_imgpack("inspect " + q(reference));
+  EXPECT_NE(r.out.find(" records of them stay in the shards until imgpack compact"),
+            std::string::npos)
+      << r.out;
+  r = run_command(kDate + imgpack() + " compact " + q(reference) + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json summary = nlohmann::json::parse(r.out);
   EXPECT_GT(summary["shards_rewritten"].get<int>(), 0);
+  const test::CommandResult inspected = test::run_imgpack("inspect " + q(reference));
+  EXPECT_NE(inspected.out.find("their records dropped by imgpack compact"), std::string::npos)
+      << inspected.out;
   const DatasetIndex compacted = read_index(reference);
   EXPECT_EQ(compacted.generation, 2u);
   EXPECT_EQ(compacted.num_shards() + summary["shards_dropped"].get<std::size_t>(),
