@@ -122,8 +122,8 @@ struct CompactResult {
 // nothing else leaves the table, and its place (a shard's place in the table
 // is its shard_index) is taken by the table's last shard, written anew under
 // that place: one shard rewritten per such hole, every other shard where it
-// was. Every record carried over is checked against its checksum, and the
-// record table lists the records in storage order afterwards. Removed
+// was. Every record carried over is checked against its checksum; the
+// record table keeps its order, less the dropped records. Removed
 // samples keep their rows in the sample table (ids never change) and have no
 // records afterwards. The replaced shard files stay in the directory, so
 // that a reader opened before keeps working, until the next change of the

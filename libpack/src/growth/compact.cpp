@@ -118,14 +118,11 @@ CompactResult compact_dataset(const fs::path& dataset) {
   CompactResult result;
   result.generation = index.generation;
 
-  // The rows each shard keeps, in order, and the record at each row.
+  // The rows each shard keeps, in order.
   const std::size_t shards = index.num_shards();
   std::vector<std::vector<uint32_t>> keep(shards);
-  std::vector<std::vector<uint64_t>> record_at(shards);
-  for (std::size_t k = 0; k < shards; ++k) record_at[k].resize(index.shards.records[k]);
   for (std::size_t r = 0; r < index.num_records(); ++r) {
     const uint32_t k = index.records.shard[r];
-    record_at[k][index.records.row[r]] = r;
     if (index.is_removed(static_cast<std::size_t>(index.records.sample[r]))) {
       ++result.records_dropped;
     } else {
@@ -142,16 +139,15 @@ CompactResult compact_dataset(const fs::path& dataset) {
       next_number = std::max(next_number, shard_number(file) + 1);
   }
   // Each shard at its new place: as it was, or written anew (without the
-  // removed samples' records, or under its new place's number), every
-  // record in storage order.
+  // removed samples' records, or under its new place's number).
   ShardTable shards_after;
-  RecordTable records;
+  std::vector<uint32_t> place_of(shards, UINT32_MAX);
   for (std::size_t p = 0; p < table.size(); ++p) {
     const std::size_t k = table[p];
+    place_of[k] = static_cast<uint32_t>(p);
     const bool moved = p != k;
-    const bool rewrite = moved || keep[k].size() != index.shards.records[k];
     std::string file = index.shards.file[k];
-    if (rewrite) {
+    if (moved || keep[k].size() != index.shards.records[k]) {
       file = format::shard_file_name(next_number++);
       rewrite_shard(dataset, index, k, p, keep[k], file);
       ++result.shards_rewritten;
@@ -159,11 +155,23 @@ CompactResult compact_dataset(const fs::path& dataset) {
     }
     shards_after.file.push_back(file);
     shards_after.records.push_back(keep[k].size());
-    for (std::size_t i = 0; i < keep[k].size(); ++i) {
-      const uint64_t r = record_at[k][keep[k][i]];
-      records.push_back(static_cast<uint32_t>(p), static_cast<uint32_t>(i), index.records.sample[r],
-                        index.records.variant[r]);
-    }
+  }
+  // The record table in its order without the dropped records, each kept one
+  // at its shard's new place and its new row there.
+  std::vector<std::vector<uint32_t>> new_row(shards);
+  for (std::size_t k = 0; k < shards; ++k) {
+    if (place_of[k] == UINT32_MAX) continue;
+    new_row[k].assign(index.shards.records[k], UINT32_MAX);
+    for (std::size_t i = 0; i < keep[k].size(); ++i)
+      new_row[k][keep[k][i]] = static_cast<uint32_t>(i);
+  }
+  RecordTable records;
+  for (std::size_t r = 0; r < index.num_records(); ++r) {
+    const uint32_t k = index.records.shard[r];
+    if (place_of[k] == UINT32_MAX) continue;
+    const uint32_t row = new_row[k][index.records.row[r]];
+    if (row == UINT32_MAX) continue;
+    records.push_back(place_of[k], row, index.records.sample[r], index.records.variant[r]);
   }
   result.shards_dropped = shards - table.size();
   index.records = std::move(records);
