@@ -410,7 +410,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--window", args->window, "Shards per window (shard-window order)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", args->seed, "Order seed")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Order seed")->check(whole_number())->capture_default_str();
   cmd->add_option("--split", args->split, "Split to select from");
   cmd->add_option("--fold", args->fold, "Fold of the split")->capture_default_str();
   cmd->add_option("--role", args->role, "train, val, test or all")

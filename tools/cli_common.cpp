@@ -1,9 +1,26 @@
 #include "cli_common.hpp"
 
+#include <charconv>
 #include <cstdio>
 #include <iostream>
+#include <system_error>
 
 namespace imgpack::cli {
+
+const CLI::Validator& whole_number() {
+  static const CLI::Validator validator(
+      [](const std::string& text) {
+        uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, error] = std::from_chars(text.data(), end, value);
+        if (text.empty() || error != std::errc() || stop != end) {
+          return "'" + text + "' is not a whole number from 0 to 18446744073709551615";
+        }
+        return std::string();
+      },
+      "");
+  return validator;
+}
 
 void print_json(const nlohmann::ordered_json& value) {
   // Paths need not be valid UTF-8; replace bad bytes rather than fail.

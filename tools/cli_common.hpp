@@ -32,6 +32,11 @@ void add_bench_command(CLI::App& app, Action& action);
 void add_upgrade_command(CLI::App& app, Action& action);
 void add_verify_command(CLI::App& app, Action& action);
 
+// The check of an option read into a 64-bit unsigned (a seed, a pixel
+// count): digits only, at most 2^64 - 1. CLI11 alone would read "-1" as
+// 2^64 - 1 and a number past the range as that too.
+const CLI::Validator& whole_number();
+
 // Prints one JSON object on stdout, followed by a newline.
 void print_json(const nlohmann::ordered_json& value);
 

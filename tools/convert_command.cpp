@@ -452,6 +452,7 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("--threads", args->threads, "Worker threads (0 = all cores)")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for write order and augmentation")
+      ->check(whole_number())
       ->capture_default_str();
   cmd->add_option("--order", args->order, "Write order: shuffle (seeded) or sorted by path")
       ->check(CLI::IsMember({"shuffle", "sorted"}))
@@ -470,6 +471,7 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-pixels", args->max_pixels,
                   "Skip images whose header declares more pixels than this, before decoding "
                   "(decompression bombs)")
+      ->check(whole_number())
       ->capture_default_str();
   cmd->add_flag("--no-dct-scaling", args->no_dct_scaling,
                 "Decode JPEGs at full size before resizing (slower; for comparisons)");

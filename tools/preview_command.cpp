@@ -96,6 +96,7 @@ void add_preview_command(CLI::App& app, Action& action) {
   cmd->add_option("--samples", args->options.samples, "Samples to show")->capture_default_str();
   cmd->add_option("--class", args->options.class_name, "Only samples of this class");
   cmd->add_option("--seed", args->options.seed, "Seed for choosing the samples")
+      ->check(whole_number())
       ->capture_default_str();
   cmd->add_option("--max-variants", args->options.max_variants, "Variant columns at most")
       ->capture_default_str();

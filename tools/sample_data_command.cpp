@@ -55,7 +55,9 @@ void add_sample_data_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--size", args->size, "Typical image size WxH (each varies by +-25%)")
       ->capture_default_str();
-  cmd->add_option("--seed", args->options.seed, "Seed")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "Seed")
+      ->check(whole_number())
+      ->capture_default_str();
   cmd->add_flag("--masks", args->options.masks,
                 "Also write each image's label map (shape = class id + 1, background 0) to "
                 "OUT/masks/<class>/, and the label names to OUT/masks/classes.txt");

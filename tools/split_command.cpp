@@ -346,7 +346,9 @@ void add_split_command(CLI::App& app, Action& action) {
   cmd->add_option("--test", args->test,
                   "Fraction of all samples carved first as a test set that is in no fold")
       ->capture_default_str();
-  cmd->add_option("--seed", args->seed, "Seed of every random choice")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of every random choice")
+      ->check(whole_number())
+      ->capture_default_str();
   cmd->add_flag("--force", args->force, "Replace an existing split of the same name");
   cmd->add_flag("--no-stratify", args->no_stratify, "holdout: ignore the labels");
   cmd->add_flag("--no-groups", args->no_groups, "holdout: ignore the groups");

@@ -95,6 +95,19 @@ TEST_F(Cli, UsageErrorsExitTwoWithAOneLineReason) {
        "--group-regex"},
       {"inspect", "DATASET"},
       {"frobnicate", "frobnicate"},
+      // 64-bit values: a negative number or one past the range is not read
+      // as 2^64 - 1.
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o7") + " --size 8 --seed -1", "'-1'"},
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o8") + " --size 8 --max-pixels -1", "'-1'"},
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o9") +
+           " --size 8 --seed 18446744073709551616",
+       "'18446744073709551616'"},
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o10") + " --size 8 --split cv:random:70000",
+       "70000 folds"},
+      {"sample-data " + q(dir_ / "s1") + " --seed -2", "'-2'"},
+      {"split " + q(dir_ / "none") + " --name a --kind random --seed -3", "'-3'"},
+      {"bench " + q(dir_ / "none") + " --seed 1e3", "'1e3'"},
+      {"preview " + q(dir_ / "none") + " --out x.png --seed -4", "'-4'"},
   };
   for (const Case& c : cases) {
     auto r = run_imgpack(c.args);

@@ -478,12 +478,12 @@ NamedSplitSpec parse_split_option(const std::string& text, uint64_t seed) {
   out.spec.seed = seed;
   const std::string value = text.substr(second + 1);
   std::size_t used = 0;
+  long long folds = 0;
   try {
     if (out.spec.kind == SplitKind::holdout) {
       out.spec.val_fraction = std::stod(value, &used);
     } else {
-      const long folds = std::stol(value, &used);
-      out.spec.folds = folds > kMaxFolds || folds < 0 ? -1 : static_cast<int32_t>(folds);
+      folds = std::stoll(value, &used);
     }
   } catch (const std::exception&) {
     used = 0;
@@ -491,6 +491,13 @@ NamedSplitSpec parse_split_option(const std::string& text, uint64_t seed) {
   if (used == 0 || used != value.size()) {
     throw UsageError("parse_split_option: '" + text + "': '" + value + "' is not " +
                      (out.spec.kind == SplitKind::holdout ? "a fraction" : "a number of folds"));
+  }
+  if (out.spec.kind != SplitKind::holdout) {
+    if (folds < 2 || folds > kMaxFolds) {
+      throw UsageError("parse_split_option: '" + text + "': " + value + " folds is outside 2.." +
+                       std::to_string(kMaxFolds));
+    }
+    out.spec.folds = static_cast<int32_t>(folds);
   }
   out.spec.validate();
   return out;

@@ -547,6 +547,17 @@ TEST(SplitRecords, MakeStoreAndParse) {
                           "cv:group:5x", "val:holdout:1.5", ":group:5"}) {
     EXPECT_THROW(parse_split_option(bad, 0), UsageError) << bad;
   }
+  // A fold count too large for the table names the value given, not a wrapped one.
+  for (const char* big : {"cv:group:32768", "cv:group:100000", "cv:group:99999999999999999999"}) {
+    try {
+      parse_split_option(big, 0);
+      ADD_FAILURE() << big << " was accepted";
+    } catch (const UsageError& e) {
+      const std::string value = std::string(big).substr(9);
+      EXPECT_NE(std::string(e.what()).find(value), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("-1"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // Multi-label data: the stratified kinds balance every multi-label class
