@@ -5,6 +5,7 @@
 // cache, against the storage's own bandwidth over the same files. The
 // measurements are in bench_measure.cpp and bench_cold.cpp; this file runs
 // them in order and prints what they found.
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -337,7 +338,10 @@ int run_bench(const BenchArgs& a) {
   (void)loader_options(a, a.threads);
   if (a.epochs == 0) throw UsageError("--epochs must be at least 1");
   if (a.memcpy_threads == 0) throw UsageError("--memcpy-threads must be at least 1");
-  if (a.step_ms < 0) throw UsageError("--step-ms must not be negative");
+  if (!std::isfinite(a.step_ms) || a.step_ms < 0) {
+    throw UsageError("--step-ms must be a number of milliseconds, 0 or more");
+  }
+  if (!std::isfinite(a.measure_seconds)) throw UsageError("--measure-seconds must be a number");
   if (a.cold && a.sweep) {
     throw UsageError("--cold reads at one thread count: give --threads instead of --sweep-threads");
   }
@@ -346,12 +350,37 @@ int run_bench(const BenchArgs& a) {
   }
   const Device device = parse_device(a.device);
   // Before the dataset is opened and read: its pages are charged to the cgroup.
+  // A limit below what the process holds already, or then needs for its
+  // batches, would have the kernel kill it without a word: refused instead.
   std::optional<MemoryLimit> limit;
-  if (!a.memory_limit.empty()) limit.emplace(parse_byte_size(a.memory_limit));
+  if (!a.memory_limit.empty()) {
+    const uint64_t bytes = parse_byte_size(a.memory_limit);
+    const uint64_t floor = anon_rss_bytes() + (uint64_t{64} << 20);
+    if (bytes < floor) {
+      throw UsageError("--memory-limit " + a.memory_limit + " is below the " + human_bytes(floor) +
+                       " this process holds already and needs to start (64 MiB above its " +
+                       "resident memory)");
+    }
+    limit.emplace(bytes);
+  }
 
   const Clock::time_point open_start = Clock::now();
   Dataset dataset = Dataset::open(a.dataset);
   const double open_seconds = since(open_start);
+  if (limit) {
+    // The loader's ring and the memcpy reference's buffers, besides what the
+    // process holds with the dataset open.
+    const uint64_t batch_bytes = a.batch * (dataset.record_bytes() + dataset.mask_bytes());
+    const uint64_t need =
+        anon_rss_bytes() + (uint64_t{64} << 20) + (a.prefetch + 2 + a.memcpy_threads) * batch_bytes;
+    if (limit->bytes() < need) {
+      throw UsageError("--memory-limit " + a.memory_limit + " is below the " + human_bytes(need) +
+                       " the reader needs besides the page cache (" +
+                       std::to_string(a.prefetch + 2 + a.memcpy_threads) + " batches of " +
+                       human_bytes(batch_bytes) +
+                       ", the dataset's index and 64 MiB): a smaller --batch or --prefetch fits");
+    }
+  }
   {
     // What the loader checks of the selection and the sampling, before the measurements.
     LoaderOptions o = loader_options(a, a.threads);

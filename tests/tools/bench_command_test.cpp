@@ -326,6 +326,15 @@ TEST_F(BenchCommandTest, MemoryLimitRunsInACgroupOfThatSize) {
   const std::filesystem::path cgroup = j["memory_cgroup"].get<std::string>().substr(10);
   EXPECT_FALSE(std::filesystem::exists(cgroup)) << cgroup << " was left behind";
   EXPECT_EQ(bench(shell_quote(dataset_) + " --memory-limit lots").exit_code, 2);
+  // A limit the process or its batches cannot fit in is refused, not met by
+  // the kernel killing it without a word: below what the process holds,
+  r = bench(shell_quote(dataset_) + " --memory-limit 0 -q");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--memory-limit 0 is below"), std::string::npos) << r.err;
+  // and below the ring and the memcpy buffers (8 batches of 117 MiB here).
+  r = bench(shell_quote(dataset_) + " --memory-limit 400M --batch 40000 -q");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("8 batches of 117.2 MiB"), std::string::npos) << r.err;
 }
 
 TEST_F(BenchCommandTest, BadRequestsExitTwo) {
@@ -336,6 +345,9 @@ TEST_F(BenchCommandTest, BadRequestsExitTwo) {
   EXPECT_EQ(bench(ds + "--split nope").exit_code, 2);
   EXPECT_EQ(bench(ds + "--split cv3 --fold 3").exit_code, 2);
   EXPECT_EQ(bench(ds + "--device gpu").exit_code, 2);
+  EXPECT_EQ(bench(ds + "--step-ms nan").exit_code, 2);
+  EXPECT_EQ(bench(ds + "--step-ms inf").exit_code, 2);
+  EXPECT_EQ(bench(ds + "--measure-seconds nan").exit_code, 2);
   test::CommandResult r = bench(ds + "--split nope");
   EXPECT_NE(r.err.find("cv3"), std::string::npos) << r.err;  // lists the splits that exist
 }
