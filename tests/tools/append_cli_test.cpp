@@ -457,6 +457,27 @@ TEST_F(AppendCli, RemoveMarksSamplesAndTheirFoldsAndRefusesUnknownPaths) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no/such.jpg"), std::string::npos) << r.err;
   EXPECT_EQ(test::read_bytes(out / format::kIndexFile), index_bytes);
+  // A space at either end is part of the path, and the message says it is there.
+  test::write_bytes(dir_ / "spaced.txt", before.sample_path[7] + " \n");
+  r = test::run_imgpack("remove " + q(out) + " --paths " + q(dir_ / "spaced.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("begins or ends with a space"), std::string::npos) << r.err;
+  EXPECT_EQ(test::read_bytes(out / format::kIndexFile), index_bytes);
+
+  // A list as Windows editors and `find .` write it: a UTF-8 BOM, CRLF line
+  // ends, "./" before each path. And a CSV column of such paths.
+  test::write_bytes(dir_ / "windows.txt", "\xEF\xBB\xBF./" + before.sample_path[7] + "\r\n");
+  r = test::run_imgpack("remove " + q(out) + " --paths " + q(dir_ / "windows.txt") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["removed"], 1);
+  test::write_bytes(dir_ / "gone.csv", "file,why\n./" + before.sample_path[8] + ",blurred\n");
+  r = test::run_imgpack("remove " + q(out) + " --csv " + q(dir_ / "gone.csv") +
+                        " --csv-path file --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["removed"], 1);
+  const DatasetIndex last = read_index(out);
+  EXPECT_TRUE(last.is_removed(7));
+  EXPECT_TRUE(last.is_removed(8));
 }
 
 // kill -9 at every crash point of an append and of a remove, then the same

@@ -133,7 +133,10 @@ CompactResult compact_dataset(const std::filesystem::path& dataset);
 
 // The paths listed in `file`: a CSV file with a header naming `column`, or,
 // when `column` is empty, a text file of one path per line (blank lines and
-// lines starting with '#' ignored). Throws UsageError naming the file.
+// lines starting with '#' ignored; CRLF line ends and a UTF-8 BOM are fine).
+// A relative path is taken as the dataset names its samples: "./a/b.jpg"
+// (as `find .` lists it) and "a//b.jpg" are "a/b.jpg". Throws UsageError
+// naming the file.
 std::vector<std::string> read_path_list(const std::filesystem::path& file,
                                         const std::string& column);
 

@@ -1,7 +1,9 @@
 // remove_samples(): samples marked removed in the next generation, and the
 // path lists that name them.
+#include <cctype>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "files.hpp"
@@ -15,27 +17,41 @@ namespace imgpack {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A listed relative path as the dataset names its samples: "./a/b.jpg" and
+// "a//b.jpg" are "a/b.jpg" (as `find .` lists them). Anything else as given.
+std::string as_sample_path(std::string path) {
+  const fs::path given(path);
+  if (given.is_absolute()) return path;
+  std::string normal = given.lexically_normal().generic_string();
+  if (normal.empty() || normal == "." || normal.starts_with("..")) return path;
+  return normal;
+}
+
+}  // namespace
+
 std::vector<std::string> read_path_list(const fs::path& file, const std::string& column) {
+  std::vector<std::string> paths;
   if (!column.empty()) {
     const CsvTable table = read_csv(file);
     const std::size_t c = table.require_column(column, file.string(), "read_path_list's column");
-    std::vector<std::string> paths;
     paths.reserve(table.rows.size());
-    for (const CsvRecord& row : table.rows) paths.push_back(row.fields[c]);
+    for (const CsvRecord& row : table.rows) paths.push_back(as_sample_path(row.fields[c]));
     return paths;
   }
   std::vector<uint8_t> bytes;
   const std::string error = read_file(file, bytes);
   if (!error.empty()) throw UsageError(file.string() + ": " + error);
-  const std::string text(bytes.begin(), bytes.end());
-  std::vector<std::string> paths;
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 BOM (Windows editors)
   std::size_t begin = 0;
   while (begin < text.size()) {
     std::size_t end = text.find('\n', begin);
     if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(begin, end - begin);
+    std::string line(text.substr(begin, end - begin));
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty() && line.front() != '#') paths.push_back(std::move(line));
+    if (!line.empty() && line.front() != '#') paths.push_back(as_sample_path(std::move(line)));
     begin = end + 1;
   }
   return paths;
@@ -51,10 +67,14 @@ RemoveResult remove_samples(const fs::path& dataset, std::span<const std::string
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const std::optional<std::size_t> sample = lookup.find(paths[i]);
     if (!sample) {
-      throw UsageError(list_name + ": entry " + std::to_string(i + 1) + ", '" + paths[i] +
-                       "', is not a sample of " + dataset.string() +
-                       " (paths as the dataset names them, relative to the converted folder); "
-                       "nothing was removed");
+      const std::string& path = paths[i];
+      const bool spaced =
+          !path.empty() && (std::isspace(static_cast<unsigned char>(path.front())) ||
+                            std::isspace(static_cast<unsigned char>(path.back())));
+      throw UsageError(
+          list_name + ": entry " + std::to_string(i + 1) + ", '" + path + "', is not a sample of " +
+          dataset.string() + " (paths as the dataset names them, relative to the converted folder" +
+          (spaced ? "; this one begins or ends with a space" : "") + "); nothing was removed");
     }
     if (index.is_removed(*sample)) {
       ++result.already_removed;
