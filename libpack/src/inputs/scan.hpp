@@ -121,19 +121,20 @@ SourceList scan_directory(const std::filesystem::path& src, const ScanOptions& o
                           const std::filesystem::path& exclude = {}, const InputSelector& keep = {},
                           unsigned threads = 1);
 
-// The inputs named in `list_file`, a text file of one path per line (relative
-// to SRC, or absolute inside it; "./" parts and empty lines are fine, as `find
-// . -type f` prints them from inside SRC): each is stat-ed where it is, and SRC
-// is not walked, so that an append of a few new files to a large folder
-// dataset costs a few stat calls rather than a walk of every file. A listed
-// file is taken as a walk of SRC would take it: labels from class folders,
-// the group regex; files a walk passes over (without an image extension,
-// hidden, under `exclude`) and listed folders (SRC itself as ".") are
-// counted in ignored_files; a file directly in SRC (with class folders), one
-// that does not exist and one that is not a regular file become skipped
-// inputs saying why. `keep` is called in the list's order. Throws
-// UsageError, naming the list file and line, for an unreadable list, a path
-// outside SRC and a path listed twice.
+// The inputs named in `list_file`, a text file of one path per line
+// (relative to SRC, or absolute inside it; "./" parts and empty lines are
+// fine, as `find . -type f` prints them from inside SRC, and so are CRLF line
+// ends and a UTF-8 BOM, as Windows editors write them): each is stat-ed where
+// it is, and SRC is not walked, so that an append of a few new files to a
+// large folder dataset costs a few stat calls rather than a walk of every
+// file. A listed file is taken as a walk of SRC would take it: labels from
+// class folders, the group regex; files a walk passes over (without an image
+// extension, hidden, under `exclude`) and listed folders (SRC itself as ".")
+// are counted in ignored_files; a file directly in SRC (with class folders),
+// one that does not exist and one that is not a regular file become skipped
+// inputs saying why. `keep` is called in the list's order. Throws UsageError,
+// naming the list file and line, for an unreadable list, a path outside SRC
+// and a path listed twice.
 SourceList scan_file_list(const std::filesystem::path& src, const ScanOptions& options,
                           const std::filesystem::path& list_file,
                           const std::filesystem::path& exclude = {},
