@@ -293,6 +293,7 @@ std::vector<std::string> read_mask_class_names(const fs::path& path) {
     throw UsageError(path.string() + ": " + problem + " (MaskOptions::classes)");
   std::vector<std::string> names;
   std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 BOM (Windows editors)
   while (!text.empty()) {
     const std::size_t end = text.find('\n');
     std::string_view line = text.substr(0, end);

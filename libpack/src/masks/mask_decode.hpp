@@ -59,8 +59,9 @@ class MaskColors {
 };
 
 // Reads a text file naming mask labels, one per line (line i names label i;
-// trailing spaces and a final empty line dropped). Throws UsageError naming
-// the file if it cannot be read, is empty or names more than 256 labels.
+// trailing spaces, CRLF line ends, a UTF-8 BOM and a final empty line
+// dropped). Throws UsageError naming the file if it cannot be read, is empty
+// or names more than 256 labels.
 std::vector<std::string> read_mask_class_names(const std::filesystem::path& path);
 
 // Decodes a mask file's bytes into a CV_8UC1 label map of the size stored.

@@ -202,6 +202,12 @@ TEST(MaskClassNames, OneNamePerLine) {
   test::write_bytes(dir / "classes.txt", "background\r\ncat \ndog\n");
   EXPECT_EQ(read_mask_class_names(dir / "classes.txt"),
             (std::vector<std::string>{"background", "cat", "dog"}));
+  // A UTF-8 BOM (Windows editors) is not part of the first name.
+  test::write_bytes(dir / "bom.txt",
+                    "\xEF\xBB\xBF"
+                    "background\r\ncat\r\n");
+  EXPECT_EQ(read_mask_class_names(dir / "bom.txt"),
+            (std::vector<std::string>{"background", "cat"}));
   test::write_bytes(dir / "empty.txt", "");
   EXPECT_THROW(read_mask_class_names(dir / "empty.txt"), UsageError);
   EXPECT_THROW(read_mask_class_names(dir / "missing.txt"), UsageError);
