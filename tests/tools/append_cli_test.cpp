@@ -106,6 +106,46 @@ class AppendCli : public test::CliTest {
     test::expect_same_dataset_bytes(out, reference);
   }
 
+  // Writes to `list` the paths of every sample with a record in one of the
+  // shards at `places` of `index`; returns those samples.
+  static std::set<int64_t> write_samples_of_shards(const DatasetIndex& index,
+                                                   const std::set<uint32_t>& places,
+                                                   const fs::path& list) {
+    std::set<int64_t> samples;
+    for (std::size_t r = 0; r < index.num_records(); ++r) {
+      if (places.count(index.records.shard[r]) > 0) samples.insert(index.records.sample[r]);
+    }
+    std::string text;
+    for (const int64_t s : samples) text += index.sample_path[static_cast<std::size_t>(s)] + "\n";
+    test::write_bytes(list, text);
+    return samples;
+  }
+
+  // `out` compacted after the removal of `gone` from `first_copy`'s dataset:
+  // every record of a kept sample with its checksum as before and no other,
+  // the record table in its order less the removed samples' records, and a
+  // dataset verify passes.
+  static void expect_compacted(const fs::path& first_copy, const std::set<int64_t>& gone,
+                               const fs::path& out) {
+    std::map<std::pair<int64_t, uint16_t>, uint64_t> expected = stored_checksums(first_copy);
+    std::erase_if(expected, [&](const auto& entry) { return gone.count(entry.first.first); });
+    EXPECT_EQ(stored_checksums(out), expected);
+    const DatasetIndex first = read_index(first_copy);
+    const DatasetIndex compacted = read_index(out);
+    EXPECT_EQ(compacted.num_records(), expected.size());
+    std::vector<std::pair<int64_t, uint16_t>> order_before;
+    for (std::size_t rec = 0; rec < first.num_records(); ++rec) {
+      if (gone.count(first.records.sample[rec]) == 0)
+        order_before.emplace_back(first.records.sample[rec], first.records.variant[rec]);
+    }
+    std::vector<std::pair<int64_t, uint16_t>> order_after;
+    for (std::size_t rec = 0; rec < compacted.num_records(); ++rec)
+      order_after.emplace_back(compacted.records.sample[rec], compacted.records.variant[rec]);
+    EXPECT_EQ(order_after, order_before);
+    const test::CommandResult r = test::run_imgpack("verify " + q(out) + " -q");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+
   // No file of any generation but the dataset's own.
   static void expect_no_leftovers(const fs::path& dir) {
     const DatasetIndex index = read_index(dir);
@@ -602,14 +642,7 @@ TEST_F(AppendCli, CompactMovesTheLastShardIntoThePlaceOfOneThatHeldOnlyRemovedIm
   const DatasetIndex first = read_index(reference);
   ASSERT_GE(first.num_shards(), 4u);
   // Every sample with a record in shard 1 (and so every record of shard 1).
-  std::set<int64_t> gone_samples;
-  for (std::size_t r = 0; r < first.num_records(); ++r) {
-    if (first.records.shard[r] == 1) gone_samples.insert(first.records.sample[r]);
-  }
-  std::string gone;
-  for (const int64_t s : gone_samples)
-    gone += first.sample_path[static_cast<std::size_t>(s)] + "\n";
-  test::write_bytes(dir_ / "gone.txt", gone);
+  const std::set<int64_t> gone_samples = write_samples_of_shards(first, {1}, dir_ / "gone.txt");
   const std::string remove = " --paths " + q(dir_ / "gone.txt") + " -q";
   ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(reference) + remove).exit_code, 0);
   const Dataset before = Dataset::open(reference);
@@ -636,23 +669,7 @@ TEST_F(AppendCli, CompactMovesTheLastShardIntoThePlaceOfOneThatHeldOnlyRemovedIm
   for (std::size_t k = 3; k + 1 < first.num_shards(); ++k) {
     EXPECT_EQ(compacted.shards.file[k], first.shards.file[k]) << k;
   }
-  // Every record of a kept sample, with its checksum as before; no other.
-  std::map<std::pair<int64_t, uint16_t>, uint64_t> expected = stored_checksums(dir_ / "first-copy");
-  std::erase_if(expected, [&](const auto& entry) { return gone_samples.count(entry.first.first); });
-  EXPECT_EQ(stored_checksums(reference), expected);
-  EXPECT_EQ(compacted.num_records(), expected.size());
-  // The record table in its order, less the removed samples' records.
-  std::vector<std::pair<int64_t, uint16_t>> order_before;
-  for (std::size_t rec = 0; rec < first.num_records(); ++rec) {
-    if (gone_samples.count(first.records.sample[rec]) == 0)
-      order_before.emplace_back(first.records.sample[rec], first.records.variant[rec]);
-  }
-  std::vector<std::pair<int64_t, uint16_t>> order_after;
-  for (std::size_t rec = 0; rec < compacted.num_records(); ++rec)
-    order_after.emplace_back(compacted.records.sample[rec], compacted.records.variant[rec]);
-  EXPECT_EQ(order_after, order_before);
-  r = test::run_imgpack("verify " + q(reference) + " -q");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_compacted(dir_ / "first-copy", gone_samples, reference);
 
   // Killed as each shard written anew is committed.
   const std::set<std::string> old_files(first.shards.file.begin(), first.shards.file.end());
@@ -664,6 +681,42 @@ TEST_F(AppendCli, CompactMovesTheLastShardIntoThePlaceOfOneThatHeldOnlyRemovedIm
   EXPECT_GE(points.size(), 1u);
   for (const std::string& point : points)
     expect_killed_compaction_ends_as(reference, remove, point);
+}
+
+// Several shards that held only removed samples' records, one of them the
+// last: each hole in the table takes the last shard that keeps records, the
+// empty ones at the end go.
+TEST_F(AppendCli, CompactFillsEveryHoleAndDropsTheEmptyEnd) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  fs::copy(out, dir_ / "first-copy", fs::copy_options::recursive);
+  const DatasetIndex first = read_index(out);
+  const auto n = static_cast<uint32_t>(first.num_shards());
+  ASSERT_GE(n, 7u);
+  const std::set<int64_t> gone = write_samples_of_shards(first, {1, 3, n - 1}, dir_ / "gone.txt");
+  ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(out) + " --paths " +
+                        q(dir_ / "gone.txt") + " -q")
+                .exit_code,
+            0);
+  const test::CommandResult r = run_command(kDate + imgpack() + " compact " + q(out) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  // Shard n - 1 kept nothing; samples straddling a boundary may empty n - 2
+  // too, so count what the removal left in each shard.
+  const DatasetIndex compacted = read_index(out);
+  std::vector<uint64_t> kept(n, 0);
+  for (std::size_t rec = 0; rec < first.num_records(); ++rec) {
+    if (gone.count(first.records.sample[rec]) == 0) ++kept[first.records.shard[rec]];
+  }
+  const auto empty = static_cast<uint64_t>(std::count(kept.begin(), kept.end(), 0));
+  EXPECT_GE(empty, 3u);
+  EXPECT_EQ(compacted.num_shards(), n - empty);
+  EXPECT_EQ(summary["shards_dropped"], empty) << r.out;
+  EXPECT_EQ(summary["shards_moved"], 2) << r.out;  // into places 1 and 3
+  for (std::size_t k = 0; k < compacted.num_shards(); ++k) {
+    EXPECT_GT(compacted.shards.records[k], 0u) << k;
+  }
+  expect_compacted(dir_ / "first-copy", gone, out);
 }
 
 }  // namespace
