@@ -106,18 +106,24 @@ class AppendCli : public test::CliTest {
     test::expect_same_dataset_bytes(out, reference);
   }
 
-  // Writes to `list` the paths of every sample with a record in one of the
-  // shards at `places` of `index`; returns those samples.
-  static std::set<int64_t> write_samples_of_shards(const DatasetIndex& index,
-                                                   const std::set<uint32_t>& places,
-                                                   const fs::path& list) {
+  // The options of a removal of gone.txt, quiet.
+  std::string remove_list_args() const { return " --paths " + q(dir_ / "gone.txt") + " -q"; }
+
+  // Removes from the dataset in `out` (`index` its index) every sample with a
+  // record in one of the shards at `places`, listed in gone.txt; returns
+  // those samples.
+  std::set<int64_t> remove_samples_of_shards(const fs::path& out, const DatasetIndex& index,
+                                             const std::set<uint32_t>& places) const {
     std::set<int64_t> samples;
     for (std::size_t r = 0; r < index.num_records(); ++r) {
       if (places.count(index.records.shard[r]) > 0) samples.insert(index.records.sample[r]);
     }
     std::string text;
     for (const int64_t s : samples) text += index.sample_path[static_cast<std::size_t>(s)] + "\n";
-    test::write_bytes(list, text);
+    test::write_bytes(dir_ / "gone.txt", text);
+    const test::CommandResult r =
+        run_command(kDate + imgpack() + " remove " + q(out) + remove_list_args());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
     return samples;
   }
 
@@ -642,9 +648,9 @@ TEST_F(AppendCli, CompactMovesTheLastShardIntoThePlaceOfOneThatHeldOnlyRemovedIm
   const DatasetIndex first = read_index(reference);
   ASSERT_GE(first.num_shards(), 4u);
   // Every sample with a record in shard 1 (and so every record of shard 1).
-  const std::set<int64_t> gone_samples = write_samples_of_shards(first, {1}, dir_ / "gone.txt");
-  const std::string remove = " --paths " + q(dir_ / "gone.txt") + " -q";
-  ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(reference) + remove).exit_code, 0);
+  const std::set<int64_t> gone_samples = remove_samples_of_shards(reference, first, {1});
+  ASSERT_FALSE(HasFailure()) << "the removal failed";
+  const std::string remove = remove_list_args();
   const Dataset before = Dataset::open(reference);
   test::CommandResult r = run_command(kDate + imgpack() + " compact " + q(reference) + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -693,11 +699,8 @@ TEST_F(AppendCli, CompactFillsEveryHoleAndDropsTheEmptyEnd) {
   const DatasetIndex first = read_index(out);
   const auto n = static_cast<uint32_t>(first.num_shards());
   ASSERT_GE(n, 7u);
-  const std::set<int64_t> gone = write_samples_of_shards(first, {1, 3, n - 1}, dir_ / "gone.txt");
-  ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(out) + " --paths " +
-                        q(dir_ / "gone.txt") + " -q")
-                .exit_code,
-            0);
+  const std::set<int64_t> gone = remove_samples_of_shards(out, first, {1, 3, n - 1});
+  ASSERT_FALSE(HasFailure()) << "the removal failed";
   const test::CommandResult r = run_command(kDate + imgpack() + " compact " + q(out) + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json summary = nlohmann::json::parse(r.out);

@@ -11,6 +11,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/growth.hpp"
 #include "inputs/csv.hpp"
+#include "inputs/utf8_bom.hpp"
 #include "sample_lookup.hpp"
 
 namespace imgpack {
@@ -43,8 +44,8 @@ std::vector<std::string> read_path_list(const fs::path& file, const std::string&
   std::vector<uint8_t> bytes;
   const std::string error = read_file(file, bytes);
   if (!error.empty()) throw UsageError(file.string() + ": " + error);
-  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 BOM (Windows editors)
+  const std::string_view text =
+      without_utf8_bom({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
   std::size_t begin = 0;
   while (begin < text.size()) {
     std::size_t end = text.find('\n', begin);

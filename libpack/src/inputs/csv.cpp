@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "imgpack/error.hpp"
+#include "inputs/utf8_bom.hpp"
 
 namespace imgpack {
 
@@ -22,7 +23,7 @@ std::string trimmed(std::string_view s) {
 class CsvParser {
  public:
   CsvParser(std::string_view text, const std::string& name) : text_(text), name_(name) {
-    if (text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
+    if (text_.starts_with(kUtf8Bom)) pos_ = kUtf8Bom.size();
   }
 
   // The next record, or std::nullopt at the end of the text. Blank lines are skipped.

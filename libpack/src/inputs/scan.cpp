@@ -32,6 +32,7 @@
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "inputs/csv.hpp"
+#include "inputs/utf8_bom.hpp"
 
 namespace imgpack {
 
@@ -544,8 +545,8 @@ SourceList scan_file_list(const fs::path& src, const ScanOptions& options,
   if (std::string problem = read_file(list_file, bytes); !problem.empty()) {
     throw UsageError(list_file.string() + ": " + problem);
   }
-  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 BOM (Windows editors)
+  const std::string_view text =
+      without_utf8_bom({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
   std::string excluded;
   if (!exclude.empty()) excluded = relative_to_root(fs::absolute(exclude, ec).string(), src);
 

@@ -19,6 +19,7 @@
 #include "imgpack/error.hpp"
 #include "inputs/annotation_text.hpp"
 #include "inputs/boxes_input.hpp"
+#include "inputs/utf8_bom.hpp"
 #include "parallel/tbb_tsan.hpp"
 
 namespace imgpack {
@@ -38,7 +39,7 @@ constexpr double kMaxUnnamedClassId = 65535;
 // byte order mark at the start skipped); stops where it returns false.
 template <class Each>
 void for_each_line(std::string_view text, Each&& each) {
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  text = without_utf8_bom(text);
   uint32_t number = 0;
   std::size_t begin = 0;
   while (begin < text.size()) {

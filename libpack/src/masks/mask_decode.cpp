@@ -16,6 +16,7 @@
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "inputs/csv.hpp"
+#include "inputs/utf8_bom.hpp"
 
 namespace imgpack {
 
@@ -292,8 +293,8 @@ std::vector<std::string> read_mask_class_names(const fs::path& path) {
   if (!problem.empty())
     throw UsageError(path.string() + ": " + problem + " (MaskOptions::classes)");
   std::vector<std::string> names;
-  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 BOM (Windows editors)
+  std::string_view text =
+      without_utf8_bom({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
   while (!text.empty()) {
     const std::size_t end = text.find('\n');
     std::string_view line = text.substr(0, end);
