@@ -56,6 +56,17 @@ struct BenchResult {
   double reader_vs(double gb_per_s) const { return gb_per_s > 0 ? run.gb_per_s() / gb_per_s : 0; }
 };
 
+// One batch's bytes (images and masks) as the loader's slots hold them.
+uint64_t batch_bytes_of(const Dataset& dataset, const BenchArgs& a) {
+  return a.batch * (dataset.record_bytes() + dataset.mask_bytes());
+}
+
+// The anonymous memory the reader may grow by: its ring of prefetch + 2
+// batches, and 64 MiB besides.
+uint64_t reader_memory_bound(const Dataset& dataset, const BenchArgs& a) {
+  return (a.prefetch + 2) * batch_bytes_of(dataset, a) + (uint64_t{64} << 20);
+}
+
 // The references first, then the reader alone at each thread count of the
 // sweep (1 up to the cores available, or to --threads when given; or at
 // --threads when there is a step to compare with), then the main run.
@@ -64,8 +75,8 @@ struct BenchResult {
 BenchResult measure(const Dataset& dataset, const BenchArgs& a, const Device& device) {
   const bool say = !a.json && !a.quiet;
   BenchResult r;
-  const std::size_t batch_bytes = a.batch * (dataset.record_bytes() + dataset.mask_bytes());
-  r.memory_bound = (a.prefetch + 2) * batch_bytes + (uint64_t{64} << 20);
+  const std::size_t batch_bytes = batch_bytes_of(dataset, a);
+  r.memory_bound = reader_memory_bound(dataset, a);
   r.cores = detail::cores_available();
   r.step_images_per_s = a.step_ms > 0 ? static_cast<double>(a.batch) * 1000.0 / a.step_ms : 0;
   r.memcpy_bps = memcpy_bandwidth(dataset, batch_bytes, a.memcpy_threads, a.measure_seconds / 2);
@@ -370,9 +381,9 @@ int run_bench(const BenchArgs& a) {
   if (limit) {
     // The loader's ring and the memcpy reference's buffers, besides what the
     // process holds with the dataset open.
-    const uint64_t batch_bytes = a.batch * (dataset.record_bytes() + dataset.mask_bytes());
+    const uint64_t batch_bytes = batch_bytes_of(dataset, a);
     const uint64_t need =
-        anon_rss_bytes() + (uint64_t{64} << 20) + (a.prefetch + 2 + a.memcpy_threads) * batch_bytes;
+        anon_rss_bytes() + reader_memory_bound(dataset, a) + a.memcpy_threads * batch_bytes;
     if (limit->bytes() < need) {
       throw UsageError("--memory-limit " + a.memory_limit + " is below the " + human_bytes(need) +
                        " the reader needs besides the page cache (" +
