@@ -32,8 +32,14 @@ void ReadAhead::taken(uint64_t i) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (limit <= limit_) return;
     limit_ = limit;
+    if (!worth_walking()) return;
   }
   wake_.notify_one();
+}
+
+bool ReadAhead::worth_walking() const {
+  return walked_ < limit_ &&
+         (limit_ - walked_ >= std::max<uint64_t>(1, window_ / 2) || limit_ == end_);
 }
 
 uint64_t ReadAhead::walked() const {
@@ -44,21 +50,23 @@ uint64_t ReadAhead::walked() const {
 void ReadAhead::walk() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    wake_.wait(lock, [this] { return stop_ || walked_ < limit_; });
-    if (stop_) return;
-    const uint64_t position = walked_;
-    lock.unlock();
-    const std::filesystem::path path = path_of_(position);
-    if (!path.empty()) {
-      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd >= 0) {
-        ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
-        ::close(fd);
+    wake_.wait(lock, [this] { return stop_ || worth_walking(); });
+    // Once woken, everything up to the limit, which may grow meanwhile.
+    while (!stop_ && walked_ < limit_) {
+      const uint64_t position = walked_;
+      lock.unlock();
+      const std::filesystem::path path = path_of_(position);
+      if (!path.empty()) {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+          ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+          ::close(fd);
+        }
       }
+      lock.lock();
+      walked_ = position + 1;
     }
-    lock.lock();
-    walked_ = position + 1;
-    if (walked_ == end_) return;
+    if (stop_ || walked_ == end_) return;
   }
 }
 

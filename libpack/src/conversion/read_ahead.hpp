@@ -9,6 +9,11 @@
 // (the consumer's own read reports it), and a file already in the page cache
 // costs an open and a close.
 //
+// The walk sleeps until half a window is free (or what is left of the
+// files, if less) and then asks for all of it: one wake-up per half window,
+// not one per file taken, which on a machine whose cores all decode would
+// cost a context switch per file.
+//
 // The consumer calls taken() from one thread at a time; the object joins its
 // thread when destroyed.
 #pragma once
@@ -41,6 +46,7 @@ class ReadAhead {
 
  private:
   void walk();
+  bool worth_walking() const;  // with mutex_ held
 
   const std::function<std::filesystem::path(uint64_t)> path_of_;
   const uint64_t end_;

@@ -23,8 +23,9 @@ bool walks_to(const ReadAhead& ahead, uint64_t position) {
 }
 
 // The walk asks for each position once, in order, from `first`, never more
-// than `window` past what the consumer has taken, and passes over positions
-// without a path and files that cannot be opened.
+// than `window` past what the consumer has taken, in bursts of at least half
+// a window (or the rest), and passes over positions without a path and files
+// that cannot be opened.
 TEST(ReadAhead, WalksInOrderAtMostAWindowAheadOfTheConsumer) {
   test::TempDir dir;
   for (int i = 0; i < 20; ++i) test::write_bytes(dir / ("f" + std::to_string(i)), "bytes");
@@ -43,11 +44,16 @@ TEST(ReadAhead, WalksInOrderAtMostAWindowAheadOfTheConsumer) {
     ASSERT_TRUE(walks_to(ahead, 6));
     std::this_thread::sleep_for(50ms);
     EXPECT_EQ(ahead.walked(), 6u) << "past the window with nothing taken";
-    ahead.taken(2);
-    ASSERT_TRUE(walks_to(ahead, 7));
+    ahead.taken(2);  // one position free: not yet half the window
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(ahead.walked(), 6u) << "woken for less than half the window";
+    ahead.taken(3);
+    ASSERT_TRUE(walks_to(ahead, 8));
     ahead.taken(5);
     ASSERT_TRUE(walks_to(ahead, 10));
-    ahead.taken(19);
+    ahead.taken(14);
+    ASSERT_TRUE(walks_to(ahead, 19));
+    ahead.taken(15);  // the last position: the rest, however short
     ASSERT_TRUE(walks_to(ahead, 20));
   }
   std::vector<uint64_t> expected;
