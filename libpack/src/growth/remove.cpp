@@ -11,7 +11,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/growth.hpp"
 #include "inputs/csv.hpp"
-#include "inputs/utf8_bom.hpp"
+#include "inputs/text_lines.hpp"
 #include "sample_lookup.hpp"
 
 namespace imgpack {
@@ -44,17 +44,13 @@ std::vector<std::string> read_path_list(const fs::path& file, const std::string&
   std::vector<uint8_t> bytes;
   const std::string error = read_file(file, bytes);
   if (!error.empty()) throw UsageError(file.string() + ": " + error);
-  const std::string_view text =
-      without_utf8_bom({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
-  std::size_t begin = 0;
-  while (begin < text.size()) {
-    std::size_t end = text.find('\n', begin);
-    if (end == std::string::npos) end = text.size();
-    std::string line(text.substr(begin, end - begin));
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty() && line.front() != '#') paths.push_back(as_sample_path(std::move(line)));
-    begin = end + 1;
-  }
+  for_each_line({reinterpret_cast<const char*>(bytes.data()), bytes.size()},
+                [&](uint32_t, std::string_view line) {
+                  if (!line.empty() && line.front() != '#') {
+                    paths.push_back(as_sample_path(std::string(line)));
+                  }
+                  return true;
+                });
   return paths;
 }
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "imgpack/error.hpp"
-#include "inputs/utf8_bom.hpp"
+#include "inputs/text_lines.hpp"
 
 namespace imgpack {
 

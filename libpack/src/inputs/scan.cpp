@@ -32,7 +32,7 @@
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "inputs/csv.hpp"
-#include "inputs/utf8_bom.hpp"
+#include "inputs/text_lines.hpp"
 
 namespace imgpack {
 
@@ -545,8 +545,7 @@ SourceList scan_file_list(const fs::path& src, const ScanOptions& options,
   if (std::string problem = read_file(list_file, bytes); !problem.empty()) {
     throw UsageError(list_file.string() + ": " + problem);
   }
-  const std::string_view text =
-      without_utf8_bom({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   std::string excluded;
   if (!exclude.empty()) excluded = relative_to_root(fs::absolute(exclude, ec).string(), src);
 
@@ -556,19 +555,13 @@ SourceList scan_file_list(const fs::path& src, const ScanOptions& options,
   std::set<std::string> classes;
   std::vector<std::pair<std::string, FileStamp>> files;
   std::vector<std::string> loose;
-  std::size_t line_number = 0;
-  for (std::size_t begin = 0; begin < text.size();) {
-    std::size_t end = text.find('\n', begin);
-    if (end == std::string::npos) end = text.size();
-    std::string line(text.substr(begin, end - begin));
-    begin = end + 1;
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
+  for_each_line(text, [&](uint32_t line_number, std::string_view listed) {
+    if (listed.empty()) return true;
+    const std::string line(listed);
     const std::string where = list_file.string() + ":" + std::to_string(line_number) + ": ";
     if (fs::path(line).lexically_normal() == ".") {  // SRC itself, as `find .` lists it
       ++list.ignored_files;
-      continue;
+      return true;
     }
     std::string path = relative_to_root(line, src);
     if (path.empty()) {
@@ -582,36 +575,37 @@ SourceList scan_file_list(const fs::path& src, const ScanOptions& options,
     if (has_hidden_part(path) || is_at_or_below(path, excluded) ||
         !has_image_extension(fs::path(path))) {
       ++list.ignored_files;
-      continue;
+      return true;
     }
     struct stat st {};
     if (::stat((src / path).c_str(), &st) != 0) {
       list.skipped.push_back({path, std::string("cannot stat: ") + std::strerror(errno)});
-      continue;
+      return true;
     }
     if (S_ISDIR(st.st_mode)) {
       ++list.ignored_files;  // a folder: its files are listed on lines of their own
-      continue;
+      return true;
     }
     if (!S_ISREG(st.st_mode)) {
       list.skipped.push_back({path, not_a_regular_file(st.st_mode)});
-      continue;
+      return true;
     }
     const std::size_t slash = path.find('/');
     if (class_folders) {
       if (slash == std::string::npos) {
         loose.push_back(std::move(path));
-        continue;
+        return true;
       }
       classes.insert(path.substr(0, slash));
     }
     const FileStamp stamp = file_stamp(st);
     if (keep && !keep(path, stamp)) {
       ++list.unselected;
-      continue;
+      return true;
     }
     files.emplace_back(std::move(path), stamp);
-  }
+    return true;
+  });
   take_found_files(list, options, files, classes, loose);
   // The list's skips and the images directly in SRC, in one path order.
   std::sort(list.skipped.begin(), list.skipped.end(),

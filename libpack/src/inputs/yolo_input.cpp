@@ -19,7 +19,7 @@
 #include "imgpack/error.hpp"
 #include "inputs/annotation_text.hpp"
 #include "inputs/boxes_input.hpp"
-#include "inputs/utf8_bom.hpp"
+#include "inputs/text_lines.hpp"
 #include "parallel/tbb_tsan.hpp"
 
 namespace imgpack {
@@ -34,21 +34,6 @@ constexpr double kRangeTolerance = 1e-3;
 // Without a names file the ids name the classes, "0" up to the largest:
 // a larger id is taken for a typo rather than a class of its own.
 constexpr double kMaxUnnamedClassId = 65535;
-
-// Calls `each(line_number, line)` for every line of `text` (1-based; a UTF-8
-// byte order mark at the start skipped); stops where it returns false.
-template <class Each>
-void for_each_line(std::string_view text, Each&& each) {
-  text = without_utf8_bom(text);
-  uint32_t number = 0;
-  std::size_t begin = 0;
-  while (begin < text.size()) {
-    std::size_t end = text.find('\n', begin);
-    if (end == std::string_view::npos) end = text.size();
-    if (!each(++number, text.substr(begin, end - begin))) return;
-    begin = end + 1;
-  }
-}
 
 // One name per line (line i names class i), spaces around it dropped; blank
 // lines are allowed at the end only, where they name nothing.

@@ -16,7 +16,7 @@
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
 #include "inputs/csv.hpp"
-#include "inputs/utf8_bom.hpp"
+#include "inputs/text_lines.hpp"
 
 namespace imgpack {
 
@@ -293,17 +293,14 @@ std::vector<std::string> read_mask_class_names(const fs::path& path) {
   if (!problem.empty())
     throw UsageError(path.string() + ": " + problem + " (MaskOptions::classes)");
   std::vector<std::string> names;
-  std::string_view text =
-      without_utf8_bom({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
-  while (!text.empty()) {
-    const std::size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
-      line.remove_suffix(1);
-    }
-    names.emplace_back(line);
-  }
+  for_each_line({reinterpret_cast<const char*>(bytes.data()), bytes.size()},
+                [&](uint32_t, std::string_view line) {
+                  while (line.ends_with(' ') || line.ends_with('\t') || line.ends_with('\r')) {
+                    line.remove_suffix(1);
+                  }
+                  names.emplace_back(line);
+                  return true;
+                });
   if (names.empty()) throw UsageError(path.string() + ": names no labels (MaskOptions::classes)");
   if (names.size() > 256) {
     throw UsageError(path.string() + ": names " + std::to_string(names.size()) +
