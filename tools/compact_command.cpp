@@ -24,23 +24,39 @@ int run_compact(const CompactArgs& args) {
     j["shards_moved"] = result.shards_moved;
     j["shards_dropped"] = result.shards_dropped;
     j["records_dropped"] = result.records_dropped;
+    j["replaced_files"] = result.replaced.files;
+    j["replaced_bytes"] = result.replaced.bytes;
+    j["leftovers_removed"] = result.leftovers_removed.files;
+    j["leftover_bytes_removed"] = result.leftovers_removed.bytes;
     j["dataset"] = args.dataset;
     print_json(j);
-  } else if (!args.quiet) {
-    if (result.shards_rewritten + result.shards_dropped == 0) {
-      std::fprintf(stderr, "%s: nothing to compact (generation %llu)\n", args.dataset.c_str(),
-                   static_cast<unsigned long long>(result.generation));
-    } else {
-      std::fprintf(stderr,
-                   "%s: generation %llu: dropped %llu records of removed images; %llu shards "
-                   "rewritten (%llu of them moved into the place of a dropped one), %llu "
-                   "dropped\n",
-                   args.dataset.c_str(), static_cast<unsigned long long>(result.generation),
-                   static_cast<unsigned long long>(result.records_dropped),
-                   static_cast<unsigned long long>(result.shards_rewritten),
-                   static_cast<unsigned long long>(result.shards_moved),
-                   static_cast<unsigned long long>(result.shards_dropped));
-    }
+    return kExitOk;
+  }
+  if (args.quiet) return kExitOk;
+  std::string line = args.dataset + ": ";
+  if (result.shards_rewritten + result.shards_dropped == 0) {
+    line += "nothing to compact (generation " + std::to_string(result.generation) + ")";
+  } else {
+    line += "generation " + std::to_string(result.generation) + ": dropped " +
+            std::to_string(result.records_dropped) + " records of removed images; " +
+            std::to_string(result.shards_rewritten) + " shards rewritten (" +
+            std::to_string(result.shards_moved) +
+            " of them moved into the place of a dropped one), " +
+            std::to_string(result.shards_dropped) + " dropped";
+  }
+  if (result.leftovers_removed.files > 0) {
+    line += "; removed " + std::to_string(result.leftovers_removed.files) +
+            " shard files no generation uses any more (" +
+            human_bytes(result.leftovers_removed.bytes) + ")";
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+  if (result.replaced.files > 0) {
+    std::fprintf(stderr,
+                 "%s: the %llu replaced shard files (%s) stay for readers opened before; the "
+                 "dataset's next change removes them (imgpack compact again, once those "
+                 "readers are done)\n",
+                 args.dataset.c_str(), static_cast<unsigned long long>(result.replaced.files),
+                 human_bytes(result.replaced.bytes).c_str());
   }
   return kExitOk;
 }
@@ -61,7 +77,8 @@ void add_compact_command(CLI::App& app, Action& action) {
       "place (a shard's place in the table is its number). Then "
       "the next generation is committed (splits.h5, index.h5). Sample ids never change. The "
       "replaced shard files stay until the dataset's next change, so that readers opened "
-      "before keep working. Killed at any point, run it again.");
+      "before keep working: run compact again once they are done to remove them (it also "
+      "removes what an interrupted change left). Killed at any point, run it again.");
   cmd->callback([args, &action] { action = [args] { return run_compact(*args); }; });
 }
 

@@ -20,6 +20,7 @@
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "imgpack/growth.hpp"
 #include "imgpack/mask_stats.hpp"
 #include "summaries.hpp"
 
@@ -341,6 +342,16 @@ int run_inspect(const InspectArgs& args) {
     }
   }
   const uint64_t pixel_bytes = index.num_records() * index.record_bytes();
+  // The images whose records the shards hold: every sample, but those whose
+  // records compact dropped.
+  std::vector<bool> has_records(index.num_samples(), false);
+  for (const int64_t sample : index.records.sample) {
+    if (sample >= 0 && static_cast<std::size_t>(sample) < has_records.size())
+      has_records[static_cast<std::size_t>(sample)] = true;
+  }
+  const auto held_images =
+      static_cast<uint64_t>(std::count(has_records.begin(), has_records.end(), true));
+  const FileTally unlisted = unlisted_shard_files(dir, index);
   const MultilabelCounts multilabel = count_multilabel(index);
   const std::vector<TargetSummary> targets = summarize_targets(index);
 
@@ -371,6 +382,8 @@ int run_inspect(const InspectArgs& args) {
     if (index.boxes) j["boxes"] = boxes_json(index, box_counts);
     j["pixel_bytes"] = pixel_bytes;
     j["disk_bytes"] = disk_bytes;
+    j["unlisted_shard_files"] = unlisted.files;
+    j["unlisted_shard_bytes"] = unlisted.bytes;
     nlohmann::ordered_json classes = nlohmann::ordered_json::array();
     for (std::size_t c = 0; c < index.class_names.size(); ++c) {
       classes.push_back({{"name", index.class_names[c]}, {"count", class_counts[c]}});
@@ -422,15 +435,21 @@ int run_inspect(const InspectArgs& args) {
                           ": imgpack upgrade rewrites it as format " +
                           std::to_string(format::kIndexVersion) + " (faster to open and split)\n"
                     : std::string())
-            << "  records     " << index.num_records() << " (" << index.num_samples()
-            << " images x " << index.variants << " variant" << (index.variants == 1 ? "" : "s")
-            << ")\n"
+            << "  records     " << index.num_records() << " (" << held_images << " images x "
+            << index.variants << " variant" << (index.variants == 1 ? "" : "s") << ")\n"
             << "  shape       " << index.height << " x " << index.width << " x " << index.channels
             << " uint8 (" << index.color << "), " << human_bytes(index.record_bytes())
             << " per record\n"
             << "  size        " << human_bytes(pixel_bytes) << " of pixels, "
             << human_bytes(disk_bytes) << " on disk in " << index.num_shards() << " shard"
             << (index.num_shards() == 1 ? "" : "s") << "\n";
+  if (unlisted.files > 0) {
+    std::cout << "  unlisted    " << unlisted.files << " shard file"
+              << (unlisted.files == 1 ? "" : "s") << " (" << human_bytes(unlisted.bytes)
+              << ") not in this generation (kept for readers opened before it, or left by "
+                 "an interrupted change); the dataset's next change (imgpack compact, say) "
+                 "removes them\n";
+  }
   if (index.num_removed() > 0) {
     uint64_t removed_records = 0;
     for (std::size_t r = 0; r < index.num_records(); ++r) {

@@ -602,10 +602,34 @@ TEST_F(AppendCli, CompactDropsRemovedRecordsAndFinishesWhenRunAgain) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json summary = nlohmann::json::parse(r.out);
   EXPECT_GT(summary["shards_rewritten"].get<int>(), 0);
+  const DatasetIndex compacted = read_index(reference);
+  // The files it replaced stay beside the new ones, counted as they are.
+  uint64_t unlisted_files = 0;
+  uint64_t unlisted_bytes = 0;
+  const std::set<std::string> listed(compacted.shards.file.begin(), compacted.shards.file.end());
+  for (const fs::directory_entry& entry : fs::directory_iterator(reference)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("shard-") && listed.count(name) == 0) {
+      ++unlisted_files;
+      unlisted_bytes += entry.file_size();
+    }
+  }
+  EXPECT_EQ(summary["replaced_files"].get<uint64_t>(), unlisted_files);
+  EXPECT_EQ(summary["replaced_bytes"].get<uint64_t>(), unlisted_bytes);
+  EXPECT_EQ(unlisted_files, summary["shards_rewritten"].get<uint64_t>() +
+                                summary["shards_dropped"].get<uint64_t>());
+  EXPECT_EQ(summary["leftovers_removed"].get<uint64_t>(), 0u);
   const test::CommandResult inspected = test::run_imgpack("inspect " + q(reference));
   EXPECT_NE(inspected.out.find("their records dropped by imgpack compact"), std::string::npos)
       << inspected.out;
-  const DatasetIndex compacted = read_index(reference);
+  EXPECT_NE(
+      inspected.out.find(" (" + std::to_string(compacted.num_samples() - compacted.num_removed()) +
+                         " images x 2 variants)"),
+      std::string::npos)
+      << inspected.out;
+  EXPECT_NE(inspected.out.find("unlisted    " + std::to_string(unlisted_files) + " shard files"),
+            std::string::npos)
+      << inspected.out;
   EXPECT_EQ(compacted.generation, 2u);
   EXPECT_EQ(compacted.num_shards() + summary["shards_dropped"].get<std::size_t>(),
             first.num_shards());
@@ -625,10 +649,17 @@ TEST_F(AppendCli, CompactDropsRemovedRecordsAndFinishesWhenRunAgain) {
   }
   r = test::run_imgpack("verify " + q(reference) + " -q");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  // Nothing left to drop: no new generation.
+  // Nothing left to drop: no new generation, and the replaced files go.
   r = test::run_imgpack("compact " + q(reference) + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["generation"], 2);
+  const nlohmann::json again = nlohmann::json::parse(r.out);
+  EXPECT_EQ(again["generation"], 2);
+  EXPECT_EQ(again["replaced_files"].get<uint64_t>(), 0u);
+  EXPECT_EQ(again["leftovers_removed"].get<uint64_t>(), unlisted_files);
+  EXPECT_EQ(again["leftover_bytes_removed"].get<uint64_t>(), unlisted_bytes);
+  r = test::run_imgpack("inspect " + q(reference) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["unlisted_shard_files"].get<uint64_t>(), 0u);
 
   for (const std::string point :
        {"shard-commit:2", "splits-commit", "splits-committed", "index-commit"}) {

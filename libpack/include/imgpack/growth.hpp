@@ -106,6 +106,19 @@ struct RemoveResult {
 RemoveResult remove_samples(const std::filesystem::path& dataset,
                             std::span<const std::string> paths, const std::string& list_name);
 
+// A count of files and their bytes.
+struct FileTally {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+};
+
+// The shard files in `dataset` that `index` (read from it) does not list:
+// those a compaction replaced, which stay so that readers opened before
+// keep working until the dataset's next change removes them, and those an
+// interrupted change left. Reads only the directory listing; a file that
+// goes meanwhile is not counted. Safe from any thread.
+FileTally unlisted_shard_files(const std::filesystem::path& dataset, const DatasetIndex& index);
+
 struct CompactResult {
   uint64_t generation = 0;        // afterwards (unchanged when there was nothing to drop)
   uint64_t shards_rewritten = 0;  // shards written anew (shards_moved included)
@@ -114,6 +127,13 @@ struct CompactResult {
   uint64_t shards_moved = 0;
   uint64_t shards_dropped = 0;  // shards that held only removed samples' records
   uint64_t records_dropped = 0;
+  // The shard files this compaction replaced or dropped, left in the
+  // directory for readers opened before: the next change (compact again,
+  // say) removes them.
+  FileTally replaced;
+  // Files it removed first: those an earlier compaction replaced, and what
+  // an interrupted change left.
+  FileTally leftovers_removed;
 };
 
 // Drops every record of a removed sample from the shards and commits the

@@ -117,6 +117,7 @@ CompactResult compact_dataset(const fs::path& dataset) {
   DatasetIndex& index = change.index;
   CompactResult result;
   result.generation = index.generation;
+  result.leftovers_removed = change.leftovers_removed;
 
   // The rows each shard keeps, in order.
   const std::size_t shards = index.num_shards();
@@ -180,6 +181,7 @@ CompactResult compact_dataset(const fs::path& dataset) {
   std::vector<std::string> warnings;
   commit_change(dataset, index, "compact", 0, 0, index.num_samples(), warnings);
   result.generation = index.generation;
+  result.replaced = unlisted_shard_files(dataset, index);  // the change began with none
   return result;
 }
 

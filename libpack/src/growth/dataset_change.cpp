@@ -18,10 +18,16 @@ namespace imgpack {
 
 namespace fs = std::filesystem;
 
-void remove_leftovers(const fs::path& dir, const DatasetIndex& index) {
+namespace {
+
+// Calls `each(entry, bytes)` for every file in `dir` that a change leaves
+// behind and `index` does not list: shard files, and temporary files of
+// shards, index.h5 and splits.h5 when `temporary` too.
+template <class Each>
+void for_each_unlisted(const fs::path& dir, const DatasetIndex& index, bool temporary_too,
+                       Each&& each) {
   const std::set<std::string> listed(index.shards.file.begin(), index.shards.file.end());
   const std::string tmp = format::kTmpSuffix;
-  bool removed = false;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -30,19 +36,42 @@ void remove_leftovers(const fs::path& dir, const DatasetIndex& index) {
     if (temporary) stem = name.substr(0, name.size() - tmp.size());
     const bool ours = format::is_shard_file_name(stem) || stem == format::kIndexFile ||
                       stem == format::kSplitsFile;
-    if (!ours || (!temporary && (!format::is_shard_file_name(name) || listed.count(name) > 0))) {
+    if (!ours || (temporary && !temporary_too) ||
+        (!temporary && (!format::is_shard_file_name(name) || listed.count(name) > 0))) {
       continue;
     }
+    std::error_code size_ec;
+    const uintmax_t size = entry.file_size(size_ec);
+    each(entry, size_ec ? 0 : static_cast<uint64_t>(size));
+  }
+  if (ec) throw system_error(dir, "cannot list", ec.value());
+}
+
+}  // namespace
+
+FileTally unlisted_shard_files(const fs::path& dataset, const DatasetIndex& index) {
+  FileTally tally;
+  for_each_unlisted(dataset, index, false, [&](const fs::directory_entry&, uint64_t bytes) {
+    ++tally.files;
+    tally.bytes += bytes;
+  });
+  return tally;
+}
+
+FileTally remove_leftovers(const fs::path& dir, const DatasetIndex& index) {
+  FileTally removed;
+  for_each_unlisted(dir, index, true, [&](const fs::directory_entry& entry, uint64_t bytes) {
     std::error_code remove_ec;
     fs::remove(entry.path(), remove_ec);
     if (remove_ec) {
       throw system_error(entry.path(), "cannot remove the leftover of an interrupted change",
                          remove_ec.value());
     }
-    removed = true;
-  }
-  if (ec) throw system_error(dir, "cannot list", ec.value());
-  if (removed) fsync_path(dir);
+    ++removed.files;
+    removed.bytes += bytes;
+  });
+  if (removed.files > 0) fsync_path(dir);
+  return removed;
 }
 
 DatasetChange begin_change(const fs::path& dir, const std::string& change) {
@@ -53,12 +82,12 @@ DatasetChange begin_change(const fs::path& dir, const std::string& change) {
                      ": another command is changing this dataset now; wait for it to finish, "
                      "then run this one again");
   }
-  DatasetChange begun{std::move(*lock), read_index(dir)};
+  DatasetChange begun{std::move(*lock), read_index(dir), {}};
   if (begun.index.format_version < 2) {
     throw UsageError(dir.string() + ": index format 1; run `imgpack upgrade` on it first, then " +
                      change);
   }
-  remove_leftovers(dir, begun.index);
+  begun.leftovers_removed = remove_leftovers(dir, begun.index);
   return begun;
 }
 

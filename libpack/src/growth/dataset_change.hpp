@@ -10,6 +10,7 @@
 
 #include "files.hpp"
 #include "imgpack/dataset_index.hpp"
+#include "imgpack/growth.hpp"
 
 namespace imgpack {
 
@@ -18,6 +19,7 @@ namespace imgpack {
 struct DatasetChange {
   DirectoryLock lock;
   DatasetIndex index;
+  FileTally leftovers_removed;  // by remove_leftovers() as the change began
 };
 
 // Takes the lock on `dir` (never waits), reads its index, refuses a format 1
@@ -30,8 +32,9 @@ DatasetChange begin_change(const std::filesystem::path& dir, const std::string& 
 // Removes what an interrupted change left in `dir` that `index` does not
 // list: shard files of no generation and temporary files (NAME.tmp) of
 // shards, index.h5 and splits.h5. No reader sees them: index.h5 lists the
-// shards a reader opens. Throws imgpack::Error naming a file it cannot remove.
-void remove_leftovers(const std::filesystem::path& dir, const DatasetIndex& index);
+// shards a reader opens. Returns what it removed. Throws imgpack::Error
+// naming a file it cannot remove.
+FileTally remove_leftovers(const std::filesystem::path& dir, const DatasetIndex& index);
 
 // The date of a change, as the history records it: SOURCE_DATE_EPOCH (the
 // reproducible-builds convention: seconds since 1970) where set, else now;
