@@ -66,16 +66,6 @@ std::vector<uint8_t> read_record(const fs::path& dataset, const DatasetIndex& in
   return pixels;
 }
 
-// Paths, sizes and contents of every file below `root`.
-std::map<std::string, std::string> snapshot(const fs::path& root) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    std::string key = fs::relative(entry.path(), root).string();
-    files[key] = entry.is_regular_file() ? test::read_bytes(entry.path()) : "<dir>";
-  }
-  return files;
-}
-
 TEST(Convert, WritesTheFormatContract) {
   test::TempDir dir;
   make_tree(dir / "src");
@@ -224,7 +214,7 @@ TEST(Convert, BadInputsAreSkippedAndReportedWhileTheRestConverts) {
   test::write_bytes(dir / "src" / "cat" / "truncated.jpg", jpeg.substr(0, jpeg.size() / 2));
   test::write_bytes(dir / "src" / "cat" / "empty.jpg", "");
   test::write_bytes(dir / "src" / "dog" / "text.jpg", "hello, I am not a JPEG\n");
-  auto before = snapshot(dir / "src");
+  auto before = test::directory_snapshot(dir / "src");
 
   ConvertOptions options = options_for(dir / "src", dir / "out");
   options.max_skipped.count = 3;  // the three above, a third of the inputs
@@ -249,7 +239,7 @@ TEST(Convert, BadInputsAreSkippedAndReportedWhileTheRestConverts) {
   // The last shard was sized for 9 inputs and still holds exactly 6 records.
   h5::File shard = h5::File::open_read(dir / "out" / index.shards.file[0]);
   EXPECT_EQ(shard.shape("/images")[0], 6u);
-  EXPECT_EQ(snapshot(dir / "src"), before) << "SRC was modified";
+  EXPECT_EQ(test::directory_snapshot(dir / "src"), before) << "SRC was modified";
 }
 
 TEST(Convert, OnErrorFailStopsWithoutAnIndex) {

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "conversion/convert_journal.hpp"
+#include "imgpack/checksum.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
 
@@ -118,6 +119,28 @@ std::string read_bytes(const fs::path& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+void flip_bits(const fs::path& file, uint64_t offset, uint8_t mask) {
+  std::string bytes = read_bytes(file);
+  ASSERT_LT(offset, bytes.size()) << file;
+  bytes[offset] = static_cast<char>(bytes[offset] ^ mask);
+  write_bytes(file, bytes);
+}
+
+std::map<std::string, std::string> directory_snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    std::string& value = files[fs::relative(entry.path(), dir).string()];
+    if (!entry.is_regular_file()) {
+      value = "<dir>";
+      continue;
+    }
+    const std::string bytes = read_bytes(entry.path());
+    value = std::to_string(bytes.size()) + " bytes, checksum " +
+            std::to_string(checksum(bytes.data(), bytes.size()));
+  }
+  return files;
 }
 
 cv::Mat opencv_decode_rgb(const fs::path& path, bool gray) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,15 @@ void write_image(const std::filesystem::path& path, const cv::Mat& rgb,
 // Writes raw bytes to a file, creating parent folders.
 void write_bytes(const std::filesystem::path& path, const std::string& bytes);
 std::string read_bytes(const std::filesystem::path& path);
+
+// XORs the byte at `offset` of `file` with `mask`, for tests that damage a
+// file (a gtest failure if the file is shorter).
+void flip_bits(const std::filesystem::path& file, uint64_t offset, uint8_t mask);
+
+// Every file and folder under `dir`, by its path relative to it, with its
+// size and the checksum of its bytes ("<dir>" for a folder): compare two to
+// tell that a command changed nothing (a failure names the files that differ).
+std::map<std::string, std::string> directory_snapshot(const std::filesystem::path& dir);
 
 // Expects `dir` to hold the very dataset in `reference`: the same shard
 // files, index.h5 and splits.h5, byte for byte, and no temporary or journal file left

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/format.hpp"
+#include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -751,6 +753,49 @@ TEST_F(AppendCli, CompactFillsEveryHoleAndDropsTheEmptyEnd) {
     EXPECT_GT(compacted.shards.records[k], 0u) << k;
   }
   expect_compacted(dir_ / "first-copy", gone, out);
+}
+
+// compact that meets a damaged record it would keep, in the last shard, after
+// it has written the shards before: it stops (exit 1) naming the shard, and
+// leaves the dataset as it was, the files it wrote gone with them.
+TEST_F(AppendCli, CompactStoppedByDamageLeavesTheDatasetAsItWas) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  const DatasetIndex first = read_index(out);
+  // The sample of every shard's last record goes, so every shard is rewritten.
+  std::set<int64_t> gone;
+  for (std::size_t rec = 0; rec < first.num_records(); ++rec) {
+    if (rec + 1 == first.num_records() || first.records.shard[rec + 1] != first.records.shard[rec])
+      gone.insert(first.records.sample[rec]);
+  }
+  std::string text;
+  for (const int64_t sample : gone)
+    text += first.sample_path[static_cast<std::size_t>(sample)] + "\n";
+  test::write_bytes(dir_ / "gone.txt", text);
+  ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(out) + remove_list_args()).exit_code, 0);
+  // Damage a record that the compaction keeps, in the last shard that keeps one.
+  std::size_t last = 0;
+  uint32_t kept_row = 0;
+  for (std::size_t rec = 0; rec < first.num_records(); ++rec) {
+    if (gone.count(first.records.sample[rec]) == 0) {
+      last = first.records.shard[rec];
+      kept_row = first.records.row[rec];
+    }
+  }
+  ASSERT_GE(last, 2u);
+  const fs::path shard = out / first.shards.file[last];
+  test::flip_bits(shard, test::images_offset(shard) + uint64_t{kept_row} * first.record_bytes() + 5,
+                  0x40);
+  const auto before = test::directory_snapshot(out);
+
+  const test::CommandResult r = run_command(kDate + imgpack() + " compact " + q(out));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(shard.string() + ": row " + std::to_string(kept_row) +
+                       " does not match its checksum"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("stays at generation 1"), std::string::npos) << r.err;
+  EXPECT_EQ(test::directory_snapshot(out), before) << "compact left files or changed some";
 }
 
 }  // namespace

@@ -34,10 +34,7 @@ CommandResult run_limited(const std::string& arguments) {
 }
 
 void flip_byte(const fs::path& file, uint64_t offset, uint8_t mask = 0x5a) {
-  std::string bytes = test::read_bytes(file);
-  ASSERT_LT(offset, bytes.size()) << file;
-  bytes[offset] = static_cast<char>(bytes[offset] ^ mask);
-  test::write_bytes(file, bytes);
+  test::flip_bits(file, offset, mask);
 }
 
 using test::dataset_offset;

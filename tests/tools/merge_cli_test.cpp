@@ -147,20 +147,8 @@ TEST_F(MergeCli, PartOutOfRangeIsAUsageError) {
 
 // Every file under `dir` with the XXH3 of its contents, to tell that a
 // refused merge changed nothing.
-std::map<std::string, uint64_t> snapshot(const fs::path& dir) {
-  std::map<std::string, uint64_t> files;
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    const std::string bytes = entry.is_regular_file() ? test::read_bytes(entry.path()) : "<dir>";
-    files[fs::relative(entry.path(), dir).string()] = checksum(bytes.data(), bytes.size());
-  }
-  return files;
-}
-
 void flip_bit(const fs::path& file, uint64_t offset, int bit) {
-  std::string bytes = test::read_bytes(file);
-  ASSERT_LT(offset, bytes.size()) << file;
-  bytes[offset] = static_cast<char>(bytes[offset] ^ (1 << bit));
-  test::write_bytes(file, bytes);
+  test::flip_bits(file, offset, static_cast<uint8_t>(1U << bit));
 }
 
 // Parts of a conversion with masks and variants, converted once; each case
@@ -288,7 +276,7 @@ TEST_F(MergeCampaign, EveryKindOfDamagedPartIsRefusedAndRedoneWithResume) {
         fs::remove(shard);
       }
       SCOPED_TRACE(kind + " " + shard.string() + " " + detail);
-      const auto before = snapshot(out);
+      const auto before = test::directory_snapshot(out);
       auto merged = test::run_imgpack("merge " + q(out));
       EXPECT_EQ(merged.exit_code, 2) << merged.err;
       EXPECT_NE(merged.err.find("part " + part_name), std::string::npos) << merged.err;
@@ -296,7 +284,7 @@ TEST_F(MergeCampaign, EveryKindOfDamagedPartIsRefusedAndRedoneWithResume) {
       EXPECT_NE(merged.err.find("--part " + std::to_string(part) + "/3 and --resume"),
                 std::string::npos)
           << merged.err;
-      EXPECT_EQ(snapshot(out), before);
+      EXPECT_EQ(test::directory_snapshot(out), before);
       if (round > 0) continue;
 
       // Redone as the message says, then merged: the undamaged merge's bytes.
@@ -354,13 +342,13 @@ TEST_F(MergeCampaign, ARerunChecksTheShardsAlreadyMovedToo) {
   ASSERT_TRUE(fs::exists(out / "merge.journal"));
   ASSERT_TRUE(fs::exists(out / "shard-00001.h5"));
   flip_bit(out / "shard-00001.h5", test::images_offset(out / "shard-00001.h5") + 100, 3);
-  const auto before = snapshot(out);
+  const auto before = test::directory_snapshot(out);
   auto merged = test::run_imgpack("merge " + q(out));
   EXPECT_EQ(merged.exit_code, 2) << merged.err;
   EXPECT_NE(merged.err.find((out / "shard-00001.h5").string() + ": row "), std::string::npos)
       << merged.err;
   EXPECT_NE(merged.err.find("the interrupted merge"), std::string::npos) << merged.err;
-  EXPECT_EQ(snapshot(out), before);
+  EXPECT_EQ(test::directory_snapshot(out), before);
 }
 
 }  // namespace

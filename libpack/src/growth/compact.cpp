@@ -110,28 +110,11 @@ std::vector<std::size_t> new_table(const std::vector<std::vector<uint32_t>>& kee
   return table;
 }
 
-}  // namespace
-
-CompactResult compact_dataset(const fs::path& dataset) {
-  DatasetChange change = begin_change(dataset, "compact");
-  DatasetIndex& index = change.index;
-  CompactResult result;
-  result.generation = index.generation;
-  result.leftovers_removed = change.leftovers_removed;
-
-  // The rows each shard keeps, in order.
+// Writes the shards that change (the rows `keep` of each) and commits the
+// generation that lists them; counts what it did in `result`.
+void write_compacted(const fs::path& dataset, DatasetIndex& index,
+                     const std::vector<std::vector<uint32_t>>& keep, CompactResult& result) {
   const std::size_t shards = index.num_shards();
-  std::vector<std::vector<uint32_t>> keep(shards);
-  for (std::size_t r = 0; r < index.num_records(); ++r) {
-    const uint32_t k = index.records.shard[r];
-    if (index.is_removed(static_cast<std::size_t>(index.records.sample[r]))) {
-      ++result.records_dropped;
-    } else {
-      keep[k].push_back(index.records.row[r]);
-    }
-  }
-  if (result.records_dropped == 0) return result;
-  for (auto& rows : keep) std::sort(rows.begin(), rows.end());
   const std::vector<std::size_t> table = new_table(keep);
 
   uint64_t next_number = 0;
@@ -180,6 +163,66 @@ CompactResult compact_dataset(const fs::path& dataset) {
 
   std::vector<std::string> warnings;
   commit_change(dataset, index, "compact", 0, 0, index.num_samples(), warnings);
+}
+
+// Removes the files an interrupted compaction of generation `generation`
+// wrote, if the index on disk is still that generation; returns whether it
+// is. An error removing them is left for the next change, which removes the
+// same files.
+bool discard_uncommitted(const fs::path& dataset, uint64_t generation) {
+  DatasetIndex on_disk;
+  try {
+    on_disk = read_index(dataset, {.sample_paths = false, .group_names = false, .records = false});
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (on_disk.generation != generation) return false;
+  try {
+    remove_leftovers(dataset, on_disk);
+  } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the original error matters
+  }
+  return true;
+}
+
+}  // namespace
+
+CompactResult compact_dataset(const fs::path& dataset) {
+  DatasetChange change = begin_change(dataset, "compact");
+  DatasetIndex& index = change.index;
+  CompactResult result;
+  result.generation = index.generation;
+  result.leftovers_removed = change.leftovers_removed;
+
+  // The rows each shard keeps, in order.
+  const std::size_t shards = index.num_shards();
+  std::vector<std::vector<uint32_t>> keep(shards);
+  for (std::size_t r = 0; r < index.num_records(); ++r) {
+    const uint32_t k = index.records.shard[r];
+    if (index.is_removed(static_cast<std::size_t>(index.records.sample[r]))) {
+      ++result.records_dropped;
+    } else {
+      keep[k].push_back(index.records.row[r]);
+    }
+  }
+  if (result.records_dropped == 0) return result;
+  for (auto& rows : keep) std::sort(rows.begin(), rows.end());
+
+  const uint64_t began_at = index.generation;
+  try {
+    write_compacted(dataset, index, keep, result);
+  } catch (const UsageError&) {
+    discard_uncommitted(dataset, began_at);
+    throw;
+  } catch (const Error& e) {
+    // The shards written so far belong to no generation: gone now, so that
+    // a full disk is left as full as it was (the next change would remove
+    // them too). Only if the index on disk is still the one this began
+    // from: once it is committed, the files it no longer lists are those
+    // readers opened before still read.
+    if (!discard_uncommitted(dataset, began_at)) throw;
+    throw Error(std::string(e.what()) + " (nothing was compacted: " + dataset.string() +
+                " stays at generation " + std::to_string(began_at) + ")");
+  }
   result.generation = index.generation;
   result.replaced = unlisted_shard_files(dataset, index);  // the change began with none
   return result;

@@ -49,17 +49,6 @@ std::multiset<RecordKey> record_keys(const fs::path& dir) {
   return keys;
 }
 
-// Every file under `dir` with its size and contents' checksum, to tell that
-// a refused merge changed nothing.
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    files[fs::relative(entry.path(), dir).string()] =
-        entry.is_regular_file() ? test::read_bytes(entry.path()) : "<dir>";
-  }
-  return files;
-}
-
 class Merge : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -96,20 +85,20 @@ class Merge : public ::testing::Test {
       convert(o);
     }
     // A part writes nothing outside its folder.
-    for (const auto& [name, contents] : snapshot(dir_ / out)) {
+    for (const auto& [name, contents] : test::directory_snapshot(dir_ / out)) {
       EXPECT_TRUE(name == "parts" || name.starts_with("parts/")) << name;
     }
   }
 
   void expect_refused(const std::string& out, const std::string& words) {
-    const auto before = snapshot(dir_ / out);
+    const auto before = test::directory_snapshot(dir_ / out);
     try {
       merge({dir_ / out});
       ADD_FAILURE() << "merge accepted " << out;
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
     }
-    EXPECT_EQ(snapshot(dir_ / out), before);
+    EXPECT_EQ(test::directory_snapshot(dir_ / out), before);
   }
 
   test::TempDir dir_;
@@ -314,7 +303,7 @@ TEST_F(Merge, AnInterruptedPartResumesInItsFolder) {
     });
   } catch (const std::runtime_error&) {
   }
-  EXPECT_EQ(snapshot(dir_ / "out").count("parts/0-of-2/convert.journal"), 1u);
+  EXPECT_EQ(test::directory_snapshot(dir_ / "out").count("parts/0-of-2/convert.journal"), 1u);
   o.resume = true;
   convert(o);
   o.resume = false;
