@@ -213,6 +213,7 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   const fs::path& out = request.dataset;
   DatasetChange change = begin_change(out, "append");
   DatasetIndex& index = change.index;
+  const uint64_t began_at = index.generation;
   const ConvertOptions options = append_options(request, index);
   ConversionThreads conversion_threads(options.threads);
   const unsigned threads = conversion_threads.count();
@@ -274,11 +275,9 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
     pipeline.run(arena, 0, 0, progress);
     writer.finish(index);
   } catch (...) {
-    // Shards of no generation: nothing lists them; the next append removes
-    // them too, should this process die before it does.
-    remove_leftovers(
-        out, read_index(out, {.sample_paths = false, .group_names = false, .records = false}));
-    throw;
+    // Shards of no generation: nothing lists them; the next change removes
+    // them too, should this process die before they go.
+    abandon_change(out, began_at, "nothing was appended");
   }
   result.skipped.insert(result.skipped.end(), converted.skipped.begin(), converted.skipped.end());
   result.added = index.num_samples() - old_samples;
@@ -291,8 +290,12 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   if (!index.sample_removed.empty()) index.sample_removed.resize(index.num_samples(), 0);
 
   result.convert_s = std::chrono::duration<double>(Clock::now() - start).count() - result.plan_s;
-  commit_change(out, index, "append", result.added, result.replaced, old_samples,
-                result.split_warnings);
+  try {
+    commit_change(out, index, "append", result.added, result.replaced, old_samples,
+                  result.split_warnings);
+  } catch (...) {
+    abandon_change(out, began_at, "nothing was appended");
+  }
   result.generation = index.generation;
   result.samples = index.num_samples();
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -30,6 +31,14 @@ class CliTest : public ::testing::Test {
   // `imgpack ARGS`, killed with SIGKILL when it reaches crash point `point`.
   static CommandResult run_killed_at(const std::string& point, const std::string& args) {
     return run_command("IMGPACK_CRASH_AT=" + point + " " + imgpack() + " " + args);
+  }
+
+  // `imgpack ARGS` unable to write any file past `bytes` (RLIMIT_FSIZE,
+  // rounded down to whole KiB, with SIGXFSZ ignored): a write past it fails
+  // with EFBIG, as one on a full disk fails with ENOSPC.
+  static CommandResult run_with_file_limit(uint64_t bytes, const std::string& args) {
+    return run_command("trap '' XFSZ; ulimit -f " + std::to_string(bytes / 1024) + "; " +
+                       imgpack() + " " + args);
   }
 
   TempDir dir_;

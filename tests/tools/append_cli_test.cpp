@@ -798,5 +798,61 @@ TEST_F(AppendCli, CompactStoppedByDamageLeavesTheDatasetAsItWas) {
   EXPECT_EQ(test::directory_snapshot(out), before) << "compact left files or changed some";
 }
 
+// Changes that cannot write their files (a file size limit, as a full disk
+// would): append and compact leave the dataset byte for byte as it was, a
+// removal its index.h5, each saying so (exit 1); the same commands run again
+// end where uninterrupted ones do.
+TEST_F(AppendCli, ChangesThatCannotWriteLeaveTheDatasetAsItWas) {
+  const fs::path out = dir_ / "out";
+  const fs::path reference = dir_ / "reference";
+  make_first(out);
+  fs::copy(out, reference, fs::copy_options::recursive);
+  const DatasetIndex first = read_index(out);
+  std::string gone;
+  for (std::size_t s = 0; s < first.num_samples(); s += 3) gone += first.sample_path[s] + "\n";
+  test::write_bytes(dir_ / "gone.txt", gone);
+  const uint64_t shard_bytes = fs::file_size(out / first.shards.file[0]);
+  const uint64_t index_bytes = fs::file_size(out / format::kIndexFile);
+  ASSERT_GT(index_bytes, fs::file_size(out / format::kSplitsFile) + 1024)
+      << "the limit under index.h5 would stop splits.h5 first";
+
+  auto before = test::directory_snapshot(out);
+  test::CommandResult r = run_with_file_limit(shard_bytes / 2, append_args(out));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("(nothing was appended: " + out.string() + " stays at generation 0)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(test::directory_snapshot(out), before);
+
+  // The removal's new index.h5 is larger than the old one: it cannot be written.
+  const std::string index_before = test::read_bytes(out / format::kIndexFile);
+  r = run_with_file_limit(index_bytes, "remove " + q(out) + remove_list_args());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("(nothing was removed: " + out.string() + " stays at generation 0)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(test::read_bytes(out / format::kIndexFile), index_before);
+  for (const auto& [name, contents] : test::directory_snapshot(out)) {
+    EXPECT_FALSE(name.ends_with(format::kTmpSuffix)) << name;
+  }
+  for (const fs::path& dir : {out, reference}) {
+    r = run_command(kDate + imgpack() + " remove " + q(dir) + remove_list_args());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  before = test::directory_snapshot(out);
+  r = run_with_file_limit(shard_bytes / 2, "compact " + q(out));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("(nothing was compacted: " + out.string() + " stays at generation 1)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(test::directory_snapshot(out), before);
+  for (const fs::path& dir : {out, reference}) {
+    r = run_command(kDate + imgpack() + " compact " + q(dir) + " -q");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  test::expect_same_dataset_bytes(out, reference);
+}
+
 }  // namespace
 }  // namespace imgpack

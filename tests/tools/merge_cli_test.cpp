@@ -16,6 +16,7 @@
 #include "h5.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/dataset_index.hpp"
+#include "imgpack/format.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
@@ -91,6 +92,36 @@ TEST_F(MergeCli, ArrayTasksThenMergeAndKilledMergesFinishWhenRunAgain) {
     }
     expect_like_single(out);
   }
+}
+
+// A merge that cannot write its index (a file size limit, as a full disk
+// would) after it has moved the shards: exit 1, saying that the merge is
+// journaled and to run it again, which ends as an uninterrupted merge.
+TEST_F(MergeCli, AMergeThatCannotWriteItsIndexSaysToRunItAgain) {
+  auto tasks = array_tasks("parts", 3);
+  ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
+  const fs::path out = dir_ / "out";
+  const fs::path reference = dir_ / "reference";
+  fs::copy(dir_ / "parts", out, fs::copy_options::recursive);
+  fs::copy(dir_ / "parts", reference, fs::copy_options::recursive);
+  ASSERT_EQ(test::run_imgpack("merge " + q(reference) + " -q").exit_code, 0);
+  const uint64_t index_bytes = fs::file_size(reference / format::kIndexFile);
+  for (const std::string& shard : read_index(reference).shards.file) {
+    ASSERT_LT(fs::file_size(reference / shard) + 1024, index_bytes)
+        << shard << ": a limit under index.h5 would stop the shards' moves first";
+  }
+  auto r = run_with_file_limit(index_bytes - 1, "merge " + q(out));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  // index.h5 or splits.h5, written before it (a temporary file grows past its final size)
+  EXPECT_NE(r.err.find(".h5.tmp: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(the merge is journaled in " + (out / "merge.journal").string() +
+                       ": run it again once that is fixed)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out / format::kIndexFile));
+  r = test::run_imgpack("merge " + q(out) + " -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  test::expect_same_dataset_bytes(out, reference);
 }
 
 // Sets a part shard's shard_index attribute back to its number in the part

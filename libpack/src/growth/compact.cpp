@@ -165,25 +165,6 @@ void write_compacted(const fs::path& dataset, DatasetIndex& index,
   commit_change(dataset, index, "compact", 0, 0, index.num_samples(), warnings);
 }
 
-// Removes the files an interrupted compaction of generation `generation`
-// wrote, if the index on disk is still that generation; returns whether it
-// is. An error removing them is left for the next change, which removes the
-// same files.
-bool discard_uncommitted(const fs::path& dataset, uint64_t generation) {
-  DatasetIndex on_disk;
-  try {
-    on_disk = read_index(dataset, {.sample_paths = false, .group_names = false, .records = false});
-  } catch (const std::exception&) {
-    return false;
-  }
-  if (on_disk.generation != generation) return false;
-  try {
-    remove_leftovers(dataset, on_disk);
-  } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the original error matters
-  }
-  return true;
-}
-
 }  // namespace
 
 CompactResult compact_dataset(const fs::path& dataset) {
@@ -210,18 +191,8 @@ CompactResult compact_dataset(const fs::path& dataset) {
   const uint64_t began_at = index.generation;
   try {
     write_compacted(dataset, index, keep, result);
-  } catch (const UsageError&) {
-    discard_uncommitted(dataset, began_at);
-    throw;
-  } catch (const Error& e) {
-    // The shards written so far belong to no generation: gone now, so that
-    // a full disk is left as full as it was (the next change would remove
-    // them too). Only if the index on disk is still the one this began
-    // from: once it is committed, the files it no longer lists are those
-    // readers opened before still read.
-    if (!discard_uncommitted(dataset, began_at)) throw;
-    throw Error(std::string(e.what()) + " (nothing was compacted: " + dataset.string() +
-                " stays at generation " + std::to_string(began_at) + ")");
+  } catch (...) {
+    abandon_change(dataset, began_at, "nothing was compacted");
   }
   result.generation = index.generation;
   result.replaced = unlisted_shard_files(dataset, index);  // the change began with none

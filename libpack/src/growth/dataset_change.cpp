@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <system_error>
+#include <typeinfo>
 #include <utility>
 
 #include "files.hpp"
@@ -89,6 +90,38 @@ DatasetChange begin_change(const fs::path& dir, const std::string& change) {
   }
   begun.leftovers_removed = remove_leftovers(dir, begun.index);
   return begun;
+}
+
+namespace {
+
+// Removes what a failed change of generation `generation` left, if the index
+// on disk is still that generation; returns whether it is.
+bool discard_uncommitted(const fs::path& dir, uint64_t generation) {
+  DatasetIndex on_disk;
+  try {
+    on_disk = read_index(dir, {.sample_paths = false, .group_names = false, .records = false});
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (on_disk.generation != generation) return false;
+  try {
+    remove_leftovers(dir, on_disk);
+  } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the change's error matters
+  }
+  return true;
+}
+
+}  // namespace
+
+void abandon_change(const fs::path& dir, uint64_t generation, const std::string& what_not_done) {
+  const bool unchanged = discard_uncommitted(dir, generation);
+  try {
+    throw;
+  } catch (const Error& e) {
+    if (!unchanged || typeid(e) != typeid(Error)) throw;  // a UsageError, say, keeps its type
+    throw Error(std::string(e.what()) + " (" + what_not_done + ": " + dir.string() +
+                " stays at generation " + std::to_string(generation) + ")");
+  }
 }
 
 std::string change_date() {

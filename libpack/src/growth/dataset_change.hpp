@@ -36,6 +36,18 @@ DatasetChange begin_change(const std::filesystem::path& dir, const std::string& 
 // naming a file it cannot remove.
 FileTally remove_leftovers(const std::filesystem::path& dir, const DatasetIndex& index);
 
+// For a catch block of a change that began at generation `generation` of
+// `dir` and failed: removes the files it wrote (remove_leftovers()) if the
+// index on disk is still that generation, then rethrows the exception being
+// handled: a plain imgpack::Error (not a UsageError or another subclass) as
+// one with "(WHAT_NOT_DONE: DIR stays at generation N)" added, where that
+// holds. Once the index is
+// committed, nothing is removed: the files it no longer lists are those that
+// readers opened before still read. An error removing them is left for the
+// next change, which removes the same files.
+[[noreturn]] void abandon_change(const std::filesystem::path& dir, uint64_t generation,
+                                 const std::string& what_not_done);
+
 // The date of a change, as the history records it: SOURCE_DATE_EPOCH (the
 // reproducible-builds convention: seconds since 1970) where set, else now;
 // ISO 8601 UTC.

@@ -88,7 +88,11 @@ RemoveResult remove_samples(const fs::path& dataset, std::span<const std::string
       index.sample_removed[s] = 1;
     }
     std::vector<std::string> warnings;
-    commit_change(dataset, index, "remove", 0, result.removed, samples, warnings);
+    try {
+      commit_change(dataset, index, "remove", 0, result.removed, samples, warnings);
+    } catch (...) {
+      abandon_change(dataset, result.generation, "nothing was removed");
+    }
     result.generation = index.generation;
   }
   result.remaining = samples - index.num_removed();

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -216,6 +217,29 @@ void check_output(const fs::path& out, bool resuming) {
   }
 }
 
+// The merge's steps after its journal: the shards moved into place, the
+// report, index.h5 (which makes the dataset complete) and the parts' folders
+// removed.
+void finish_merge(const fs::path& out, MergePlan& plan, bool journaled,
+                  std::chrono::steady_clock::time_point start, MergeResult& result) {
+  for (const ShardMove& move : plan.moves) move_shard(out, move);
+  result.parts = static_cast<uint32_t>(plan.parts.size());
+  result.records = plan.index.num_records();
+  result.samples = plan.index.num_samples();
+  result.shards = plan.index.num_shards();
+  result.uuid = plan.index.uuid;
+  result.resumed = journaled;
+  for (const PartDataset& part : plan.parts) {
+    result.skipped += part.skipped;
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  write_merged_report(out, plan, result);
+  write_index(out, plan.index);  // last: its presence makes the dataset complete
+  crash_point("merge-index-committed");
+  plan.locks.clear();
+  remove_parts(out);
+}
+
 }  // namespace
 
 MergeResult merge(const MergeOptions& options) {
@@ -276,23 +300,15 @@ MergeResult merge(const MergeOptions& options) {
   // rewrites what would tell a damaged shard from a good one.
   check_adopted_shards(out, plan, journaled, options.threads);
   if (!journaled) write_file_atomic(out / kMergeJournalFile, journal);
-  for (const ShardMove& move : plan.moves) move_shard(out, move);
-
-  result.parts = static_cast<uint32_t>(plan.parts.size());
-  result.records = plan.index.num_records();
-  result.samples = plan.index.num_samples();
-  result.shards = plan.index.num_shards();
-  result.uuid = plan.index.uuid;
-  result.resumed = journaled;
-  for (const PartDataset& part : plan.parts) {
-    result.skipped += part.skipped;
+  try {
+    finish_merge(out, plan, journaled, start, result);
+  } catch (const Error& e) {
+    if (typeid(e) != typeid(Error)) throw;
+    // The journal holds the plan and the shards moved so far: the same
+    // merge again continues from there.
+    throw Error(std::string(e.what()) + " (the merge is journaled in " +
+                (out / kMergeJournalFile).string() + ": run it again once that is fixed)");
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  write_merged_report(out, plan, result);
-  write_index(out, plan.index);  // last: its presence makes the dataset complete
-  crash_point("merge-index-committed");
-  plan.locks.clear();
-  remove_parts(out);
   return result;
 }
 
