@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -98,6 +99,11 @@ void store_splits(const ConvertOptions& options, const ConversionPlan& plan, Dat
   }
 }
 
+ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan& plan,
+                            const ResumePoint& resume, ConversionTimings& timings,
+                            tbb::task_arena& arena, ConvertResult result, Clock::time_point start,
+                            const ProgressFn& progress);
+
 // convert() into options.out, which for a part is its own folder.
 ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& progress) {
   const Clock::time_point start = Clock::now();
@@ -127,6 +133,23 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
 
   ResumePoint resume = prepare_output(options, plan);
   if (!damage.empty()) resume.notes.insert(resume.notes.begin(), damage);
+  try {
+    return write_dataset(options, plan, resume, timings, arena, std::move(result), start, progress);
+  } catch (const Error& e) {
+    if (typeid(e) != typeid(Error)) throw;  // a UsageError, say, keeps its type and message
+    throw Error(std::string(e.what()) + " (the shards written so far are journaled in " +
+                (options.out / kJournalFile).string() +
+                ": the same conversion with ConvertOptions::resume continues from them once "
+                "that is fixed)");
+  }
+}
+
+// convert_into()'s conversion proper, into an OUT prepared for it: the kept
+// shards restored, the pipeline, the splits, report.json and index.h5.
+ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan& plan,
+                            const ResumePoint& resume, ConversionTimings& timings,
+                            tbb::task_arena& arena, ConvertResult result, Clock::time_point start,
+                            const ProgressFn& progress) {
   DatasetIndex index = planned_index(options, plan);
   DatasetWriter writer(options.out, plan.shape, options.shard_size, plan.uuid,
                        uint64_t{options.variants} * (plan.order.size() - resume.next_position),

@@ -33,12 +33,13 @@ class CliTest : public ::testing::Test {
     return run_command("IMGPACK_CRASH_AT=" + point + " " + imgpack() + " " + args);
   }
 
-  // `imgpack ARGS` unable to write any file past `bytes` (RLIMIT_FSIZE,
-  // rounded down to whole KiB, with SIGXFSZ ignored): a write past it fails
-  // with EFBIG, as one on a full disk fails with ENOSPC.
+  // `imgpack ARGS` unable to write any file past `bytes` (RLIMIT_FSIZE set
+  // by util-linux's prlimit, SIGXFSZ ignored): a write past it fails with
+  // EFBIG, as one on a full disk fails with ENOSPC.
   static CommandResult run_with_file_limit(uint64_t bytes, const std::string& args) {
-    return run_command("trap '' XFSZ; ulimit -f " + std::to_string(bytes / 1024) + "; " +
-                       imgpack() + " " + args);
+    const std::string limit = std::to_string(bytes);
+    return run_command("trap '' XFSZ; prlimit --fsize=" + limit + ":" + limit + " " + imgpack() +
+                       " " + args);
   }
 
   TempDir dir_;
