@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <numbers>
 #include <string>
 #include <vector>
 
+#include "files.hpp"
 #include "image/codecs.hpp"
 #include "imgpack/error.hpp"
 #include "random.hpp"
@@ -116,10 +116,7 @@ void write_encoded(const fs::path& path, const cv::Mat& image, const char* exten
   if (!codecs::encode(extension, image, encoded, params)) {
     throw file_error(path, "cannot encode image");
   }
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file.write(reinterpret_cast<const char*>(encoded.data()),
-             static_cast<std::streamsize>(encoded.size()));
-  if (!file) throw file_error(path, "cannot write");
+  write_file(path, {reinterpret_cast<const char*>(encoded.data()), encoded.size()});
   result.bytes += encoded.size();
 }
 
@@ -135,12 +132,6 @@ std::string yolo_label(uint32_t class_id, const cv::Rect& exact, cv::Point2d cen
                 exact.width / w, exact.height / h, (centre.x + 0.5 - radius / 2) / w,
                 (centre.y + 0.5) / h, (centre.x + 0.5 + radius / 2) / w, (centre.y + 0.5) / h);
   return line;
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream file(path, std::ios::trunc);
-  file << text;
-  if (!file) throw file_error(path, "cannot write");
 }
 
 void make_directory(const fs::path& dir) {
@@ -222,27 +213,23 @@ SampleDataResult write_sample_data(const fs::path& out, const SampleDataOptions&
         draw_shape(shape, c, centre, radius, angle, cv::Scalar(255), cv::LINE_8);
         fs::path label_path = path;
         label_path.replace_extension(".txt");
-        write_text(label_path,
+        write_file(label_path,
                    yolo_label(c, cv::boundingRect(shape), centre, radius, cv::Size(w, h)));
         result.labels += 1;
       }
       csv += class_name + "/" + file_name + "," + class_name + "," + group_name + "\n";
     }
   }
-  std::ofstream labels(out / "labels.csv", std::ios::trunc);
-  labels << csv;
-  if (!labels) throw file_error(out / "labels.csv", "cannot write");
+  write_file(out / "labels.csv", csv);
   if (options.boxes) {
     std::string names;
     for (uint32_t c = 0; c < options.classes; ++c) names += sample_class_name(c) + "\n";
-    write_text(out / "classes.txt", names);
+    write_file(out / "classes.txt", names);
   }
   if (options.masks) {
-    const fs::path names = out / kSampleMasksFolder / "classes.txt";
-    std::ofstream classes(names, std::ios::trunc);
-    classes << "background\n";
-    for (const std::string& name : sorted_names) classes << name << "\n";
-    if (!classes) throw file_error(names, "cannot write");
+    std::string names = "background\n";
+    for (const std::string& name : sorted_names) names += name + "\n";
+    write_file(out / kSampleMasksFolder / "classes.txt", names);
   }
   return result;
 }

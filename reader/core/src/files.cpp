@@ -190,6 +190,13 @@ void commit_file(const std::filesystem::path& from, const std::filesystem::path&
   fsync_path(dir.empty() ? std::filesystem::path(".") : dir);
 }
 
+void write_file(const std::filesystem::path& path, std::string_view contents) {
+  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) throw system_error(path, "cannot create", errno);
+  write_all(fd.get(), path, contents);
+  if (::close(fd.release()) != 0) throw system_error(path, "close failed", errno);
+}
+
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents) {
   std::filesystem::path tmp = path;
   tmp += format::kTmpSuffix;

@@ -161,6 +161,12 @@ void commit_file(const std::filesystem::path& from, const std::filesystem::path&
 // Writes `contents` to `path` crash-safely (via path + ".tmp").
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
 
+// Writes `contents` to `path`, created or truncated, in place: not
+// crash-safe, for files a failed run may leave behind unfinished (generated
+// inputs). Throws "PATH: cannot create|write failed|close failed: REASON";
+// an error the kernel reports only at close is reported too.
+void write_file(const std::filesystem::path& path, std::string_view contents);
+
 // Size in bytes of a regular file.
 uint64_t file_length(const std::filesystem::path& path);
 
