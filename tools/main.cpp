@@ -7,7 +7,11 @@
 #include <opencv2/core/utils/logger.hpp>
 #endif
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <string>
 
 #include "cli_common.hpp"
 #include "cli_wording.hpp"
@@ -85,11 +89,26 @@ int run(int argc, char** argv) {
   }
 }
 
+// `code`, unless what the command printed on standard output did not all
+// reach it: `imgpack split --export NAME --out - > FILE` on a full disk must
+// not end in exit 0 with FILE cut short.
+int with_output_checked(int code) {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int error = errno;
+  if (flushed && std::cout.good() && std::ferror(stdout) == 0) return code;
+  std::cerr << "imgpack: standard output: write failed"
+            << (error != 0 ? std::string(": ") + std::strerror(error) : std::string())
+            << "; what was printed is incomplete\n";
+  return code == kExitOk ? kExitFailure : code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    return run(argc, argv);
+    return with_output_checked(run(argc, argv));
   } catch (const std::exception& e) {  // e.g. out of memory while setting up the commands
     std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
     return imgpack::cli::kExitFailure;

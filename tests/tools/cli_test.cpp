@@ -59,6 +59,28 @@ TEST_F(Cli, SampleDataConvertInspectEndToEnd) {
   EXPECT_NE(human.out.find("32 x 32 x 3"), std::string::npos);
 }
 
+// Output that cannot be written (a full disk: /dev/full) fails the command,
+// in the front CLI and in the complete one, rather than ending in exit 0 with
+// the output cut short.
+TEST_F(Cli, OutputThatCannotBeWrittenFailsTheCommand) {
+  const std::string out = q(dir_ / "out");
+  auto convert = run_imgpack("convert " + q(dir_ / "src") + " " + out +
+                             " --size 32 --split cv:stratified:2 --json > /dev/full");
+  EXPECT_EQ(convert.exit_code, 1) << convert.err;
+  EXPECT_NE(convert.err.find("imgpack: standard output: write failed"), std::string::npos)
+      << convert.err;
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "out" / "index.h5")) << "the conversion itself ran";
+  for (const std::string& args :
+       {"inspect " + out + " --json", "split " + out + " --export cv --out -",
+        std::string("--version")}) {
+    SCOPED_TRACE(args);
+    auto r = run_imgpack(args + " > /dev/full");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("imgpack: standard output: write failed"), std::string::npos) << r.err;
+    EXPECT_EQ(run_imgpack(args + " > /dev/null").exit_code, 0);
+  }
+}
+
 // More threads than cores is a choice (to hide I/O waits): oneTBB runs them
 // and says nothing.
 TEST_F(Cli, MoreThreadsThanCoresRunQuietly) {
