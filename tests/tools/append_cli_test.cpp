@@ -452,6 +452,31 @@ TEST_F(AppendCli, BadFileListsAreRefusedBeforeAnythingChanges) {
   EXPECT_NE(r.err.find("converted from a CSV list"), std::string::npos) << r.err;
 }
 
+// Lists may come through a pipe (`--paths <(grep ...)`, `--files /dev/stdin`),
+// whose size says nothing: every line is read.
+TEST_F(AppendCli, PathListsMayComeThroughAPipe) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  const DatasetIndex before = read_index(out);
+  test::CommandResult r =
+      run_command("printf '%s\\n%s\\n' " + test::shell_quote(before.sample_path[1]) + " " +
+                  test::shell_quote(before.sample_path[4]) + " | " + kDate + imgpack() +
+                  " remove " + q(out) + " --paths /dev/stdin --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["removed"], 2);
+  const DatasetIndex after = read_index(out);
+  EXPECT_TRUE(after.is_removed(1));
+  EXPECT_TRUE(after.is_removed(4));
+  EXPECT_EQ(after.num_removed(), 2u);
+
+  // The inputs that the first conversion did not see, listed by find.
+  r = run_command("cd " + q(dir_ / "src") + " && find . -name 'g03_*' | " + imgpack() +
+                  " convert " + q(dir_ / "src") + " " + q(out) +
+                  " --append --files /dev/stdin --threads 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["added"].get<int>(), 0) << r.out;
+}
+
 TEST_F(AppendCli, RemoveMarksSamplesAndTheirFoldsAndRefusesUnknownPaths) {
   const fs::path out = dir_ / "out";
   make_first(out);

@@ -1,11 +1,11 @@
 #include "inputs/annotation_text.hpp"
 
 #include <array>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <fstream>
+#include <cstdint>
+#include <vector>
 
+#include "files.hpp"
 #include "imgpack/error.hpp"
 
 namespace imgpack {
@@ -27,16 +27,15 @@ std::string number_text(double value) {
 std::string read_text_file(const fs::path& path, const std::string& what) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw UsageError(path.string() + ": a directory, not " + what);
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) {
-    throw UsageError(path.string() + ": cannot open " + what + ": " + std::strerror(errno));
+  std::vector<uint8_t> bytes;
+  std::string problem = read_file(path, bytes);
+  if (!problem.empty()) {
+    // "cannot open: REASON" -> "cannot open WHAT: REASON"
+    const std::size_t colon = problem.find(':');
+    if (colon != std::string::npos) problem.insert(colon, " " + what);
+    throw UsageError(path.string() + ": " + problem);
   }
-  std::string text(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
-  in.seekg(0);
-  if (!in.read(text.data(), static_cast<std::streamsize>(text.size()))) {
-    throw UsageError(path.string() + ": cannot read " + what);
-  }
-  return text;
+  return {bytes.begin(), bytes.end()};
 }
 
 }  // namespace imgpack

@@ -1,9 +1,10 @@
 #include "inputs/csv.hpp"
 
-#include <fstream>
+#include <cstdint>
 #include <set>
-#include <sstream>
+#include <vector>
 
+#include "files.hpp"
 #include "imgpack/error.hpp"
 #include "inputs/text_lines.hpp"
 
@@ -145,12 +146,10 @@ CsvTable read_csv(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw UsageError(path.string() + ": is a directory, not a CSV file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(path.string() + ": cannot open the CSV file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw UsageError(path.string() + ": cannot read the CSV file");
-  return parse_csv(text.str(), path.string());
+  std::vector<uint8_t> bytes;
+  const std::string problem = read_file(path, bytes);
+  if (!problem.empty()) throw UsageError(path.string() + ": the CSV file: " + problem);
+  return parse_csv({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, path.string());
 }
 
 }  // namespace imgpack

@@ -147,17 +147,34 @@ std::string read_file(const std::filesystem::path& path, std::vector<uint8_t>& o
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return std::string("cannot stat: ") + std::strerror(errno);
   const auto size = static_cast<uint64_t>(st.st_size);
-  if (prefix == 0 && size > kMaxInputBytes) {
-    return "file is " + std::to_string(size >> 20) + " MiB, larger than any image imgpack reads";
-  }
-  out.resize(prefix > 0 ? std::min<uint64_t>(size, prefix) : size);
+  const uint64_t limit = prefix > 0 ? prefix : kMaxInputBytes;
+  const auto too_large = [](uint64_t bytes) {
+    return "file is " + std::to_string(bytes >> 20) + " MiB, larger than any image imgpack reads";
+  };
+  if (prefix == 0 && size > kMaxInputBytes) return too_large(size);
+  // A size to trust, or reading on until the end, in growing steps.
+  const bool sized = S_ISREG(st.st_mode) && size > 0;
+  out.resize(sized ? std::min(size, limit) : std::min<uint64_t>(limit, 64 << 10));
   std::size_t done = 0;
-  while (done < out.size()) {
+  while (true) {
+    if (done == out.size()) {
+      if (sized || done == limit) break;
+      out.resize(std::min<uint64_t>(limit, uint64_t{done} * 2));
+    }
     const ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return std::string("cannot read: ") + std::strerror(errno);
-    if (n == 0) break;  // shrank while reading
+    if (n == 0) break;  // the end (for a sized file: it shrank while reading)
     done += static_cast<std::size_t>(n);
+  }
+  if (!sized && prefix == 0 && done == limit) {
+    // Full to the limit: only a file past it, or one at it exactly, stops here.
+    char more = 0;
+    ssize_t n = 0;
+    do {
+      n = ::read(fd.get(), &more, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) return too_large(uint64_t{done} + 1);
   }
   out.resize(done);
   return "";

@@ -136,12 +136,14 @@ void write_all_at(int fd, const std::filesystem::path& path, const void* data, s
 // it, and reading it whole would hold that much memory per thread.
 inline constexpr uint64_t kMaxInputBytes = uint64_t{2} << 30;
 
-// Reads the regular file at `path` into `out`, reusing its capacity: all of
-// it (refusing files over kMaxInputBytes), or only its first `prefix` bytes
-// when prefix > 0; a file that shrinks meanwhile yields what was there. For
-// inputs that are skipped rather than fatal, it never throws: it returns ""
-// or the reason it failed, without the path ("cannot open: No such file or
-// directory").
+// Reads the file at `path` into `out`, reusing its capacity: all of it
+// (refusing files over kMaxInputBytes), or only its first `prefix` bytes
+// when prefix > 0; a file that shrinks meanwhile yields what was there. A
+// regular file is read as long as its size says; anything else (a pipe, as
+// `--paths <(grep ...)` gives, a device) and a regular file whose size says
+// 0 (/proc) until its end. For inputs that are skipped rather than fatal, it
+// never throws: it returns "" or the reason it failed, without the path
+// ("cannot open: No such file or directory").
 std::string read_file(const std::filesystem::path& path, std::vector<uint8_t>& out,
                       std::size_t prefix = 0);
 

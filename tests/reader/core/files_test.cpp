@@ -3,6 +3,12 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "imgpack/error.hpp"
 #include "test_support.hpp"
@@ -45,6 +51,53 @@ TEST(Files, StartingWritebackLeavesTheFileAsItIsAndNeverFails) {
   }
   start_writeback(-1, 0, 4096);
   EXPECT_EQ(test::read_bytes(dir / "f"), bytes);
+}
+
+// read_file() reads what a file holds whatever its kind: a regular file as
+// its size says (all, or a prefix), and a pipe (as `--paths <(grep ...)`
+// gives) or a /proc file, whose size says nothing, to its end.
+TEST(Files, ReadFileReadsRegularFilesPipesAndProcFiles) {
+  test::TempDir dir;
+  const std::string text = "circle/a.jpg\nsquare/b.jpg\n";
+  test::write_bytes(dir / "list.txt", text);
+  std::vector<uint8_t> bytes;
+  ASSERT_EQ(read_file(dir / "list.txt", bytes), "");
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), text);
+  ASSERT_EQ(read_file(dir / "list.txt", bytes, 6), "");
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), "circle");
+  test::write_bytes(dir / "empty", "");
+  ASSERT_EQ(read_file(dir / "empty", bytes), "");
+  EXPECT_TRUE(bytes.empty());
+
+  // A pipe holding more than the first read step, read through /proc/self/fd.
+  std::string piped;
+  for (int i = 0; piped.size() < (200U << 10); ++i)
+    piped += "class/" + std::to_string(i) + ".jpg\n";
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  std::thread writer([&] {
+    std::size_t done = 0;
+    while (done < piped.size()) {
+      const ssize_t n = ::write(ends[1], piped.data() + done, piped.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::close(ends[1]);
+  });
+  const std::string problem = read_file("/proc/self/fd/" + std::to_string(ends[0]), bytes);
+  writer.join();
+  ::close(ends[0]);
+  ASSERT_EQ(problem, "");
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), piped);
+
+  struct stat st {};
+  ASSERT_EQ(::stat("/proc/self/status", &st), 0);
+  ASSERT_EQ(st.st_size, 0) << "a /proc file whose size is 0";
+  ASSERT_EQ(read_file("/proc/self/status", bytes), "");
+  EXPECT_NE(std::string(bytes.begin(), bytes.end()).find("Name:"), std::string::npos);
+
+  EXPECT_NE(read_file(dir / "missing", bytes).find("cannot open: "), std::string::npos);
+  EXPECT_NE(read_file(dir.path(), bytes).find("cannot read: "), std::string::npos);
 }
 
 TEST(Files, OpenForReadingGivesSizeAndIdentityOfThatFile) {
