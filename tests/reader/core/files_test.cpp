@@ -36,6 +36,16 @@ TEST(Files, ErrorsNameThePath) {
   EXPECT_THROW(file_length(dir / "nothing"), Error);
 }
 
+// A message holds all of what it was given, even a path or a line with a NUL
+// byte in it (a binary file given as a list), which what() would end at.
+TEST(Files, ErrorMessagesKeepWhatFollowsANulByte) {
+  const std::string line("a\0b.jpg", 7);
+  const UsageError e("list.txt: entry 1, '" + line + "', is not a sample");
+  EXPECT_STREQ(e.what(), "list.txt: entry 1, 'a\\0b.jpg', is not a sample");
+  EXPECT_STREQ(Error("plain").what(), "plain");
+  EXPECT_STREQ(file_error("f" + line, "cannot open").what(), "fa\\0b.jpg: cannot open");
+}
+
 // The shard writer hands each write to start_writeback through a read-only
 // descriptor of the file it writes; a hint that changes nothing, and never
 // fails, whatever it is given.

@@ -15,7 +15,24 @@ namespace imgpack {
 
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // A NUL byte in `what` (from a path or a line of a file) becomes the two
+  // characters \0: what() returns a C string, which would end there.
+  explicit Error(const std::string& what) : std::runtime_error(without_nul(what)) {}
+  explicit Error(const char* what) : std::runtime_error(what) {}
+
+ private:
+  static std::string without_nul(const std::string& text) {
+    if (text.find('\0') == std::string::npos) return text;
+    std::string shown;
+    for (const char c : text) {
+      if (c == '\0') {
+        shown += "\\0";
+      } else {
+        shown += c;
+      }
+    }
+    return shown;
+  }
 };
 
 // The request itself is wrong (bad option value, missing input directory,
