@@ -218,8 +218,8 @@ void draw_tile(cv::Mat& sheet, cv::Point origin, cv::Size tile, const cv::Mat& r
               kText, 1, cv::LINE_AA);
 }
 
-// The samples shown: `options.samples` of the eligible ones (of the class
-// asked for), drawn with the seed, in index order.
+// The samples shown: `options.samples` of the eligible ones (not removed,
+// of the class asked for), drawn with the seed, in index order.
 std::vector<int64_t> choose_samples(const DatasetIndex& index, const fs::path& dataset_dir,
                                     const PreviewOptions& options) {
   int32_t wanted_class = format::kNoLabel;
@@ -237,15 +237,22 @@ std::vector<int64_t> choose_samples(const DatasetIndex& index, const fs::path& d
     wanted_class = static_cast<int32_t>(it - index.class_names.begin());
   }
 
+  // Removed samples are left out, as every reader leaves them out.
   std::vector<int64_t> eligible;
+  std::size_t removed = 0;
   for (std::size_t s = 0; s < index.num_samples(); ++s) {
-    if (options.class_name.empty() || index.sample_label[s] == wanted_class) {
+    if (!options.class_name.empty() && index.sample_label[s] != wanted_class) continue;
+    if (index.is_removed(s)) {
+      ++removed;
+    } else {
       eligible.push_back(static_cast<int64_t>(s));
     }
   }
   if (eligible.empty()) {
-    throw UsageError(dataset_dir.string() + ": no samples" +
-                     (options.class_name.empty() ? "" : " of class '" + options.class_name + "'"));
+    throw UsageError(
+        dataset_dir.string() + ": no samples" +
+        (options.class_name.empty() ? "" : " of class '" + options.class_name + "'") +
+        (removed > 0 ? " (" + std::to_string(removed) + " removed by imgpack remove)" : ""));
   }
   CounterRng(options.seed, kPreviewStream).shuffle(std::span(eligible));
   eligible.resize(std::min<std::size_t>(eligible.size(), options.samples));

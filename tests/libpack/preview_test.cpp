@@ -9,6 +9,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "h5.hpp"
 #include "imgpack/convert.hpp"
@@ -16,6 +18,7 @@
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "imgpack/growth.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
@@ -189,6 +192,41 @@ TEST_F(PreviewTest, ClassAndSeedChooseTheSamples) {
     EXPECT_EQ(render_preview(ds, options).samples, render_preview(ds, options).samples);
   }
   EXPECT_GT(choices.size(), 1u);
+}
+
+// Removed samples are never shown, before compact drops their records or
+// after; a class with none left is an error that says why.
+TEST_F(PreviewTest, RemovedSamplesAreLeftOut) {
+  const fs::path ds = make_dataset("removed", 48, 2, ColorMode::rgb, 6);
+  const DatasetIndex index = read_index(ds);
+  std::vector<std::string> gone;
+  std::set<int64_t> gone_ids;
+  for (std::size_t s = 0; s < index.num_samples(); ++s) {
+    if (index.class_names[index.sample_label[s]] == "bee" || s % 3 == 0) {
+      gone.push_back(index.sample_path[s]);
+      gone_ids.insert(static_cast<int64_t>(s));
+    }
+  }
+  remove_samples(ds, gone, "test");
+  PreviewOptions options;
+  options.samples = 100;
+  for (const bool compacted : {false, true}) {
+    SCOPED_TRACE(compacted ? "after compact" : "before compact");
+    if (compacted) compact_dataset(ds);
+    const PreviewSheet sheet = render_preview(ds, options);
+    EXPECT_EQ(sheet.samples.size(), index.num_samples() - gone_ids.size());
+    for (const int64_t s : sheet.samples) EXPECT_EQ(gone_ids.count(s), 0u) << s;
+    options.class_name = "bee";
+    try {
+      render_preview(ds, options);
+      ADD_FAILURE() << "a class whose every sample is removed";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("no samples of class 'bee' (6 removed"),
+                std::string::npos)
+          << e.what();
+    }
+    options.class_name.clear();
+  }
 }
 
 TEST_F(PreviewTest, BadRequestsAndDamagedShardsAreErrors) {
