@@ -9,7 +9,6 @@
 #include <cmath>
 #include <map>
 #include <string>
-#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include "conversion/resume.hpp"
 #include "conversion/shard_writer.hpp"
 #include "conversion_pipeline.hpp"
+#include "error_note.hpp"
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -135,12 +135,11 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   if (!damage.empty()) resume.notes.insert(resume.notes.begin(), damage);
   try {
     return write_dataset(options, plan, resume, timings, arena, std::move(result), start, progress);
-  } catch (const Error& e) {
-    if (typeid(e) != typeid(Error)) throw;  // a UsageError, say, keeps its type and message
-    throw Error(std::string(e.what()) + " (the shards written so far are journaled in " +
-                (options.out / kJournalFile).string() +
-                ": the same conversion with ConvertOptions::resume continues from them once "
-                "that is fixed)");
+  } catch (const Error&) {
+    rethrow_with_note("the shards written so far are journaled in " +
+                      (options.out / kJournalFile).string() +
+                      ": the same conversion with ConvertOptions::resume continues from them "
+                      "once that is fixed");
   }
 }
 

@@ -6,9 +6,9 @@
 #include <set>
 #include <string>
 #include <system_error>
-#include <typeinfo>
 #include <utility>
 
+#include "error_note.hpp"
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -23,7 +23,7 @@ namespace {
 
 // Calls `each(entry, bytes)` for every file in `dir` that a change leaves
 // behind and `index` does not list: shard files, and temporary files of
-// shards, index.h5 and splits.h5 when `temporary` too.
+// shards, index.h5 and splits.h5 when `temporary_too`.
 template <class Each>
 void for_each_unlisted(const fs::path& dir, const DatasetIndex& index, bool temporary_too,
                        Each&& each) {
@@ -114,14 +114,9 @@ bool discard_uncommitted(const fs::path& dir, uint64_t generation) {
 }  // namespace
 
 void abandon_change(const fs::path& dir, uint64_t generation, const std::string& what_not_done) {
-  const bool unchanged = discard_uncommitted(dir, generation);
-  try {
-    throw;
-  } catch (const Error& e) {
-    if (!unchanged || typeid(e) != typeid(Error)) throw;  // a UsageError, say, keeps its type
-    throw Error(std::string(e.what()) + " (" + what_not_done + ": " + dir.string() +
-                " stays at generation " + std::to_string(generation) + ")");
-  }
+  if (!discard_uncommitted(dir, generation)) throw;
+  rethrow_with_note(what_not_done + ": " + dir.string() + " stays at generation " +
+                    std::to_string(generation));
 }
 
 std::string change_date() {

@@ -15,10 +15,10 @@
 
 #include <chrono>
 #include <string>
-#include <typeinfo>
 #include <utility>
 #include <vector>
 
+#include "error_note.hpp"
 #include "files.hpp"
 #include "h5.hpp"
 #include "imgpack/error.hpp"
@@ -302,12 +302,11 @@ MergeResult merge(const MergeOptions& options) {
   if (!journaled) write_file_atomic(out / kMergeJournalFile, journal);
   try {
     finish_merge(out, plan, journaled, start, result);
-  } catch (const Error& e) {
-    if (typeid(e) != typeid(Error)) throw;
+  } catch (const Error&) {
     // The journal holds the plan and the shards moved so far: the same
     // merge again continues from there.
-    throw Error(std::string(e.what()) + " (the merge is journaled in " +
-                (out / kMergeJournalFile).string() + ": run it again once that is fixed)");
+    rethrow_with_note("the merge is journaled in " + (out / kMergeJournalFile).string() +
+                      ": run it again once that is fixed");
   }
   return result;
 }
