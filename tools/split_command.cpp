@@ -210,7 +210,7 @@ int run_export(const SplitArgs& args) {
   if (args.out == "-") {
     std::cout << csv << std::flush;
   } else {
-    write_file_atomic(args.out, csv);
+    write_output_file(args.out, csv);
     if (!args.json && !args.quiet) {
       std::cerr << args.out << ": " << index.num_samples() - index.num_removed()
                 << " samples of split " << split.name << " (fold -1 = test)\n";

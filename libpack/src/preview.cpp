@@ -408,7 +408,7 @@ void write_png(const fs::path& path, const cv::Mat& rgb) {
   cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
   std::vector<uint8_t> png;
   if (!codecs::encode(".png", bgr, png)) throw file_error(path, "cannot encode the PNG");
-  write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
+  write_output_file(path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
 }
 
 }  // namespace imgpack

@@ -105,8 +105,9 @@ struct PreviewSheet {
 PreviewSheet render_preview(const std::filesystem::path& dataset_dir,
                             const PreviewOptions& options);
 
-// Writes an RGB image as PNG crash-safely (via PATH.tmp). Throws Error naming
-// the path on failure.
+// Writes an RGB image as PNG: a file crash-safely (via PATH.tmp; a symbolic
+// link's target, the link kept), a device or FIFO (/dev/stdout) as it is.
+// Throws Error naming the path on failure.
 void write_png(const std::filesystem::path& path, const cv::Mat& rgb);
 
 }  // namespace imgpack

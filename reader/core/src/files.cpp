@@ -240,6 +240,30 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   commit_file(tmp, path);
 }
 
+void write_output_file(const std::filesystem::path& path, std::string_view contents) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) throw file_error(path, "is a directory");
+    // Renaming over a device or a FIFO would replace it with a file.
+    FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) throw system_error(path, "cannot open", errno);
+    write_all(fd.get(), path, contents);
+    if (::close(fd.release()) != 0) throw system_error(path, "close failed", errno);
+    return;
+  }
+  // The file a link leads to (or will: a dangling link's target is made),
+  // written beside itself: renaming over the link would replace it.
+  std::filesystem::path target = path;
+  for (int links = 0; ::lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode); ++links) {
+    if (links == 40) throw system_error(path, "cannot follow the link", ELOOP);
+    std::error_code error;
+    const std::filesystem::path next = std::filesystem::read_symlink(target, error);
+    if (error) throw system_error(target, "cannot read the link", error.value());
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  write_file_atomic(target, contents);
+}
+
 uint64_t file_length(const std::filesystem::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw system_error(path, "cannot stat", errno);

@@ -163,6 +163,15 @@ void commit_file(const std::filesystem::path& from, const std::filesystem::path&
 // Writes `contents` to `path` crash-safely (via path + ".tmp").
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
 
+// Writes `contents` to a file a user named for it (an exported split, a
+// preview image). A regular file, or none, is written crash-safely as
+// write_file_atomic does; where `path` is a symbolic link, the file it leads
+// to is, and the link stays. Anything else that is there is written into as
+// it is, never replaced: a device (/dev/null, /dev/full), a FIFO, or
+// /dev/stdout whatever it leads to. Throws as write_file_atomic and
+// write_file do, "PATH: is a directory" for a directory.
+void write_output_file(const std::filesystem::path& path, std::string_view contents);
+
 // Writes `contents` to `path`, created or truncated, in place: not
 // crash-safe, for files a failed run may leave behind unfinished (generated
 // inputs). Throws "PATH: cannot create|write failed|close failed: REASON";

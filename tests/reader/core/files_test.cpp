@@ -25,6 +25,56 @@ TEST(Files, WriteFileAtomicReplacesAndLeavesNoTemporary) {
   EXPECT_EQ(file_length(dir / "a.json"), 6u);
 }
 
+// A file a user names for an output: a new or regular file is replaced
+// whole, a link's target is written and the link stays (a dangling one too),
+// and what is neither (a FIFO, as /dev/stdout may be) is written into, never
+// replaced by a file.
+TEST(Files, WriteOutputFileKeepsLinksDevicesAndPipes) {
+  test::TempDir dir;
+  write_output_file(dir / "new.csv", "a");
+  EXPECT_EQ(test::read_bytes(dir / "new.csv"), "a");
+  write_output_file(dir / "new.csv", "bc");
+  EXPECT_EQ(test::read_bytes(dir / "new.csv"), "bc");
+
+  std::filesystem::create_directory(dir / "sub");
+  std::filesystem::create_symlink("sub/target.csv", dir / "link.csv");
+  std::filesystem::create_symlink("link.csv", dir / "link-to-link.csv");
+  write_output_file(dir / "link-to-link.csv", "first");
+  write_output_file(dir / "link.csv", "second");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.csv"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link-to-link.csv"));
+  EXPECT_EQ(test::read_bytes(dir / "sub" / "target.csv"), "second");
+  EXPECT_FALSE(std::filesystem::exists(dir / "sub" / "target.csv.tmp"));
+
+  std::filesystem::create_symlink("loop.csv", dir / "loop.csv");
+  EXPECT_THROW(write_output_file(dir / "loop.csv", "x"), Error);
+  try {
+    write_output_file(dir / "sub", "x");
+    FAIL() << "a directory was written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sub: is a directory"), std::string::npos) << e.what();
+  }
+
+  const auto fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    const int fd = ::open(fifo.c_str(), O_RDONLY | O_CLOEXEC);
+    char buffer[64];
+    for (ssize_t n = 0; fd >= 0 && (n = ::read(fd, buffer, sizeof buffer)) > 0;) {
+      received.append(buffer, static_cast<std::size_t>(n));
+    }
+    if (fd >= 0) ::close(fd);
+  });
+  write_output_file(fifo, "path,fold\n");
+  reader.join();
+  EXPECT_EQ(received, "path,fold\n");
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  EXPECT_FALSE(std::filesystem::exists(dir / "fifo.tmp"));
+}
+
 TEST(Files, ErrorsNameThePath) {
   test::TempDir dir;
   try {
