@@ -226,6 +226,7 @@ int run_append(const ConvertArgs& args) {
     j["generation"] = result.generation;
     j["inputs"] = result.inputs;
     j["held"] = result.held;
+    j["held_removed"] = result.held_removed;
     j["added"] = result.added;
     j["replaced"] = result.replaced;
     j["records"] = result.records;
@@ -246,19 +247,26 @@ int run_append(const ConvertArgs& args) {
     print_json(j);
   } else if (!args.quiet) {
     if (result.added == 0 && result.replaced == 0) {
-      std::fprintf(
-          stderr, "%s: nothing new in %s (%llu inputs, all in the dataset); generation %llu\n",
-          args.out.c_str(), args.src.c_str(), static_cast<unsigned long long>(result.inputs),
-          static_cast<unsigned long long>(result.generation));
+      std::string held = "all in the dataset";
+      if (result.held_removed > 0) {
+        held += ", " + std::to_string(result.held_removed) + " of them removed from it";
+      }
+      std::fprintf(stderr, "%s: nothing new in %s (%llu inputs, %s); generation %llu\n",
+                   args.out.c_str(), args.src.c_str(),
+                   static_cast<unsigned long long>(result.inputs), held.c_str(),
+                   static_cast<unsigned long long>(result.generation));
     } else {
       std::fprintf(stderr,
                    "%s: generation %llu: added %llu images (%llu records, %llu new shard%s), "
-                   "%llu already held, %llu replaced, %.1f s",
+                   "%llu already held%s, %llu replaced, %.1f s",
                    args.out.c_str(), static_cast<unsigned long long>(result.generation),
                    static_cast<unsigned long long>(result.added),
                    static_cast<unsigned long long>(result.records),
                    static_cast<unsigned long long>(result.shards), result.shards == 1 ? "" : "s",
                    static_cast<unsigned long long>(result.held),
+                   result.held_removed > 0
+                       ? (" (" + std::to_string(result.held_removed) + " of them removed)").c_str()
+                       : "",
                    static_cast<unsigned long long>(result.replaced), result.seconds);
       if (!result.new_classes.empty()) {
         std::fprintf(stderr, "; %zu new classes", result.new_classes.size());

@@ -33,11 +33,6 @@ using Clock = std::chrono::steady_clock;
 // the inputs and the run's policies of the request.
 ConvertOptions append_options(const AppendOptions& request, const DatasetIndex& index) {
   const fs::path where = request.dataset / format::kIndexFile;
-  if (index.convert_options.find("\"part\"") != std::string::npos) {
-    throw UsageError(request.dataset.string() +
-                     ": a part of a conversion in parts; merge the parts (imgpack merge), then "
-                     "append to the merged dataset");
-  }
   ConvertOptions options;
   try {
     options = ConvertOptions::from_json(index.convert_options);
@@ -171,13 +166,17 @@ class Listing {
     if (!sample) return true;
     const std::size_t s = *sample;
     const bool known = index_.has_file_stamps() && index_.sample_mtime[s] != kUnknownMtime;
-    if (known && !index_.is_removed(s) &&
+    // A removed input stays out while it is as it was (the next append of
+    // the same SRC does not bring it back); changed, it is taken anew as
+    // any changed input is.
+    if (known &&
         (index_.sample_size[s] != stamp.size || index_.sample_mtime[s] != stamp.mtime_ns)) {
       changed_.push_back(path);
       changed_ids.push_back(static_cast<int64_t>(s));
       return true;
     }
     ++held;
+    if (index_.is_removed(s)) ++held_removed;
     return false;
   }
 
@@ -185,6 +184,7 @@ class Listing {
 
   std::vector<int64_t> changed_ids;  // the changed inputs' samples in the dataset
   uint64_t held = 0;                 // inputs the dataset holds unchanged
+  uint64_t held_removed = 0;         // of them, removed from it
 
  private:
   const DatasetIndex& index_;
@@ -199,8 +199,8 @@ class Listing {
   for (std::size_t i = 0; i < std::min<std::size_t>(changed.size(), 3); ++i) {
     first += (i > 0 ? ", " : "") + (request.src / changed[i]).string();
   }
-  throw UsageError(std::to_string(changed.size()) +
-                   " inputs changed since the dataset took them (another size or modification "
+  throw UsageError(std::to_string(changed.size()) + (changed.size() == 1 ? " input" : " inputs") +
+                   " changed since the dataset took them (another size or modification "
                    "time): " +
                    first + (changed.size() > 3 ? ", ..." : "") +
                    "; AppendOptions::replace_changed removes their old samples and adds them anew");
@@ -229,6 +229,7 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   }
   AppendResult result;
   result.held = listing.held;
+  result.held_removed = listing.held_removed;
   result.inputs = listing.held + plan.list.samples.size();
   result.skipped = plan.list.skipped;
   if (!listing.changed_ids.empty() && !request.replace_changed) refuse_changed(request, listing);

@@ -62,15 +62,16 @@ struct AppendOptions {
 };
 
 struct AppendResult {
-  uint64_t generation =
-      0;                  // the dataset's generation afterwards (unchanged when nothing was added)
-  uint64_t inputs = 0;    // usable inputs found in SRC
-  uint64_t held = 0;      // of them, already in the dataset
-  uint64_t added = 0;     // samples added
-  uint64_t replaced = 0;  // changed inputs whose old sample was removed (replace_changed)
-  uint64_t records = 0;   // records added
-  uint64_t shards = 0;    // shards added
-  uint64_t samples = 0;   // samples of the dataset afterwards, removed ones included
+  // The dataset's generation afterwards (unchanged when nothing was added).
+  uint64_t generation = 0;
+  uint64_t inputs = 0;        // usable inputs found in SRC
+  uint64_t held = 0;          // of them, already in the dataset, unchanged
+  uint64_t held_removed = 0;  // of those, removed from it (an append leaves them out)
+  uint64_t added = 0;         // samples added
+  uint64_t replaced = 0;      // changed inputs whose old sample was removed (replace_changed)
+  uint64_t records = 0;       // records added
+  uint64_t shards = 0;        // shards added
+  uint64_t samples = 0;       // samples of the dataset afterwards, removed ones included
   std::vector<SkippedInput> skipped;     // inputs that could not be used, and why
   std::vector<std::string> new_classes;  // class names the dataset did not have
   std::vector<std::string> notes;        // e.g. stamps unknown for old samples

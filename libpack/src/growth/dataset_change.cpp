@@ -8,6 +8,8 @@
 #include <system_error>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "error_note.hpp"
 #include "files.hpp"
 #include "imgpack/error.hpp"
@@ -87,6 +89,15 @@ DatasetChange begin_change(const fs::path& dir, const std::string& change) {
   if (begun.index.format_version < 2) {
     throw UsageError(dir.string() + ": index format 1; run `imgpack upgrade` on it first, then " +
                      change);
+  }
+  // A part's samples, removals and shards are what merge adopts and
+  // renumbers: a change made to a part would be lost or half kept there.
+  const nlohmann::json options = nlohmann::json::parse(begun.index.convert_options, nullptr, false);
+  if (options.is_object() && options.contains("part")) {
+    throw UsageError(dir.string() +
+                     ": a part of a conversion in parts; merge the parts first (imgpack merge), "
+                     "then " +
+                     change + " on the merged dataset");
   }
   begun.leftovers_removed = remove_leftovers(dir, begun.index);
   return begun;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "imgpack/error.hpp"
@@ -113,6 +114,15 @@ PartDataset read_part(const fs::path& dir, const ConvertPart& part,
   if (!(result.record.part == part)) {
     throw UsageError(dir.string() + ": holds part " + part_name(result.record.part) +
                      ", not part " + part_name(part) + " (a part copied into another's folder?)");
+  }
+  // Merging renumbers a part's samples and adopts its shards as its
+  // conversion wrote them: removals, or compacted shards, would be lost or
+  // half kept (changes refuse a part since; one changed before is refused here).
+  if (result.index.generation != 0) {
+    throw UsageError(dir.string() + ": part " + part_name(part) +
+                     " was changed after its conversion (generation " +
+                     std::to_string(result.index.generation) +
+                     "); convert it again with ConvertOptions::overwrite, then merge");
   }
   return result;
 }

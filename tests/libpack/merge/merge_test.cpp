@@ -225,6 +225,22 @@ TEST_F(Merge, RefusesAnIncompletePart) {
   expect_refused("out", "part 0-of-3 is incomplete");
 }
 
+// A part a change reached before changes refused parts (its index a later
+// generation: samples removed, shards compacted) is refused, not merged with
+// the change lost or half kept.
+TEST_F(Merge, RefusesAPartChangedAfterItsConversion) {
+  convert_parts("out", 2);
+  const fs::path part = dir_ / "out" / "parts" / "1-of-2";
+  DatasetIndex index = read_index(part);
+  index.generation = 1;
+  index.history = {{.generation = 0, .change = "convert", .added = index.num_samples()},
+                   {.generation = 1, .change = "remove", .removed = 1}};
+  index.sample_removed.resize(index.num_samples(), 0);
+  index.sample_removed[0] = 1;
+  write_index(part, index);
+  expect_refused("out", "part 1-of-2 was changed after its conversion (generation 1)");
+}
+
 TEST_F(Merge, RefusesAPartBeingConverted) {
   convert_parts("out", 2);
   const auto lock = DirectoryLock::try_acquire(dir_ / "out" / "parts" / "1-of-2");
