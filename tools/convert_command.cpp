@@ -1,6 +1,7 @@
 // imgpack convert SRC OUT: pack an image directory into a dataset.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -28,7 +29,7 @@ struct ConvertArgs {
   int mask_fill = 255;
   std::string coco, yolo_names, yolo_keypoints, keypoint_flip_map;
   bool yolo = false;
-  double box_min_visible = 0.3;
+  std::optional<double> box_min_visible;  // BoxOptions::min_visible where not given
   std::string group_regex, group_missing = "error";
   uint32_t variants = 1;
   std::string augment;
@@ -164,11 +165,14 @@ ConvertOptions to_options(const ConvertArgs& a) {
   if (!a.yolo && (!a.yolo_names.empty() || !a.yolo_keypoints.empty())) {
     throw UsageError("--yolo-names and --yolo-keypoints need --yolo");
   }
+  if (!a.yolo && a.coco.empty() && (a.box_min_visible || !a.keypoint_flip_map.empty())) {
+    throw UsageError("--box-min-visible and --keypoint-flip-map need boxes: --coco or --yolo");
+  }
   o.boxes.coco = a.coco;
   o.boxes.yolo = a.yolo;
   o.boxes.yolo_names = a.yolo_names;
   o.boxes.yolo_keypoints = a.yolo_keypoints;
-  o.boxes.min_visible = a.box_min_visible;
+  if (a.box_min_visible) o.boxes.min_visible = *a.box_min_visible;
   o.boxes.keypoint_flip_map = a.keypoint_flip_map;
   o.scan.group_regex = a.group_regex;
   o.scan.group_missing_ok = a.group_missing == "ok";
@@ -436,12 +440,11 @@ void add_convert_command(CLI::App& app, Action& action) {
                   "With --yolo: the keypoint names of pose labels, comma-separated");
   cmd->add_option("--box-min-visible", args->box_min_visible,
                   "Keep a box in a record (or an augmented variant) when at least this share of "
-                  "its area stays inside")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
+                  "its area stays inside (default: 0.3)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--keypoint-flip-map", args->keypoint_flip_map,
                   "Keypoints that swap under a horizontal flip, 'a:b,c:d' (names or indices); "
-                  "default: names that differ only by left/right");
+                  "'none': no swap; default: names that differ only by left/right");
   cmd->add_option("--group-regex", args->group_regex,
                   "ECMAScript regex searched in each path relative to SRC (class folder "
                   "included); its first capture names the group, e.g. '([^/_]+)_[^/]*$' for "

@@ -263,6 +263,23 @@ TEST_F(ConvertBoxesTest, BadLabelFilesSkipTheirImageWithTheReason) {
   EXPECT_EQ(read_index(out).num_samples(), 2u);
 }
 
+// The options that say what to do with boxes need boxes: given alone they
+// would change nothing, and are refused as --yolo-names is without --yolo.
+TEST_F(ConvertBoxesTest, BoxOptionsWithoutBoxesAreRefused) {
+  const fs::path out = dir_.path() / "out";
+  for (const std::string& args :
+       std::vector<std::string>{"--box-min-visible 0.9", "--keypoint-flip-map a:b",
+                                "--yolo-names " + q(src_ / "classes.txt")}) {
+    const CommandResult r = convert(out, args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.err.find("--yolo"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << args;
+  }
+  const CommandResult r = convert(out, "--yolo --keypoint-flip-map ,,");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--keypoint-flip-map ',,': names no pair"), std::string::npos) << r.err;
+}
+
 TEST_F(ConvertBoxesTest, CocoBoxesCrowdAndKeypoints) {
   // Categories out of id order; a keypointed person; image d.png listed
   // with the wrong size; an image the file does not list is skipped.

@@ -120,7 +120,8 @@ struct BoxOptions {
   // transformed box's) lies inside the output frame.
   double min_visible = 0.3;
   // Which keypoints swap under a horizontal flip, as "a:b,c:d" (names or
-  // indices); empty: pairs whose names differ only by left/right.
+  // indices); "none": no swap; empty: pairs whose names differ only by
+  // left/right. A map that names no pair is a UsageError.
   std::string keypoint_flip_map;
 
   bool enabled() const { return !coco.empty() || yolo; }

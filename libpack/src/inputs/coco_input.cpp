@@ -332,9 +332,7 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
     // the categories name no keypoints
   } else if (!category_has_keypoints || keypoints == nullptr || keypoints->empty()) {
     sample.keypoints.resize(first + keypoint_count * 3, 0.0F);
-  } else if (!keypoints->is_array() || keypoints->size() != keypoint_count * 3 ||
-             !std::all_of(keypoints->begin(), keypoints->end(),
-                          [](const json& v) { return v.is_number(); })) {
+  } else if (!keypoints->is_array() || keypoints->size() != keypoint_count * 3) {
     problem("keypoints: expected " + std::to_string(keypoint_count) +
             " triples x, y, v (the categories name " + std::to_string(keypoint_count) +
             " keypoints), not " +
@@ -342,11 +340,24 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
                                    : keypoints->dump()));
     return;
   } else {
-    for (std::size_t k = 0; k < keypoint_count; ++k) {
-      sample.keypoints.push_back(static_cast<float>((*keypoints)[k * 3].get<double>() / width));
-      sample.keypoints.push_back(
-          static_cast<float>((*keypoints)[k * 3 + 1].get<double>() / height));
-      sample.keypoints.push_back(static_cast<float>((*keypoints)[k * 3 + 2].get<double>()));
+    for (std::size_t i = 0; i < keypoints->size(); ++i) {
+      const json& value = (*keypoints)[i];
+      const double number = value.is_number() ? value.get<double>() : 0;
+      const double scale = i % 3 == 0 ? width : i % 3 == 1 ? height : 1;
+      const char* wrong = nullptr;
+      if (!value.is_number()) {
+        wrong = "is not a number";
+      } else if (i % 3 == 2 && number != 0 && number != 1 && number != 2) {
+        wrong = "is a visibility other than 0 (not labelled), 1 (hidden) or 2 (visible)";
+      } else if (!std::isfinite(static_cast<float>(number / scale))) {
+        wrong = "is too large a coordinate";
+      }
+      if (wrong != nullptr) {
+        sample.keypoints.resize(first);
+        problem("keypoints[" + std::to_string(i) + "] = " + value.dump() + " " + wrong);
+        return;
+      }
+      sample.keypoints.push_back(static_cast<float>(number / scale));
     }
   }
   sample.boxes.push_back(box);

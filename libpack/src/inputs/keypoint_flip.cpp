@@ -54,6 +54,7 @@ std::vector<int32_t> flip_from_map(const std::vector<std::string>& names,
   std::vector<int32_t> table(names.size());
   std::iota(table.begin(), table.end(), 0);
   std::string_view rest = flip_map;
+  bool paired = false;
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
     const std::string_view entry = trim(rest.substr(0, comma));
@@ -78,6 +79,12 @@ std::vector<int32_t> flip_from_map(const std::vector<std::string>& names,
     }
     table[static_cast<std::size_t>(a)] = b;
     table[static_cast<std::size_t>(b)] = a;
+    paired = true;
+  }
+  if (!paired) {
+    throw UsageError(quoted +
+                     ": names no pair 'a:b'; 'none' keeps every keypoint in its place under a "
+                     "mirror, and no map pairs the names that differ only by left/right");
   }
   return table;
 }
@@ -122,6 +129,11 @@ std::vector<int32_t> flip_from_names(const std::vector<std::string>& names) {
 
 std::vector<int32_t> keypoint_flip_table(const std::vector<std::string>& names,
                                          const std::string& flip_map) {
+  if (trim(flip_map) == "none") {
+    std::vector<int32_t> table(names.size());
+    std::iota(table.begin(), table.end(), 0);
+    return table;
+  }
   return trim(flip_map).empty() ? flip_from_names(names) : flip_from_map(names, flip_map);
 }
 

@@ -301,6 +301,45 @@ TEST_F(CocoBoxes, AWrongKeypointCountIsAProblem) {
   EXPECT_TRUE(list.samples[0].keypoints.empty());
 }
 
+// Each value of a triple is checked, not only their count: a visibility
+// other than 0, 1 or 2 (which every reader refuses), a string, a coordinate
+// too large for float32. The image's problem names the value's place.
+TEST_F(CocoBoxes, AKeypointValueOutsideTheFormatIsAProblemNamingIt) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[1, 1, 2, 3, 3, 3]",
+       "keypoints[5] = 3 is a visibility other than 0 (not labelled), 1 (hidden) or 2 (visible)"},
+      {"[1, 1, 0.5, 3, 3, 2]",
+       "keypoints[2] = 0.5 is a visibility other than 0 (not labelled), 1 (hidden) or 2 (visible)"},
+      {"[1, 1, -1, 3, 3, 2]",
+       "keypoints[2] = -1 is a visibility other than 0 (not labelled), 1 (hidden) or 2 (visible)"},
+      {R"(["12", 1, 2, 3, 3, 2])", R"(keypoints[0] = "12" is not a number)"},
+      {"[1, 1e300, 2, 3, 3, 2]", "keypoints[1] = 1e+300 is too large a coordinate"},
+  };
+  for (const auto& [keypoints, expected] : cases) {
+    write_coco(R"({"categories": [{"id": 1, "name": "person", "keypoints": ["a", "b"]}],
+      "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10}],
+      "annotations": [{"id": 5, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+                       "keypoints": )" +
+               keypoints + "}]}");
+    SourceList list = listing({"a.jpg"});
+    attach_boxes(list, src(), options());
+    EXPECT_EQ(list.samples[0].box_problem,
+              coco().string() + ": annotations[0] (annotation id 5): " + expected)
+        << keypoints;
+    EXPECT_TRUE(list.samples[0].keypoints.empty()) << keypoints;
+    EXPECT_TRUE(list.samples[0].boxes.empty()) << keypoints;
+  }
+  // 0, 1 and 2 as integers or as 0.0, 1.0, 2.0 pass.
+  write_coco(R"({"categories": [{"id": 1, "name": "person", "keypoints": ["a", "b"]}],
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10}],
+    "annotations": [{"id": 5, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+                     "keypoints": [5, 5, 2.0, 0, 0, 0]}]})");
+  SourceList list = listing({"a.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(list.samples[0].box_problem, "");
+  EXPECT_EQ(list.samples[0].keypoints, (std::vector<float>{0.5F, 0.5F, 2.0F, 0, 0, 0}));
+}
+
 TEST_F(CocoBoxes, MalformedJsonIsAUsageErrorNamingTheFileAndLine) {
   write_coco("{\"images\": [\n  {\"id\": 1,,}\n]}");
   SourceList list = listing({"a.jpg"});
@@ -560,6 +599,9 @@ TEST(KeypointFlipTable, AnExplicitMapOfNamesOrIndicesReplacesTheNameRule) {
             (std::vector<int32_t>{2, 3, 0, 1}));
   EXPECT_EQ(keypoint_flip_table({"left_eye", "right_eye", "x"}, "0:2"),
             (std::vector<int32_t>{2, 1, 0}));
+  // "none" swaps nothing, even names that differ by left/right.
+  EXPECT_EQ(keypoint_flip_table({"left_eye", "right_eye", "x"}, " none "),
+            (std::vector<int32_t>{0, 1, 2}));
 }
 
 TEST(KeypointFlipTable, MapErrorsQuoteTheMap) {
@@ -576,6 +618,11 @@ TEST(KeypointFlipTable, MapErrorsQuoteTheMap) {
   EXPECT_EQ(usage_error([&] { keypoint_flip_table(names, "a-b"); }),
             "BoxOptions::keypoint_flip_map 'a-b': 'a-b' is not a pair 'a:b' of keypoint names "
             "or indices");
+  // Only separators: not the name rule, not "none", but a map of nothing.
+  EXPECT_EQ(usage_error([&] { keypoint_flip_table(names, ",,,"); }),
+            "BoxOptions::keypoint_flip_map ',,,': names no pair 'a:b'; 'none' keeps every "
+            "keypoint in its place under a mirror, and no map pairs the names that differ only "
+            "by left/right");
 }
 
 }  // namespace
