@@ -52,40 +52,14 @@ struct ConvertArgs {
 
 // The options that fix what a conversion writes: an append takes them from
 // the dataset, so giving one with --append is an error.
-constexpr const char* kStoredOptions[] = {"--size",
-                                          "--resize",
-                                          "--fill",
-                                          "--color",
-                                          "--labels",
-                                          "--csv-path",
-                                          "--csv-label",
-                                          "--csv-group",
-                                          "--csv-targets",
-                                          "--csv-multilabel",
-                                          "--mask-suffix",
-                                          "--csv-mask",
-                                          "--mask-fill",
-                                          "--mask-colors",
-                                          "--mask-classes",
-                                          "--yolo",
-                                          "--yolo-names",
-                                          "--yolo-keypoints",
-                                          "--box-min-visible",
-                                          "--keypoint-flip-map",
-                                          "--group-regex",
-                                          "--group-missing",
-                                          "--variants",
-                                          "--augment",
-                                          "--shard-size",
-                                          "--seed",
-                                          "--order",
-                                          "--max-pixels",
-                                          "--no-dct-scaling",
-                                          "--dct-scales",
-                                          "--split",
-                                          "--part",
-                                          "--overwrite",
-                                          "--resume"};
+constexpr const char* kStoredOptions[] = {
+    "--size",        "--resize",     "--fill",           "--color",           "--labels",
+    "--csv-path",    "--csv-label",  "--csv-group",      "--csv-targets",     "--csv-multilabel",
+    "--mask-suffix", "--csv-mask",   "--mask-fill",      "--mask-colors",     "--mask-classes",
+    "--yolo",        "--yolo-names", "--yolo-keypoints", "--box-min-visible", "--keypoint-flip-map",
+    "--group-regex", "--variants",   "--augment",        "--shard-size",      "--seed",
+    "--order",       "--max-pixels", "--no-dct-scaling", "--dct-scales",      "--split",
+    "--part",        "--overwrite",  "--resume"};
 
 // "age,score" -> {"age", "score"}: column names around commas, spaces dropped.
 std::vector<std::string> split_target_columns(const std::string& text) {
@@ -206,6 +180,7 @@ int run_append(const ConvertArgs& args) {
   options.masks = args.masks;
   options.coco = args.coco;
   options.files = args.files;
+  options.group_missing_ok = args.group_missing == "ok";
   options.threads = args.threads;
   options.on_error = parse_on_error(args.on_error);
   options.max_skipped = parse_skip_limit(args.max_skipped);
@@ -251,11 +226,11 @@ int run_append(const ConvertArgs& args) {
     print_json(j);
   } else if (!args.quiet) {
     if (result.added == 0 && result.replaced == 0) {
-      std::string held = "all in the dataset";
+      std::string held = std::to_string(result.held) + " in the dataset";
       if (result.held_removed > 0) {
         held += ", " + std::to_string(result.held_removed) + " of them removed from it";
       }
-      std::fprintf(stderr, "%s: nothing new in %s (%llu inputs, %s); generation %llu\n",
+      std::fprintf(stderr, "%s: nothing new in %s (%llu inputs: %s); generation %llu",
                    args.out.c_str(), args.src.c_str(),
                    static_cast<unsigned long long>(result.inputs), held.c_str(),
                    static_cast<unsigned long long>(result.generation));
@@ -280,8 +255,7 @@ int run_append(const ConvertArgs& args) {
       std::fprintf(stderr, "; %zu skipped, first: %s: %s", result.skipped.size(),
                    result.skipped[0].path.c_str(), cli_wording(result.skipped[0].reason).c_str());
     }
-    if (result.added > 0 || result.replaced > 0 || !result.skipped.empty())
-      std::fputc('\n', stderr);
+    std::fputc('\n', stderr);
   }
   return kExitOk;
 }

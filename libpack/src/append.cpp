@@ -45,6 +45,7 @@ ConvertOptions append_options(const AppendOptions& request, const DatasetIndex& 
   options.threads = request.threads;
   options.on_error = request.on_error;
   options.max_skipped = request.max_skipped;
+  options.scan.group_missing_ok = options.scan.group_missing_ok || request.group_missing_ok;
   if (!request.csv.empty()) {
     if (!options.scan.csv) {
       throw UsageError(
@@ -232,6 +233,7 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   result.held_removed = listing.held_removed;
   result.inputs = listing.held + plan.list.samples.size();
   result.skipped = plan.list.skipped;
+  check_skip_limit(options, plan, result.skipped, SkipLimitOf::append);
   if (!listing.changed_ids.empty() && !request.replace_changed) refuse_changed(request, listing);
   const std::size_t old_samples = index.num_samples();
   result.generation = index.generation;
@@ -271,6 +273,7 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   const std::size_t old_records = index.num_records();
   result.plan_s = std::chrono::duration<double>(Clock::now() - start).count();
   ConvertResult converted;
+  converted.skipped = plan.list.skipped;  // counted with those of the conversion
   try {
     ConversionPipeline pipeline(options, plan, threads, index, writer, nullptr, converted);
     pipeline.run(arena, 0, 0, progress);
@@ -280,7 +283,7 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
     // them too, should this process die before they go.
     abandon_change(out, began_at, "nothing was appended");
   }
-  result.skipped.insert(result.skipped.end(), converted.skipped.begin(), converted.skipped.end());
+  result.skipped = converted.skipped;
   result.added = index.num_samples() - old_samples;
   result.records = index.num_records() - old_records;
   result.shards = index.num_shards() - old_shards;

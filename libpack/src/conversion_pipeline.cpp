@@ -43,22 +43,31 @@ uint64_t inputs_found(const ConversionPlan& plan) {
 }  // namespace
 
 void check_skip_limit(const ConvertOptions& options, const ConversionPlan& plan,
-                      const std::vector<SkippedInput>& skipped) {
+                      const std::vector<SkippedInput>& skipped, SkipLimitOf run) {
   if (options.on_error != OnError::skip) return;
   const uint64_t inputs = inputs_found(plan);
   const uint64_t allowed = options.max_skipped.allowed(inputs);
   if (skipped.size() <= allowed) return;
+  const bool append = run == SkipLimitOf::append;
   std::string message = options.src.string() + ": " + std::to_string(skipped.size()) + " of the " +
-                        std::to_string(inputs) +
+                        std::to_string(inputs) + (append ? " new" : "") +
                         " inputs were skipped, more than ConvertOptions::max_skipped " +
-                        options.max_skipped.text() + " allows (" + std::to_string(allowed) +
-                        "); stopped without writing " + format::kIndexFile + ". The first: ";
+                        options.max_skipped.text() + " allows (" + std::to_string(allowed) + "); " +
+                        (append ? "nothing was appended to " + options.out.string()
+                                : "stopped without writing " + std::string(format::kIndexFile)) +
+                        ". The first: ";
   for (std::size_t i = 0; i < std::min<std::size_t>(skipped.size(), 3); ++i) {
     message += (i > 0 ? "; " : "") + skipped[i].path + ": " + skipped[i].reason;
   }
-  message += " (every reason in " + (options.out / format::kReportFile).string() +
-             "). Fix the inputs, or rerun with ConvertOptions::resume and a larger "
-             "ConvertOptions::max_skipped to accept them";
+  if (append) {
+    message +=
+        ". Fix the inputs, or append again with a larger ConvertOptions::max_skipped "
+        "to accept them";
+  } else {
+    message += " (every reason in " + (options.out / format::kReportFile).string() +
+               "). Fix the inputs, or rerun with ConvertOptions::resume and a larger "
+               "ConvertOptions::max_skipped to accept them";
+  }
   throw TooManySkipped(message);
 }
 
@@ -178,7 +187,8 @@ void ConversionPipeline::write(InputSlot& slot) {
     if (journal_) journal_->skipped(slot.position, slot.error);
     writer_.forgo(variants);
     ++status_.skipped;
-    check_skip_limit(options_, plan_, result_.skipped);
+    check_skip_limit(options_, plan_, result_.skipped,
+                     journal_ != nullptr ? SkipLimitOf::conversion : SkipLimitOf::append);
   } else {
     const auto id = static_cast<int64_t>(index_.num_samples());
     add_sample(index_, sample);

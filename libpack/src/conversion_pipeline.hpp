@@ -48,10 +48,16 @@ class TooManySkipped : public Error {
   using Error::Error;
 };
 
-// Throws TooManySkipped, naming the count and the first reasons, when
-// `skipped` is more than ConvertOptions::max_skipped allows of the plan's inputs.
+// What a run that skips too many inputs is: a conversion (its journal and
+// report.json keep what it did: resume continues it) or an append (it
+// changes nothing).
+enum class SkipLimitOf : uint8_t { conversion, append };
+
+// Throws TooManySkipped, naming the count and the first reasons, and how to
+// go on for `run`, when `skipped` is more than ConvertOptions::max_skipped
+// allows of the plan's inputs.
 void check_skip_limit(const ConvertOptions& options, const ConversionPlan& plan,
-                      const std::vector<SkippedInput>& skipped);
+                      const std::vector<SkippedInput>& skipped, SkipLimitOf run);
 
 // The oneTBB pipeline over the inputs still to convert: a serial source hands
 // out the write positions in order (and lets ReadAhead ask for the files of

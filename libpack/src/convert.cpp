@@ -172,7 +172,7 @@ ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan&
   ConversionPipeline pipeline(options, plan, timings.threads, index, writer, &begin.journal,
                               result);
   try {
-    check_skip_limit(options, plan, result.skipped);
+    check_skip_limit(options, plan, result.skipped, SkipLimitOf::conversion);
     pipeline.run(arena, begin.next_position, begin.skipped.size(), progress);
   } catch (const TooManySkipped& e) {
     writer.settle();

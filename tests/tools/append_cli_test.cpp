@@ -443,6 +443,47 @@ TEST_F(AppendCli, RemovedInputsStayOutUntilTheyChange) {
   EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
 }
 
+// An append that skips more new inputs than --max-skipped allows changes
+// nothing and says how to go on with an append (no report.json to read, no
+// --resume to run); the limit counts the new inputs, the scan's skips (a
+// listed file that is not there) with the decoder's. A new input the group
+// regex does not match takes --group-missing ok, as in a conversion.
+TEST_F(AppendCli, AnAppendThatCannotTakeItsInputsSaysHowToGoOn) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  const auto before = test::directory_snapshot(out);
+  test::write_bytes(dir_ / "src" / "circle" / "g01_bad.jpg", "not a jpeg");
+  test::CommandResult r = test::run_imgpack(append_args(out) + " --max-skipped 0");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("nothing was appended to " + out.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("circle/g01_bad.jpg"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("append again with a larger --max-skipped"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("report.json"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--resume"), std::string::npos) << r.err;
+  EXPECT_EQ(test::directory_snapshot(out), before);
+  fs::remove(dir_ / "src" / "circle" / "g01_bad.jpg");
+
+  test::write_bytes(dir_ / "list.txt", "circle/g01_gone.jpg\n");
+  r = test::run_imgpack(append_args(out) + " --files " + q(dir_ / "list.txt"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("1 of the 1 new inputs were skipped"), std::string::npos) << r.err;
+  EXPECT_EQ(test::directory_snapshot(out), before);
+
+  const fs::path first = read_index(out).sample_path[0];
+  const std::string ungrouped = (first.parent_path() / "ungrouped.jpg").string();
+  fs::copy_file(dir_ / "src" / first, dir_ / "src" / ungrouped);
+  r = test::run_imgpack(append_args(out));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(ungrouped + " (use --group-missing ok"), std::string::npos) << r.err;
+  EXPECT_EQ(test::directory_snapshot(out), before);
+  r = test::run_imgpack(append_args(out) + " --group-missing ok");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const DatasetIndex after = read_index(out);
+  for (std::size_t s = 0; s < after.num_samples(); ++s) {
+    EXPECT_EQ(after.sample_group[s] < 0, after.sample_path[s] == ungrouped) << s;
+  }
+}
+
 // A part of a conversion in parts takes no change: merge adopts a part's
 // shards and renumbers its samples, and would drop a removal or keep a
 // compacted part's samples without their records.

@@ -59,6 +59,10 @@ struct AppendOptions {
   // time differs from the conversion's is an error (UsageError naming it);
   // with replace_changed its old sample is removed and the input added anew.
   bool replace_changed = false;
+  // New inputs the dataset's group regex does not match join no group, as
+  // ScanOptions::group_missing_ok says for a conversion; without it they
+  // stop the append (a UsageError naming them).
+  bool group_missing_ok = false;
 };
 
 struct AppendResult {
