@@ -10,7 +10,7 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 57> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 61> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"AppendOptions::csv", "--csv"},
@@ -33,6 +33,10 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 57> kWording
     {"CsvInput::label", "--csv-label"},
     {"CsvInput::group", "--csv-group"},
     {"CsvInput::mask", "--csv-mask"},
+    {"CsvInput::targets", "--csv-targets"},
+    {"CsvInput::multilabel", "--csv-multilabel"},
+    {"AppendOptions::files", "--files"},
+    {"as DatasetIndex::sample_path holds them", "as split --export writes them"},
     {"MaskOptions::dir", "--masks"},
     {"MaskOptions::suffix", "--mask-suffix"},
     {"MaskOptions::fill", "--mask-fill"},

@@ -31,6 +31,10 @@ TEST(CliWording, ReplacesOptionsWithFlags) {
             "a (use --group-missing ok to give them no group)");
   EXPECT_EQ(cli_wording("ScanOptions::group_regex 'x' has no capture group"),
             "--group-regex 'x' has no capture group");
+  EXPECT_EQ(cli_wording("t.csv: no column 'score' (CsvInput::targets)"),
+            "t.csv: no column 'score' (--csv-targets)");
+  EXPECT_EQ(cli_wording("t.csv: no column 'tags' (CsvInput::multilabel)"),
+            "t.csv: no column 'tags' (--csv-multilabel)");
 }
 
 TEST(CliWording, LeavesOtherTextAlone) {

@@ -368,19 +368,37 @@ std::vector<std::string> multilabel_cell(const std::string& cell) {
   return names;
 }
 
-// A numeric target cell: NaN when empty, else a finite decimal number.
+// A numeric target cell: NaN when empty, else a finite decimal number within
+// float32's range, rounded to the nearest float32 (a value too small for it
+// becomes 0 or the nearest subnormal, as any rounding).
 float target_cell(const std::string& cell, const std::string& where, const std::string& column) {
   if (cell.empty()) return std::numeric_limits<float>::quiet_NaN();
-  float value = 0;
+  double value = 0;
   const char* begin = cell.data();
   const char* end = begin + cell.size();
   if (cell.size() > 1 && cell[0] == '+' && cell[1] != '-') ++begin;  // from_chars takes no '+'
   const auto [next, error] = std::from_chars(begin, end, value);
-  if (error != std::errc{} || next != end || !std::isfinite(value)) {
-    throw UsageError(where + "'" + cell + "' in target column '" + column +
-                     "' is not a finite number (leave the cell empty for no value)");
+  const auto refuse = [&](const std::string& what) {
+    throw UsageError(where + "'" + cell + "' in target column '" + column + "' " + what +
+                     " (leave the cell empty for no value)");
+  };
+  // Out of double's range (from_chars then leaves `value` as it was): too
+  // small where the exponent is negative, or the number has no integer part.
+  const std::string_view text(begin, static_cast<std::size_t>(end - begin));
+  const std::size_t exponent = text.find_first_of("eE");
+  const std::string_view mantissa = text.substr(text.starts_with('-') ? 1 : 0, exponent);
+  const bool underflow =
+      error == std::errc::result_out_of_range &&
+      (exponent != std::string_view::npos ? text.substr(exponent + 1).starts_with('-')
+                                          : mantissa.starts_with('.') || mantissa.starts_with("0"));
+  if ((error != std::errc{} && !underflow) || next != end || !std::isfinite(value)) {
+    refuse(error == std::errc::result_out_of_range ? "is beyond float32's range (about 3.4e38)"
+                                                   : "is not a finite number");
   }
-  return value;
+  if (std::abs(value) > std::numeric_limits<float>::max()) {
+    refuse("is beyond float32's range (about 3.4e38)");
+  }
+  return static_cast<float>(value);
 }
 
 }  // namespace

@@ -228,11 +228,23 @@ TEST_F(StateFarmLayout, BadTargetCellsAndColumnsAreUsageErrorsNamingTheLine) {
   EXPECT_NE(error.find("list.csv:3: 'thirty' in target column 'age' is not a finite number"),
             std::string::npos)
       << error;
-  for (const char* bad : {"1.5x", "inf", "nan", "1e99", "--1"}) {
+  for (const char* bad : {"1.5x", "inf", "nan", "1e99", "--1", "1e39", "-1e400"}) {
     write_bytes(dir_ / "list.csv",
                 std::string("subject,classname,img,age\np021,c1,img_4.jpg,") + bad + "\n");
     error = usage_error([&] { scan_csv(src(), o); });
     EXPECT_NE(error.find("list.csv:2:"), std::string::npos) << bad << ": " << error;
+    const bool large = std::string(bad).find('e') != std::string::npos;
+    EXPECT_NE(error.find(large ? "is beyond float32's range" : "is not a finite number"),
+              std::string::npos)
+        << bad << ": " << error;
+  }
+  // Finite but smaller than float32 holds: rounded, to 0 where nothing nearer.
+  for (const char* tiny :
+       {"1e-50", "-1e-400", "0.0000000000000000000000000000000000000000000001"}) {
+    write_bytes(dir_ / "list.csv",
+                std::string("subject,classname,img,age\np021,c1,img_4.jpg,") + tiny + "\n");
+    SourceList list = scan_csv(src(), o);
+    EXPECT_EQ(list.samples[0].targets, std::vector<float>{0.0F}) << tiny;
   }
   o.csv->targets = {"weight"};
   error = usage_error([&] { scan_csv(src(), o); });
