@@ -3,6 +3,8 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "files.hpp"
@@ -16,6 +18,16 @@ std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
   return out;
+}
+
+std::optional<std::pair<std::size_t, std::size_t>> first_repeat(
+    const std::vector<std::string>& names) {
+  std::unordered_map<std::string_view, std::size_t> first;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto [at, inserted] = first.emplace(names[i], i);
+    if (!inserted) return std::make_pair(at->second, i);
+  }
+  return std::nullopt;
 }
 
 std::string number_text(double value) {

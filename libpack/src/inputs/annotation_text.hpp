@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace imgpack {
@@ -22,6 +24,13 @@ inline std::string_view trim(std::string_view text) {
 
 // "a, b, c", for messages.
 std::string join(const std::vector<std::string>& names);
+
+// The first name of `names` that an earlier one repeats, as (earlier,
+// later) positions; none where every name is different. Class and keypoint
+// names are what readers find classes and keypoints by: a file that gives
+// one twice is refused with the positions.
+std::optional<std::pair<std::size_t, std::size_t>> first_repeat(
+    const std::vector<std::string>& names);
 
 // The shortest text that reads back as `value`, for messages.
 std::string number_text(double value);

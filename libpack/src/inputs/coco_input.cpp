@@ -116,13 +116,18 @@ CocoCategories read_categories(const json& root, const fs::path& file) {
     const CocoPlace at{file, "categories", i};
     const json& category = at.object(categories[i]);
     Category entry{at.integer(category, "id"), i, {}};
-    at.string(category, "name");
+    if (trim(at.string(category, "name")).empty()) at.fail("name", "an empty name");
     const auto keypoints = category.find("keypoints");
     if (keypoints != category.end()) {
       if (!keypoints->is_array()) at.fail("keypoints", "expected an array of names");
       for (const json& name : *keypoints) {
-        if (!name.is_string()) at.fail("keypoints", "expected names, not " + name.dump());
+        if (!name.is_string() || trim(name.get<std::string>()).empty()) {
+          at.fail("keypoints", "expected names, not " + name.dump());
+        }
         entry.keypoints.push_back(name.get<std::string>());
+      }
+      if (const auto repeat = first_repeat(entry.keypoints)) {
+        at.fail("keypoints", "names '" + entry.keypoints[repeat->second] + "' twice");
       }
     }
     sorted.push_back(std::move(entry));
@@ -150,6 +155,12 @@ CocoCategories read_categories(const json& root, const fs::path& file) {
                                std::to_string(keypoints_from) + "]'s [" + join(out.keypoint_names) +
                                "]; every category with keypoints must name the same ones");
     }
+  }
+  if (const auto repeat = first_repeat(out.names)) {
+    const CocoPlace at{file, "categories", sorted[repeat->second].index};
+    at.fail("name", "'" + out.names[repeat->second] + "' is also categories[" +
+                        std::to_string(sorted[repeat->first].index) +
+                        "]'s name (each category needs a name of its own)");
   }
   return out;
 }
@@ -275,7 +286,7 @@ CocoAnnotation read_annotation(const json& annotation, const CocoPlace& at) {
   if (const auto crowd = annotation.find("iscrowd"); crowd != annotation.end()) {
     if (crowd->is_boolean()) {
       out.crowd = crowd->get<bool>();
-    } else if (crowd->is_number()) {
+    } else if (crowd->is_number() && (crowd->get<double>() == 0 || crowd->get<double>() == 1)) {
       out.crowd = crowd->get<double>() != 0;
     } else {
       at.fail("iscrowd", "expected 0 or 1, not " + crowd->dump());

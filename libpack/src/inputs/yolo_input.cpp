@@ -55,6 +55,11 @@ std::vector<std::string> read_class_names(const fs::path& path) {
     return true;
   });
   if (names.empty()) throw UsageError(path.string() + ": names no class");
+  if (const auto repeat = first_repeat(names)) {
+    throw UsageError(path.string() + ":" + std::to_string(repeat->second + 1) + ": class '" +
+                     names[repeat->second] + "' is also named on line " +
+                     std::to_string(repeat->first + 1) + " (each class needs a name of its own)");
+  }
   return names;
 }
 
@@ -181,6 +186,10 @@ void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& option
     }
     keypoint_names.emplace_back(name);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (const auto repeat = first_repeat(keypoint_names)) {
+    throw UsageError("BoxOptions::yolo_keypoints '" + options.yolo_keypoints + "': keypoint '" +
+                     keypoint_names[repeat->second] + "' is named twice");
   }
   // Check the flip map against the names before reading a million files.
   if (!keypoint_names.empty()) keypoint_flip_table(keypoint_names, options.keypoint_flip_map);

@@ -340,6 +340,33 @@ TEST_F(CocoBoxes, AKeypointValueOutsideTheFormatIsAProblemNamingIt) {
   EXPECT_EQ(list.samples[0].keypoints, (std::vector<float>{0.5F, 0.5F, 2.0F, 0, 0, 0}));
 }
 
+// Names readers find classes and keypoints by: none empty, none twice; and
+// iscrowd is 0 or 1 (false or true), nothing else taken for one of them.
+TEST_F(CocoBoxes, EmptyOrRepeatedNamesAndOtherCrowdValuesAreUsageErrors) {
+  const std::string image =
+      R"("images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10}])";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": " "}])",
+       "categories[1].name: an empty name"},
+      {R"("categories": [{"id": 7, "name": "cat"}, {"id": 2, "name": "cat"}])",
+       "categories[0].name: 'cat' is also categories[1]'s name (each category needs a name of "
+       "its own)"},
+      {R"("categories": [{"id": 1, "name": "p", "keypoints": ["a", "b", "a"]}])",
+       "categories[0].keypoints: names 'a' twice"},
+      {R"("categories": [{"id": 1, "name": "p", "keypoints": ["a", ""]}])",
+       R"(categories[0].keypoints: expected names, not "")"},
+      {R"("categories": [{"id": 1, "name": "p"}], "annotations": [{"id": 3, "image_id": 1,
+          "category_id": 1, "bbox": [1, 1, 2, 2], "iscrowd": 2}])",
+       "annotations[0].iscrowd: expected 0 or 1, not 2"},
+  };
+  for (const auto& [categories, expected] : cases) {
+    write_coco("{" + image + ", " + categories + "}");
+    SourceList list = listing({"a.jpg"});
+    const std::string error = usage_error([&] { attach_boxes(list, src(), options()); });
+    EXPECT_EQ(error, coco().string() + ": " + expected) << categories;
+  }
+}
+
 TEST_F(CocoBoxes, MalformedJsonIsAUsageErrorNamingTheFileAndLine) {
   write_coco("{\"images\": [\n  {\"id\": 1,,}\n]}");
   SourceList list = listing({"a.jpg"});
@@ -491,6 +518,21 @@ TEST_F(YoloBoxes, ABlankLineInsideTheNamesIsAUsageError) {
   EXPECT_TRUE(usage_error([&] {
                 attach_boxes(list, src(), o);
               }).starts_with((dir_ / "missing.txt").string() + ": cannot open"));
+}
+
+// A class or keypoint named twice could not be told apart by its name.
+TEST_F(YoloBoxes, ANameGivenTwiceIsAUsageError) {
+  write_bytes(dir_ / "names.txt", "cat\ndog\ncat\n");
+  SourceList list = listing({"x.jpg"});
+  BoxOptions o = options();
+  o.yolo_names = dir_ / "names.txt";
+  EXPECT_EQ(usage_error([&] { attach_boxes(list, src(), o); }),
+            (dir_ / "names.txt").string() +
+                ":3: class 'cat' is also named on line 1 (each class needs a name of its own)");
+  o.yolo_names.clear();
+  o.yolo_keypoints = "nose,eye, nose";
+  EXPECT_EQ(usage_error([&] { attach_boxes(list, src(), o); }),
+            "BoxOptions::yolo_keypoints 'nose,eye, nose': keypoint 'nose' is named twice");
 }
 
 TEST_F(YoloBoxes, AMalformedLineIsAProblemNamingFileAndLine) {
