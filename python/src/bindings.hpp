@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -23,6 +24,31 @@
 namespace imgpack::python {
 
 namespace py = pybind11;
+
+// A dataset's text (a path, a class name) as a Python str. A dataset stores
+// names as their bytes: UTF-8, or the bytes of a name in another encoding (a
+// Latin-1 file name) as they are. Bytes that are not UTF-8 become surrogate
+// escapes, as os.fsdecode() gives file names, and os.fsencode() gives the
+// bytes back; strict decoding would raise UnicodeDecodeError on them.
+inline py::str text(std::string_view bytes) {
+  PyObject* decoded =
+      PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()), "surrogateescape");
+  if (decoded == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
+}
+
+// A path given from Python (str, bytes or os.PathLike) as the bytes the file
+// system takes: os.fsencode(), which turns surrogate escapes back into the
+// bytes they stand for.
+inline std::string file_path(const py::handle& path) {
+  return py::bytes(py::module_::import("os").attr("fsencode")(path));
+}
+
+inline py::list texts(const std::vector<std::string>& values) {
+  py::list list(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) list[i] = text(values[i]);
+  return list;
+}
 
 // Runs `work()` with the interpreter lock released, takes the lock back and
 // returns what `work` returned (or throws what it threw). The lock is taken

@@ -43,7 +43,7 @@ py::object read_only_rows(const Dataset& dataset, const Column<T>& values, std::
 }
 
 py::array string_array(const std::vector<std::string>& values) {
-  return py::module_::import("numpy").attr("array")(py::cast(values), "dtype"_a = "O");
+  return py::module_::import("numpy").attr("array")(texts(values), "dtype"_a = "O");
 }
 
 // One named split of a dataset, by position in the index (which the handle keeps alive).
@@ -89,7 +89,7 @@ void register_dataset(py::module_& m) {
                         "other non-negative folds, the test set assign == -1. A holdout split "
                         "has folds == 2 and is used through fold 0 (0 = validation).")
       .def_property_readonly(
-          "name", [](const SplitView& v) { return v.split().name; }, "The split's name.")
+          "name", [](const SplitView& v) { return text(v.split().name); }, "The split's name.")
       .def_property_readonly(
           "kind", [](const SplitView& v) { return v.split().kind; },
           "random, stratified, group, stratified-group or holdout.")
@@ -115,11 +115,11 @@ void register_dataset(py::module_& m) {
       .def_property_readonly(
           "assign", [](const SplitView& v) { return read_only_view(v.dataset, v.split().assign); },
           "Per source sample: its fold (0..folds-1) or -1 for the test set; int16, read-only.")
-      .def("__repr__", &split_repr);
+      .def("__repr__", [](const SplitView& v) { return text(split_repr(v)); });
 
   py::class_<Dataset>(m, "Dataset", kDatasetDoc)
       .def(py::init([](const py::object& path, bool verify_checksums) {
-             const std::string dir = py::str(py::module_::import("os").attr("fspath")(path));
+             const std::string dir = file_path(path);
              DatasetOpenOptions options;
              options.verify_checksums = verify_checksums;
              return without_gil([&] { return Dataset::open(dir, options); });
@@ -156,10 +156,11 @@ void register_dataset(py::module_& m) {
       .def_property_readonly(
           "uuid", [](const Dataset& d) { return d.index().uuid; }, "The dataset's uuid.")
       .def_property_readonly(
-          "classes", [](const Dataset& d) { return d.index().class_names; },
+          "classes", [](const Dataset& d) { return texts(d.index().class_names); },
           "Class names by label (list of str).")
       .def_property_readonly(
-          "groups", [](const Dataset& d) { return without_gil([&] { return d.group_names(); }); },
+          "groups",
+          [](const Dataset& d) { return texts(without_gil([&] { return d.group_names(); })); },
           "Group names by group id (list of str), read from index.h5 on each access.")
       .def_property_readonly("has_masks", &Dataset::has_masks,
                              "Whether every record has a segmentation mask (Batch.masks).")
@@ -172,14 +173,14 @@ void register_dataset(py::module_& m) {
           "The mask label of areas outside the source image (255 by default: the usual "
           "ignore_index), or None without masks.")
       .def_property_readonly(
-          "mask_classes", [](const Dataset& d) { return d.index().mask_class_names; },
+          "mask_classes", [](const Dataset& d) { return texts(d.index().mask_class_names); },
           "Mask label names by label (list of str; empty when the conversion named none).")
       .def_property_readonly(
           "splits",
           [](const Dataset& d) {
             py::dict splits;
             for (std::size_t i = 0; i < d.index().splits.size(); ++i) {
-              splits[py::str(d.index().splits[i].name)] = SplitView{d, i};
+              splits[text(d.index().splits[i].name)] = SplitView{d, i};
             }
             return splits;
           },
@@ -199,7 +200,7 @@ void register_dataset(py::module_& m) {
               throw py::index_error("sample " + std::to_string(s) + " of " +
                                     std::to_string(d.num_samples()));
             }
-            return without_gil([&] { return d.sample_path(s); });
+            return text(without_gil([&] { return d.sample_path(s); }));
           },
           "sample"_a, "The source path of one sample, read from index.h5 without the others.")
       .def_property_readonly(
@@ -211,7 +212,7 @@ void register_dataset(py::module_& m) {
           [](const Dataset& d) { return read_only_view(d, d.index().sample_group); },
           "Per sample: its group id (int32, -1 = none), read-only.")
       .def_property_readonly(
-          "multilabel_classes", [](const Dataset& d) { return d.index().multilabel_names; },
+          "multilabel_classes", [](const Dataset& d) { return texts(d.index().multilabel_names); },
           "The multi-label class names, by column of sample_multilabel (list of str; empty "
           "without multi-label classes).")
       .def_property_readonly(
@@ -223,7 +224,7 @@ void register_dataset(py::module_& m) {
           "Per sample: its multi-hot row over multilabel_classes (uint8 [S, C], 1 = has the "
           "class), read-only; None without multi-label classes.")
       .def_property_readonly(
-          "target_names", [](const Dataset& d) { return d.index().target_names; },
+          "target_names", [](const Dataset& d) { return texts(d.index().target_names); },
           "The numeric target names, by column of sample_targets (list of str; empty without "
           "targets).")
       .def_property_readonly(
@@ -236,10 +237,10 @@ void register_dataset(py::module_& m) {
       .def_property_readonly("has_boxes", &Dataset::has_boxes,
                              "Whether every record carries its object boxes (Batch.boxes).")
       .def_property_readonly(
-          "box_classes", [](const Dataset& d) { return d.index().box_class_names; },
+          "box_classes", [](const Dataset& d) { return texts(d.index().box_class_names); },
           "The box class names, by id (Batch.box_classes; list of str, empty without boxes).")
       .def_property_readonly(
-          "keypoint_names", [](const Dataset& d) { return d.index().keypoint_names; },
+          "keypoint_names", [](const Dataset& d) { return texts(d.index().keypoint_names); },
           "The keypoint names, by index along Batch.keypoints' second axis (list of str; empty "
           "without keypoints).")
       .def_property_readonly(
@@ -247,10 +248,10 @@ void register_dataset(py::module_& m) {
           "Per keypoint, the keypoint it becomes under a horizontal flip (list of int; its own "
           "index where it has no pair).")
       .def("__repr__", [](const Dataset& d) {
-        return "<imgpack.Dataset '" + d.path().string() + "' " + std::to_string(d.num_samples()) +
-               " samples, " + std::to_string(d.num_records()) + " records of " +
-               std::to_string(d.height()) + "x" + std::to_string(d.width()) + "x" +
-               std::to_string(d.channels()) + ">";
+        return text("<imgpack.Dataset '" + d.path().string() + "' " +
+                    std::to_string(d.num_samples()) + " samples, " +
+                    std::to_string(d.num_records()) + " records of " + std::to_string(d.height()) +
+                    "x" + std::to_string(d.width()) + "x" + std::to_string(d.channels()) + ">");
       });
 }
 

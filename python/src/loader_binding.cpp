@@ -195,7 +195,7 @@ py::object next_batch(EpochIterator& it) {
 
 Dataset dataset_of(const py::object& dataset_or_path) {
   if (py::isinstance<Dataset>(dataset_or_path)) return dataset_or_path.cast<Dataset>();
-  const std::string dir = py::str(py::module_::import("os").attr("fspath")(dataset_or_path));
+  const std::string dir = file_path(dataset_or_path);
   return without_gil([&] { return Dataset::open(dir); });
 }
 
@@ -674,7 +674,7 @@ void register_loader(py::module_& m) {
           },
           "(host bytes, device bytes) of slot memory the ring holds.")
       .def_property_readonly("closed", &PyLoader::closed, "Whether close() was called.")
-      .def("__repr__", &loader_repr);
+      .def("__repr__", [](const PyLoader& l) { return text(loader_repr(l)); });
 }
 
 }  // namespace imgpack::python

@@ -2,6 +2,7 @@
 // imgpack::reader. See python/imgpack.pyi for the API in one place.
 #include <pybind11/pybind11.h>
 
+#include <cstring>
 #include <exception>
 
 #include "bindings.hpp"
@@ -22,12 +23,21 @@ void register_errors(py::module_& m) {
   // pybind11 takes a void(*)(std::exception_ptr): the parameter stays by value.
   // NOLINTNEXTLINE(performance-unnecessary-value-param)
   py::register_exception_translator([](std::exception_ptr thrown) {
+    // A message naming a file whose name is not UTF-8 keeps those bytes as
+    // \xNN: PyErr_SetString would lose the whole message to a decode error.
+    const auto raise = [](PyObject* type, const char* what) {
+      PyObject* message = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)),
+                                               "backslashreplace");
+      if (message == nullptr) return;  // the decode's own error is raised
+      PyErr_SetObject(type, message);
+      Py_DECREF(message);
+    };
     try {
       if (thrown) std::rethrow_exception(thrown);
     } catch (const UsageError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      raise(PyExc_ValueError, e.what());
     } catch (const Error& e) {
-      PyErr_SetString(error_type.ptr(), e.what());
+      raise(error_type.ptr(), e.what());
     }
   });
 }

@@ -1,11 +1,14 @@
 """imgpack.Dataset and imgpack.Split (python/src/dataset_binding.cpp) against
 h5py's read of index.h5."""
+import os
 import pathlib
+import shutil
 
 import numpy as np
 import pytest
 
 import imgpack
+from conftest import cli
 
 
 def test_dataset_describes_the_index(dataset_dir, reference):
@@ -69,3 +72,38 @@ def test_arrays_are_read_only_views_that_outlive_the_dataset(dataset_dir, refere
 
 def test_verify_checksums_at_open(dataset_dir):
     assert len(imgpack.Dataset(dataset_dir, verify_checksums=True)) == 60
+
+
+def test_names_that_are_not_utf8_come_back_as_os_fsdecode_gives_them(tmp_path):
+    """A dataset keeps a file or folder name in another encoding (Latin-1) as its
+    bytes; Python sees it surrogate-escaped, as os.listdir shows such names, and
+    os.fsencode() gives the bytes back. Paths in that encoding open, and a message
+    naming one keeps the rest of its text."""
+    src = tmp_path / "src"
+    cli("sample-data", src, "--classes", 2, "--per-class", 3, "--size", "32x24", "--quiet")
+    latin1_class = os.fsdecode(b"caf\xe9")
+    latin1_file = os.fsdecode(b"cr\xe8me.jpg")
+    first_class = sorted(p for p in os.listdir(src) if (src / p).is_dir())[0]
+    image = sorted((src / first_class).iterdir())[0]
+    (src / latin1_class).mkdir()
+    shutil.copy(image, src / latin1_class / latin1_file)
+    out = tmp_path / os.fsdecode(b"donn\xe9es")
+    cli("convert", src, out, "--size", "16", "--quiet")
+
+    for path in (out, os.fsencode(out), pathlib.Path(out)):
+        dataset = imgpack.Dataset(path)
+        assert latin1_class in dataset.classes
+        paths = list(dataset.sample_paths)
+        assert latin1_class + "/" + latin1_file in paths
+        assert os.fsencode(latin1_class + "/" + latin1_file) == b"caf\xe9/cr\xe8me.jpg"
+        assert dataset.sample_path(paths.index(latin1_class + "/" + latin1_file)) == \
+            latin1_class + "/" + latin1_file
+        assert "donn" in repr(dataset)
+    loader = imgpack.Loader(out, batch_size=2)
+    assert sum(len(batch) for batch in loader) == len(paths)
+    assert "donn" in repr(loader)
+
+    missing = tmp_path / os.fsdecode(b"nirgendw\xe4")
+    with pytest.raises((imgpack.Error, ValueError)) as raised:
+        imgpack.Dataset(missing)
+    assert "nirgendw\\xe4" in str(raised.value)
