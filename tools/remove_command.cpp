@@ -39,7 +39,8 @@ int run_remove(const RemoveArgs& args) {
     print_json(j);
   } else if (!args.quiet) {
     std::fprintf(stderr,
-                 "%s: generation %llu: removed %llu samples (%llu removed before), %llu remain\n",
+                 "%s: generation %llu: removed %llu samples (%llu listed were removed before), "
+                 "%llu remain\n",
                  args.dataset.c_str(), static_cast<unsigned long long>(result.generation),
                  static_cast<unsigned long long>(result.removed),
                  static_cast<unsigned long long>(result.already_removed),

@@ -322,7 +322,11 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
     return "bbox [" + number_text(x) + ", " + number_text(y) + ", " + number_text(w) + ", " +
            number_text(h) + "]";
   };
-  if (!(w > 0 && h > 0) || !std::isfinite(x + y + w + h)) {
+  if (!std::isfinite(x + y + w + h)) {
+    problem(bbox() + " (x, y, width, height) is too large to compute with");
+    return;
+  }
+  if (!(w > 0 && h > 0)) {
     problem("empty " + bbox() + " (x, y, width, height)");
     return;
   }
@@ -333,8 +337,13 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
                       cls,
                       static_cast<uint8_t>(annotation.crowd ? 1 : 0)};
   if (!(box.x1 > box.x0 && box.y1 > box.y0)) {
-    problem(bbox() + " lies outside the " + std::to_string(sample.box_width) + "x" +
-            std::to_string(sample.box_height) + " image");
+    const bool inside = x < width && y < height && x + w > 0 && y + h > 0;
+    problem(bbox() +
+            (inside ? " is too small to store (its corners round to the same float32 "
+                      "value in the "
+                    : " lies outside the ") +
+            std::to_string(sample.box_width) + "x" + std::to_string(sample.box_height) + " image" +
+            (inside ? ")" : ""));
     return;
   }
   const json* keypoints = annotation.keypoints;

@@ -263,6 +263,26 @@ TEST_F(CocoBoxes, AnImageWithoutAnnotationsHasNoBoxesAndNoProblem) {
   EXPECT_EQ(list.box_class_names, (std::vector<std::string>{"car"}));
 }
 
+// Too small for float32 and too large to compute with are named as such,
+// not as outside the image or empty.
+TEST_F(CocoBoxes, ABoxTooSmallOrTooLargeIsAProblemSayingSo) {
+  write_coco(R"({"categories": [{"id": 1, "name": "car"}],
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10},
+               {"id": 2, "file_name": "b.jpg", "width": 10, "height": 10}],
+    "annotations": [{"id": 41, "image_id": 1, "category_id": 1, "bbox": [1, 1, 1e-300, 2]},
+                    {"id": 42, "image_id": 2, "category_id": 1, "bbox": [1e308, 1, 1e308, 2]}]})");
+  SourceList list = listing({"a.jpg", "b.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(sample(list, "a.jpg").box_problem,
+            coco().string() +
+                ": annotations[0] (annotation id 41): bbox [1, 1, 1e-300, 2] is too small to "
+                "store (its corners round to the same float32 value in the 10x10 image)");
+  EXPECT_EQ(sample(list, "b.jpg").box_problem,
+            coco().string() +
+                ": annotations[1] (annotation id 42): bbox [1e+308, 1, 1e+308, 2] (x, y, width, "
+                "height) is too large to compute with");
+}
+
 TEST_F(CocoBoxes, AnEmptyOrOutsideBoxIsAProblemNamingTheAnnotation) {
   write_coco(R"({"categories": [{"id": 1, "name": "car"}],
     "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10},
@@ -578,6 +598,19 @@ TEST_F(YoloBoxes, ValuesMayLeaveTheUnitRangeByTheToleranceOnly) {
   EXPECT_EQ(sample(list, "out.jpg").box_problem,
             label("out.txt") +
                 ":1: cy = 1.01 is outside [0, 1] (YOLO values are fractions of the image)");
+}
+
+// A box narrower than float32 can tell its corners apart would be stored
+// with no area: a problem of its image, as an empty one is.
+TEST_F(YoloBoxes, ABoxTooSmallToStoreIsAProblem) {
+  write_label("tiny.txt", "0 0.25 0.4 1e-300 0.5\n");
+  SourceList list = listing({"tiny.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(sample(list, "tiny.jpg").box_problem,
+            label("tiny.txt") +
+                ":1: box too small to store (w = 1e-300, h = 0.5: its corners round to the same "
+                "float32 value)");
+  EXPECT_TRUE(sample(list, "tiny.jpg").boxes.empty());
 }
 
 TEST_F(YoloBoxes, PoseLinesGiveTheKeypointCountOfTheFirstSuchLine) {
