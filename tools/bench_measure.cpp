@@ -140,7 +140,7 @@ LoaderOptions loader_options(const BenchArgs& a, unsigned threads) {
   o.reads_in_flight = a.reads_in_flight;
   o.direct_io = parse_direct_io(a.direct_io);
   if (!a.crop.empty()) {
-    const auto [width, height] = parse_image_size(a.crop);
+    const auto [width, height] = parse_image_size(a.crop, "--crop");
     o.crop.width = width;
     o.crop.height = height;
   }

@@ -21,17 +21,17 @@ uint64_t parse_unsigned(const std::string& text, const std::string& what) {
 
 }  // namespace
 
-std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text) {
+std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text, const std::string& option) {
   auto x = text.find_first_of("xX");
   uint64_t w, h;
   if (x == std::string::npos) {
-    w = h = parse_unsigned(text, "--size");
+    w = h = parse_unsigned(text, option);
   } else {
-    w = parse_unsigned(text.substr(0, x), "--size width");
-    h = parse_unsigned(text.substr(x + 1), "--size height");
+    w = parse_unsigned(text.substr(0, x), option + " width");
+    h = parse_unsigned(text.substr(x + 1), option + " height");
   }
   if (w == 0 || h == 0 || w > 65535 || h > 65535) {
-    throw UsageError("--size '" + text + "': each side must be between 1 and 65535");
+    throw UsageError(option + " '" + text + "': each side must be between 1 and 65535");
   }
   return {static_cast<uint32_t>(w), static_cast<uint32_t>(h)};
 }

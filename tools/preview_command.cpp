@@ -34,7 +34,7 @@ void add_crop_views(const PreviewArgs& args, PreviewOptions& options) {
   auto dataset = std::make_shared<Dataset>(Dataset::open(args.dataset));
   auto loader = std::make_shared<LoaderOptions>();
   if (!args.crop.empty()) {
-    const auto [width, height] = parse_image_size(args.crop);
+    const auto [width, height] = parse_image_size(args.crop, "--crop");
     loader->crop.width = width;
     loader->crop.height = height;
   }

@@ -13,6 +13,12 @@ TEST(ParseHelpers, SizesBytesAndFills) {
   EXPECT_THROW(parse_image_size("0"), UsageError);
   EXPECT_THROW(parse_image_size("12x"), UsageError);
   EXPECT_THROW(parse_image_size("-4"), UsageError);
+  try {
+    parse_image_size("0", "--crop");
+    ADD_FAILURE() << "size 0 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--crop '0': each side must be between 1 and 65535");
+  }
   EXPECT_EQ(parse_byte_size("4096"), 4096u);
   EXPECT_EQ(parse_byte_size("64K"), 65536u);
   EXPECT_EQ(parse_byte_size("1G"), 1ull << 30);
