@@ -73,7 +73,10 @@ int run_verify(const VerifyArgs& args) {
     progress.update(p.records_done, p.records_total, 0);
   };
   const VerifyReport report = verify_dataset(args.dataset, options);
-  progress.finish(report.records_checked, report.records_checked, 0);
+  // A dataset whose files could not be read checked no record: no bar then.
+  if (report.records_checked > 0 || report.errors.empty()) {
+    progress.finish(report.records_checked, report.records_checked, 0);
+  }
 
   // Problems go to stderr, one line each, naming the file.
   for (const std::string& error : report.errors) std::cerr << "imgpack verify: " << error << "\n";

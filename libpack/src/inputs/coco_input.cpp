@@ -411,6 +411,7 @@ void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& option
                         std::to_string(seen->second) + "]'s");
     }
     const std::string& file_name = at.string(image, "file_name");
+    if (trim(file_name).empty()) at.fail("file_name", "an empty name");
     const uint32_t width = at.size(image, "width");
     const uint32_t height = at.size(image, "height");
     const std::string relative = relative_to_root(file_name, src);

@@ -375,6 +375,7 @@ TEST_F(CocoBoxes, EmptyOrRepeatedNamesAndOtherCrowdValuesAreUsageErrors) {
        "categories[0].keypoints: names 'a' twice"},
       {R"("categories": [{"id": 1, "name": "p", "keypoints": ["a", ""]}])",
        R"(categories[0].keypoints: expected names, not "")"},
+
       {R"("categories": [{"id": 1, "name": "p"}], "annotations": [{"id": 3, "image_id": 1,
           "category_id": 1, "bbox": [1, 1, 2, 2], "iscrowd": 2}])",
        "annotations[0].iscrowd: expected 0 or 1, not 2"},
@@ -385,6 +386,12 @@ TEST_F(CocoBoxes, EmptyOrRepeatedNamesAndOtherCrowdValuesAreUsageErrors) {
     const std::string error = usage_error([&] { attach_boxes(list, src(), options()); });
     EXPECT_EQ(error, coco().string() + ": " + expected) << categories;
   }
+  write_coco(R"({"categories": [{"id": 1, "name": "p"}],
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10},
+               {"id": 2, "file_name": " ", "width": 10, "height": 10}]})");
+  SourceList list = listing({"a.jpg"});
+  EXPECT_EQ(usage_error([&] { attach_boxes(list, src(), options()); }),
+            coco().string() + ": images[1].file_name: an empty name");
 }
 
 TEST_F(CocoBoxes, MalformedJsonIsAUsageErrorNamingTheFileAndLine) {
