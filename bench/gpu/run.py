@@ -141,6 +141,7 @@ def make_dataset(imgpack, work, records):
     if os.path.exists(os.path.join(data, "index.h5")):
         return data
     src = os.path.join(work, "src-%d" % records)
+    shutil.rmtree(src, ignore_errors=True)  # sample-data writes into a new folder only
     classes = 8
     per_class = (records + classes - 1) // classes
     for command in (

@@ -80,11 +80,22 @@ ConvertResult already_complete(const ConvertOptions& options, ConvertResult resu
   return result;
 }
 
+// The dataset is complete, but a split it was asked for could not be made:
+// not plain Error, which a failure that leaves the journal behind is noted as.
+class SplitsNotMade : public Error {
+ public:
+  using Error::Error;
+};
+
 // The requested splits of the converted samples. When no input was skipped
 // the samples are those the plan split, and its splits are stored as they are.
-void store_splits(const ConvertOptions& options, const ConversionPlan& plan, DatasetIndex& index,
-                  std::vector<std::string>& warnings) {
+// Otherwise each is made over the samples converted, which a split the plan
+// could make may not fit (more folds than samples left): the dataset is then
+// finished without it, and its reason returned, the converted shards kept.
+std::vector<std::string> store_splits(const ConvertOptions& options, const ConversionPlan& plan,
+                                      DatasetIndex& index, std::vector<std::string>& warnings) {
   const bool all_converted = index.num_samples() == plan.order.size();
+  std::vector<std::string> unmade;
   for (std::size_t i = 0; i < options.splits.size(); ++i) {
     const NamedSplitSpec& split = options.splits[i];
     Split stored;
@@ -93,10 +104,18 @@ void store_splits(const ConvertOptions& options, const ConversionPlan& plan, Dat
       warnings.insert(warnings.end(), planned.warnings.begin(), planned.warnings.end());
       stored = named_split(split.name, split.spec, planned, "");
     } else {
-      stored = make_split(index, split.name, split.spec, "", &warnings);
+      try {
+        stored = make_split(index, split.name, split.spec, "", &warnings);
+      } catch (const UsageError& e) {
+        unmade.push_back("split " + split.name + " was not made over the " +
+                         std::to_string(index.num_samples()) + " images converted: " + e.what());
+        warnings.push_back(unmade.back());
+        continue;
+      }
     }
     store_split(index, std::move(stored), false);
   }
+  return unmade;
 }
 
 ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan& plan,
@@ -196,7 +215,9 @@ ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan&
   }
   begin.journal.inputs_done(plan.order.size());
   writer.finish(index);
-  if (!options.part) store_splits(options, plan, index, result.split_warnings);
+  const std::vector<std::string> unmade =
+      options.part ? std::vector<std::string>{}
+                   : store_splits(options, plan, index, result.split_warnings);
   result.records = index.num_records();
   result.samples = index.num_samples();
   result.shards = index.num_shards();
@@ -208,6 +229,15 @@ ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan&
   crash_point("index-committed");
   begin.journal.remove();
   result.seconds = seconds_since(start);
+  if (!unmade.empty()) {
+    const std::size_t skipped = result.skipped.size();
+    std::string message = options.out.string() + ": converted, " + std::to_string(skipped) +
+                          (skipped == 1 ? " input" : " inputs") + " skipped, but " + unmade.front();
+    for (std::size_t i = 1; i < unmade.size(); ++i) message += "; " + unmade[i];
+    throw SplitsNotMade(message +
+                        ". The dataset is complete without it: make_split() makes a split "
+                        "over the images it holds");
+  }
   return result;
 }
 

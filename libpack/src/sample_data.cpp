@@ -4,15 +4,19 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <numbers>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "files.hpp"
 #include "image/codecs.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
 #include "random.hpp"
 
 namespace imgpack {
@@ -110,13 +114,32 @@ void paint_background(cv::Mat& image, uint32_t group, CounterRng& rng) {
   }
 }
 
+// Writes `contents` to `path` whole or not at all: written aside, then
+// renamed, so that a full disk leaves no cut image under an image's name
+// (one that still decodes, its end missing). Not synced: inputs to try
+// imgpack on, remade by running again.
+void write_generated(const fs::path& path, std::string_view contents) {
+  fs::path tmp = path;
+  tmp += format::kTmpSuffix;
+  try {
+    write_file(tmp, contents);
+  } catch (const Error&) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw system_error(path, "cannot rename " + tmp.filename().string() + " into place", errno);
+  }
+}
+
 void write_encoded(const fs::path& path, const cv::Mat& image, const char* extension,
                    const std::vector<int>& params, SampleDataResult& result) {
   std::vector<uint8_t> encoded;
   if (!codecs::encode(extension, image, encoded, params)) {
     throw file_error(path, "cannot encode image");
   }
-  write_file(path, {reinterpret_cast<const char*>(encoded.data()), encoded.size()});
+  write_generated(path, {reinterpret_cast<const char*>(encoded.data()), encoded.size()});
   result.bytes += encoded.size();
 }
 
@@ -156,6 +179,15 @@ SampleDataResult write_sample_data(const fs::path& out, const SampleDataOptions&
   if (options.per_class < 1) throw UsageError("SampleDataOptions::per_class must be at least 1");
   if (options.width < 16 || options.height < 16 || options.width > 8192 || options.height > 8192) {
     throw UsageError("SampleDataOptions::width and height must be between 16 and 8192 pixels");
+  }
+  // Its names are fixed (circle/g00_00000.jpg, labels.csv): in a folder that
+  // holds files already, they would overwrite the user's.
+  std::error_code ec;
+  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec))) {
+    throw UsageError(out.string() + (fs::is_directory(out, ec)
+                                         ? ": not empty; sample data goes into a new or "
+                                           "empty folder, where it overwrites nothing"
+                                         : ": not a folder"));
   }
   make_directory(out);
 
@@ -213,23 +245,23 @@ SampleDataResult write_sample_data(const fs::path& out, const SampleDataOptions&
         draw_shape(shape, c, centre, radius, angle, cv::Scalar(255), cv::LINE_8);
         fs::path label_path = path;
         label_path.replace_extension(".txt");
-        write_file(label_path,
-                   yolo_label(c, cv::boundingRect(shape), centre, radius, cv::Size(w, h)));
+        write_generated(label_path,
+                        yolo_label(c, cv::boundingRect(shape), centre, radius, cv::Size(w, h)));
         result.labels += 1;
       }
       csv += class_name + "/" + file_name + "," + class_name + "," + group_name + "\n";
     }
   }
-  write_file(out / "labels.csv", csv);
+  write_generated(out / "labels.csv", csv);
   if (options.boxes) {
     std::string names;
     for (uint32_t c = 0; c < options.classes; ++c) names += sample_class_name(c) + "\n";
-    write_file(out / "classes.txt", names);
+    write_generated(out / "classes.txt", names);
   }
   if (options.masks) {
     std::string names = "background\n";
     for (const std::string& name : sorted_names) names += name + "\n";
-    write_file(out / kSampleMasksFolder / "classes.txt", names);
+    write_generated(out / kSampleMasksFolder / "classes.txt", names);
   }
   return result;
 }

@@ -17,6 +17,8 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/growth.hpp"
+#include "imgpack/split.hpp"
+#include "imgpack/verify.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -240,6 +242,40 @@ TEST(Convert, BadInputsAreSkippedAndReportedWhileTheRestConverts) {
   h5::File shard = h5::File::open_read(dir / "out" / index.shards.file[0]);
   EXPECT_EQ(shard.shape("/images")[0], 6u);
   EXPECT_EQ(test::directory_snapshot(dir / "src"), before) << "SRC was modified";
+}
+
+// A split the plan could make over every input may not fit the images left
+// once some fail to decode (more folds than images). The conversion is not
+// lost to it: the dataset is finished without that split, the others
+// stored, and the error (not a UsageError: the request was sound) says so.
+TEST(Convert, ASplitThatNoLongerFitsLeavesTheDatasetCompleteWithoutIt) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  const std::string jpeg = test::read_bytes(dir / "src" / "cat" / "a.jpg");
+  test::write_bytes(dir / "src" / "cat" / "truncated.jpg", jpeg.substr(0, jpeg.size() / 2));
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  options.max_skipped.count = 1;
+  options.splits = {parse_split_option("cv:random:7", 0), parse_split_option("two:random:2", 0)};
+  try {
+    convert(options);
+    ADD_FAILURE() << "a split of 7 folds over 6 images was made";
+  } catch (const UsageError& e) {
+    ADD_FAILURE() << "a UsageError: " << e.what();
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("converted, 1 input skipped, but split cv was not made over the 6 "
+                           "images converted: "),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("The dataset is complete without it"), std::string::npos) << message;
+    EXPECT_EQ(message.find("journal"), std::string::npos) << message;
+  }
+  const DatasetIndex index = read_index(dir / "out");
+  EXPECT_EQ(index.num_samples(), 6u);
+  EXPECT_EQ(index.find_split("cv"), nullptr);
+  ASSERT_NE(index.find_split("two"), nullptr);
+  EXPECT_TRUE(verify_dataset(dir / "out", {}).ok());
+  EXPECT_FALSE(fs::exists(dir / "out" / "convert.journal"));
 }
 
 TEST(Convert, OnErrorFailStopsWithoutAnIndex) {

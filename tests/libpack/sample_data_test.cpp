@@ -56,6 +56,37 @@ TEST(SampleData, IsDeterministic) {
   }
 }
 
+// Its file names are fixed: a folder holding anything already is refused,
+// whatever it holds, and left as it was; a new or empty one is written, with
+// nothing written aside left behind.
+TEST(SampleData, WritesIntoANewOrEmptyFolderOnly) {
+  test::TempDir dir;
+  SampleDataOptions options;
+  options.per_class = 2;
+  test::write_bytes(dir / "mine" / "labels.csv", "my,own\n");
+  try {
+    write_sample_data(dir / "mine", options);
+    ADD_FAILURE() << "wrote into a folder holding a file";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "mine").string() +
+                                         ": not empty; sample data goes into a new or empty "
+                                         "folder, where it overwrites nothing");
+  }
+  EXPECT_EQ(test::read_bytes(dir / "mine" / "labels.csv"), "my,own\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "mine"), fs::directory_iterator()), 1);
+  EXPECT_THROW(write_sample_data(dir / "mine" / "labels.csv", options), UsageError);
+
+  fs::create_directory(dir / "empty");
+  const SampleDataResult result = write_sample_data(dir / "empty", options);
+  EXPECT_EQ(result.images, 2u * options.classes);
+  for (const auto& entry : fs::recursive_directory_iterator(dir / "empty")) {
+    EXPECT_NE(entry.path().extension(), ".tmp") << entry.path();
+  }
+  EXPECT_THROW(write_sample_data(dir / "empty", options), UsageError);  // not empty now
+  write_sample_data(dir / "new" / "deeper", options);
+  EXPECT_TRUE(fs::exists(dir / "new" / "deeper" / "labels.csv"));
+}
+
 TEST(SampleData, RejectsInvalidOptions) {
   test::TempDir dir;
   SampleDataOptions options;

@@ -55,8 +55,11 @@ struct SampleDataResult {
   uint64_t bytes = 0;   // of images and masks
 };
 
-// Writes the directory (created if missing; must not already hold images).
-// Throws UsageError for invalid options, Error for write failures.
+// Writes the directory, created if missing. Throws UsageError for invalid
+// options or an `out` that holds anything (the file names are fixed: they
+// would overwrite files there), Error for write failures; each file is
+// written aside and renamed into place, so a failure leaves no cut file
+// under its name.
 SampleDataResult write_sample_data(const std::filesystem::path& out,
                                    const SampleDataOptions& options);
 
