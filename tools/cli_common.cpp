@@ -7,6 +7,12 @@
 
 namespace imgpack::cli {
 
+const CLI::Validator& not_empty() {
+  static const CLI::Validator validator(
+      [](const std::string& text) { return text.empty() ? "an empty value" : ""; }, "");
+  return validator;
+}
+
 const CLI::Validator& whole_number() {
   static const CLI::Validator validator(
       [](const std::string& text) {

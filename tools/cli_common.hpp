@@ -37,6 +37,10 @@ void add_verify_command(CLI::App& app, Action& action);
 // 2^64 - 1 and a number past the range as that too.
 const CLI::Validator& whole_number();
 
+// The check of an option naming a split or a file: "" would read as not
+// given (a script's unset variable would then do something else than asked).
+const CLI::Validator& not_empty();
+
 // Prints one JSON object on stdout, followed by a newline.
 void print_json(const nlohmann::ordered_json& value);
 

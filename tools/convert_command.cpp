@@ -1,9 +1,12 @@
 // imgpack convert SRC OUT: pack an image directory into a dataset.
 #include <algorithm>
+#include <charconv>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -84,18 +87,18 @@ std::vector<std::string> split_target_columns(const std::string& text) {
 // "I/N" -> part I of N (0-based, like Slurm array task ids).
 ConvertPart parse_part(const std::string& text) {
   const std::size_t slash = text.find('/');
-  ConvertPart part;
-  try {
-    std::size_t end = 0;
-    if (slash == std::string::npos || text.find_first_not_of("0123456789/") != std::string::npos) {
-      throw std::invalid_argument(text);
+  const auto number = [&](std::string_view digits) {
+    uint32_t value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size()) {
+      throw UsageError("--part " + text +
+                       ": expected I/N, part I of N counting from 0 (0/4 .. 3/4)");
     }
-    part.index = static_cast<uint32_t>(std::stoul(text.substr(0, slash), &end));
-    part.count = static_cast<uint32_t>(std::stoul(text.substr(slash + 1), &end));
-  } catch (const std::exception&) {
-    throw UsageError("--part " + text + ": expected I/N, part I of N counting from 0 (0/4 .. 3/4)");
-  }
-  return part;
+    return value;
+  };
+  if (slash == std::string::npos) number("");  // refused
+  const std::string_view whole(text);
+  return ConvertPart{number(whole.substr(0, slash)), number(whole.substr(slash + 1))};
 }
 
 ConvertOptions to_options(const ConvertArgs& a) {
@@ -165,6 +168,11 @@ ConvertOptions to_options(const ConvertArgs& a) {
   o.dct_scales = parse_dct_scales(a.dct_scales);
   for (const std::string& split : a.splits) o.splits.push_back(parse_split_option(split, a.seed));
   if (!a.part.empty()) o.part = parse_part(a.part);
+  if (a.overwrite && a.resume) {
+    throw UsageError(
+        "--overwrite and --resume: give one (--resume continues an unfinished conversion, "
+        "--overwrite starts over and would throw its shards away)");
+  }
   return o;
 }
 

@@ -328,6 +328,12 @@ int run_split(const SplitArgs& args) {
   if (!args.remove.empty()) return run_delete(args);
   if (!args.export_name.empty()) return run_export(args);
   if (!args.name.empty()) return run_create(args);
+  if (!args.kind.empty() || args.folds_option->count() > 0 || args.val != 0 || args.test != 0 ||
+      args.force || args.no_stratify || args.no_groups || !args.out.empty()) {
+    throw UsageError(
+        "--kind, --folds, --val, --test, --force, --no-stratify and --no-groups need --name "
+        "NAME (the split to create), --out needs --export NAME");
+  }
   return run_list(args);
 }
 
@@ -338,8 +344,10 @@ void add_split_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "split", "Create, list, export or delete named splits (rewrites splits.h5 only)");
   cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
-  cmd->add_option("--name", args->name, "Create (or with --force replace) the split NAME");
-  cmd->add_option("--kind", args->kind, "random | stratified | group | stratified-group | holdout");
+  cmd->add_option("--name", args->name, "Create (or with --force replace) the split NAME")
+      ->check(not_empty());
+  cmd->add_option("--kind", args->kind, "random | stratified | group | stratified-group | holdout")
+      ->check(not_empty());
   args->folds_option =
       cmd->add_option("--folds", args->folds, "Folds for k-fold kinds")->capture_default_str();
   cmd->add_option("--val", args->val, "holdout: validation fraction of all samples");
@@ -353,15 +361,18 @@ void add_split_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-stratify", args->no_stratify, "holdout: ignore the labels");
   cmd->add_flag("--no-groups", args->no_groups, "holdout: ignore the groups");
   cmd->add_flag("--list", args->list, "List the splits and their quality (the default)");
-  cmd->add_option("--delete", args->remove, "Delete the split NAME");
-  cmd->add_option("--export", args->export_name, "Write split NAME as CSV: path,label,group,fold");
-  cmd->add_option("--out", args->out, "CSV file for --export ('-' = stdout)");
+  cmd->add_option("--delete", args->remove, "Delete the split NAME")->check(not_empty());
+  cmd->add_option("--export", args->export_name, "Write split NAME as CSV: path,label,group,fold")
+      ->check(not_empty());
+  cmd->add_option("--out", args->out, "CSV file for --export ('-' = stdout)")->check(not_empty());
   cmd->add_option("--import", args->import_file,
                   "Store the folds of FILE.csv (path,fold as --export writes; fold -1 = test) "
-                  "as split --name");
+                  "as split --name")
+      ->check(not_empty());
   cmd->add_option("--extend", args->extend,
                   "With --import FILE: store split NAME of an earlier generation (an export "
-                  "from before an append) extended over the samples added since");
+                  "from before an append) extended over the samples added since")
+      ->check(not_empty());
   cmd->add_option("--path-column", args->import_columns.path, "--import: the column of paths")
       ->capture_default_str();
   cmd->add_option("--fold-column", args->import_columns.fold, "--import: the column of folds")

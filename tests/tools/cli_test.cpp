@@ -130,6 +130,19 @@ TEST_F(Cli, UsageErrorsExitTwoWithAOneLineReason) {
       {"split " + q(dir_ / "none") + " --name a --kind random --seed -3", "'-3'"},
       {"bench " + q(dir_ / "none") + " --seed 1e3", "'1e3'"},
       {"preview " + q(dir_ / "none") + " --out x.png --seed -4", "'-4'"},
+      // Trailing text or a number past 32 bits is not read as a part.
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o11") + " --size 8 --part 1/2/9",
+       "--part 1/2/9: expected I/N"},
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o12") + " --size 8 --part 0/4294967297",
+       "--part 0/4294967297: expected I/N"},
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o13") + " --size 8 --overwrite --resume",
+       "--overwrite and --resume: give one"},
+      // An empty name is no name: refused, not read as absent.
+      {"split " + q(dir_ / "none") + " --name ''", "--name: an empty value"},
+      {"split " + q(dir_ / "none") + " --export ''", "--export: an empty value"},
+      {"preview " + q(dir_ / "none") + " --out ''", "--out: an empty value"},
+      // Sample data never writes into a folder holding files.
+      {"sample-data " + q(dir_ / "src"), "not empty"},
   };
   for (const Case& c : cases) {
     auto r = run_imgpack(c.args);
