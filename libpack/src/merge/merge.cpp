@@ -10,9 +10,11 @@
 #include "imgpack/merge.hpp"
 
 #include <hdf5.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -294,6 +296,21 @@ MergeResult merge(const MergeOptions& options) {
       throw UsageError((out / kMergeJournalFile).string() +
                        ": an interrupted merge of other parts; its shards are already in " +
                        out.string() + ", so these parts cannot be merged there");
+    }
+  }
+  // Shards move by rename, which cannot cross file systems: a part folder
+  // that is a link to another one would fail after the first moves.
+  struct stat out_stat {};
+  if (::stat(out.c_str(), &out_stat) != 0) throw system_error(out, "cannot stat", errno);
+  for (const PartDataset& part : plan.parts) {
+    struct stat part_stat {};
+    if (::stat(part.dir.c_str(), &part_stat) != 0) {
+      throw system_error(part.dir, "cannot stat", errno);
+    }
+    if (part_stat.st_dev != out_stat.st_dev) {
+      throw UsageError(part.dir.string() + ": on another file system than " + out.string() +
+                       "; merge moves the parts' shards into it by rename: move the part onto " +
+                       out.string() + "'s file system first");
     }
   }
   // Every shard, pixels included, before the first is renumbered: merging

@@ -4,6 +4,8 @@
 #include "imgpack/merge.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -239,6 +241,29 @@ TEST_F(Merge, RefusesAPartChangedAfterItsConversion) {
   index.sample_removed[0] = 1;
   write_index(part, index);
   expect_refused("out", "part 1-of-2 was changed after its conversion (generation 1)");
+}
+
+// Shards move by rename: a part folder linked from another file system is
+// refused before anything moves (it failed after the first part's shards).
+TEST_F(Merge, RefusesAPartOnAnotherFileSystem) {
+  struct stat here {};
+  struct stat shm {};
+  if (::stat(dir_.path().c_str(), &here) != 0 || ::stat("/dev/shm", &shm) != 0 ||
+      here.st_dev == shm.st_dev || ::access("/dev/shm", W_OK) != 0) {
+    GTEST_SKIP() << "no writable /dev/shm on another file system than " << dir_.path();
+  }
+  convert_parts("out", 2);
+  const fs::path part = dir_ / "out" / "parts" / "1-of-2";
+  const fs::path elsewhere = fs::path("/dev/shm") / ("imgpack-" + dir_.path().filename().string());
+  fs::copy(part, elsewhere, fs::copy_options::recursive);
+  fs::remove_all(part);
+  fs::create_directory_symlink(elsewhere, part);
+  expect_refused("out", "parts/1-of-2: on another file system than");
+  fs::remove(part);
+  fs::copy(elsewhere, part, fs::copy_options::recursive);
+  fs::remove_all(elsewhere);
+  merge({dir_ / "out"});
+  EXPECT_EQ(read_index(dir_ / "out").num_samples(), 21u);
 }
 
 TEST_F(Merge, RefusesAPartBeingConverted) {
