@@ -427,7 +427,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
   cmd->add_option("--batch", args->batch, "Batch size")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20U));
   CLI::Option* threads = cmd->add_option("--threads", args->threads,
                                          "Reader threads (the maximum with --sweep-threads; 0: "
                                          "the loader's automatic choice, LoaderOptions::threads)")
@@ -438,7 +438,7 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
   cmd->add_option("--epochs", args->epochs, "Epochs to read")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1U, 1000000U));
   cmd->add_option("--order", args->order, "sequential, random or shard-window")
       ->capture_default_str()
       ->check(CLI::IsMember({"sequential", "random", "shard-window"}));
@@ -449,7 +449,7 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"uniform", "class-balanced"}));
   cmd->add_option("--window", args->window, "Shards per window (shard-window order)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1U, 1000000U));
   cmd->add_option("--seed", args->seed, "Order seed")->check(whole_number())->capture_default_str();
   cmd->add_option("--split", args->split, "Split to select from");
   cmd->add_option("--fold", args->fold, "Fold of the split")->capture_default_str();
@@ -462,7 +462,8 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--step-ms", args->step_ms,
                   "Simulated training step per batch (ms): your training step's time, for "
                   "starvation and headroom figures that mean something")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600000.0));
   cmd->add_flag("--sweep-threads", args->sweep,
                 "Time the reader alone at 1..N threads (N: the cores available, or --threads) "
                 "and recommend the fewest that read 1.25x what --step-ms consumes (without a "

@@ -10,7 +10,7 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 62> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 64> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"AppendOptions::csv", "--csv"},
@@ -64,6 +64,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 62> kWording
     {"parse_split_option:", "--split"},
     {"store_split replaces it only when asked to", "pass --force to replace it"},
     {"make_split() makes a split", "imgpack split makes a split"},
+    {"CropOptions::hflip", "--hflip"},
+    {"CropOptions::vflip", "--vflip"},
     {"augment_spec_help()", "see imgpack convert --help"},
     {"SplitImport::path", "--path-column"},
     {"SplitImport::fold", "--fold-column"},

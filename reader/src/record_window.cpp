@@ -1,6 +1,8 @@
 #include "record_window.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -142,7 +144,10 @@ void check_crop(const CropOptions& crop, RecordShape stored) {
                      " x " + std::to_string(stored.width) + ")");
   }
   if (!(crop.hflip >= 0 && crop.hflip <= 1) || !(crop.vflip >= 0 && crop.vflip <= 1)) {
-    throw UsageError("crop: flip probabilities must be between 0 and 1");
+    std::array<char, 96> text{};
+    std::snprintf(text.data(), text.size(), "CropOptions::hflip %g and CropOptions::vflip %g",
+                  crop.hflip, crop.vflip);
+    throw UsageError(std::string(text.data()) + ": flip probabilities are between 0 and 1");
   }
 }
 

@@ -52,6 +52,11 @@ TEST_F(UpgradeCli, UpgradesInPlaceAndSaysSo) {
   r = test::run_imgpack("upgrade " + q(dir_ / "nothing"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("no such dataset directory"), std::string::npos) << r.err;
+  r = test::run_imgpack("upgrade " + q(old() / "index.h5"));  // the file, not its folder
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("index.h5: not a directory (a dataset is the folder holding index.h5)"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(test::run_imgpack("upgrade").exit_code, 2);
 }
 

@@ -321,7 +321,10 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   fs::path path = dataset_dir / format::kIndexFile;
   std::error_code ec;
   if (!fs::is_directory(dataset_dir, ec)) {
-    throw file_error(dataset_dir, "no such dataset directory");
+    throw file_error(dataset_dir, fs::exists(dataset_dir, ec)
+                                      ? "not a directory (a dataset is the folder holding " +
+                                            std::string(format::kIndexFile) + ")"
+                                      : std::string("no such dataset directory"));
   }
   if (!fs::exists(path, ec)) {
     throw file_error(path, "missing: not a complete imgpack dataset (conversion unfinished?)");
