@@ -337,6 +337,23 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
             : preview_tile_size(static_cast<int>(index.width), static_cast<int>(index.height));
   layout.tile_width = tile.width;
   layout.tile_height = tile.height;
+  // In 64 bits: layout.width() and height() are ints, which a sheet of many
+  // thousands of columns would overflow.
+  const int64_t sheet_width =
+      kPreviewMargin + int64_t{layout.columns} * (layout.tile_width + kPreviewMargin);
+  const int64_t sheet_height =
+      kPreviewMargin +
+      int64_t{layout.rows} * (layout.tile_height + kPreviewLabelHeight + kPreviewMargin);
+  constexpr int64_t kMaxSide = 65535;
+  constexpr int64_t kMaxBytes = int64_t{1} << 30;
+  if (sheet_width > kMaxSide || sheet_height > kMaxSide ||
+      sheet_width * sheet_height * 3 > kMaxBytes) {
+    throw UsageError("the sheet of " + std::to_string(layout.rows) + " rows x " +
+                     std::to_string(layout.columns) + " columns would be " +
+                     std::to_string(sheet_width) + "x" + std::to_string(sheet_height) +
+                     " pixels, more than a preview holds (65535 a side, 1 GiB); show fewer "
+                     "samples (PreviewOptions::samples), variants or epochs");
+  }
   sheet.image = cv::Mat(layout.height(), layout.width(), CV_8UC3, kBackground);
 
   // Which record fills each tile, by shard so every shard is opened once.

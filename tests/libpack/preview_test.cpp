@@ -244,6 +244,23 @@ TEST_F(PreviewTest, BadRequestsAndDamagedShardsAreErrors) {
   options.samples = 0;
   EXPECT_THROW(render_preview(ds, options), UsageError);
 
+  // A sheet too large to hold (many thousands of view columns) is refused
+  // before any of it is allocated.
+  options.samples = 3;
+  options.views = 100000;
+  options.view_height = 32;
+  options.view_width = 32;
+  options.view = [](const uint8_t*, int64_t, uint32_t, uint8_t*) {};
+  try {
+    render_preview(ds, options);
+    ADD_FAILURE() << "a sheet of 100000 columns accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("3 rows x 100000 columns would be"), std::string::npos)
+        << e.what();
+  }
+  options.views = 0;
+  options.view = nullptr;
+
   // A shard of another dataset in place of the real one.
   const fs::path other = make_dataset("other", 40, 1, ColorMode::rgb);
   fs::copy_file(other / "shard-00000.h5", ds / "shard-00000.h5",
