@@ -235,8 +235,14 @@ TEST_F(Merge, RefusesAPartChangedAfterItsConversion) {
   const fs::path part = dir_ / "out" / "parts" / "1-of-2";
   DatasetIndex index = read_index(part);
   index.generation = 1;
-  index.history = {{.generation = 0, .change = "convert", .added = index.num_samples()},
-                   {.generation = 1, .change = "remove", .removed = 1}};
+  IndexChange converted;
+  converted.change = "convert";
+  converted.added = index.num_samples();
+  IndexChange removed;
+  removed.generation = 1;
+  removed.change = "remove";
+  removed.removed = 1;
+  index.history = {converted, removed};
   index.sample_removed.resize(index.num_samples(), 0);
   index.sample_removed[0] = 1;
   write_index(part, index);
