@@ -114,23 +114,11 @@ void paint_background(cv::Mat& image, uint32_t group, CounterRng& rng) {
   }
 }
 
-// Writes `contents` to `path` whole or not at all: written aside, then
-// renamed, so that a full disk leaves no cut image under an image's name
-// (one that still decodes, its end missing). Not synced: inputs to try
-// imgpack on, remade by running again.
+// Writes `contents` to `path` whole or not at all, so that a full disk leaves
+// no cut image under an image's name (one that still decodes, its end
+// missing). Not synced: inputs to try imgpack on, remade by running again.
 void write_generated(const fs::path& path, std::string_view contents) {
-  fs::path tmp = path;
-  tmp += format::kTmpSuffix;
-  try {
-    write_file(tmp, contents);
-  } catch (const Error&) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw system_error(path, "cannot rename " + tmp.filename().string() + " into place", errno);
-  }
+  write_file_atomic(path, contents, Durability::unsynced);
 }
 
 void write_encoded(const fs::path& path, const cv::Mat& image, const char* extension,

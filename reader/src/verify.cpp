@@ -32,13 +32,7 @@ struct Problem {
 
 VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
   const Clock::time_point start = Clock::now();
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw file_error(dir, fs::exists(dir, ec)
-                              ? "not a directory (a dataset is the folder holding " +
-                                    std::string(format::kIndexFile) + ")"
-                              : std::string("no such dataset directory"));
-  }
+  require_dataset_directory(dir);
   if (options.read_bytes == 0) throw UsageError("verify: read size must be at least 1 byte");
 
   VerifyReport report;

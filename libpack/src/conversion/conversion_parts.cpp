@@ -1,8 +1,10 @@
 #include "conversion/conversion_parts.hpp"
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "imgpack/checksum.hpp"
+#include "inputs/json_integer.hpp"
 #include "targets/box_geometry.hpp"
 
 namespace imgpack {
@@ -13,6 +15,46 @@ std::string part_name(const ConvertPart& part) {
 
 uint32_t part_of_path(std::string_view path, uint32_t count) {
   return static_cast<uint32_t>(checksum(path.data(), path.size()) % count);
+}
+
+namespace {
+
+using json = nlohmann::ordered_json;
+constexpr const char* kPartKey = "part";
+
+}  // namespace
+
+std::string with_part_record(const std::string& options_json, const PartRecord& record) {
+  json options = json::parse(options_json);
+  options[kPartKey] = {{"index", record.part.index},
+                       {"count", record.part.count},
+                       {"fingerprint", record.fingerprint},
+                       {"listing_inputs", record.listing_inputs},
+                       {"part_inputs", record.part_inputs}};
+  return options.dump();
+}
+
+std::string without_part_record(const std::string& convert_options) {
+  json options = json::parse(convert_options);
+  options.erase(kPartKey);
+  return options.dump();
+}
+
+bool is_conversion_part(const std::string& convert_options) {
+  const json options = json::parse(convert_options, nullptr, false);
+  return options.is_object() && options.contains(kPartKey);
+}
+
+PartRecord read_part_record(const std::string& convert_options) {
+  const json options = json::parse(convert_options);
+  const json& stored = options.at(kPartKey);
+  PartRecord record;
+  record.part = {json_integer<uint32_t>(stored.at("index")),
+                 json_integer<uint32_t>(stored.at("count"))};
+  record.fingerprint = stored.at("fingerprint").get<std::string>();
+  record.listing_inputs = json_integer<uint64_t>(stored.at("listing_inputs"));
+  record.part_inputs = json_integer<uint64_t>(stored.at("part_inputs"));
+  return record;
 }
 
 std::string listing_fingerprint(const std::string& options_json, const SourceList& list) {

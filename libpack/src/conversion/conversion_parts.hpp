@@ -31,6 +31,22 @@ struct PartRecord {
   uint64_t part_inputs = 0;     // those of this part
 };
 
+// `options_json` (ConvertOptions::to_json) with `record` added under "part":
+// the convert_options a part's index stores.
+std::string with_part_record(const std::string& options_json, const PartRecord& record);
+
+// `convert_options` without its part record: what a merged dataset stores.
+// Throws nlohmann::json::exception where it is not JSON.
+std::string without_part_record(const std::string& convert_options);
+
+// Whether an index's `convert_options` carry a part record: the dataset is a
+// part of a conversion in parts. False for text that is not JSON.
+bool is_conversion_part(const std::string& convert_options);
+
+// The part record of a part's `convert_options`. Throws
+// nlohmann::json::exception where it is missing or malformed.
+PartRecord read_part_record(const std::string& convert_options);
+
 // The fingerprint of PartRecord for `options_json` (ConvertOptions::to_json)
 // over `list` (the whole listing, before any skip is assigned to a part).
 std::string listing_fingerprint(const std::string& options_json, const SourceList& list);

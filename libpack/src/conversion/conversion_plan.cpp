@@ -318,16 +318,8 @@ DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& 
   index.channels = plan.shape.channels;
   index.variants = options.variants;
   index.color = color_mode_name(options.color);
-  index.convert_options = plan.options_json;
-  if (plan.part) {
-    nlohmann::ordered_json options_json = nlohmann::ordered_json::parse(plan.options_json);
-    options_json["part"] = {{"index", plan.part->part.index},
-                            {"count", plan.part->part.count},
-                            {"fingerprint", plan.part->fingerprint},
-                            {"listing_inputs", plan.part->listing_inputs},
-                            {"part_inputs", plan.part->part_inputs}};
-    index.convert_options = options_json.dump();
-  }
+  index.convert_options =
+      plan.part ? with_part_record(plan.options_json, *plan.part) : plan.options_json;
   index.created_by = std::string("imgpack ") + kVersionString;
   index.class_names = plan.list.class_names;
   index.group_names = plan.list.group_names;

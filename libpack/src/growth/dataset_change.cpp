@@ -8,8 +8,7 @@
 #include <system_error>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
+#include "conversion/conversion_parts.hpp"
 #include "error_note.hpp"
 #include "files.hpp"
 #include "imgpack/error.hpp"
@@ -92,8 +91,7 @@ DatasetChange begin_change(const fs::path& dir, const std::string& change) {
   }
   // A part's samples, removals and shards are what merge adopts and
   // renumbers: a change made to a part would be lost or half kept there.
-  const nlohmann::json options = nlohmann::json::parse(begun.index.convert_options, nullptr, false);
-  if (options.is_object() && options.contains("part")) {
+  if (is_conversion_part(begun.index.convert_options)) {
     throw UsageError(dir.string() +
                      ": a part of a conversion in parts; merge the parts first (imgpack merge), "
                      "then " +

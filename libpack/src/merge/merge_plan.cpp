@@ -12,7 +12,6 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/merge.hpp"
-#include "inputs/json_integer.hpp"
 
 namespace imgpack {
 
@@ -99,13 +98,7 @@ PartDataset read_part(const fs::path& dir, const ConvertPart& part,
   try {
     result.report = read_text(dir / format::kReportFile);
     result.skipped = json::parse(result.report).at("skipped").size();
-    const json options = json::parse(result.index.convert_options);
-    const json& record = options.at("part");
-    result.record.part = {json_integer<uint32_t>(record.at("index")),
-                          json_integer<uint32_t>(record.at("count"))};
-    result.record.fingerprint = record.at("fingerprint").get<std::string>();
-    result.record.listing_inputs = json_integer<uint64_t>(record.at("listing_inputs"));
-    result.record.part_inputs = json_integer<uint64_t>(record.at("part_inputs"));
+    result.record = read_part_record(result.index.convert_options);
   } catch (const json::exception& e) {
     throw UsageError(dir.string() + ": not a part of a conversion (its " + format::kIndexFile +
                      " or " + format::kReportFile + " lacks what a part records: " + e.what() +
@@ -196,9 +189,7 @@ void join_parts(MergePlan& plan) {
   merged.channels = first.channels;
   merged.variants = first.variants;
   merged.color = first.color;
-  json options = json::parse(first.convert_options);
-  options.erase("part");
-  merged.convert_options = options.dump();
+  merged.convert_options = without_part_record(first.convert_options);
   merged.created_by = first.created_by;
   merged.class_names = first.class_names;
   merged.group_names = first.group_names;

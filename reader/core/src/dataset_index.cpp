@@ -319,13 +319,8 @@ struct IndexRead {
 IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& options, bool map,
                            bool defer) {
   fs::path path = dataset_dir / format::kIndexFile;
+  require_dataset_directory(dataset_dir);
   std::error_code ec;
-  if (!fs::is_directory(dataset_dir, ec)) {
-    throw file_error(dataset_dir, fs::exists(dataset_dir, ec)
-                                      ? "not a directory (a dataset is the folder holding " +
-                                            std::string(format::kIndexFile) + ")"
-                                      : std::string("no such dataset directory"));
-  }
   if (!fs::exists(path, ec)) {
     throw file_error(path, "missing: not a complete imgpack dataset (conversion unfinished?)");
   }

@@ -214,7 +214,8 @@ void write_file(const std::filesystem::path& path, std::string_view contents) {
   if (::close(fd.release()) != 0) throw system_error(path, "close failed", errno);
 }
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view contents) {
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents,
+                       Durability durability) {
   std::filesystem::path tmp = path;
   tmp += format::kTmpSuffix;
   {
@@ -226,7 +227,7 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
       ::unlink(tmp.c_str());
       throw;
     }
-    if (::fsync(fd.get()) != 0) {
+    if (durability == Durability::synced && ::fsync(fd.get()) != 0) {
       int saved = errno;
       ::unlink(tmp.c_str());
       throw system_error(tmp, "fsync failed", saved);
@@ -237,7 +238,22 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
       throw system_error(tmp, "close failed", saved);
     }
   }
-  commit_file(tmp, path);
+  if (durability == Durability::synced) {
+    commit_file(tmp, path);
+  } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int saved = errno;
+    ::unlink(tmp.c_str());
+    throw system_error(path, "cannot rename " + tmp.filename().string() + " into place", saved);
+  }
+}
+
+void require_dataset_directory(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) return;
+  throw file_error(dir, std::filesystem::exists(dir, ec)
+                            ? "not a directory (a dataset is the folder holding " +
+                                  std::string(format::kIndexFile) + ")"
+                            : std::string("no such dataset directory"));
 }
 
 void write_output_file(const std::filesystem::path& path, std::string_view contents) {

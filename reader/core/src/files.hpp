@@ -160,8 +160,21 @@ void start_writeback(int fd, uint64_t offset, uint64_t length);
 // fsync `from`, rename it to `to` (replacing), fsync the directory of `to`.
 void commit_file(const std::filesystem::path& from, const std::filesystem::path& to);
 
-// Writes `contents` to `path` crash-safely (via path + ".tmp").
-void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
+// Whether write_file_atomic makes the new file durable before it returns:
+// synced: the file and its directory fsync'ed, so it survives a power loss.
+// unsynced: renamed into place only, whole or absent after the process
+// crashes, written back by the kernel in its own time.
+enum class Durability { synced, unsynced };
+
+// Writes `contents` to `path` whole or not at all: written to path + ".tmp",
+// then renamed over `path`, so a full disk or a crash never leaves a cut file
+// under its name. The temporary file is removed where writing it fails.
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents,
+                       Durability durability = Durability::synced);
+
+// Throws file_error naming `dir` unless it is a directory: "no such dataset
+// directory", or "not a directory" where something else is there.
+void require_dataset_directory(const std::filesystem::path& dir);
 
 // Writes `contents` to a file a user named for it (an exported split, a
 // preview image). A regular file, or none, is written crash-safely as
