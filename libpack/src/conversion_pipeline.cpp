@@ -3,6 +3,7 @@
 #include <opencv2/core.hpp>
 
 #include <algorithm>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -164,12 +165,23 @@ void ConversionPipeline::render(InputSlot& slot) const {
   tsan::Handoff item(&slot);
   slot.error = read_file(options_.src / plan_.list.samples[slot.sample].path, slot.file_bytes);
   if (!slot.error.empty()) return;
+  // Memory runs out for the machine, not for the image: skipping the image
+  // would make the output depend on what else ran at the time, so the
+  // conversion stops, resumable, instead.
+  const auto out_of_memory = [&] {
+    return Error((options_.src / plan_.list.samples[slot.sample].path).string() +
+                 ": out of memory while converting it; free memory or lower "
+                 "ConvertOptions::threads");
+  };
   try {
     renderer_.render(slot);
   } catch (const DecodeError& e) {
     slot.error = e.what();
   } catch (const cv::Exception& e) {
+    if (e.code == cv::Error::StsNoMem) throw out_of_memory();
     slot.error = std::string("image processing failed: ") + e.what();
+  } catch (const std::bad_alloc&) {
+    throw out_of_memory();
   }
 }
 

@@ -418,6 +418,32 @@ TEST(ConvertBombsTest, BombsAreSkippedWithoutAllocatingTheirSize) {
   EXPECT_FALSE(fs::exists(dir / "out/index.h5"));
 }
 
+// Memory running out is the machine's state, not the image's fault: a
+// conversion that cannot allocate an image within the pixel limit stops,
+// naming it and resumable, instead of skipping it (which would make the
+// dataset depend on what else ran at the time).
+TEST(ConvertBombsTest, RunningOutOfMemoryStopsTheConversionInsteadOfSkipping) {
+  if (test::kAddressSanitizer) GTEST_SKIP() << "ulimit -v cannot hold ASan's shadow memory";
+  TempDir dir;
+  // 16384 x 16384 is the default pixel limit; its RGB is 805 MB, its data cut.
+  write_bytes(dir / "src/c/huge.png", test::bomb_header("png", 16384, 16384));
+  test::write_image(dir / "src/c/real.jpg", test::make_rgb_image(64, 48, 1));
+  const std::string args = "convert " + q(dir / "src") + " " + q(dir / "out") +
+                           " --size 32 --quiet --threads 1 --max-skipped 100%";
+  CommandResult r =
+      test::run_command("ulimit -v 600000; " + shell_quote(test::imgpack_cli()) + " " + args);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("huge.png: out of memory while converting it"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out/index.h5"));
+  // With the memory it needs, the same image is read and found cut: a skip.
+  r = run_imgpack(args + " --resume");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = read_report(dir / "out");
+  EXPECT_EQ(report["samples"], 1);
+  EXPECT_NE(reason_for(report, "c/huge.png").find("PNG"), std::string::npos);
+}
+
 TEST(ConvertBombsTest, MaxPixelsIsConfigurable) {
   TempDir dir;
   test::write_image(dir / "src/c/large.png", test::make_rgb_image(64, 48, 1));

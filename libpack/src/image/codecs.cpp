@@ -1,5 +1,7 @@
 #include "codecs.hpp"
 
+#include <new>
+
 #include "loadable_module.hpp"
 
 namespace imgpack::codecs {
@@ -38,6 +40,7 @@ cv::Mat decode(std::span<const uint8_t> bytes, int flags) {
   cv::Mat image;
   std::string error;
   if (!functions.decode(bytes.data(), bytes.size(), flags, &image, &error)) {
+    if (error == kOutOfMemory) throw std::bad_alloc();
     throw CodecError(error);
   }
   return image;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -36,7 +37,8 @@ class CodecError : public Error {
 };
 
 // As cv::imdecode(bytes, flags): an empty Mat when OpenCV cannot read the
-// bytes. Throws CodecError when OpenCV throws, and imgpack::Error (not a
+// bytes. Throws std::bad_alloc when memory ran out, CodecError when OpenCV
+// throws otherwise, and imgpack::Error (not a
 // CodecError: no image can be read at all) when the module cannot be loaded,
 // naming where it was looked for. Thread-safe.
 cv::Mat decode(std::span<const uint8_t> bytes, int flags);
@@ -56,7 +58,8 @@ inline constexpr const char* kPathVariable = "IMGPACK_CODECS_MODULE";
 
 // What the module provides. Every function may be called from any thread and
 // never throws: an OpenCV exception becomes `false` with its message in
-// *error.
+// *error, or kOutOfMemory exactly where memory ran out.
+inline constexpr std::string_view kOutOfMemory = "out of memory";
 struct ModuleFunctions {
   const char* abi;
   bool (*decode)(const uint8_t* data, std::size_t size, int flags, cv::Mat* image,

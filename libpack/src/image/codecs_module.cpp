@@ -2,6 +2,8 @@
 // codecs.cpp loads (codecs.hpp). It links OpenCV's core and imgcodecs and
 // nothing of imgpack; it exports only its entry point.
 #include <exception>
+#include <new>
+#include <string>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -17,6 +19,10 @@ bool decode_bytes(const uint8_t* data, std::size_t size, int flags, cv::Mat* ima
     const cv::Mat buffer(1, static_cast<int>(size), CV_8UC1, const_cast<uint8_t*>(data));
     *image = cv::imdecode(buffer, flags);
     return true;
+  } catch (const cv::Exception& e) {
+    *error = e.code == cv::Error::StsNoMem ? std::string(kOutOfMemory) : e.what();
+  } catch (const std::bad_alloc&) {
+    *error = kOutOfMemory;
   } catch (const std::exception& e) {
     *error = e.what();
   } catch (...) {

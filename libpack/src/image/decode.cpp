@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <memory>
+#include <new>
 #include <opencv2/imgcodecs.hpp>  // the IMREAD_ flags; decoding goes through codecs.hpp
 #include <opencv2/imgproc.hpp>
 #include <optional>
@@ -132,6 +133,12 @@ void check_turbo_call(int status, tjhandle tj, const char* what) {
   const bool harmless = is_harmless_warning(tj);
   const std::string reason = tjGetErrorStr2(tj);
   ThreadDecompressor::discard();
+  // libjpeg's JERR_OUT_OF_MEMORY and TurboJPEG's own allocation failures: the
+  // machine's memory, not the image's damage.
+  if (reason.find("Insufficient memory") != std::string::npos ||
+      reason.find("Memory allocation failure") != std::string::npos) {
+    throw std::bad_alloc();
+  }
   if (!harmless) throw DecodeError(what + reason);
 }
 
