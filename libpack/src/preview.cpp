@@ -2,14 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <opencv2/imgproc.hpp>
 #include <span>
 #include <string_view>
 
 #include "files.hpp"
-#include "h5.hpp"
 #include "image/codecs.hpp"
+#include "imgpack/checksum.hpp"
+#include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -27,127 +27,12 @@ constexpr double kFontScale = 0.35;
 const cv::Scalar kBackground(24, 24, 24);
 const cv::Scalar kText(235, 235, 235);
 
-h5::File open_listed_shard(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw file_error(path, "missing (listed in index.h5)");
-  return h5::File::open_read(path);
-}
-
-// Reads single records out of one shard's /images, after checking its shape
-// against the index.
 // A record's boxes as a tile draws them (record pixels, format.hpp).
 struct TileBoxes {
   std::span<const float> boxes;      // [b x 4]
   std::span<const int32_t> classes;  // [b]
   std::span<const float> keypoints;  // [b x k x 3]
   std::size_t keypoints_per_box = 0;
-};
-
-class ShardRecords {
- public:
-  ShardRecords(const fs::path& path, const DatasetIndex& index, uint64_t records)
-      : file_(open_listed_shard(path)), record_bytes_(index.record_bytes()) {
-    if (file_.read_string_attr("/", format::kAttrUuid) != index.uuid) {
-      throw file_error(path,
-                       "belongs to another dataset (its dataset_uuid differs from "
-                       "index.h5's)");
-    }
-    images_ = file_.open_dataset(format::kImages);
-    h5::Handle space(file_.check(H5Dget_space(images_.get()), "H5Dget_space", format::kImages));
-    hsize_t dims[4] = {};
-    if (H5Sget_simple_extent_ndims(space.get()) != 4 ||
-        H5Sget_simple_extent_dims(space.get(), dims, nullptr) != 4 || dims[0] < records ||
-        dims[1] != index.height || dims[2] != index.width || dims[3] != index.channels) {
-      throw file_error(path, std::string(format::kImages) +
-                                 " does not have the shape index.h5 "
-                                 "gives (" +
-                                 std::to_string(records) + " x " + std::to_string(index.height) +
-                                 " x " + std::to_string(index.width) + " x " +
-                                 std::to_string(index.channels) + ")");
-    }
-    h5::Handle type(file_.check(H5Dget_type(images_.get()), "H5Dget_type", format::kImages));
-    if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_size(type.get()) != 1) {
-      throw file_error(path, std::string(format::kImages) + " is not uint8");
-    }
-    rows_ = records;
-    if (index.masks) {
-      masks_ = file_.open_dataset(format::kMasks);
-      if (file_.shape(format::kMasks) != std::vector<uint64_t>{rows_, index.height, index.width}) {
-        throw file_error(path,
-                         std::string(format::kMasks) + " does not have the shape index.h5 gives");
-      }
-    }
-    if (index.boxes) read_boxes(index);
-  }
-
-  // Row `row`'s boxes, from a shard with boxes (empty without).
-  TileBoxes boxes_of(uint64_t row) const {
-    if (box_offsets_.empty()) return {};
-    const auto first = static_cast<std::size_t>(box_offsets_[row]);
-    const auto count = static_cast<std::size_t>(box_offsets_[row + 1]) - first;
-    return {std::span<const float>(boxes_).subspan(first * 4, count * 4),
-            std::span<const int32_t>(box_classes_).subspan(first, count),
-            std::span<const float>(keypoints_)
-                .subspan(first * keypoints_per_box_ * 3, count * keypoints_per_box_ * 3),
-            keypoints_per_box_};
-  }
-
-  // Row `row`'s mask (H x W bytes), from a shard with masks.
-  void read_mask(uint64_t row, uint8_t* out) const { read_row(masks_, format::kMasks, row, out); }
-
-  void read(uint64_t row, uint8_t* out) const { read_row(images_, format::kImages, row, out); }
-
- private:
-  // Row `row` of a pixel dataset (/images or /masks), whole.
-  void read_row(const h5::Handle& dataset, const char* name, uint64_t row, uint8_t* out) const {
-    if (row >= rows_) {
-      throw file_error(file_.path(), "record row " + std::to_string(row) + " is out of range");
-    }
-    h5::Handle space(file_.check(H5Dget_space(dataset.get()), "H5Dget_space", name));
-    hsize_t dims[4] = {};
-    const int rank = H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-    hsize_t start[4] = {row, 0, 0, 0};
-    hsize_t count[4] = {1, dims[1], dims[2], dims[3]};
-    hsize_t bytes = 1;
-    for (int d = 1; d < rank; ++d) bytes *= count[d];
-    file_.check_status(
-        H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
-        "H5Sselect_hyperslab", name);
-    h5::Handle memory(file_.check(H5Screate_simple(1, &bytes, nullptr), "H5Screate_simple", name));
-    file_.check_status(
-        H5Dread(dataset.get(), H5T_NATIVE_UINT8, memory.get(), space.get(), H5P_DEFAULT, out),
-        "H5Dread", name);
-  }
-
-  // The ragged box tables, whole (they are small), with their lengths checked.
-  void read_boxes(const DatasetIndex& index) {
-    box_offsets_ = file_.read_shaped<int64_t>(format::kBoxOffsets, {rows_ + 1});
-    const int64_t boxes = box_offsets_.back();
-    for (std::size_t r = 0; r < rows_; ++r) {
-      if (box_offsets_[r] < 0 || box_offsets_[r] > box_offsets_[r + 1] ||
-          box_offsets_[r + 1] > boxes) {
-        throw file_error(file_.path(), std::string(format::kBoxOffsets) + " is not in order");
-      }
-    }
-    const auto b = static_cast<uint64_t>(boxes);
-    keypoints_per_box_ = index.num_keypoints();
-    boxes_ = file_.read_shaped<float>(format::kBoxes, {b, 4});
-    box_classes_ = file_.read_shaped<int32_t>(format::kBoxClass, {b});
-    if (keypoints_per_box_ > 0) {
-      keypoints_ = file_.read_shaped<float>(format::kKeypoints, {b, keypoints_per_box_, 3});
-    }
-  }
-
-  h5::File file_;
-  h5::Handle images_;
-  h5::Handle masks_;
-  std::size_t record_bytes_;
-  uint64_t rows_ = 0;
-  std::vector<int64_t> box_offsets_;
-  std::vector<float> boxes_;
-  std::vector<int32_t> box_classes_;
-  std::vector<float> keypoints_;
-  std::size_t keypoints_per_box_ = 0;
 };
 
 // Printable ASCII only: OpenCV's Hershey fonts draw nothing else.
@@ -310,7 +195,8 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
   if (options.views > 0 && (!options.view || options.view_height == 0 || options.view_width == 0)) {
     throw UsageError("PreviewOptions::views needs a view function and its size");
   }
-  const DatasetIndex index = read_index(dataset_dir);
+  const Dataset dataset = Dataset::open(dataset_dir);
+  const DatasetIndex& index = dataset.index();
 
   const std::vector<int64_t> eligible = choose_samples(index, dataset_dir, options);
 
@@ -356,16 +242,6 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
   }
   sheet.image = cv::Mat(layout.height(), layout.width(), CV_8UC3, kBackground);
 
-  // Which record fills each tile, by shard so every shard is opened once.
-  std::map<int64_t, int> position;  // sample -> index in eligible
-  for (int i = 0; i < n; ++i) position[eligible[i]] = i;
-  std::map<uint32_t, std::vector<std::size_t>> by_shard;
-  for (std::size_t r = 0; r < index.num_records(); ++r) {
-    if (index.records.variant[r] < sheet.variants && position.count(index.records.sample[r])) {
-      by_shard[index.records.shard[r]].push_back(r);
-    }
-  }
-
   std::vector<uint8_t> pixels(index.record_bytes());
   const cv::Mat record(static_cast<int>(index.height), static_cast<int>(index.width),
                        CV_8UC(static_cast<int>(index.channels)), pixels.data());
@@ -390,16 +266,34 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
     return cv::Point(kPreviewMargin + column * (tile.width + kPreviewMargin),
                      kPreviewMargin + row * (tile.height + kPreviewLabelHeight + kPreviewMargin));
   };
-  for (const auto& [shard, records] : by_shard) {
-    ShardRecords reader(dataset_dir / index.shards.file[shard], index, index.shards.records[shard]);
-    for (std::size_t r : records) {
-      reader.read(index.records.row[r], pixels.data());
-      if (masks) reader.read_mask(index.records.row[r], mask_pixels.data());
-      const int64_t sample = index.records.sample[r];
-      const int i = position[sample];
-      const int32_t label = index.sample_label[static_cast<std::size_t>(sample)];
-      const std::string name =
-          label >= 0 ? index.class_names[static_cast<std::size_t>(label)] : "unlabeled";
+
+  // Each shown sample's records, read through the Dataset opened above (so
+  // checked as every reader checks a dataset) and each against its checksum:
+  // a preview never draws damaged pixels as if they were the dataset's.
+  const auto checked = [&](uint64_t r, std::span<const uint8_t> bytes, uint64_t expected,
+                           const char* what) {
+    if (checksum(bytes) == expected) return;
+    throw file_error(dataset.shard_path(dataset.record_shard(r)),
+                     std::string(what) + " of record " + std::to_string(r) + " (sample " +
+                         std::to_string(dataset.record_sample(r)) + ", variant " +
+                         std::to_string(dataset.record_variant(r)) +
+                         ") does not match its checksum: the shard is damaged (imgpack "
+                         "verify names every damaged record)");
+  };
+  for (int i = 0; i < n; ++i) {
+    const int64_t sample = eligible[static_cast<std::size_t>(i)];
+    const int32_t label = index.sample_label[static_cast<std::size_t>(sample)];
+    const std::string name =
+        label >= 0 ? index.class_names[static_cast<std::size_t>(label)] : "unlabeled";
+    for (const uint64_t r : dataset.sample_records(static_cast<uint64_t>(sample))) {
+      const uint32_t variant = dataset.record_variant(r);
+      if (variant >= sheet.variants) continue;
+      dataset.read_record(r, pixels.data());
+      checked(r, pixels, dataset.record_checksum(r), "the pixels");
+      if (masks) {
+        dataset.read_mask(r, mask_pixels.data());
+        checked(r, mask_pixels, dataset.record_mask_checksum(r), "the mask");
+      }
       if (views) {
         for (uint32_t k = 0; k < options.views; ++k) {
           options.view(pixels.data(), sample, k, view_pixels.data());
@@ -409,12 +303,15 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
         }
         continue;
       }
-      const uint32_t variant = index.records.variant[r];
+      TileBoxes boxes;
+      if (options.draw_boxes && dataset.has_boxes()) {
+        const Dataset::BoxRows rows = dataset.record_boxes(r);
+        boxes = {rows.boxes, rows.classes, rows.keypoints, dataset.num_keypoints()};
+      }
       const int row = index.variants > 1 ? i : i / layout.columns;
       const int column = index.variants > 1 ? static_cast<int>(variant) : i % layout.columns;
       draw_tile(sheet.image, origin(row, column), tile, record, mask,
-                tile_label(name, 'v', variant, tile.width - 2),
-                options.draw_boxes ? reader.boxes_of(index.records.row[r]) : TileBoxes{});
+                tile_label(name, 'v', variant, tile.width - 2), boxes);
     }
   }
   return sheet;

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "files.hpp"
+#include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -25,6 +26,11 @@ UpgradeResult upgrade_dataset(const fs::path& dir) {
   result.records = index.num_records();
   result.splits = index.splits.size();
   if (index.format_version < format::kIndexVersion) {
+    // A format 1 index carries no checksums: the ones format 2 adds would
+    // vouch for whatever it holds. It is checked first as a reader checks a
+    // dataset at open (every shard's structure and identity, the records'
+    // places, rows and labels), so that damage is refused, not certified.
+    (void)Dataset::open(dir);
     index.format_version = format::kIndexVersion;
     write_index(dir, index);
     result.upgraded = true;

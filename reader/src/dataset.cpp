@@ -28,6 +28,7 @@ namespace {
 
 struct ShardView {
   fs::path path;
+  FileIdentity identity;                     // of the file opened and mapped
   std::shared_ptr<const MappedRegion> file;  // the whole shard file, read-only
   uint64_t images_offset = 0;
   const uint8_t* images = nullptr;  // /images in `file`
@@ -62,6 +63,12 @@ void read_row(int fd, const fs::path& path, uint64_t row, uint8_t* out, std::siz
     }
     done += static_cast<std::size_t>(got);
   }
+}
+
+Error shard_replaced(const fs::path& path) {
+  return file_error(path,
+                    "is not the file the dataset opened: replaced since (a conversion over "
+                    "the dataset?); open the dataset again to read what is there now");
 }
 
 }  // namespace
@@ -112,6 +119,7 @@ void Dataset::State::open_shard(std::size_t k) {
   // below is the size of the file that gets mapped.
   const FileDescriptor fd = open_for_reading(path);
   const uint64_t size = fd.size(path);
+  shard.identity = fd.identity(path);
   // The whole file: the pixels and, viewed in place, the columns.
   shard.file = std::make_shared<const MappedRegion>(fd.get(), path, 0, size);
   const RecordIds row_records = storage.shard_records(k, shard.records);
@@ -143,6 +151,7 @@ int Dataset::State::shard_fd(std::size_t k) const {
   const int known = fd.load(std::memory_order_acquire);
   if (known >= 0) return known;
   FileDescriptor opened = open_for_reading(shards[k].path);
+  if (opened.identity(shards[k].path) != shards[k].identity) throw shard_replaced(shards[k].path);
   // Records are read whole, in an order the kernel cannot guess: its
   // readahead would read past each record (up to the device's read_ahead_kb)
   // for nothing. Advice only; a file system that ignores it still works.
@@ -163,28 +172,9 @@ Dataset::State::~State() {
 }
 
 void Dataset::State::build_sample_table() {
-  const std::size_t n_samples = index.num_samples();
-  const uint64_t k = index.variants;
-  const Column<int64_t>& sample = index.records.sample;
-  const Column<uint16_t>& variant = index.records.variant;
-  bool regular = index.num_records() == n_samples * k;
-  for (uint64_t r = 0; r < index.num_records() && regular; ++r) {
-    regular = static_cast<uint64_t>(sample[r]) == r / k && variant[r] == r % k;
-  }
-  if (regular) return;
-  sample_offsets.assign(n_samples + 1, 0);
-  for (int64_t s : sample) ++sample_offsets[static_cast<std::size_t>(s) + 1];
-  for (std::size_t s = 0; s < n_samples; ++s) sample_offsets[s + 1] += sample_offsets[s];
-  sample_records.resize(index.num_records());
-  std::vector<uint64_t> fill(sample_offsets.begin(), sample_offsets.end() - 1);
-  for (uint64_t r = 0; r < index.num_records(); ++r) {
-    sample_records[fill[static_cast<std::size_t>(sample[r])]++] = r;
-  }
-  for (std::size_t s = 0; s < n_samples; ++s) {
-    std::stable_sort(sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s]),
-                     sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s + 1]),
-                     [&](uint64_t a, uint64_t b) { return variant[a] < variant[b]; });
-  }
+  detail::SampleTable table = detail::build_sample_table(index, dir / format::kIndexFile);
+  sample_offsets = std::move(table.offsets);
+  sample_records = std::move(table.records);
 }
 
 Dataset Dataset::open(const fs::path& dir, const DatasetOpenOptions& options) {
@@ -316,6 +306,13 @@ RecordIds Dataset::sample_records(uint64_t s) const {
 }
 
 fs::path Dataset::shard_path(std::size_t k) const { return state_->shards[k].path; }
+
+void Dataset::require_opened_shard(std::size_t k, int fd) const {
+  const ShardView& shard = state_->shards[k];
+  if (FileDescriptor::identity_of(fd, shard.path) != shard.identity) {
+    throw shard_replaced(shard.path);
+  }
+}
 
 uint64_t Dataset::shard_images_offset(std::size_t k) const {
   return state_->shards[k].images_offset;

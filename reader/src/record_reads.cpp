@@ -50,10 +50,15 @@ ShardFiles::Opened ShardFiles::open_shard(std::size_t k) const {
   const int flags = O_RDONLY | O_CLOEXEC;
   if (direct_) {
     // Nothing where the file system has no O_DIRECT: read through the cache.
-    if (std::optional<FileDescriptor> fd = open_direct(path)) return {fd->release(), true};
+    if (std::optional<FileDescriptor> fd = open_direct(path)) {
+      dataset_.require_opened_shard(k, fd->get());
+      return {fd->release(), true};
+    }
   }
-  const int fd = ::open(path.c_str(), flags);
-  if (fd < 0) throw system_error(path, "cannot open for reading", errno);
+  FileDescriptor opened(::open(path.c_str(), flags));
+  if (!opened) throw system_error(path, "cannot open for reading", errno);
+  dataset_.require_opened_shard(k, opened.get());
+  const int fd = opened.release();
   // Records are read whole, in an order the kernel cannot guess: its
   // readahead would read past each record for nothing. Advice only.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);

@@ -1,5 +1,6 @@
 #include "shard_validation.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "imgpack/error.hpp"
@@ -43,6 +44,52 @@ StorageTable build_storage_table(const DatasetIndex& index, const fs::path& inde
     }
     table.order[p] = r;
     table.position[r] = p;
+  }
+  return table;
+}
+
+SampleTable build_sample_table(const DatasetIndex& index, const fs::path& index_path) {
+  SampleTable table;
+  std::vector<uint64_t>& sample_offsets = table.offsets;
+  std::vector<uint64_t>& sample_records = table.records;
+  const std::size_t n_samples = index.num_samples();
+  const uint64_t k = index.variants;
+  const Column<int64_t>& sample = index.records.sample;
+  const Column<uint16_t>& variant = index.records.variant;
+  bool regular = index.num_records() == n_samples * k;
+  for (uint64_t r = 0; r < index.num_records() && regular; ++r) {
+    regular = static_cast<uint64_t>(sample[r]) == r / k && variant[r] == r % k;
+  }
+  if (regular) return table;
+  sample_offsets.assign(n_samples + 1, 0);
+  for (int64_t s : sample) ++sample_offsets[static_cast<std::size_t>(s) + 1];
+  for (std::size_t s = 0; s < n_samples; ++s) sample_offsets[s + 1] += sample_offsets[s];
+  sample_records.resize(index.num_records());
+  std::vector<uint64_t> fill(sample_offsets.begin(), sample_offsets.end() - 1);
+  for (uint64_t r = 0; r < index.num_records(); ++r) {
+    sample_records[fill[static_cast<std::size_t>(sample[r])]++] = r;
+  }
+  for (std::size_t s = 0; s < n_samples; ++s) {
+    std::stable_sort(sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s]),
+                     sample_records.begin() + static_cast<std::ptrdiff_t>(sample_offsets[s + 1]),
+                     [&](uint64_t a, uint64_t b) { return variant[a] < variant[b]; });
+  }
+  // Every sample has its K records, variants 0..K-1 once each (a removed one
+  // may have none, after compaction): anything else is a damaged or forged
+  // index.
+  for (std::size_t s = 0; s < n_samples; ++s) {
+    const uint64_t count = sample_offsets[s + 1] - sample_offsets[s];
+    if (count == 0 && index.is_removed(s)) continue;
+    bool whole = count == k;
+    for (uint64_t v = 0; v < count && whole; ++v) {
+      whole = variant[sample_records[sample_offsets[s] + v]] == v;
+    }
+    if (!whole) {
+      throw file_error(index_path, "sample " + std::to_string(s) + " has " + std::to_string(count) +
+                                       " records, not variants 0.." + std::to_string(k - 1) +
+                                       " once each (the dataset's variants = " + std::to_string(k) +
+                                       ")");
+    }
   }
   return table;
 }

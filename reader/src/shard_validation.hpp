@@ -44,6 +44,19 @@ struct StorageTable {
 StorageTable build_storage_table(const DatasetIndex& index,
                                  const std::filesystem::path& index_path);
 
+// The records of each sample, by ascending variant. Empty tables when every
+// sample s has the K records s*K .. s*K+K-1, variant by variant (as imgpack
+// writes them).
+struct SampleTable {
+  std::vector<uint64_t> offsets;  // [S + 1]
+  std::vector<uint64_t> records;  // grouped by sample, ascending variant
+};
+
+// Builds the table from a validated index. Throws naming `index_path` unless
+// every sample has its K records, variants 0..K-1 once each (a removed sample
+// may have none, after compaction).
+SampleTable build_sample_table(const DatasetIndex& index, const std::filesystem::path& index_path);
+
 // Validates shard `k` of `index`, the file at `path` whose open descriptor
 // reported `file_size` bytes: read_shard() with what the index expects of it,
 // then /labels, /sample and /variant agreeing with the index row by row.

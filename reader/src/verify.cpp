@@ -56,6 +56,7 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     report.shards = index.num_shards();
     report.masks = index.masks;
     table = detail::build_storage_table(index, dir / format::kIndexFile);
+    (void)detail::build_sample_table(index, dir / format::kIndexFile);
   } catch (const Error& e) {
     report.errors.emplace_back(e.what());
     return finish();

@@ -274,7 +274,7 @@ TEST_F(PreviewTest, BadRequestsAndDamagedShardsAreErrors) {
     EXPECT_NE(std::string(e.what()).find("another dataset"), std::string::npos) << e.what();
   }
 
-  // A shard of this dataset whose /images has the wrong record shape.
+  // A forged shard of this dataset's uuid, without the shard's attributes.
   {
     const DatasetIndex index = read_index(ds);
     h5::File forged = h5::File::create(ds / "shard-00000.h5");
@@ -287,12 +287,45 @@ TEST_F(PreviewTest, BadRequestsAndDamagedShardsAreErrors) {
   }
   try {
     render_preview(ds, options);
-    ADD_FAILURE() << "misshapen shard accepted";
+    ADD_FAILURE() << "forged shard accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("shard-00000.h5"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("shape"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("shard-00000.h5: not an imgpack shard"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(render_preview(dir_ / "missing", options), Error);
+}
+
+// The records a preview draws are checked against their checksums: one
+// flipped bit in a drawn record is an error naming its shard, never a tile.
+TEST_F(PreviewTest, ADrawnRecordThatFailsItsChecksumIsAnError) {
+  const fs::path ds = make_dataset("flipped", 32, 2, ColorMode::rgb);
+  uint64_t record = 0;
+  fs::path shard;
+  {
+    const Dataset dataset = Dataset::open(ds);
+    record = dataset.sample_records(5)[1];
+    const uint32_t k = dataset.record_shard(record);
+    shard = dataset.shard_path(k);
+    const uint64_t offset = dataset.shard_images_offset(k) +
+                            dataset.index().records.row[record] * dataset.record_bytes() + 7;
+    test::flip_bits(shard, offset, 0x10);
+  }
+  PreviewOptions options;
+  options.samples = 100;  // every sample, so the damaged record is drawn
+  try {
+    render_preview(ds, options);
+    ADD_FAILURE() << "a damaged record was drawn";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(shard.string() + ": the pixels of record " + std::to_string(record) +
+                        " (sample 5, variant 1) does not match its checksum"),
+              std::string::npos)
+        << what;
+  }
+  // A preview that leaves the damaged record out (sample 5 is a bee) is drawn.
+  options.samples = 1;
+  options.class_name = "ant";
+  EXPECT_EQ(render_preview(ds, options).samples.size(), 1u);
 }
 
 }  // namespace

@@ -119,5 +119,26 @@ TEST_F(Upgrade, ADamagedIndexIsRefusedAndLeftAsItWas) {
   EXPECT_THROW(upgrade_dataset(dir_ / "nothing"), Error);
 }
 
+// A format 1 index has no checksums to vouch for it, and the checksums
+// format 2 writes would: the shards are opened as a reader opens them first,
+// so two swapped shards (whose records the index places wrongly) are refused
+// rather than certified, and the dataset is left as it was.
+TEST_F(Upgrade, ShardsThatDoNotMatchTheIndexAreRefusedNotCertified) {
+  fs::rename(old() / "shard-00000.h5", old() / "swap");
+  fs::rename(old() / "shard-00001.h5", old() / "shard-00000.h5");
+  fs::rename(old() / "swap", old() / "shard-00001.h5");
+  const std::map<std::string, FileState> before = states(old());
+  try {
+    upgrade_dataset(old());
+    ADD_FAILURE() << "upgraded a dataset whose shards were swapped";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard-0000"), std::string::npos) << e.what();
+  }
+  const std::map<std::string, FileState> after = states(old());
+  ASSERT_EQ(after.size(), before.size());
+  for (const auto& [name, state] : before) EXPECT_EQ(after.at(name).bytes, state.bytes) << name;
+  EXPECT_EQ(read_index(old()).format_version, 1);
+}
+
 }  // namespace
 }  // namespace imgpack

@@ -13,6 +13,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/selection.hpp"
+#include "imgpack/verify.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
@@ -475,6 +476,19 @@ TEST(Dataset, ShapeThatDisagreesWithTheIndexIsRefused) {
   index.width = 4;  // shards hold 5 columns
   write_index(dir.path(), index);
   expect_open_fails(dir.path(), "shard-00000.h5", "has shape [16, 6, 5, 3]");
+}
+
+// An index whose `variants` its samples do not have (one record each where
+// it says two) is refused at open and by verify, naming the index.
+TEST(Dataset, SamplesWithoutTheirVariantsAreRefused) {
+  TempDir dir;
+  DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  index.variants = 2;
+  write_index(dir.path(), index);
+  expect_open_fails(dir.path(), "index.h5", "sample 0 has 1 records, not variants 0..1 once each");
+  const VerifyReport report = verify_dataset(dir.path());
+  ASSERT_EQ(report.errors.size(), 1u);
+  EXPECT_NE(report.errors[0].find("not variants 0..1"), std::string::npos) << report.errors[0];
 }
 
 TEST(Dataset, VerifyChecksumsFindsDamagedPixels) {

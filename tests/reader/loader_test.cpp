@@ -821,6 +821,52 @@ TEST(LoaderReadPath, DirectReadsOfAlignedRecordsAndFileSystemsWithoutODirect) {
   }
 }
 
+// The read paths open shards by name when they first read them, which may be
+// long after the Dataset mapped them: a file put in a shard's place since
+// (here another dataset's shard, as a conversion over the dataset leaves) is
+// an error naming it, on every path that opens by name, never that file's
+// pixels under this index's labels.
+TEST(LoaderReadPath, AShardReplacedAfterOpenIsAnErrorNotAnotherDatasetsPixels) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.samples = 20;
+  test::write_synthetic_dataset(dir / "a", options);
+  options.seed = 2;
+  test::write_synthetic_dataset(dir / "b", options);
+  const Dataset dataset = Dataset::open(dir / "a");
+  fs::rename(dir / "b/shard-00000.h5", dir / "a/shard-00000.h5");
+  std::vector<uint8_t> pixels(dataset.record_bytes());
+  const uint64_t record = dataset.storage_order()[0];  // row 0 of shard 0
+  try {
+    dataset.read_record(record, pixels.data());
+    ADD_FAILURE() << "read_record read the replaced shard";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard-00000.h5: is not the file the dataset opened"),
+              std::string::npos)
+        << e.what();
+  }
+  for (const DirectIo direct : {DirectIo::off, DirectIo::on}) {
+    LoaderOptions o;
+    o.batch_size = 4;
+    o.threads = 1;
+    o.read_path = ReadPath::read;
+    o.direct_io = direct;
+    Loader loader(dataset, o);
+    loader.set_epoch(0);
+    try {
+      while (loader.next()) {
+      }
+      ADD_FAILURE() << "the loader read the replaced shard";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("shard-00000.h5: is not the file the dataset opened"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // The mapping keeps the file opened: its pixels are still the dataset's.
+  EXPECT_EQ(checksum(dataset.record(record)), dataset.record_checksum(record));
+}
+
 // ReadPath::automatic reads with pread what the page cache does not hold and
 // copies from the mapping what it does.
 TEST_F(LoaderTest, AutomaticReadPathFollowsThePageCache) {

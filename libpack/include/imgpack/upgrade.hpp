@@ -5,8 +5,10 @@
 // (names, assignments and every attribute, `created` included), the uuid and
 // convert_options unchanged, with the strings stored as bytes plus offsets
 // and the splits moved into splits.h5. The result is byte for byte the index
-// a format 2 conversion of the same dataset writes. The shards are never
-// opened.
+// a format 2 conversion of the same dataset writes. The shards are opened
+// and checked as Dataset::open checks them (structure, identity, the records'
+// places; their pixels are not read) before anything is written: a format 1
+// index has no checksums, and format 2's would otherwise vouch for damage.
 //
 // Atomic: splits.h5 is written first (NAME.tmp, fsync, rename; a format 1
 // index.h5 ignores a splits.h5 beside it), then the new index.h5 replaces the
@@ -35,7 +37,7 @@ struct UpgradeResult {
 };
 
 // Upgrades the dataset in `dir` in place. Throws imgpack::Error naming the
-// file when index.h5 is missing, damaged or unreadable (the dataset is then
+// file when index.h5 or a shard is missing, damaged or unreadable (the dataset is then
 // left as it was), or when a file cannot be written (likewise: what was
 // written is removed, and index.h5 is the old one).
 UpgradeResult upgrade_dataset(const std::filesystem::path& dir);

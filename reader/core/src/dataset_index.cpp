@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <limits>
 
 #include "files.hpp"
 #include "h5.hpp"
@@ -136,6 +137,11 @@ void DatasetIndex::validate(const std::string& where) const {
            " samples, the dataset has " + std::to_string(s));
     }
     if (split.folds < 1) fail("split " + split.name + " has no folds");
+    // A fold is an int16 of /assign: no more than 32767 of them.
+    if (split.folds > std::numeric_limits<int16_t>::max()) {
+      fail("split " + split.name + " has " + std::to_string(split.folds) +
+           " folds, more than the 32767 an assignment can name");
+    }
     for (const int16_t a : split.assign) {
       // kRemovedFold: in no role (a removed sample, or one a change being
       // committed removes: read_splits_file()).

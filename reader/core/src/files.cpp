@@ -37,9 +37,9 @@ uint64_t FileDescriptor::size(const std::filesystem::path& path) const {
   return static_cast<uint64_t>(st.st_size);
 }
 
-FileIdentity FileDescriptor::identity(const std::filesystem::path& path) const {
+FileIdentity FileDescriptor::identity_of(int fd, const std::filesystem::path& path) {
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) throw system_error(path, "cannot stat", errno);
+  if (::fstat(fd, &st) != 0) throw system_error(path, "cannot stat", errno);
   return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
 }
 

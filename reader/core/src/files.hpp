@@ -58,7 +58,9 @@ class FileDescriptor {
   // From fstat(); both throw imgpack::Error naming `path` on failure. size()
   // also refuses anything but a regular file (a FIFO, a device).
   uint64_t size(const std::filesystem::path& path) const;
-  FileIdentity identity(const std::filesystem::path& path) const;
+  FileIdentity identity(const std::filesystem::path& path) const { return identity_of(fd_, path); }
+  // The identity of the file open as `fd`; throws naming `path` if fstat fails.
+  static FileIdentity identity_of(int fd, const std::filesystem::path& path);
 
  private:
   int fd_ = -1;

@@ -251,6 +251,13 @@ class Dataset {
 
   // Path of shard `k` and the bytes of its mapped /images.
   std::filesystem::path shard_path(std::size_t k) const;
+  // For programs that open shard `k` by its path to read it themselves (as
+  // read_record() does): throws imgpack::Error naming the path unless `fd`
+  // is open on the very file this Dataset opened and mapped as shard `k`. A
+  // file put in its place since (a conversion over the dataset, a copy) would
+  // otherwise deliver another dataset's bytes under this index's labels.
+  // Thread-safe.
+  void require_opened_shard(std::size_t k, int fd) const;
   std::span<const uint8_t> shard_images(std::size_t k) const;
   // Where shard `k`'s /images starts in its file (a multiple of 4096): record
   // data lies at this offset plus its distance from shard_images(k).data(),

@@ -162,6 +162,9 @@ TEST(DatasetIndex, ValidateRejectsInconsistentTables) {
   bad.splits[0].assign = {0, 2, -1};
   expect_invalid(bad, "assigns fold 2");
   bad = small_index();
+  bad.splits[0].folds = 40000;  // more than an int16 assignment can name
+  expect_invalid(bad, "has 40000 folds, more than the 32767");
+  bad = small_index();
   bad.shards.file[0] = "../evil.h5";
   expect_invalid(bad, "not a plain file name");
   bad = small_index();
