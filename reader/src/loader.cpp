@@ -4,6 +4,8 @@
 #include <memory>
 #include <utility>
 
+#include "fork_guard.hpp"
+#include "imgpack/error.hpp"
 #include "loader_core.hpp"
 
 namespace imgpack {
@@ -29,6 +31,12 @@ SlotLease& SlotLease::operator=(SlotLease&& other) noexcept {
 
 void SlotLease::release() {
   if (!core_) return;
+  if (core_->made_before_fork()) {
+    // The slot's lock may be held by a thread that stayed in the parent.
+    abandon(std::move(core_));
+    slot_ = -1;
+    return;
+  }
   const std::shared_ptr<LoaderCore> core = std::move(core_);
   core->release(slot_, consumer_stream_event_);
   slot_ = -1;
@@ -83,17 +91,38 @@ Loader::Loader(Dataset dataset, LoaderOptions options)
 }
 
 Loader::~Loader() {
-  if (core_) core_->stop();
+  if (!core_) return;
+  if (core_->made_before_fork()) {
+    detail::abandon(std::move(core_));  // its threads, to join, are in the parent
+    return;
+  }
+  core_->stop();
 }
 
-void Loader::set_epoch(uint64_t epoch) { core_->set_epoch(epoch); }
-std::optional<Batch> Loader::next() { return core_->next(core_); }
-bool Loader::wait_for_next(std::chrono::nanoseconds timeout) {
-  return core_->wait_for_next(timeout);
+namespace {
+
+// `core`, unless it was made before this process forked: its threads, and
+// maybe a lock one of them held, stayed in the parent.
+detail::LoaderCore& in_this_process(const std::shared_ptr<detail::LoaderCore>& core) {
+  if (core->made_before_fork()) {
+    throw Error(
+        "this Loader was made before the process forked, and its reader threads stayed in the "
+        "parent: make a Loader in the child instead (in a DataLoader worker, or in "
+        "IterableDataset.__iter__)");
+  }
+  return *core;
 }
-uint64_t Loader::epoch() const { return core_->epoch(); }
-LoaderState Loader::state() const { return core_->state(); }
-void Loader::restore(const LoaderState& state) { core_->restore(state); }
+
+}  // namespace
+
+void Loader::set_epoch(uint64_t epoch) { in_this_process(core_).set_epoch(epoch); }
+std::optional<Batch> Loader::next() { return in_this_process(core_).next(core_); }
+bool Loader::wait_for_next(std::chrono::nanoseconds timeout) {
+  return in_this_process(core_).wait_for_next(timeout);
+}
+uint64_t Loader::epoch() const { return in_this_process(core_).epoch(); }
+LoaderState Loader::state() const { return in_this_process(core_).state(); }
+void Loader::restore(const LoaderState& state) { in_this_process(core_).restore(state); }
 std::size_t Loader::batches_per_epoch() const { return core_->batches_per_epoch(); }
 std::size_t Loader::images_per_epoch() const { return core_->images_per_epoch(); }
 const EpochOrder& Loader::order() const { return core_->order(); }
@@ -101,7 +130,7 @@ const LoaderOptions& Loader::options() const { return core_->options(); }
 Device Loader::device() const { return core_->backend().device(); }
 std::size_t Loader::ring_host_bytes() const { return core_->ring_host_bytes(); }
 std::size_t Loader::ring_device_bytes() const { return core_->ring_device_bytes(); }
-LoaderStats Loader::stats() const { return core_->stats(); }
-void Loader::reset_stats() { core_->reset_stats(); }
+LoaderStats Loader::stats() const { return in_this_process(core_).stats(); }
+void Loader::reset_stats() { in_this_process(core_).reset_stats(); }
 
 }  // namespace imgpack

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "epoch_batches.hpp"
+#include "fork_guard.hpp"
 #include "imgpack/loader.hpp"
 #include "shard_prefetch.hpp"
 #include "slot_fill.hpp"
@@ -107,6 +108,9 @@ class LoaderCore {
   LoaderStats stats() const;
   void reset_stats();
 
+  // Whether this process forked since the loader was made (fork_guard.hpp):
+  // its threads are then in the parent.
+  bool made_before_fork() const { return fork_generation() != fork_generation_; }
   const EpochOrder& order() const { return order_; }
   const LoaderOptions& options() const { return options_; }
   UploadBackend& backend() const { return *backend_; }
@@ -168,6 +172,7 @@ class LoaderCore {
   void consumer_entered(Clock::time_point entered);
   void fail(std::exception_ptr error);  // with mu_ held
 
+  const uint64_t fork_generation_ = fork_generation();
   const Dataset dataset_;
   const LoaderOptions options_;
   const EpochOrder order_;

@@ -1,6 +1,9 @@
 """imgpack.Loader (python/src/loader_binding.cpp): what it delivers, in which
 order, per epoch, against h5py's read of the same records and the C++
 Loader's order for the same options."""
+import os
+import signal
+
 import numpy as np
 import pytest
 import torch
@@ -219,3 +222,47 @@ def test_empty_selection_is_refused(dataset_dir):
     # The split was made without --test: training on it would silently do nothing.
     with pytest.raises(ValueError, match="holds no records: every epoch would be empty"):
         imgpack.Loader(dataset_dir, split="hold", role="test")
+
+
+def _in_child(work):
+    """Runs `work` in a forked child; returns its exit status (124: it hung)."""
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(30)  # a child that hangs dies of SIGALRM, never the suite
+        try:
+            code = work()
+        except BaseException:  # noqa: BLE001 - the child must never return into pytest
+            code = 99
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def test_a_loader_made_before_fork_refuses_work_in_the_child(dataset_dir):
+    """Its reader threads stay in the parent: in the child, next() says so
+    instead of waiting forever, and dropping the loader and its batches joins
+    nothing (a torch DataLoader worker that inherits a loader ends cleanly)."""
+    loader = imgpack.Loader(dataset_dir, batch_size=4, threads=2)
+    held = next(iter(loader))
+
+    def iterate():
+        try:
+            next(iter(loader))
+        except imgpack.Error as e:
+            return 0 if "made before the process forked" in str(e) else 2
+        return 1
+
+    def drop():
+        nonlocal held, loader
+        del held
+        loader.close()
+        del loader
+        return 0
+
+    assert _in_child(iterate) == 0
+    assert _in_child(drop) == 0
+    # The parent's loader goes on as if nothing happened.
+    assert sum(len(b) for b in loader) > 0
+    # One made in the child works there.
+    assert _in_child(lambda: 0 if len(next(iter(imgpack.Loader(dataset_dir, batch_size=4)))) == 4
+                     else 1) == 0

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -865,6 +866,42 @@ TEST(LoaderReadPath, AShardReplacedAfterOpenIsAnErrorNotAnotherDatasetsPixels) {
   }
   // The mapping keeps the file opened: its pixels are still the dataset's.
   EXPECT_EQ(checksum(dataset.record(record)), dataset.record_checksum(record));
+}
+
+// A Loader's threads stay in the parent of a fork(): in the child, next()
+// throws saying so (instead of waiting for batches no thread makes), and
+// dropping a batch and the loader joins and locks nothing. The parent's
+// loader goes on unharmed.
+TEST_F(LoaderTest, ALoaderMadeBeforeForkRefusesWorkInTheChild) {
+  if (test::kThreadSanitizer) GTEST_SKIP() << "TSan does not follow a multi-threaded fork";
+  LoaderOptions o = base_options();
+  o.threads = 2;
+  auto loader = std::make_unique<Loader>(dataset_, o);
+  std::optional<Batch> held = loader->next();
+  ASSERT_TRUE(held);
+  const pid_t pid = ::fork();
+  ASSERT_NE(pid, -1);
+  if (pid == 0) {
+    ::alarm(30);  // a hang kills the child, never the test
+    int code = 1;
+    try {
+      loader->next();
+    } catch (const Error& e) {
+      code =
+          std::string(e.what()).find("made before the process forked") != std::string::npos ? 0 : 2;
+    }
+    held.reset();
+    loader.reset();
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  held.reset();
+  std::size_t images = 0;
+  while (std::optional<Batch> batch = loader->next()) images += batch->size();
+  EXPECT_GT(images, 0u);
 }
 
 // ReadPath::automatic reads with pread what the page cache does not hold and

@@ -581,6 +581,12 @@ class Loader {
   // memory than the process may use (physical memory or its memory cgroup's
   // limit), naming the size, before any of it is allocated; imgpack::Error if
   // the device cannot be used or memory not allocated.
+  //
+  // fork(): a Loader's threads stay in the parent. In a child, every call
+  // that needs them (next, set_epoch, wait_for_next, epoch, state, restore,
+  // stats, reset_stats) throws imgpack::Error saying so; make a Loader in the
+  // child instead. Destroying the Loader or releasing its batches there does
+  // not join or lock anything: the child keeps them, unused, until it exits.
   Loader(Dataset dataset, LoaderOptions options);
   ~Loader();
   Loader(const Loader&) = delete;
