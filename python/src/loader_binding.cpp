@@ -97,16 +97,11 @@ class PyLoader {
         const CurrentDeviceGuard keep(loader.options().device);
         return loader.next();  // ready: returns at once
       });
-    } catch (const UsageError&) {
-      throw;
-    } catch (const Error& e) {
-      if (live_->load() >= loader.options().prefetch) {
-        throw Error(std::string(e.what()) +
-                    " [in Python a Batch holds its slot while it, or any Array or tensor taken "
-                    "from it, is alive: keep copies (tensor.clone()) of what you keep, or raise "
-                    "prefetch]");
-      }
-      throw;
+    } catch (const SlotsHeldError& e) {
+      throw Error(std::string(e.what()) +
+                  " [in Python a Batch holds its slot while it, or any Array or tensor taken "
+                  "from it, is alive: keep copies (tensor.clone()) of what you keep, or raise "
+                  "prefetch]");
     }
     if (!batch) return nullptr;
     return std::make_shared<BatchState>(std::move(*batch), live_);

@@ -45,11 +45,22 @@ std::vector<uint64_t> draw_weighted(const Dataset& dataset, std::span<const uint
   std::vector<double> cumulative(records.size());
   double total = 0;
   std::size_t last_positive = 0;
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const double w = weights[static_cast<std::size_t>(dataset.record_sample(records[i]))];
-    if (w > 0) last_positive = i;
-    total += w;
-    cumulative[i] = total;
+  // Weights whose sum overflows a double (each finite, 1e308 say) are summed
+  // divided by the largest: the same proportions. Sums that fit are summed
+  // as given, so their draws stay what they were.
+  double divisor = 1;
+  for (int pass = 0; pass < 2; ++pass) {
+    total = 0;
+    double largest = 0;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const double w = weights[static_cast<std::size_t>(dataset.record_sample(records[i]))];
+      if (w > 0) last_positive = i;
+      largest = std::max(largest, w);
+      total += w / divisor;
+      cumulative[i] = total;
+    }
+    if (std::isfinite(total)) break;
+    divisor = largest;
   }
   std::vector<uint64_t> out(count);
   for (uint64_t& drawn : out) {

@@ -554,14 +554,15 @@ std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
     while (!ready()) {
       grow_when_every_slot_is_held(lock);
       if (stalled()) {
-        throw Error("Loader::next: all " + std::to_string(slot_count_) +
-                    " prefetch slots are held by live Batch objects (prefetch " +
-                    std::to_string(options_.prefetch) + " and " +
-                    std::to_string(slot_count_ - options_.prefetch) +
-                    " added for batches kept alive): a consumer may keep at most 2 x prefetch = " +
-                    std::to_string(2 * options_.prefetch) +
-                    " batches alive besides the one it is using while it asks for the next; "
-                    "release one (or raise prefetch) first");
+        throw SlotsHeldError(
+            "Loader::next: all " + std::to_string(slot_count_) +
+            " prefetch slots are held by live Batch objects (prefetch " +
+            std::to_string(options_.prefetch) + " and " +
+            std::to_string(slot_count_ - options_.prefetch) +
+            " added for batches kept alive): a consumer may keep at most 2 x prefetch = " +
+            std::to_string(2 * options_.prefetch) +
+            " batches alive besides the one it is using while it asks for the next; "
+            "release one (or raise prefetch) first");
       }
       if (!ready()) consumer_cv_.wait(lock);
     }

@@ -1,5 +1,8 @@
 // The checks of LoaderOptions against each other and the dataset (see
 // require_valid_options() in loader_core.hpp).
+#include <cmath>
+#include <string>
+
 #include "imgpack/error.hpp"
 #include "loader_core.hpp"
 #include "record_window.hpp"
@@ -33,7 +36,15 @@ void require_valid_options(const Dataset& dataset, const LoaderOptions& o) {
   check_crop(o.crop, {dataset.height(), dataset.width(), dataset.channels()});
   if (o.output != OutputFormat::uint8_nhwc) {
     for (uint32_t c = 0; c < dataset.channels(); ++c) {
-      if (!(o.stddev[c] > 0)) throw UsageError("stddev must be positive for every channel");
+      if (!(o.stddev[c] > 0) || !std::isfinite(o.stddev[c])) {
+        throw UsageError("stddev must be positive and finite for every channel, got " +
+                         std::to_string(o.stddev[c]) + " for channel " + std::to_string(c));
+      }
+      if (!std::isfinite(o.mean[c])) {
+        throw UsageError("mean must be finite for every channel, got " + std::to_string(o.mean[c]) +
+                         " for channel " + std::to_string(c) +
+                         " (it would make every pixel of the batch NaN)");
+      }
     }
   }
 }

@@ -88,7 +88,7 @@ import imgpack
 path, read_path = sys.argv[1], sys.argv[2]
 loader = imgpack.Loader(path, batch_size=16, read_path=read_path, prefetch=2)
 it = iter(loader)
-next(it)
+held = [next(it), next(it)]  # as many live batches as prefetch: no hint about them is due
 for shard in glob.glob(os.path.join(path, "shard-*.h5")):
     os.truncate(shard, 0)
 try:
@@ -108,6 +108,7 @@ def test_a_shard_truncated_while_a_loader_reads_raises_not_sigbus(damaged, read_
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.startswith("imgpack.Error:"), done.stdout + done.stderr
     assert os.path.join(damaged, "shard-") in done.stdout
+    assert "holds its slot" not in done.stdout  # the hint belongs to held slots only
 
 
 # A daemon thread still iterating when the interpreter exits: Python ends it

@@ -29,6 +29,8 @@ import imgpack
     (dict(output="float32", mean=(0.5, 0.5)), "mean needs 3"),
     (dict(output="float32", std=(0.5, 0.5, 0.5, 0.5)), "std needs 3"),
     (dict(output="float32", std=(0.5, 0.0, 0.5)), "stddev must be positive"),
+    (dict(output="float32", std=(0.5, float("inf"), 0.5)), "stddev must be positive and finite"),
+    (dict(output="float32", mean=(float("nan"), 0.0, 0.0)), "mean must be finite"),
     (dict(mean=(0.5, 0.5, 0.5)), "float output"),
     (dict(direct_upload=True), "direct upload needs a CUDA device"),
     (dict(direct_upload="on"), "direct upload needs a CUDA device"),

@@ -391,6 +391,34 @@ TEST_F(SamplingTest, WeightedDrawsInProportionToTheWeights) {
   expect_binomial(heavy, n, 0.75, "weight-3 samples");
 }
 
+// Weights each finite but whose sum overflows a double draw in their
+// proportions too (they once drew the last sample only), and the same draws
+// as those weights scaled down to a sum that fits.
+TEST_F(SamplingTest, WeightsWhoseSumOverflowsDrawInTheirProportions) {
+  std::vector<double> huge(200), small(200);
+  for (std::size_t s = 0; s < huge.size(); ++s) {
+    huge[s] = s % 4 == 0 ? 1.5e308 : s % 4 == 1 ? 0.5e308 : 0;
+    small[s] = huge[s] / 1.5e308;
+  }
+  const EpochOrder big = make({.seed = 8, .sampling = Sampling::weighted, .weights = huge});
+  const EpochOrder fits = make({.seed = 8, .sampling = Sampling::weighted, .weights = small});
+  uint64_t heavy = 0, n = 0;
+  std::set<int64_t> drawn;
+  for (uint64_t epoch = 0; epoch < 10; ++epoch) {
+    const std::vector<uint64_t> order = big.global_order(epoch);
+    EXPECT_EQ(order, fits.global_order(epoch)) << epoch;
+    for (uint64_t r : order) {
+      const int64_t s = dataset_.record_sample(r);
+      ASSERT_NE(huge[static_cast<std::size_t>(s)], 0) << "drew sample " << s << " of weight 0";
+      drawn.insert(s);
+      heavy += s % 4 == 0 ? 1 : 0;
+      ++n;
+    }
+  }
+  EXPECT_GT(drawn.size(), 90u);  // of the 100 with a weight
+  expect_binomial(heavy, n, 0.75, "weight-1.5e308 samples");
+}
+
 TEST_F(SamplingTest, EpochLengthSetsTheDrawsPerEpoch) {
   EpochOrder order =
       make({.seed = 2, .world_size = 3, .sampling = Sampling::class_balanced, .epoch_length = 50});

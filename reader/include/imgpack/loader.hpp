@@ -64,6 +64,7 @@
 
 #include "imgpack/dataset.hpp"
 #include "imgpack/epoch_order.hpp"
+#include "imgpack/error.hpp"
 #include "imgpack/output_format.hpp"
 #include "imgpack/selection.hpp"
 #include "imgpack/upload_backend.hpp"
@@ -386,6 +387,14 @@ class SlotLease {
 };
 
 }  // namespace detail
+
+// Thrown by Loader::next() when every slot of the ring is held by a live
+// Batch and the ring may grow no further: the consumer keeps more batches
+// alive than the loader can make room for.
+class SlotsHeldError : public Error {
+ public:
+  using Error::Error;
+};
 
 // One batch: a handle on a slot of the loader's ring. Move-only; destroying
 // (or release()-ing) it returns the slot. Everything it points to stays valid
