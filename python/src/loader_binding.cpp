@@ -119,8 +119,15 @@ class PyLoader {
       without_gil([&] { loader.restore(state); });
     }
     epoch_ = state.epoch;
-    next_epoch_ = state.epoch;
-    started_ = true;
+    if (loader.batches_left() == 0) {
+      // Saved at the end of its epoch: the next iteration is the next epoch,
+      // as it would have been without the interruption.
+      next_epoch_ = state.epoch + 1;
+      started_ = false;
+    } else {
+      next_epoch_ = state.epoch;
+      started_ = true;
+    }
     ++generation_;
   }
 

@@ -125,6 +125,7 @@ LoaderState Loader::state() const { return in_this_process(core_).state(); }
 void Loader::restore(const LoaderState& state) { in_this_process(core_).restore(state); }
 std::size_t Loader::batches_per_epoch() const { return core_->batches_per_epoch(); }
 std::size_t Loader::images_per_epoch() const { return core_->images_per_epoch(); }
+std::size_t Loader::batches_left() const { return in_this_process(core_).batches_left(); }
 const EpochOrder& Loader::order() const { return core_->order(); }
 const LoaderOptions& Loader::options() const { return core_->options(); }
 Device Loader::device() const { return core_->backend().device(); }

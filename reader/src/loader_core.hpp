@@ -102,6 +102,10 @@ class LoaderCore {
   std::size_t batches_per_epoch() const {
     return detail::batches_per_epoch(order_.rank_size(), options_.batch_size, options_.last_batch);
   }
+  std::size_t batches_left() const {
+    std::lock_guard lock(mu_);
+    return started_ ? static_cast<std::size_t>(end_seq_ - next_deliver_) : batches_per_epoch();
+  }
   std::size_t images_per_epoch() const {
     return detail::images_per_epoch(order_.rank_size(), options_.batch_size, options_.last_batch);
   }

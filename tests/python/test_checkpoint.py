@@ -157,6 +157,22 @@ def test_load_state_dict_lightning_style_mid_epoch(dataset_dir):
     assert contents_of(target) == contents_of(fresh)
 
 
+def test_a_state_saved_at_the_end_of_an_epoch_continues_with_the_next(dataset_dir):
+    """A checkpoint taken after the last batch of an epoch (Lightning saves at
+    epoch end) resumes with the next epoch, as the uninterrupted loader's next
+    iteration does, not with an empty one."""
+    for last_batch in ("partial", "drop"):
+        source = imgpack.Loader(dataset_dir, **dict(RESUMABLE, last_batch=last_batch))
+        contents_of(source)  # epoch 0, whole
+        saved = source.state_dict()
+        target = imgpack.Loader(dataset_dir, **dict(RESUMABLE, last_batch=last_batch))
+        target.load_state_dict(saved)
+        resumed = contents_of(target)
+        assert resumed, last_batch
+        assert resumed == contents_of(source), last_batch  # both epoch 1
+        assert target.epoch == source.epoch == 1
+
+
 def test_pairs_checkpoint_their_loader(dataset_dir):
     """Lightning is given loader.pairs(...) and checkpoints it when it has
     state_dict() and load_state_dict() (its _Stateful protocol)."""

@@ -155,6 +155,31 @@ TEST_F(LoaderStateTest, StateSaysWhereTheLoaderIs) {
   EXPECT_EQ(loader.state().consumed, 37u);  // the whole epoch
 }
 
+// batches_left(): the whole epoch before it starts, one fewer per batch, and
+// after a restore what the restored epoch has left: none for a state saved
+// after its last batch, which set_epoch(epoch + 1) then continues.
+TEST_F(LoaderStateTest, BatchesLeftCountsDownAndSurvivesARestore) {
+  const LoaderOptions o = base_options();
+  Loader loader(dataset_, o);
+  const std::size_t whole = loader.batches_per_epoch();
+  ASSERT_GT(whole, 2u);
+  EXPECT_EQ(loader.batches_left(), whole);
+  loader.set_epoch(kEpoch);
+  ASSERT_TRUE(loader.next());
+  EXPECT_EQ(loader.batches_left(), whole - 1);
+  Loader resumed(dataset_, o);
+  resumed.restore(loader.state());
+  EXPECT_EQ(resumed.batches_left(), whole - 1);
+  while (loader.next()) {
+  }
+  EXPECT_EQ(loader.batches_left(), 0u);
+  resumed.restore(loader.state());
+  EXPECT_EQ(resumed.batches_left(), 0u);
+  EXPECT_FALSE(resumed.next());
+  resumed.set_epoch(kEpoch + 1);
+  EXPECT_EQ(resumed.batches_left(), whole);
+}
+
 TEST_F(LoaderStateTest, BytesAndJsonRoundTrip) {
   LoaderOptions o = base_options();
   o.selection = {.split = "cv3", .fold = 2, .role = Role::val};

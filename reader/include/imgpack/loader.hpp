@@ -659,6 +659,11 @@ class Loader {
   // after a resume on another global batch: see LoaderState).
   std::size_t batches_per_epoch() const;
   std::size_t images_per_epoch() const;
+  // Batches the current epoch has still to deliver: batches_per_epoch() before
+  // the first set_epoch() or next(), then fewer with each next(), and after
+  // restore() what the restored epoch has left (0 for a state saved at the
+  // end of its epoch: the next set_epoch(state.epoch + 1) continues).
+  std::size_t batches_left() const;
 
   const EpochOrder& order() const;
   const LoaderOptions& options() const;
