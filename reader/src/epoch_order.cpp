@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "imgpack/error.hpp"
+#include "memory_cgroup.hpp"
 #include "random.hpp"
 
 namespace imgpack {
@@ -140,6 +141,18 @@ void EpochOrder::check_sampling() const {
   }
   if (o.sampling == Sampling::class_balanced && !o.weights.empty()) {
     throw UsageError("weights are given but sampling is class-balanced (use weighted sampling)");
+  }
+  // An epoch's draws are held in memory, 8 bytes each, while it is planned
+  // and again in its plan: refused before that would take half of what the
+  // process may use, rather than failing (or swapping) at the first batch.
+  constexpr uint64_t kBytesPerDraw = 16;
+  const uint64_t memory = detail::memory_for_page_cache();
+  if (o.epoch_length > memory / 2 / kBytesPerDraw) {
+    throw UsageError(
+        "epoch_length " + std::to_string(o.epoch_length) + " would hold " +
+        std::to_string(kBytesPerDraw) + " bytes a draw in memory, more than half of the " +
+        std::to_string(memory >> 20) + " MiB this process may use; draw fewer per epoch (at most " +
+        std::to_string(memory / 2 / kBytesPerDraw) + ")");
   }
   bool drawable = false;
   for (int64_t s : samples_) {

@@ -1,6 +1,8 @@
 // The checks of LoaderOptions against each other and the dataset (see
 // require_valid_options() in loader_core.hpp).
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "imgpack/error.hpp"
@@ -12,6 +14,12 @@ namespace imgpack::detail {
 void require_valid_options(const Dataset& dataset, const LoaderOptions& o) {
   if (!dataset) throw UsageError("Loader: the dataset is not open");
   if (o.batch_size == 0) throw UsageError("batch size must be at least 1");
+  // A state names the global batch, batch_size x world_size, in 64 bits.
+  if (o.order.world_size > 0 &&
+      o.batch_size > std::numeric_limits<uint64_t>::max() / o.order.world_size) {
+    throw UsageError("batch size " + std::to_string(o.batch_size) + " x world size " +
+                     std::to_string(o.order.world_size) + " does not fit in 64 bits");
+  }
   if (o.threads > 1024) throw UsageError("threads must be between 0 (automatic) and 1024");
   if (o.prefetch == 0 || o.prefetch > 4096) {
     throw UsageError("prefetch must be between 1 and 4096 slots");
