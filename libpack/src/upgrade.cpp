@@ -7,6 +7,7 @@
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
+#include "index_strings.hpp"
 
 namespace imgpack {
 
@@ -31,6 +32,7 @@ UpgradeResult upgrade_dataset(const fs::path& dir) {
     // dataset at open (every shard's structure and identity, the records'
     // places, rows and labels), so that damage is refused, not certified.
     (void)Dataset::open(dir);
+    detail::check_sample_paths(index, index.sample_path, (dir / format::kIndexFile).string());
     index.format_version = format::kIndexVersion;
     write_index(dir, index);
     result.upgraded = true;

@@ -491,6 +491,33 @@ TEST(Dataset, SamplesWithoutTheirVariantsAreRefused) {
   EXPECT_NE(report.errors[0].find("not variants 0..1"), std::string::npos) << report.errors[0];
 }
 
+// A path names one sample in use: verify refuses an index where two share
+// one, or one has none, but not a removed sample sharing its path with the
+// sample that replaced it.
+TEST(Dataset, VerifyRefusesSamplePathsThatNameNoneOrTwoSamples) {
+  TempDir dir;
+  DatasetIndex index = test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  const std::string first = index.sample_path[0];
+  index.sample_path[7] = first;
+  write_index(dir.path(), index);
+  VerifyReport report = verify_dataset(dir.path());
+  ASSERT_EQ(report.errors.size(), 1u);
+  EXPECT_NE(report.errors[0].find("samples 0 and 7 both have the path '" + first + "'"),
+            std::string::npos)
+      << report.errors[0];
+  std::vector<uint8_t> removed(index.num_samples(), 0);
+  removed[0] = 1;  // replaced by sample 7
+  index.sample_removed = removed;
+  write_index(dir.path(), index);
+  report = verify_dataset(dir.path());
+  EXPECT_TRUE(report.errors.empty()) << report.errors[0];
+  index.sample_path[3].clear();
+  write_index(dir.path(), index);
+  report = verify_dataset(dir.path());
+  ASSERT_EQ(report.errors.size(), 1u);
+  EXPECT_NE(report.errors[0].find("sample 3 has no path"), std::string::npos) << report.errors[0];
+}
+
 TEST(Dataset, VerifyChecksumsFindsDamagedPixels) {
   TempDir dir;
   test::write_synthetic_dataset(dir.path(), SyntheticOptions{});

@@ -1,5 +1,8 @@
 #include "index_strings.hpp"
 
+#include <string_view>
+#include <unordered_map>
+
 #include "h5.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -67,6 +70,25 @@ namespace imgpack::detail {
 void IndexStrings::verify() const {
   (void)table(kPaths);
   (void)table(kGroups);
+}
+
+}  // namespace imgpack::detail
+
+namespace imgpack::detail {
+
+void check_sample_paths(const DatasetIndex& index, const std::vector<std::string>& paths,
+                        const std::string& where) {
+  std::unordered_map<std::string_view, uint64_t> first;
+  first.reserve(paths.size());
+  for (uint64_t s = 0; s < paths.size(); ++s) {
+    if (index.is_removed(s)) continue;
+    if (paths[s].empty()) throw Error(where + ": sample " + std::to_string(s) + " has no path");
+    const auto [at, inserted] = first.emplace(paths[s], s);
+    if (!inserted) {
+      throw Error(where + ": samples " + std::to_string(at->second) + " and " + std::to_string(s) +
+                  " both have the path '" + paths[s] + "' (a path names one sample in use)");
+    }
+  }
 }
 
 }  // namespace imgpack::detail

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "files.hpp"
+#include "imgpack/dataset_index.hpp"
 #include "index_tables.hpp"
 
 namespace imgpack::detail {
@@ -54,5 +55,12 @@ class IndexStrings {
   mutable std::once_flag once_[2];
   mutable StringTable tables_[2];
 };
+
+// Throws imgpack::Error "`where`: ..." unless every sample in use (not
+// removed) has a path, and a path of its own: `remove --paths`, a split's
+// export and import and an append find samples by path. A removed sample may
+// share its path with the one that replaced it (an append of a changed file).
+void check_sample_paths(const DatasetIndex& index, const std::vector<std::string>& paths,
+                        const std::string& where);
 
 }  // namespace imgpack::detail
