@@ -397,7 +397,13 @@ int run_bench(const BenchArgs& a) {
     LoaderOptions o = loader_options(a, a.threads);
     const EpochOrder order(dataset, select_samples(dataset.index(), o.selection),
                            resolve_variant_policy(o.selection.variants, o.selection.role), o.order);
-    if (order.epoch_size() == 0) throw UsageError("the selection holds no samples");
+    if (order.epoch_size() == 0) {
+      throw UsageError("the selection holds no samples (" +
+                       (a.split.empty() ? std::string("no sample of the dataset is in use")
+                                        : "split " + a.split + " fold " + std::to_string(a.fold) +
+                                              " " + a.role + " is empty") +
+                       ")");
+    }
   }
   if (!a.json && !a.quiet) {
     std::fprintf(stderr, "bench: opened %zu records in %zu shards in %.3f s; memcpy reference...\n",

@@ -200,10 +200,13 @@ std::vector<Command> commands() {
   auto changes_splits = [](Reach r, int format) {
     return r == Reach::index || (r == Reach::paths && format == 1);
   };
-  auto reads_shards = [](Reach r, int) { return r != Reach::pixels; };
   // The reader defers the paths: what opens a dataset without printing them works.
   auto opens = [](Reach r, int) { return r != Reach::pixels && r != Reach::paths; };
   auto summary = [](Reach r, int) { return r != Reach::pixels && r != Reach::paths; };
+  // preview opens as the reader does (it shows no path) and checks each
+  // record it draws against its checksum: drawing every sample, it finds
+  // damaged pixels too.
+  auto draws_all = [](Reach r, int) { return r != Reach::paths; };
   auto always = [](Reach, int) { return true; };
   return {
       // inspect opens through the reader's checks; --force shows what the
@@ -234,7 +237,7 @@ std::vector<Command> commands() {
        [](const fs::path& d, const fs::path& s) {
          return "preview " + q(d) + " --out " + q(s / "p.png") + " --samples 1000";
        },
-       reads_shards},
+       draws_all},
       {"bench",
        [](const fs::path& d, const fs::path&) {
          return "bench " + q(d) +

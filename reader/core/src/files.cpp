@@ -149,7 +149,8 @@ std::string read_file(const std::filesystem::path& path, std::vector<uint8_t>& o
   const auto size = static_cast<uint64_t>(st.st_size);
   const uint64_t limit = prefix > 0 ? prefix : kMaxInputBytes;
   const auto too_large = [](uint64_t bytes) {
-    return "file is " + std::to_string(bytes >> 20) + " MiB, larger than any image imgpack reads";
+    return "file is " + std::to_string(bytes >> 20) +
+           " MiB, more than the 2048 MiB imgpack reads of one input (image, list or annotations)";
   };
   if (prefix == 0 && size > kMaxInputBytes) return too_large(size);
   // A size to trust, or reading on until the end, in growing steps.
