@@ -98,6 +98,11 @@ LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
   o.selection.split = a.split.is_none() ? std::string() : text(a.split, "split");
   o.selection.fold = integer<int32_t>(a.fold, "fold");
   o.selection.role = parse_role(text(a.role, "role"));
+  // Said without what they apply to, they would be ignored without a word.
+  if (o.selection.split.empty() && o.selection.fold != 0) {
+    throw UsageError("fold=" + std::to_string(o.selection.fold) +
+                     " needs a split to choose from (split=NAME)");
+  }
   o.selection.variants = parse_variant_policy(text(a.variants, "variants"));
   o.batch_size = integer<std::size_t>(a.batch_size, "batch_size", 1);
   o.last_batch = parse_last_batch(text(a.last_batch, "last_batch"));
@@ -149,6 +154,9 @@ LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
   }
   crop_size(a.crop, o.crop);
   o.crop.mode = parse_crop_mode(text(a.crop_mode, "crop_mode"));
+  if (o.crop.mode != CropMode::automatic && o.crop.height == 0) {
+    throw UsageError("crop_mode applies to a crop: give crop=(height, width) too");
+  }
   o.crop.hflip = probability(a.hflip, "hflip");
   o.crop.vflip = probability(a.vflip, "vflip");
   o.verify_checksums = flag(a.verify_checksums, "verify_checksums");

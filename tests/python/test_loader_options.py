@@ -32,6 +32,8 @@ import imgpack
     (dict(output="float32", std=(0.5, float("inf"), 0.5)), "stddev must be positive and finite"),
     (dict(output="float32", mean=(float("nan"), 0.0, 0.0)), "mean must be finite"),
     (dict(batch_size=2**62, world_size=4), "does not fit in 64 bits"),
+    (dict(fold=3), "fold=3 needs a split"),
+    (dict(crop_mode="center"), "crop_mode applies to a crop"),
     (dict(sampling="class-balanced", epoch_length=2**62), "epoch_length 4611686018427387904 would"),
     (dict(mean=(0.5, 0.5, 0.5)), "float output"),
     (dict(direct_upload=True), "direct upload needs a CUDA device"),
