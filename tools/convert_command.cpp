@@ -29,7 +29,7 @@ struct ConvertArgs {
   std::string labels;  // empty: dirs, or with --csv: csv when --csv-label is given, else none
   std::string csv, csv_path = "path", csv_label, csv_group, csv_mask, csv_targets, csv_multilabel;
   std::string masks, mask_suffix, mask_colors, mask_classes;
-  int mask_fill = 255;
+  std::optional<int> mask_fill;  // 255 unless given
   std::string coco, yolo_names, yolo_keypoints, keypoint_flip_map;
   bool yolo = false;
   std::optional<double> box_min_visible;  // BoxOptions::min_visible where not given
@@ -116,8 +116,11 @@ ConvertOptions to_options(const ConvertArgs& a) {
         "--csv-path, --csv-label, --csv-group, --csv-mask, --csv-targets and --csv-multilabel "
         "need --csv FILE");
   }
-  if (a.mask_fill < 0 || a.mask_fill > 255) {
-    throw UsageError("--mask-fill " + std::to_string(a.mask_fill) + ": a label from 0 to 255");
+  if (a.mask_fill && (*a.mask_fill < 0 || *a.mask_fill > 255)) {
+    throw UsageError("--mask-fill " + std::to_string(*a.mask_fill) + ": a label from 0 to 255");
+  }
+  if (a.mask_fill && a.masks.empty() && a.csv_mask.empty()) {
+    throw UsageError("--mask-fill needs masks: --masks DIR or --csv-mask COLUMN");
   }
   if (a.labels.empty()) {
     o.scan.labels = a.csv.empty()         ? LabelSource::dirs
@@ -136,7 +139,7 @@ ConvertOptions to_options(const ConvertArgs& a) {
   }
   o.masks.dir = a.masks;
   o.masks.suffix = a.mask_suffix;
-  o.masks.fill = static_cast<uint8_t>(a.mask_fill);
+  o.masks.fill = static_cast<uint8_t>(a.mask_fill.value_or(255));
   o.masks.colors = a.mask_colors;
   o.masks.classes = a.mask_classes;
   if (!a.yolo && (!a.yolo_names.empty() || !a.yolo_keypoints.empty())) {
@@ -400,8 +403,8 @@ void add_convert_command(CLI::App& app, Action& action) {
                   "Column (or template, like --csv-path) holding each image's mask path, "
                   "relative to --masks DIR, or to SRC without it");
   cmd->add_option("--mask-fill", args->mask_fill,
-                  "Label of mask areas outside the image (letterbox, fill=constant warps)")
-      ->capture_default_str();
+                  "Label of mask areas outside the image (letterbox, fill=constant warps); "
+                  "default 255");
   cmd->add_option("--mask-colors", args->mask_colors,
                   "CSV with columns r,g,b,label (and name) mapping the colours of RGB masks to "
                   "labels");

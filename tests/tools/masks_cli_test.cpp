@@ -147,6 +147,25 @@ TEST_F(MasksCli, EveryVariantsMaskMarksItsImagesShapeWithTheInputsLabelsOnly) {
   EXPECT_TRUE(nlohmann::json::parse(preview.out)["masks"].get<bool>());
 }
 
+// Mask options that could not apply are refused before anything is written:
+// --mask-fill without masks, and a class list naming two labels alike.
+TEST_F(MasksCli, OptionsThatCannotApplyAreRefused) {
+  auto r = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "nomasks") +
+                       " --size 32 --mask-fill 7 -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--mask-fill needs masks"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "nomasks"));
+  test::write_bytes(dir_ / "twice.txt", "background\ncircle\n\nsquare\ncircle\n");
+  r = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "twice") + " --masks " +
+                  q(dir_ / "src/masks") + " --mask-classes " + q(dir_ / "twice.txt") +
+                  " --size 32 -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("twice.txt: names 'circle' on lines 2 and 5 (labels 1 and 4)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "twice/index.h5"));
+}
+
 TEST_F(MasksCli, SameBytesForAnyThreadCountAndAfterACrash) {
   ASSERT_EQ(run_imgpack(convert_args("one", "--threads 1 --shard-size 200K")).exit_code, 0);
   ASSERT_EQ(run_imgpack(convert_args("two", "--threads 2 --shard-size 200K")).exit_code, 0);

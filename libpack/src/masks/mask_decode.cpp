@@ -7,6 +7,7 @@
 #include <cstring>
 #include <opencv2/imgcodecs.hpp>  // IMREAD_UNCHANGED; decoding goes through codecs.hpp
 #include <string_view>
+#include <unordered_map>
 
 #include "files.hpp"
 #include "image/codecs.hpp"
@@ -302,6 +303,19 @@ std::vector<std::string> read_mask_class_names(const fs::path& path) {
                   return true;
                 });
   if (names.empty()) throw UsageError(path.string() + ": names no labels (MaskOptions::classes)");
+  // A name finds its label (inspect, a reader's mask_classes): two labels of
+  // one name would make that ambiguous. A blank line leaves its label unnamed.
+  std::unordered_map<std::string_view, std::size_t> line_of;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) continue;
+    const auto [at, inserted] = line_of.emplace(names[i], i);
+    if (!inserted) {
+      throw UsageError(path.string() + ": names '" + names[i] + "' on lines " +
+                       std::to_string(at->second + 1) + " and " + std::to_string(i + 1) +
+                       " (labels " + std::to_string(at->second) + " and " + std::to_string(i) +
+                       "); a name may name one label only (MaskOptions::classes)");
+    }
+  }
   if (names.size() > 256) {
     throw UsageError(path.string() + ": names " + std::to_string(names.size()) +
                      " labels; mask labels are 0..255 (MaskOptions::classes)");
