@@ -191,6 +191,14 @@ bool AugmentSpec::has_color() const {
   return brightness != 0 || contrast != 0 || saturation != 0 || hue != 0 || gray != 0;
 }
 
+bool AugmentSpec::draws() const {
+  const auto chance = [](double p) { return p > 0 && p < 1; };
+  return chance(hflip) || chance(vflip) || chance(gray) || rotate != 0 || shift != 0 ||
+         zoom_min != zoom_max || shear != 0 ||
+         (crop && (crop_scale_min != crop_scale_max || aspect_min != aspect_max)) ||
+         brightness != 0 || contrast != 0 || saturation != 0 || hue != 0;
+}
+
 AugmentSpec parse_augment_spec(std::string_view text) {
   AugmentSpec spec;
   if (trim(text).empty()) return spec;

@@ -36,6 +36,10 @@ struct AugmentSpec {
   FillMode fill = FillMode::reflect;
 
   bool has_color() const;
+  // Whether a variant draws anything at random (a probability strictly
+  // between 0 and 1, or a range wider than a point): without, every augmented
+  // variant of an image is the same.
+  bool draws() const;
 };
 
 // Parses a comma-separated spec such as

@@ -61,7 +61,14 @@ void ConvertOptions::validate() const {
   }
   if (variants < 1 || variants > 1024)
     throw UsageError("ConvertOptions::variants must be between 1 and 1024");
-  parse_augment_spec(augment);  // throws UsageError naming the key
+  const AugmentSpec spec = parse_augment_spec(augment);  // throws UsageError naming the key
+  if (variants > 2 && !augment.empty() && !spec.draws()) {
+    throw UsageError("ConvertOptions::augment '" + augment + "' draws nothing at random, so its " +
+                     std::to_string(variants - 1) +
+                     " augmented variants of each image would be identical: give "
+                     "ConvertOptions::variants 2, or an operation with a range or a "
+                     "probability below 1");
+  }
   if (!boxes.coco.empty() && boxes.yolo) {
     throw UsageError("BoxOptions::coco and BoxOptions::yolo both give the boxes; give one");
   }

@@ -48,6 +48,40 @@ TEST(AugmentSpecTest, EmptySpecDoesNothing) {
   EXPECT_EQ(parse_augment_spec("fill=reflect").fill, FillMode::reflect);
 }
 
+// draws(): whether augmented variants can differ from one another.
+TEST(AugmentSpecTest, DrawsSaysWhetherAnythingIsRandom) {
+  for (const char* spec :
+       {"hflip", "vflip=0.3", "gray=0.1", "rotate=5", "shift=0.1", "zoom=0.9:1.1", "shear=3",
+        "crop_scale=0.5:1", "brightness=0.2", "hue=0.05"}) {
+    EXPECT_TRUE(parse_augment_spec(spec).draws()) << spec;
+  }
+  for (const char* spec : {"", "hflip=1", "hflip=1,vflip=1,gray=1", "zoom=1.2:1.2", "fill=edge"}) {
+    EXPECT_FALSE(parse_augment_spec(spec).draws()) << spec;
+  }
+}
+
+// More than one augmented variant of a spec that draws nothing would be
+// copies of one another: refused, while one such variant (a stored mirror)
+// is fine.
+TEST(AugmentSpecTest, VariantsOfASpecThatDrawsNothingAreRefused) {
+  ConvertOptions options;
+  options.src = "in";
+  options.out = "out";
+  options.size = std::make_pair(32u, 32u);
+  options.augment = "hflip=1";
+  options.variants = 2;
+  EXPECT_NO_THROW(options.validate());
+  options.variants = 3;
+  try {
+    options.validate();
+    ADD_FAILURE() << "3 variants of hflip=1 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("draws nothing at random, so its 2 augmented variants"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(AugmentSpecTest, ErrorsNameTheKeyAndTheAllowedRange) {
   struct Case {
     const char* spec;
