@@ -4,7 +4,6 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <numbers>
@@ -16,7 +15,6 @@
 #include "files.hpp"
 #include "image/codecs.hpp"
 #include "imgpack/error.hpp"
-#include "imgpack/format.hpp"
 #include "random.hpp"
 
 namespace imgpack {

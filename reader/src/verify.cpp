@@ -52,7 +52,7 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     index = std::move(read.index);
     strings = std::move(read.strings);
     strings->verify();
-    detail::check_sample_paths(index, strings->sample_paths(), (dir / format::kIndexFile).string());
+    strings->check_sample_paths(index);
     report.records = index.num_records();
     report.shards = index.num_shards();
     report.masks = index.masks;

@@ -76,19 +76,40 @@ void IndexStrings::verify() const {
 
 namespace imgpack::detail {
 
-void check_sample_paths(const DatasetIndex& index, const std::vector<std::string>& paths,
-                        const std::string& where) {
+namespace {
+
+// Every sample in use has a path of its own (check_sample_paths()): `path_of(s)`
+// gives sample s's of `count`.
+template <class PathOf>
+void check_paths(const DatasetIndex& index, std::size_t count, PathOf path_of,
+                 const std::string& where) {
   std::unordered_map<std::string_view, uint64_t> first;
-  first.reserve(paths.size());
-  for (uint64_t s = 0; s < paths.size(); ++s) {
+  first.reserve(count);
+  for (uint64_t s = 0; s < count; ++s) {
     if (index.is_removed(s)) continue;
-    if (paths[s].empty()) throw Error(where + ": sample " + std::to_string(s) + " has no path");
-    const auto [at, inserted] = first.emplace(paths[s], s);
+    const std::string_view path = path_of(s);
+    if (path.empty()) throw Error(where + ": sample " + std::to_string(s) + " has no path");
+    const auto [at, inserted] = first.emplace(path, s);
     if (!inserted) {
       throw Error(where + ": samples " + std::to_string(at->second) + " and " + std::to_string(s) +
-                  " both have the path '" + paths[s] + "' (a path names one sample in use)");
+                  " both have the path '" + std::string(path) +
+                  "' (a path names one sample in use)");
     }
   }
+}
+
+}  // namespace
+
+void check_sample_paths(const DatasetIndex& index, const std::vector<std::string>& paths,
+                        const std::string& where) {
+  check_paths(
+      index, paths.size(), [&](uint64_t s) { return std::string_view(paths[s]); }, where);
+}
+
+void IndexStrings::check_sample_paths(const DatasetIndex& index) const {
+  const StringTable& paths = table(kPaths);
+  check_paths(
+      index, paths.size(), [&](uint64_t s) { return paths.at(s); }, path_.string());
 }
 
 }  // namespace imgpack::detail

@@ -42,6 +42,9 @@ class IndexStrings {
   std::vector<std::string> group_names() const;
   // Reads and checks both tables now (imgpack verify), throwing as above.
   void verify() const;
+  // check_sample_paths() below over the table as read, without a string per
+  // sample; throws naming index.h5.
+  void check_sample_paths(const DatasetIndex& index) const;
 
  private:
   enum Which { kPaths = 0, kGroups = 1 };
