@@ -55,7 +55,7 @@ if single != merged:
     sys.exit(f"merged records differ: {len(single)} vs {len(merged)}")
 PY
 
-first_class=$(ls "$tmp/src" | head -n 1)
+first_class=$(ls "$tmp/src" | sed -n 1p)
 printf 'broken' > "$tmp/src/$first_class/zz_broken.png"
 if "${mpirun[@]}" "$imgpack" convert "$tmp/src" "$tmp/fail" "${args[@]}" --on-error fail \
     2> "$tmp/fail.err"; then
@@ -68,7 +68,8 @@ grep -q "zz_broken.png" "$tmp/fail.err" || { cat "$tmp/fail.err" >&2; exit 1; }
 # MPI is reached through libimgpack_mpi.so, loaded only under a launcher: a
 # run without one loads no MPI library, and a launcher with the module gone
 # is an error naming it.
-if LD_DEBUG=libs "$imgpack" --version 2>&1 | grep -q "libmpi"; then
+LD_DEBUG=libs "$imgpack" --version >"$tmp/libs.txt" 2>&1
+if grep -q "libmpi" "$tmp/libs.txt"; then
   echo "imgpack --version loaded MPI" >&2
   exit 1
 fi

@@ -24,6 +24,11 @@ awk -v dir="$tmp" '
   inside { lines = lines $0 "\n" }
 ' "$readme"
 tours=("$tmp"/tour-*.sh)
+
+# The first JPEG under $1 by name. sed reads its whole input: `head -n 1`
+# would exit after the first line, and under pipefail the SIGPIPE that sort
+# then meets on a listing longer than one pipe write fails the test at random.
+first_jpg() { find "$1" -name '*.jpg' | sort | sed -n 1p; }
 if [ "${#tours[@]}" -lt 2 ] || [ ! -f "${tours[0]}" ]; then
   echo "readme_tour: expected at least two tours in $readme, found ${#tours[@]}" >&2
   exit 1
@@ -38,13 +43,13 @@ for tour in "${tours[@]}"; do
   if grep -q -- "--append" "$tour"; then
     first=$(head -n 1 "$tour")
     (cd "$work" && eval "${first/ images\// probe\/} -q")
-    rejected=$(cd "$work/probe" && find . -name '*.jpg' | sort | head -n 1)
+    rejected=$(cd "$work/probe" && first_jpg .)
     echo "${rejected#./}" >"$work/rejected.txt"
     for class in "$work"/probe/*/; do
       class=$(basename "$class")
       [ "$class" = masks ] && continue
       mkdir -p "$work/more-images/$class"
-      cp "$(find "$work/probe/$class" -name '*.jpg' | sort | head -n 1)" \
+      cp "$(first_jpg "$work/probe/$class")" \
         "$work/more-images/$class/g90_new.jpg"
     done
     rm -rf "$work/probe"
