@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <exception>
+#include <string>
 
 #include "bindings.hpp"
 #include "imgpack/error.hpp"
@@ -42,6 +43,27 @@ void register_errors(py::module_& m) {
   });
 }
 
+void refuse_bare_new(const py::handle& cls, const char* how_to_make) {
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  const newfunc make = type->tp_new;  // what cls(...) and subclasses allocate with
+  const std::string message = std::string(type->tp_name) + ".__new__() alone makes no usable " +
+                              type->tp_name + ": " + how_to_make;
+  const py::cpp_function refuse([type, make, message](const py::handle& subtype,
+                                                      const py::args& args,
+                                                      const py::kwargs& kwargs) -> py::object {
+    // A Python subclass is made through here, its __init__ checked by
+    // pybind11's metaclass; only the bound class itself is refused.
+    if (subtype.ptr() == reinterpret_cast<PyObject*>(type)) throw py::type_error(message);
+    PyObject* made = make(reinterpret_cast<PyTypeObject*>(subtype.ptr()), args.ptr(), kwargs.ptr());
+    if (made == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(made);
+  });
+  // Setting __new__ points the type's slot at it; cls(...) reads the slot,
+  // so it is put back: only an explicit cls.__new__ meets the refusal.
+  py::setattr(cls, "__new__", py::staticmethod(refuse));
+  type->tp_new = make;
+}
+
 }  // namespace imgpack::python
 
 PYBIND11_MODULE(imgpack, m) {
@@ -71,6 +93,14 @@ PYBIND11_MODULE(imgpack, m) {
   register_dataset(m);
   register_batch(m);
   register_loader(m);
+  refuse_bare_new(m.attr("Dataset"), "open a dataset with imgpack.Dataset(path)");
+  refuse_bare_new(m.attr("Loader"), "make a loader with imgpack.Loader(dataset, ...)");
+  refuse_bare_new(m.attr("Split"), "Dataset.splits[name] gives a split");
+  refuse_bare_new(m.attr("Pairs"), "Loader.pairs(convert) gives one");
+  refuse_bare_new(m.attr("Batch"), "a Loader delivers batches");
+  refuse_bare_new(m.attr("Array"), "a Batch's images and labels are arrays");
+  refuse_bare_new(m.attr("_EpochIterator"), "iter(loader) gives one");
+  refuse_bare_new(m.attr("_PairsIterator"), "iter(pairs) gives one");
   m.def("cuda_device_count", &imgpack::cuda_device_count,
         "Number of CUDA devices a Loader can deliver to: 0 when imgpack was built without CUDA "
         "or no device or driver is present.");

@@ -80,6 +80,41 @@ def test_bad_requests_are_value_errors(dataset_dir):
     assert not issubclass(ValueError, imgpack.Error)
 
 
+CLASSES = ("Dataset", "Loader", "Split", "Pairs", "Batch", "Array", "_EpochIterator",
+           "_PairsIterator")
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_new_without_init_is_a_type_error_not_a_crash(name):
+    cls = getattr(imgpack, name)
+    with pytest.raises(TypeError, match=r"imgpack\.%s\.__new__\(\) alone makes no usable" % name):
+        cls.__new__(cls)
+
+
+def test_subclasses_are_made_as_before(dataset_dir):
+    class Named(imgpack.Dataset):
+        def __init__(self, path):
+            super().__init__(path)
+            self.name = os.path.basename(path)
+
+    class Counting(imgpack.Loader):
+        pass
+
+    dataset = Named(dataset_dir)
+    assert dataset.name == os.path.basename(dataset_dir)
+    loader = Counting(dataset, batch_size=8)
+    assert isinstance(loader, imgpack.Loader)
+    plain = imgpack.Loader(dataset_dir, batch_size=8)
+    assert sum(len(batch) for batch in loader) == sum(len(batch) for batch in plain) > 0
+
+    class Forgetful(imgpack.Dataset):
+        def __init__(self, path):
+            pass
+
+    with pytest.raises(TypeError, match="__init__"):
+        Forgetful(dataset_dir)
+
+
 # The issue's own reproduction: a shard truncated after the loader started.
 # The child process must end with imgpack.Error, not die of SIGBUS.
 TRUNCATE_WHILE_READING = r"""
