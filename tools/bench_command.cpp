@@ -430,7 +430,9 @@ void add_bench_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand(
       "bench", "Measure reader throughput and starvation against same-run memcpy bandwidth");
-  cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")
+      ->required()
+      ->check(dataset_directory());
   cmd->add_option("--batch", args->batch, "Batch size")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20U));

@@ -5,11 +5,28 @@
 #include <iostream>
 #include <system_error>
 
+#include "files.hpp"
+#include "imgpack/error.hpp"
+
 namespace imgpack::cli {
 
 const CLI::Validator& not_empty() {
   static const CLI::Validator validator(
       [](const std::string& text) { return text.empty() ? "an empty value" : ""; }, "");
+  return validator;
+}
+
+const CLI::Validator& dataset_directory() {
+  static const CLI::Validator validator(
+      [](const std::string& text) -> std::string {
+        try {
+          require_dataset_directory(text);
+          return "";
+        } catch (const Error& e) {
+          return e.what();
+        }
+      },
+      "");
   return validator;
 }
 

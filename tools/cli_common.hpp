@@ -41,6 +41,11 @@ const CLI::Validator& whole_number();
 // given (a script's unset variable would then do something else than asked).
 const CLI::Validator& not_empty();
 
+// The check of a DATASET argument: an existing directory, else a usage
+// error (exit 2) naming the path: "PATH: no such dataset directory", or "not
+// a directory" for a file (index.h5 given for its folder, say).
+const CLI::Validator& dataset_directory();
+
 // Prints one JSON object on stdout, followed by a newline.
 void print_json(const nlohmann::ordered_json& value);
 

@@ -67,7 +67,9 @@ void add_compact_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<CompactArgs>();
   CLI::App* cmd = app.add_subcommand(
       "compact", "Rewrite the shards that hold records of removed images without them");
-  cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")
+      ->required()
+      ->check(dataset_directory());
   cmd->add_flag("--quiet,-q", args->quiet, "No summary line");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->footer(

@@ -508,7 +508,9 @@ void add_inspect_command(CLI::App& app, Action& action) {
                                      "Summarise a dataset: sizes, classes, groups, "
                                      "multi-label classes, targets, shards, splits, mask "
                                      "label frequencies");
-  cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")
+      ->required()
+      ->check(dataset_directory());
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress output (inspect prints none)");
   cmd->add_flag("--force", args->force,

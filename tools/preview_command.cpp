@@ -91,7 +91,9 @@ void add_preview_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<PreviewArgs>();
   CLI::App* cmd = app.add_subcommand(
       "preview", "Write a PNG contact sheet: one row per sample with its variants across");
-  cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")
+      ->required()
+      ->check(dataset_directory());
   cmd->add_option("--out,-o", args->out, "PNG file to write")->required()->check(not_empty());
   cmd->add_option("--samples", args->options.samples, "Samples to show")->capture_default_str();
   cmd->add_option("--class", args->options.class_name, "Only samples of this class");

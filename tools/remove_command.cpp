@@ -55,7 +55,9 @@ void add_remove_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<RemoveArgs>();
   CLI::App* cmd = app.add_subcommand(
       "remove", "Mark samples of a dataset removed: readers, splits and counts leave them out");
-  cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")
+      ->required()
+      ->check(dataset_directory());
   cmd->add_option("--paths", args->paths,
                   "Text file of the paths to remove, one per line, as the dataset names them "
                   "(relative to the converted folder; '#' starts a comment line)");

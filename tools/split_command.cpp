@@ -343,7 +343,9 @@ void add_split_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<SplitArgs>();
   CLI::App* cmd = app.add_subcommand(
       "split", "Create, list, export or delete named splits (rewrites splits.h5 only)");
-  cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")
+      ->required()
+      ->check(dataset_directory());
   cmd->add_option("--name", args->name, "Create (or with --force replace) the split NAME")
       ->check(not_empty());
   cmd->add_option("--kind", args->kind, "random | stratified | group | stratified-group | holdout")

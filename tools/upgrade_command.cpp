@@ -50,7 +50,9 @@ void add_upgrade_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<UpgradeArgs>();
   CLI::App* cmd = app.add_subcommand(
       "upgrade", "Rewrite a format 1 index (index.h5) as format 2, atomically; shards untouched");
-  cmd->add_option("DATASET", args->dataset, "Dataset directory")->required();
+  cmd->add_option("DATASET", args->dataset, "Dataset directory")
+      ->required()
+      ->check(dataset_directory());
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No messages on stderr but errors");
   cmd->callback([args, &action] { action = [args] { return run_upgrade(*args); }; });

@@ -119,7 +119,7 @@ void add_verify_command(CLI::App& app, Action& action) {
       "verify", "Check a dataset's structure and every record's checksum; exit 1 if damaged");
   cmd->add_option("DATASET", args->dataset, "Dataset directory")
       ->required()
-      ->check(CLI::ExistingDirectory);
+      ->check(dataset_directory());
   cmd->add_option("--threads", args->threads, "Threads reading and hashing (0 = one per core)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object on stdout");

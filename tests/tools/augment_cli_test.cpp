@@ -362,7 +362,7 @@ TEST_F(AugmentCliTest, PreviewRejectsAnUnknownClassAndAMissingDataset) {
 
   r = run_imgpack("preview " + shell_quote(out("nothing").string()) + " -o " +
                   shell_quote(out("x.png").string()));
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("nothing"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out("x.png")));
 }

@@ -353,9 +353,15 @@ TEST_F(BenchCommandTest, BadRequestsExitTwo) {
 }
 
 TEST_F(BenchCommandTest, RuntimeFailuresExitOne) {
-  test::CommandResult r = bench(shell_quote((*dir_ / "missing").string()));
+  // A folder holding no dataset is found out at run time; one that does not
+  // exist is an argument to correct (exit 2).
+  std::filesystem::create_directories(*dir_ / "empty");
+  test::CommandResult r = bench(shell_quote((*dir_ / "empty").string()));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("missing"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("empty"), std::string::npos) << r.err;
+  r = bench(shell_quote((*dir_ / "missing").string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("missing: no such dataset directory"), std::string::npos) << r.err;
   r = bench(shell_quote(dataset_) + " --device cuda:0 --epochs 1");
   if (r.exit_code != 0) {  // no GPU here: a clear message, not a crash
     EXPECT_EQ(r.exit_code, 1);

@@ -116,6 +116,10 @@ TEST_F(Cli, UsageErrorsExitTwoWithAOneLineReason) {
       {"convert " + q(dir_ / "src") + " " + q(dir_ / "o6") + " --size 8 --group-regex '('",
        "--group-regex"},
       {"inspect", "DATASET"},
+      // A DATASET that names no directory is an argument to correct.
+      {"inspect " + q(dir_ / "none"), "none: no such dataset directory"},
+      {"verify " + q(dir_ / "none"), "none: no such dataset directory"},
+      {"compact " + q(dir_ / "none"), "none: no such dataset directory"},
       {"frobnicate", "frobnicate"},
       // 64-bit values: a negative number or one past the range is not read
       // as 2^64 - 1.
@@ -127,9 +131,9 @@ TEST_F(Cli, UsageErrorsExitTwoWithAOneLineReason) {
       {"convert " + q(dir_ / "src") + " " + q(dir_ / "o10") + " --size 8 --split cv:random:70000",
        "70000 folds"},
       {"sample-data " + q(dir_ / "s1") + " --seed -2", "'-2'"},
-      {"split " + q(dir_ / "none") + " --name a --kind random --seed -3", "'-3'"},
-      {"bench " + q(dir_ / "none") + " --seed 1e3", "'1e3'"},
-      {"preview " + q(dir_ / "none") + " --out x.png --seed -4", "'-4'"},
+      {"split " + q(dir_ / "src") + " --name a --kind random --seed -3", "'-3'"},
+      {"bench " + q(dir_ / "src") + " --seed 1e3", "'1e3'"},
+      {"preview " + q(dir_ / "src") + " --out x.png --seed -4", "'-4'"},
       // Trailing text or a number past 32 bits is not read as a part.
       {"convert " + q(dir_ / "src") + " " + q(dir_ / "o11") + " --size 8 --part 1/2/9",
        "--part 1/2/9: expected I/N"},
@@ -137,10 +141,11 @@ TEST_F(Cli, UsageErrorsExitTwoWithAOneLineReason) {
        "--part 0/4294967297: expected I/N"},
       {"convert " + q(dir_ / "src") + " " + q(dir_ / "o13") + " --size 8 --overwrite --resume",
        "--overwrite and --resume: give one"},
-      // An empty name is no name: refused, not read as absent.
-      {"split " + q(dir_ / "none") + " --name ''", "--name: an empty value"},
-      {"split " + q(dir_ / "none") + " --export ''", "--export: an empty value"},
-      {"preview " + q(dir_ / "none") + " --out ''", "--out: an empty value"},
+      // An empty name is no name: refused, not read as absent (checked before
+      // the folder, here one that holds no dataset).
+      {"split " + q(dir_ / "src") + " --name ''", "--name: an empty value"},
+      {"split " + q(dir_ / "src") + " --export ''", "--export: an empty value"},
+      {"preview " + q(dir_ / "src") + " --out ''", "--out: an empty value"},
       // Sample data never writes into a folder holding files.
       {"sample-data " + q(dir_ / "src"), "not empty"},
   };

@@ -346,7 +346,8 @@ TEST_F(SplitCli, RequestsThatCannotBeMetExitTwoAndChangeNothing) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("needs groups"), std::string::npos) << r.err;
   r = run_imgpack("split " + shell_quote((dir_ / "missing").string()) + " --list");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("missing: no such dataset directory"), std::string::npos) << r.err;
 }
 
 TEST_F(SplitCli, WarnsWhenSomeClassesHaveFewerMembersThanFolds) {

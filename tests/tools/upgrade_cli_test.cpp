@@ -50,10 +50,10 @@ TEST_F(UpgradeCli, UpgradesInPlaceAndSaysSo) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("format 2 already; nothing to do"), std::string::npos) << r.err;
   r = test::run_imgpack("upgrade " + q(dir_ / "nothing"));
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no such dataset directory"), std::string::npos) << r.err;
   r = test::run_imgpack("upgrade " + q(old() / "index.h5"));  // the file, not its folder
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("index.h5: not a directory (a dataset is the folder holding index.h5)"),
             std::string::npos)
       << r.err;
