@@ -199,6 +199,34 @@ TEST(Verify, UnreadableIndexIsOneErrorNamingIt) {
       << report.errors[0];
 }
 
+// A fractal heap's free-space header (signature FSHD) holds no record and
+// no column, so no read of the reader's touches it; h5py's visititems() and
+// h5stat do, and refuse the file when it fails its checksum. verify reads it
+// too, in index.h5 and in every shard that has one.
+TEST(Verify, NamesAFileWhoseFreeSpaceHeaderFailsItsChecksum) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.records_per_shard = 16;
+  test::write_synthetic_dataset(dir.path(), options);
+  ASSERT_TRUE(verify_dataset(dir.path()).ok());
+  int flipped = 0;
+  for (const fs::path& file : {dir / "index.h5", dir / "shard-00000.h5"}) {
+    const std::string pristine = test::read_bytes(file);
+    const std::size_t header = pristine.find("FSHD");
+    if (header == std::string::npos) continue;
+    std::string bytes = pristine;
+    bytes[header + 8] ^= 0x10;  // past the signature, version and heap address's first byte
+    test::write_bytes(file, bytes);
+    const VerifyReport report = verify_dataset(dir.path());
+    EXPECT_FALSE(report.ok()) << file;
+    EXPECT_TRUE(mentions(report.errors, file.filename().string(), "checksum"))
+        << joined(report.errors);
+    test::write_bytes(file, pristine);
+    ++flipped;
+  }
+  EXPECT_GE(flipped, 1) << "index.h5 holds its root group's links in a fractal heap";
+}
+
 TEST(Verify, NotADirectoryThrows) {
   TempDir dir;
   EXPECT_THROW(verify_dataset(dir / "nothing"), Error);

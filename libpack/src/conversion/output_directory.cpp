@@ -109,6 +109,7 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
       expected.box_classes = plan.list.box_class_names.size();
       expected.keypoints = plan.list.keypoint_names.size();
       ShardContents contents = read_shard(path, expected, fd.size(path));
+      h5::File::open_read(path).check_metadata();  // as verify and merge do
       // Records must be the variants of the next samples, in order.
       for (uint64_t row = 0; row < entry.records; ++row) {
         if (contents.samples[row] != next_sample + static_cast<int64_t>(row / variants) ||

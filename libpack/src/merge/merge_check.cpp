@@ -77,6 +77,7 @@ void check_structure(const fs::path& out, const MergePlan& plan, const ShardMove
   }
   const FileDescriptor fd = open_for_reading(path);
   ShardContents contents = read_shard(path, expected, fd.size(path));
+  h5::File::open_read(path).check_metadata();  // as verify does: what h5py reads too
   // A merge killed while it renumbered this shard may leave its /sample
   // column renumbered and its shard_index attribute not, or the other way
   // round (HDF5 writes them back in no set order): on a rerun the column

@@ -313,6 +313,20 @@ int File::descriptor() const {
   return handle != nullptr ? *static_cast<int*>(handle) : -1;
 }
 
+void File::check_metadata() const {
+  // Every field but the times: the sizes (H5O_INFO_META_SIZE) are what read
+  // the heaps' free-space headers.
+  const auto visit = [](hid_t, const char*, const H5O_info_t*, void*) -> herr_t { return 0; };
+  if (H5Ovisit2(id(), H5_INDEX_NAME, H5_ITER_NATIVE, visit, nullptr,
+                H5O_INFO_BASIC | H5O_INFO_NUM_ATTRS | H5O_INFO_HDR | H5O_INFO_META_SIZE) < 0) {
+    std::string detail = last_error_message();
+    throw file_error(path_, std::string(kMetadataDamaged) + " (" +
+                                (detail.empty() ? "H5Ovisit2 failed" : detail) +
+                                "); imgpack's reads do not use it, but h5py's visititems() and "
+                                "h5stat refuse the file");
+  }
+}
+
 FileIdentity File::identity() const {
   struct stat st {};
   const int fd = descriptor();

@@ -187,6 +187,15 @@ class File {
   // Which file HDF5 has open (st_dev, st_ino of its descriptor).
   FileIdentity identity() const;
 
+  // Reads what h5py's visititems() and h5stat read of every object besides
+  // its contents: the header and the sizes of its B-trees and heaps, free-
+  // space headers included. The reads above never touch a fractal heap's
+  // free-space header, so a bit flipped there passes them while h5py refuses
+  // the file. Throws imgpack::Error naming the file, saying kMetadataDamaged
+  // and HDF5's reason.
+  void check_metadata() const;
+  static constexpr const char* kMetadataDamaged = "HDF5 metadata beside the tables is damaged";
+
   // Attributes on the object at `object` ("/" for the root).
   bool has_attr(const std::string& object, const std::string& attr) const;
   int64_t read_int_attr(const std::string& object, const std::string& attr) const;
