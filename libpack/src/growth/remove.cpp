@@ -44,6 +44,7 @@ std::vector<std::string> read_path_list(const fs::path& file, const std::string&
   std::vector<uint8_t> bytes;
   const std::string error = read_file(file, bytes);
   if (!error.empty()) throw UsageError(file.string() + ": " + error);
+  require_text({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, file.string());
   for_each_line({reinterpret_cast<const char*>(bytes.data()), bytes.size()},
                 [&](uint32_t, std::string_view line) {
                   if (!line.empty() && line.front() != '#') {

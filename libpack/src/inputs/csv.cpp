@@ -119,6 +119,7 @@ std::size_t CsvTable::require_column(const std::string& name, const std::string&
 }
 
 CsvTable parse_csv(std::string_view text, const std::string& name) {
+  require_text(text, name);
   CsvParser parser(text, name);
   CsvTable table;
   std::optional<CsvRecord> header = parser.next();

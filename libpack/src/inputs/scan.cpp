@@ -564,6 +564,7 @@ SourceList scan_file_list(const fs::path& src, const ScanOptions& options,
     throw UsageError(list_file.string() + ": " + problem);
   }
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  require_text(text, list_file.string());
   std::string excluded;
   if (!exclude.empty()) excluded = relative_to_root(fs::absolute(exclude, ec).string(), src);
 

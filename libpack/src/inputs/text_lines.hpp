@@ -5,9 +5,13 @@
 // safe from any thread.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+
+#include "imgpack/error.hpp"
 
 namespace imgpack {
 
@@ -17,6 +21,19 @@ inline constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 inline std::string_view without_utf8_bom(std::string_view text) {
   if (text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
   return text;
+}
+
+// Throws a UsageError naming `name` and the line of the first NUL byte in
+// `text`. Text holds none: a path or a name read up to one would open one file
+// and store another name, and a file saved as UTF-16 holds one in every
+// other byte.
+inline void require_text(std::string_view text, const std::string& name) {
+  const std::size_t nul = text.find('\0');
+  if (nul == std::string_view::npos) return;
+  const auto line =
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+  throw UsageError(name + ":" + std::to_string(line) +
+                   ": a NUL byte; the file is not text (saved as UTF-16, or binary?)");
 }
 
 // Calls `each(number, line)` for every line of `text` (numbered from 1, the

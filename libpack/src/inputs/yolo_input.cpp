@@ -39,6 +39,7 @@ constexpr double kMaxUnnamedClassId = 65535;
 // lines are allowed at the end only, where they name nothing.
 std::vector<std::string> read_class_names(const fs::path& path) {
   const std::string text = read_text_file(path, "a class names file");
+  require_text(text, path.string());
   std::vector<std::string> names;
   uint32_t first_blank = 0;  // since the last name
   for_each_line(text, [&](uint32_t line, std::string_view content) {

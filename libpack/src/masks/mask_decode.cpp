@@ -294,6 +294,7 @@ std::vector<std::string> read_mask_class_names(const fs::path& path) {
   if (!problem.empty())
     throw UsageError(path.string() + ": " + problem + " (MaskOptions::classes)");
   std::vector<std::string> names;
+  require_text({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, path.string());
   for_each_line({reinterpret_cast<const char*>(bytes.data()), bytes.size()},
                 [&](uint32_t, std::string_view line) {
                   while (line.ends_with(' ') || line.ends_with('\t') || line.ends_with('\r')) {

@@ -81,6 +81,9 @@ TEST(CsvTest, ErrorsNameTheFileAndLine) {
   EXPECT_EQ(usage_error("a,b\n1,\"open\n\n"), "list.csv:2: quoted field is never closed");
   EXPECT_NE(usage_error("a,b\n\"x\"y,2\n").find("list.csv:2: unexpected 'y' after a closing quote"),
             std::string::npos);
+  // A path read up to a NUL would open one file and store another name.
+  EXPECT_EQ(usage_error(std::string("path,label\na.jpg,x\nb.jpg\0junk,y\n", 32)),
+            "list.csv:3: a NUL byte; the file is not text (saved as UTF-16, or binary?)");
 }
 
 TEST(CsvTest, RequiredColumnsAreFoundOrNamedWithTheHeader) {

@@ -37,6 +37,17 @@ TEST(TextLines, KeepsOtherCarriageReturns) {
   EXPECT_EQ(lines_of("a\r\r\n"), (Lines{{1, "a\r"}}));
 }
 
+TEST(TextLines, RequireTextNamesTheLineOfANulByte) {
+  EXPECT_NO_THROW(require_text("a\nb\n", "list.txt"));
+  try {
+    require_text(std::string_view("a\nb\nc\0d\n", 8), "list.txt");
+    ADD_FAILURE() << "a NUL byte passed";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "list.txt:3: a NUL byte; the file is not text (saved as UTF-16, or binary?)");
+  }
+}
+
 TEST(TextLines, SkipsAByteOrderMarkAtTheStartOnly) {
   const std::string bom(kUtf8Bom);
   EXPECT_EQ(lines_of(bom + "a\n" + bom + "b"), (Lines{{1, "a"}, {2, bom + "b"}}));
