@@ -10,7 +10,7 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 64> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 65> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"AppendOptions::csv", "--csv"},
@@ -61,6 +61,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 64> kWording
     {"SplitSpec::kind", "--kind"},
     {"SplitSpec::use_labels", "--no-stratify"},
     {"SplitSpec::use_groups", "--no-groups"},
+    {"SplitSpec::use_groups false", "--no-groups"},
     {"parse_split_option:", "--split"},
     {"store_split replaces it only when asked to", "pass --force to replace it"},
     {"make_split() makes a split", "imgpack split makes a split"},

@@ -182,6 +182,26 @@ void check_class_sizes(std::span<const int32_t> labels, const SplitSpec& spec,
   }
 }
 
+// Whole groups only approximate a fraction: a warning where the set made is
+// far from the share asked (a small validation fraction met by one large
+// group, say), so that it is not found out only in the summary's sizes.
+void check_group_share(std::span<const int16_t> assign, int16_t fold, double asked, const char* set,
+                       const char* option, const SplitSpec& spec, SplitResult& result) {
+  if (asked <= 0) return;
+  const auto n = static_cast<double>(assign.size());
+  const auto made = static_cast<double>(std::count(assign.begin(), assign.end(), fold));
+  if (std::abs(made - asked * n) < std::max(2.0, asked * n / 2)) return;
+  std::ostringstream out;
+  out.precision(3);
+  out << "the " << set << " holds " << static_cast<uint64_t>(made) << " of "
+      << static_cast<uint64_t>(n) << " samples (" << 100 * made / n << "%), not the " << 100 * asked
+      << "% " << option << " asks: whole groups come no closer ("
+      << (spec.kind == SplitKind::holdout ? "SplitSpec::use_groups false splits"
+                                          : "a SplitSpec::kind without groups splits")
+      << " the samples alone)";
+  result.warnings.push_back(out.str());
+}
+
 }  // namespace
 
 namespace {
@@ -386,6 +406,12 @@ SplitResult compute_split(std::span<const int32_t> labels, std::span<const int32
         (spec.test_fraction > 0 ? " (one more is needed for SplitSpec::test_fraction)" : ""));
   }
   result.assign = detail::split_groups(spec, problem.stratify, classes, group_ids);
+  check_group_share(result.assign, -1, spec.test_fraction, "test set", "SplitSpec::test_fraction",
+                    spec, result);
+  if (spec.kind == SplitKind::holdout) {
+    check_group_share(result.assign, 0, spec.val_fraction, "validation set",
+                      "SplitSpec::val_fraction", spec, result);
+  }
   return result;
 }
 

@@ -457,6 +457,31 @@ TEST(Split, WarnsWhenOnlySomeClassesHaveFewerMembersThanFolds) {
   EXPECT_EQ(*std::max_element(eel_per_fold.begin(), eel_per_fold.end()), 1);
 }
 
+// Whole groups can only come near a share: four groups of 150 give a
+// validation set of 150 where 1% (6) was asked, and the split says so.
+TEST(Split, WarnsWhenWholeGroupsMissTheShareAskedByFar) {
+  Samples s;
+  for (int32_t i = 0; i < 600; ++i) {
+    s.labels.push_back(i % 3);
+    s.groups.push_back(i / 150);
+  }
+  SplitResult result = compute_split(s.labels, s.groups, holdout(0.01));
+  ASSERT_EQ(result.warnings.size(), 1u);
+  EXPECT_NE(result.warnings[0].find("the validation set holds 150 of 600 samples (25%), not the 1% "
+                                    "SplitSpec::val_fraction asks"),
+            std::string::npos)
+      << result.warnings[0];
+  result = compute_split(s.labels, s.groups, kfold(SplitKind::group, 2, 0.05));
+  ASSERT_EQ(result.warnings.size(), 1u);
+  EXPECT_NE(result.warnings[0].find("the test set holds 150"), std::string::npos)
+      << result.warnings[0];
+  // Near enough, or ungrouped: nothing to say.
+  EXPECT_TRUE(compute_split(s.labels, s.groups, holdout(0.2)).warnings.empty());
+  SplitSpec ungrouped = holdout(0.01);
+  ungrouped.use_groups = false;
+  EXPECT_TRUE(compute_split(s.labels, s.groups, ungrouped).warnings.empty());
+}
+
 TEST(Split, UnlabeledSamplesAreSpreadLikeAClass) {
   Samples s = skewed_samples({500, 400, 100}, 50, 13);
   for (std::size_t i = 0; i < s.labels.size(); i += 10) s.labels[i] = -1;  // 100 unlabeled
