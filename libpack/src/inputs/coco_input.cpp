@@ -65,7 +65,7 @@ struct CocoPlace {
         return static_cast<int64_t>(number);
       }
     }
-    fail(key, "expected an integer, not " + value.dump());
+    fail(key, "expected an integer, not " + json_excerpt(value));
   }
   uint32_t size(const json& object, const char* key) const {
     const int64_t value = integer(object, key);
@@ -76,7 +76,7 @@ struct CocoPlace {
   }
   const std::string& string(const json& object, const char* key) const {
     const json& value = member(object, key);
-    if (!value.is_string()) fail(key, "expected a string, not " + value.dump());
+    if (!value.is_string()) fail(key, "expected a string, not " + json_excerpt(value));
     return value.get_ref<const std::string&>();
   }
 };
@@ -122,7 +122,7 @@ CocoCategories read_categories(const json& root, const fs::path& file) {
       if (!keypoints->is_array()) at.fail("keypoints", "expected an array of names");
       for (const json& name : *keypoints) {
         if (!name.is_string() || trim(name.get<std::string>()).empty()) {
-          at.fail("keypoints", "expected names, not " + name.dump());
+          at.fail("keypoints", "expected names, not " + json_excerpt(name));
         }
         entry.keypoints.push_back(name.get<std::string>());
       }
@@ -275,7 +275,7 @@ CocoAnnotation read_annotation(const json& annotation, const CocoPlace& at) {
   const json& bbox = at.member(annotation, "bbox");
   if (!bbox.is_array() || bbox.size() != 4 ||
       !std::all_of(bbox.begin(), bbox.end(), [](const json& v) { return v.is_number(); })) {
-    at.fail("bbox", "expected [x, y, width, height] in pixels, not " + bbox.dump());
+    at.fail("bbox", "expected [x, y, width, height] in pixels, not " + json_excerpt(bbox));
   }
   CocoAnnotation out{bbox[0].get<double>(),
                      bbox[1].get<double>(),
@@ -289,7 +289,7 @@ CocoAnnotation read_annotation(const json& annotation, const CocoPlace& at) {
     } else if (crowd->is_number() && (crowd->get<double>() == 0 || crowd->get<double>() == 1)) {
       out.crowd = crowd->get<double>() != 0;
     } else {
-      at.fail("iscrowd", "expected 0 or 1, not " + crowd->dump());
+      at.fail("iscrowd", "expected 0 or 1, not " + json_excerpt(*crowd));
     }
   }
   if (const auto keypoints = annotation.find("keypoints"); keypoints != annotation.end()) {
@@ -303,8 +303,8 @@ CocoAnnotation read_annotation(const json& annotation, const CocoPlace& at) {
 std::string annotation_problem(const json& object, const CocoPlace& at,
                                const std::string& message) {
   const auto id = object.find("id");
-  return at.text() + (id != object.end() ? " (annotation id " + id->dump() + ")" : "") + ": " +
-         message;
+  return at.text() + (id != object.end() ? " (annotation id " + json_excerpt(*id) + ")" : "") +
+         ": " + message;
 }
 
 // Appends one annotation's box and keypoints (normalised by the sample's
@@ -357,7 +357,7 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
             " triples x, y, v (the categories name " + std::to_string(keypoint_count) +
             " keypoints), not " +
             (keypoints->is_array() ? std::to_string(keypoints->size()) + " values"
-                                   : keypoints->dump()));
+                                   : json_excerpt(*keypoints)));
     return;
   } else {
     for (std::size_t i = 0; i < keypoints->size(); ++i) {
@@ -374,7 +374,7 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
       }
       if (wrong != nullptr) {
         sample.keypoints.resize(first);
-        problem("keypoints[" + std::to_string(i) + "] = " + value.dump() + " " + wrong);
+        problem("keypoints[" + std::to_string(i) + "] = " + json_excerpt(value) + " " + wrong);
         return;
       }
       sample.keypoints.push_back(static_cast<float>(number / scale));

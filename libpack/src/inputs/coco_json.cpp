@@ -101,7 +101,48 @@ class CocoDomBuilder : public nlohmann::json_sax<json> {
   std::string error_;
 };
 
+constexpr std::size_t kExcerptChars = 60;
+
+// `text` cut to at most `limit` bytes at a UTF-8 character's start, "..."
+// after it when cut.
+std::string cut(std::string text, std::size_t limit) {
+  if (text.size() <= limit) return text;
+  std::size_t end = limit;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  text.resize(end);
+  return text + "...";
+}
+
+void append_excerpt(const json& value, int depth, std::string& out) {
+  if (!value.is_structured()) {  // a scalar: dump() does not recurse
+    out += cut(value.dump(), kExcerptChars);
+    return;
+  }
+  const bool array = value.is_array();
+  if (depth == 0 && !value.empty()) {
+    out += array ? "[...]" : "{...}";
+    return;
+  }
+  out += array ? '[' : '{';
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (it != value.begin()) out += ',';
+    if (out.size() >= kExcerptChars) {
+      out += "...";
+      break;
+    }
+    if (!array) out += cut(json(it.key()).dump(), kExcerptChars) + ':';
+    append_excerpt(*it, depth - 1, out);
+  }
+  out += array ? ']' : '}';
+}
+
 }  // namespace
+
+std::string json_excerpt(const json& value) {
+  std::string out;
+  append_excerpt(value, 3, out);
+  return out;
+}
 
 json read_coco_file(const fs::path& file) {
   const std::string text = read_text_file(file, "the COCO file (BoxOptions::coco)");

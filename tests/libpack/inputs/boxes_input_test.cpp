@@ -437,6 +437,16 @@ TEST_F(CocoBoxes, WrongFieldsAreUsageErrorsNamingTheJsonPlace) {
   EXPECT_EQ(error_for(image, "[]", R"([{"id": 1, "name": "a"}, {"id": 1, "name": "b"}])"),
             file + ": categories[1].id: category id 1 is also categories[0]'s");
   EXPECT_EQ(error_for(image, "{}"), file + ": 'annotations' is object, not an array");
+  // A value nested 100,000 deep is named by its first levels (printing all
+  // of it recursed once a level and overflowed the stack); a long one is cut.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(
+      error_for(image, R"([{"image_id": 1, "category_id": 1, "bbox": )" + deep + "}]"),
+      file + ": annotations[0].bbox: expected [x, y, width, height] in pixels, not [[[[...]]]]");
+  EXPECT_EQ(error_for(image, R"([{"image_id": 1, "category_id": ")" + std::string(500, 'x') +
+                                 R"(", "bbox": [1, 1, 1, 1]}])"),
+            file + ": annotations[0].category_id: expected an integer, not \"" +
+                std::string(59, 'x') + "...");
 }
 
 TEST_F(CocoBoxes, CategoriesNamingOtherKeypointsAreAUsageError) {
