@@ -7,6 +7,7 @@
 
 #include "files.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
 
 namespace imgpack::cli {
 
@@ -28,6 +29,22 @@ const CLI::Validator& dataset_directory() {
       },
       "");
   return validator;
+}
+
+void refuse_dataset_file_as_output(const std::filesystem::path& out,
+                                   const std::filesystem::path& dataset, const char* option) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path folder = fs::canonical(dataset, ec);
+  if (ec) return;                                         // no dataset: its own check says so
+  const fs::path target = fs::weakly_canonical(out, ec);  // links followed
+  if (ec || target.parent_path() != folder) return;
+  const std::string name = target.filename().string();
+  if (name.ends_with(".h5") || name.ends_with(".journal") || name == format::kReportFile ||
+      name.ends_with(format::kTmpSuffix)) {
+    throw UsageError(std::string(option) + " " + out.string() + ": is " + name +
+                     " of the dataset " + dataset.string() + "; writing there would replace it");
+  }
 }
 
 const CLI::Validator& whole_number() {

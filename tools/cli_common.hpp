@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -45,6 +46,14 @@ const CLI::Validator& not_empty();
 // error (exit 2) naming the path: "PATH: no such dataset directory", or "not
 // a directory" for a file (index.h5 given for its folder, say).
 const CLI::Validator& dataset_directory();
+
+// Refuses (a UsageError naming `option`) an output file that would replace
+// one of `dataset`'s own files, by its name or through a link: index.h5,
+// splits.h5, a shard, a journal, report.json. An output is written by
+// replacing the file it names (write_output_file), so `--out DATASET/index.h5`
+// would leave no dataset. Other files beside them are allowed.
+void refuse_dataset_file_as_output(const std::filesystem::path& out,
+                                   const std::filesystem::path& dataset, const char* option);
 
 // Prints one JSON object on stdout, followed by a newline.
 void print_json(const nlohmann::ordered_json& value);

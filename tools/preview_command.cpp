@@ -59,6 +59,7 @@ void add_crop_views(const PreviewArgs& args, PreviewOptions& options) {
 }
 
 int run_preview(const PreviewArgs& args) {
+  refuse_dataset_file_as_output(args.out, args.dataset, "--out");
   PreviewOptions options = args.options;
   add_crop_views(args, options);
   PreviewSheet sheet = render_preview(args.dataset, options);

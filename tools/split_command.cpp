@@ -77,9 +77,13 @@ DatasetIndex read_for_change(const std::string& dataset, bool paths = false) {
   return index;
 }
 
-// One CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
+// One CSV field, quoted when it holds a comma, quote or line break (RFC 4180)
+// or begins or ends with a space or tab, which a reader drops from an unquoted
+// field (a class folder named " cat" would not import back).
 std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  const bool padded = !text.empty() && (text.front() == ' ' || text.front() == '\t' ||
+                                        text.back() == ' ' || text.back() == '\t');
+  if (!padded && text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string out = "\"";
   for (char c : text) {
     if (c == '"') out += '"';
@@ -210,6 +214,7 @@ int run_export(const SplitArgs& args) {
   if (args.out == "-") {
     std::cout << csv << std::flush;
   } else {
+    refuse_dataset_file_as_output(args.out, args.dataset, "--out");
     write_output_file(args.out, csv);
     if (!args.json && !args.quiet) {
       std::cerr << args.out << ": " << index.num_samples() - index.num_removed()

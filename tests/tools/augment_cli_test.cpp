@@ -360,6 +360,14 @@ TEST_F(AugmentCliTest, PreviewRejectsAnUnknownClassAndAMissingDataset) {
   EXPECT_NE(r.err.find("cat, dog, fox"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out("x.png")));
 
+  // The sheet never replaces a file of the dataset.
+  const std::string index_bytes = test::read_bytes(out("plain") / "index.h5");
+  r = run_imgpack("preview " + shell_quote(out("plain").string()) + " -o " +
+                  shell_quote((out("plain") / "index.h5").string()));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is index.h5 of the dataset"), std::string::npos) << r.err;
+  EXPECT_EQ(test::read_bytes(out("plain") / "index.h5"), index_bytes);
+
   r = run_imgpack("preview " + shell_quote(out("nothing").string()) + " -o " +
                   shell_quote(out("x.png").string()));
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -210,6 +210,32 @@ TEST_F(SplitCli, ImportStoresFoldsMadeElsewhere) {
   EXPECT_EQ(test::read_bytes(dataset() / "splits.h5"), before);
 }
 
+// Names a reader would trim, commas and quotes: the export quotes what needs
+// it, so that every path and class name imports back as it is.
+TEST_F(SplitCli, AnExportOfOddNamesImportsBack) {
+  const fs::path src = dir_ / "odd";
+  int n = 0;
+  for (const std::string name : {" lead", "trail\t", "com,ma", "quo\"te"}) {
+    for (int i = 0; i < 3; ++i, ++n) {
+      test::write_image(src / name / (" " + std::to_string(n) + " .png"),
+                        test::make_rgb_image(8, 8, static_cast<uint64_t>(n)));
+    }
+  }
+  const fs::path odd = dir_ / "odd-ds";
+  convert(src, odd, "");
+  const std::string ds = shell_quote(odd.string());
+  const fs::path csv = dir_ / "odd.csv";
+  ASSERT_EQ(run_imgpack("split " + ds + " --name r --kind stratified --folds 3 -q").exit_code, 0);
+  ASSERT_EQ(run_imgpack("split " + ds + " --export r --out " + shell_quote(csv.string()) + " -q")
+                .exit_code,
+            0);
+  test::CommandResult r =
+      run_imgpack("split " + ds + " --import " + shell_quote(csv.string()) + " --name back -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err << test::read_bytes(csv);
+  const DatasetIndex index = read_index(odd);
+  EXPECT_EQ(index.find_split("back")->assign, index.find_split("r")->assign);
+}
+
 // The inode of `path`, or 0 when it does not exist.
 ino_t inode_of(const fs::path& path) {
   struct stat st {};
@@ -330,7 +356,13 @@ TEST_F(SplitCli, RequestsThatCannotBeMetExitTwoAndChangeNothing) {
       {"--delete nosuch", "no split named 'nosuch'"},
       {"--export cv", "--export needs --out"},
       {"--list --delete cv", "give one of"},
+      // An export never replaces a file of the dataset, by name or link.
+      {"--export cv --out " + shell_quote((dataset() / "index.h5").string()),
+       "is index.h5 of the dataset"},
+      {"--export cv --out " + shell_quote((dir_ / "link.csv").string()),
+       "is splits.h5 of the dataset"},
   };
+  fs::create_symlink(dataset() / "splits.h5", dir_ / "link.csv");
   for (const auto& [arguments, reason] : cases) {
     test::CommandResult r = split(arguments);
     EXPECT_EQ(r.exit_code, 2) << arguments << ": " << r.err;
