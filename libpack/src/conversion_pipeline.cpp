@@ -10,6 +10,7 @@
 #include "conversion/resume.hpp"
 #include "files.hpp"
 #include "image/decode.hpp"
+#include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "parallel/tbb_tsan.hpp"
 
@@ -83,14 +84,30 @@ ConversionPipeline::ConversionPipeline(const ConvertOptions& options, const Conv
       result_(result),
       renderer_(options, plan.shape, plan.list, plan.mask_colors),
       slots_(std::size_t{threads} * 4) {
-  for (InputSlot& slot : slots_) {
-    slot.pixels.resize(options.variants * plan.shape.bytes());
-    slot.checksums.resize(options.variants);
-    if (options.has_masks()) {
-      slot.masks.resize(options.variants * plan.shape.pixels());
-      slot.mask_checksums.resize(options.variants);
+  try {
+    for (InputSlot& slot : slots_) {
+      slot.pixels.resize(options.variants * plan.shape.bytes());
+      slot.checksums.resize(options.variants);
+      if (options.has_masks()) {
+        slot.masks.resize(options.variants * plan.shape.pixels());
+        slot.mask_checksums.resize(options.variants);
+      }
+      if (plan.list.boxes) slot.boxes.resize(options.variants);
     }
-    if (plan.list.boxes) slot.boxes.resize(options.variants);
+  } catch (const std::bad_alloc&) {
+    // Each image in flight holds its records: say what that comes to.
+    const double mib =
+        static_cast<double>(slots_.size()) * static_cast<double>(options.variants) *
+        static_cast<double>(plan.shape.bytes() + (options.has_masks() ? plan.shape.pixels() : 0)) /
+        (1 << 20);
+    throw Error(options.out.string() + ": out of memory for the images in flight: " +
+                std::to_string(slots_.size()) + " images x " + std::to_string(options.variants) +
+                " variants of " + std::to_string(plan.shape.width) + "x" +
+                std::to_string(plan.shape.height) + "x" + std::to_string(plan.shape.channels) +
+                " bytes"
+                " need " +
+                std::to_string(static_cast<uint64_t>(mib)) +
+                " MiB; a smaller ConvertOptions::size or fewer ConvertOptions::threads needs less");
   }
 }
 

@@ -444,6 +444,24 @@ TEST(ConvertBombsTest, RunningOutOfMemoryStopsTheConversionInsteadOfSkipping) {
   EXPECT_NE(reason_for(report, "c/huge.png").find("PNG"), std::string::npos);
 }
 
+// Records too large for the images in flight to fit: the conversion says so
+// before it decodes anything, with what they need and what needs less.
+TEST(ConvertBombsTest, RecordsTooLargeForMemoryStopTheConversionSayingWhatTheyNeed) {
+  if (test::kAddressSanitizer) GTEST_SKIP() << "ulimit -v cannot hold ASan's shadow memory";
+  TempDir dir;
+  test::write_image(dir / "src/c/real.jpg", test::make_rgb_image(64, 48, 1));
+  const std::string args =
+      "convert " + q(dir / "src") + " " + q(dir / "out") + " --size 20000 --quiet --threads 1";
+  CommandResult r =
+      test::run_command("ulimit -v 600000; " + shell_quote(test::imgpack_cli()) + " " + args);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("out: out of memory for the images in flight: 4 images x 1 variants of "
+                       "20000x20000x3 bytes need 4577 MiB; a smaller --size or fewer --threads"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out/index.h5"));
+}
+
 TEST(ConvertBombsTest, MaxPixelsIsConfigurable) {
   TempDir dir;
   test::write_image(dir / "src/c/large.png", test::make_rgb_image(64, 48, 1));
