@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "cli_common.hpp"
@@ -83,6 +84,9 @@ int run(int argc, char** argv) {
   } catch (const imgpack::UsageError& e) {
     std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
     return kExitUsage;
+  } catch (const std::bad_alloc&) {  // where no step named what it was doing
+    std::cerr << "imgpack: out of memory (std::bad_alloc)\n";
+    return kExitFailure;
   } catch (const std::exception& e) {
     std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
     return kExitFailure;
