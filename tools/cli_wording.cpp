@@ -1,6 +1,8 @@
 #include "cli_wording.hpp"
 
 #include <array>
+#include <cctype>
+#include <string>
 #include <utility>
 
 namespace imgpack::cli {
@@ -87,6 +89,12 @@ std::string cli_wording(std::string_view message) {
   while (at < message.size()) {
     std::size_t best = 0;
     std::string_view replacement;
+    // Every name begins with a letter: the rest of the text is copied as is.
+    const auto c = static_cast<unsigned char>(message[at]);
+    if (!std::isalpha(c) || (at > 0 && std::isalnum(static_cast<unsigned char>(message[at - 1])))) {
+      out += message[at++];
+      continue;
+    }
     for (const auto& [name, flag] : kWording) {
       if (name.size() > best && message.substr(at).starts_with(name)) {
         best = name.size();
@@ -101,6 +109,21 @@ std::string cli_wording(std::string_view message) {
     }
   }
   return out;
+}
+
+std::string error_text(std::string_view message) {
+  constexpr std::size_t kLimit = 4096;
+  constexpr std::size_t kKept = kLimit / 2;
+  if (message.size() <= kLimit) return cli_wording(message);
+  // Cut at UTF-8 character starts.
+  auto start = [&](std::size_t at) {
+    while (at > 0 && (static_cast<unsigned char>(message[at]) & 0xC0) == 0x80) --at;
+    return at;
+  };
+  const std::size_t head = start(kKept);
+  const std::size_t tail = start(message.size() - kKept);
+  return cli_wording(message.substr(0, head)) + " [... " + std::to_string(tail - head) +
+         " bytes left out ...] " + cli_wording(message.substr(tail));
 }
 
 }  // namespace imgpack::cli

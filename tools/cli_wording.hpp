@@ -12,4 +12,9 @@ namespace imgpack::cli {
 // "--folds 9 is more than the 4 groups". Text naming nothing is returned as is.
 std::string cli_wording(std::string_view message);
 
+// An error's message as the CLI prints it: cli_wording(), and a message over
+// 4 KiB (one echoing a 50 MB line of a list, say) cut to its first and last
+// 2 KiB around a note of how much was left out.
+std::string error_text(std::string_view message);
+
 }  // namespace imgpack::cli

@@ -76,19 +76,19 @@ int run(int argc, char** argv) {
     app.exit(e);
     return kExitUsage;
   } catch (const imgpack::UsageError& e) {
-    std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
+    std::cerr << "imgpack: " << error_text(e.what()) << "\n";
     return kExitUsage;
   }
   try {
     return action ? action() : kExitUsage;
   } catch (const imgpack::UsageError& e) {
-    std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
+    std::cerr << "imgpack: " << error_text(e.what()) << "\n";
     return kExitUsage;
   } catch (const std::bad_alloc&) {  // where no step named what it was doing
     std::cerr << "imgpack: out of memory (std::bad_alloc)\n";
     return kExitFailure;
   } catch (const std::exception& e) {
-    std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
+    std::cerr << "imgpack: " << error_text(e.what()) << "\n";
     return kExitFailure;
   }
 }
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   try {
     return with_output_checked(run(argc, argv));
   } catch (const std::exception& e) {  // e.g. out of memory while setting up the commands
-    std::cerr << "imgpack: " << cli_wording(e.what()) << "\n";
+    std::cerr << "imgpack: " << error_text(e.what()) << "\n";
     return imgpack::cli::kExitFailure;
   }
 }

@@ -28,10 +28,10 @@ int exit_code_of(int rank, Work&& work) {
     work();
     return kExitOk;
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "imgpack: rank %d: %s\n", rank, cli_wording(e.what()).c_str());
+    std::fprintf(stderr, "imgpack: rank %d: %s\n", rank, error_text(e.what()).c_str());
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "imgpack: rank %d: %s\n", rank, cli_wording(e.what()).c_str());
+    std::fprintf(stderr, "imgpack: rank %d: %s\n", rank, error_text(e.what()).c_str());
     return kExitFailure;
   }
 }

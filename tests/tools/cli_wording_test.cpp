@@ -45,6 +45,20 @@ TEST(CliWording, LeavesOtherTextAlone) {
             "std::vector and Foo::bar are not options");
 }
 
+// A message echoing a huge value is cut around its middle; names are still
+// reworded at both ends, and a name inside a word is not a name.
+TEST(CliWording, ErrorTextCutsAHugeMessage) {
+  EXPECT_EQ(error_text("SplitSpec::folds 3"), "--folds 3");
+  const std::string middle(50 << 20, 'a');
+  const std::string text = error_text("list.txt:2: SplitSpec::folds '" + middle + "' ends " +
+                                      "SplitSpec::test_fraction");
+  EXPECT_LT(text.size(), 4200u);
+  EXPECT_TRUE(text.starts_with("list.txt:2: --folds 'aaa")) << text.substr(0, 40);
+  EXPECT_TRUE(text.ends_with("aaa' ends --test")) << text.substr(text.size() - 40);
+  EXPECT_NE(text.find(" bytes left out ...] "), std::string::npos);
+  EXPECT_EQ(cli_wording("xSplitSpec::folds"), "xSplitSpec::folds");
+}
+
 struct Case {
   std::string name;
   std::function<void()> fails;
