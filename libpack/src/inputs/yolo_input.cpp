@@ -205,11 +205,16 @@ void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& option
   tsan::ForkJoinBody read([&](std::size_t i) {
     SourceSample& sample = list.samples[i];
     const fs::path path = yolo_label_path(src, sample.path);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return;  // no objects
+    // A FIFO found beside an image would block the read for ever.
+    if (st.st_mode != 0 && !S_ISREG(st.st_mode)) {
+      sample.box_problem = path.string() + ": not a regular file";
+      return;
+    }
     std::vector<uint8_t> bytes;
     const std::string failure = read_file(path, bytes);
     if (!failure.empty()) {
-      struct stat st {};
-      if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return;  // no objects
       sample.box_problem = path.string() + ": " + failure;
       return;
     }

@@ -1,6 +1,7 @@
 #include "inputs/boxes_input.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <functional>
@@ -518,6 +519,18 @@ TEST_F(YoloBoxes, ClassesTxtNamesTheClassesAndCentresBecomeCorners) {
   EXPECT_EQ(y.box_problem, "");
   EXPECT_TRUE(y.boxes.empty());
   EXPECT_EQ(test::read_bytes(src() / "a/x.txt"), text);  // read, not changed
+}
+
+// A label file that is not a regular file (a FIFO, whose read would wait for
+// a writer for ever) is a problem of its image alone.
+TEST_F(YoloBoxes, ALabelFileThatIsNoRegularFileIsAProblemOfItsImage) {
+  write_bytes(src() / "classes.txt", "cat\n");
+  write_label("a/x.txt", "0 0.5 0.5 0.2 0.4\n");
+  ASSERT_EQ(::mkfifo((src() / "a/y.txt").c_str(), 0600), 0);
+  SourceList list = listing({"a/x.jpg", "a/y.png"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(sample(list, "a/x.jpg").box_problem, "");
+  EXPECT_EQ(sample(list, "a/y.png").box_problem, label("a/y.txt") + ": not a regular file");
 }
 
 TEST_F(YoloBoxes, TheNamesFileComesBeforeClassesTxt) {
