@@ -180,6 +180,11 @@ void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& option
   if (!options.yolo_names.empty()) {
     class_names = read_class_names(options.yolo_names);
   } else if (std::error_code ec; fs::exists(src / "classes.txt", ec)) {
+    // Found, not named: a FIFO there would block the read for ever.
+    if (!fs::is_regular_file(src / "classes.txt", ec)) {
+      throw UsageError((src / "classes.txt").string() +
+                       ": not a regular file (BoxOptions::yolo_names names another)");
+    }
     class_names = read_class_names(src / "classes.txt");
   }
   std::vector<std::string> keypoint_names;

@@ -531,6 +531,11 @@ TEST_F(YoloBoxes, ALabelFileThatIsNoRegularFileIsAProblemOfItsImage) {
   attach_boxes(list, src(), options());
   EXPECT_EQ(sample(list, "a/x.jpg").box_problem, "");
   EXPECT_EQ(sample(list, "a/y.png").box_problem, label("a/y.txt") + ": not a regular file");
+  // The same for the class names found in SRC: an error, before any file is read.
+  fs::remove(src() / "classes.txt");
+  ASSERT_EQ(::mkfifo((src() / "classes.txt").c_str(), 0600), 0);
+  EXPECT_EQ(usage_error([&] { attach_boxes(list, src(), options()); }),
+            label("classes.txt") + ": not a regular file (BoxOptions::yolo_names names another)");
 }
 
 TEST_F(YoloBoxes, TheNamesFileComesBeforeClassesTxt) {
