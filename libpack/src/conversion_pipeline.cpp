@@ -104,9 +104,7 @@ ConversionPipeline::ConversionPipeline(const ConvertOptions& options, const Conv
                 std::to_string(slots_.size()) + " images x " + std::to_string(options.variants) +
                 " variants of " + std::to_string(plan.shape.width) + "x" +
                 std::to_string(plan.shape.height) + "x" + std::to_string(plan.shape.channels) +
-                " bytes"
-                " need " +
-                std::to_string(static_cast<uint64_t>(mib)) +
+                " bytes need " + std::to_string(static_cast<uint64_t>(mib)) +
                 " MiB; a smaller ConvertOptions::size or fewer ConvertOptions::threads needs less");
   }
 }
