@@ -129,4 +129,12 @@ inline constexpr bool kThreadSanitizer = false;
 // open path under AddressSanitizer).
 inline constexpr bool kSanitizer = kAddressSanitizer || kThreadSanitizer;
 
+// The step of a randomized property sweep (seeds, layouts, sizes): 1 in the
+// plain build, which checks the property over every case; `under_sanitizer`
+// in a sanitizer build, which runs the same code on every that-many-th case
+// for memory and thread errors (scripts/test runs both). Pure computations
+// run 10-30 times slower there, so a full sweep would prove the property a
+// second time at that cost.
+constexpr uint64_t sweep_step(uint64_t under_sanitizer) { return kSanitizer ? under_sanitizer : 1; }
+
 }  // namespace imgpack::test

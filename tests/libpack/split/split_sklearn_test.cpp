@@ -270,6 +270,11 @@ Figures figures(const std::vector<int16_t>& assign, const Input& in, int32_t fol
 class AgainstScikitLearn : public ::testing::Test {
  protected:
   void SetUp() override {
+    // Figures against scikit-learn's, which a sanitizer build would compare a
+    // second time at ten times the cost; the code they drive (compute_split,
+    // the replay of StratifiedGroupKFold) runs under the sanitizers in
+    // split_test.cpp and split_extend_test.cpp.
+    if (test::kSanitizer) GTEST_SKIP() << "compared with scikit-learn in the plain build";
     if (!test::python_has_modules({"numpy", "sklearn"})) {
       GTEST_SKIP() << "scikit-learn not available to " << test::system_python();
     }
