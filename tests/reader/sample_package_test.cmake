@@ -13,9 +13,13 @@
 # device batches equal to host ones through the installed CUDA module (on a
 # machine without a GPU it checks that the installed module is the one found).
 #
+# The compiles go through the build's compiler launcher (LAUNCHER, its words
+# separated by "|"; ccache) where it has one: a compile that fails is never
+# cached, so a header that stops compiling on its own still fails here.
+#
 # cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DIMGPACK=... -DADD_SPLIT=...
 #       -DGENERATOR=... -DCXX=... -DOPENCV_INCLUDE=... [-DCUDA=ON] [-DSANITIZE=thread]
-#       -P sample_package_test.cmake
+#       [-DLAUNCHER=env|CCACHE_BASEDIR=...|ccache] -P sample_package_test.cmake
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR IMGPACK ADD_SPLIT GENERATOR CXX OPENCV_INCLUDE)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "sample_package_test.cmake: ${var} is not set")
@@ -79,16 +83,33 @@ if(NOT installed_headers STREQUAL expected_headers)
   message(FATAL_ERROR "installed headers differ from the API:\n  installed: ${installed_headers}\n"
                       "  expected:  ${expected_headers}")
 endif()
+# The launcher's `env NAME=VALUE...` words set this script's environment,
+# which the compiles below inherit; the rest is the launcher proper.
+string(REPLACE "|" ";" launcher_words "${LAUNCHER}")
+set(launcher "")
+foreach(word IN LISTS launcher_words)
+  if(word MATCHES "^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+    set(ENV{${CMAKE_MATCH_1}} "${CMAKE_MATCH_2}")
+  elseif(NOT word STREQUAL "env" OR launcher)
+    list(APPEND launcher "${word}")
+  endif()
+endforeach()
 foreach(header IN LISTS installed_headers)
   file(WRITE "${WORK_DIR}/header_check.cpp" "#include <imgpack/${header}>\n")
-  run(${CXX} -std=c++20 -fsyntax-only -Wall -Werror "-I${prefix}/include" -isystem
-      "${OPENCV_INCLUDE}" "${WORK_DIR}/header_check.cpp")
+  # Compiled to an object (which the cache can keep; -fsyntax-only it cannot).
+  run(${launcher} ${CXX} -std=c++20 -c -Wall -Werror "-I${prefix}/include" -isystem
+      "${OPENCV_INCLUDE}" "${WORK_DIR}/header_check.cpp" -o "${WORK_DIR}/header_check.o")
 endforeach()
 
 # The samples are built with the compiler the libraries were built with (a
 # sanitizer build's flags are that compiler's). A sanitizer build installs
 # instrumented libraries: the sample must link the runtime too.
 set(compiler_flags "-DCMAKE_CXX_COMPILER=${CXX}")
+list(LENGTH launcher launcher_words)
+if(launcher_words EQUAL 1)  # a list would not survive the trip through run()
+  list(APPEND compiler_flags "-DCMAKE_CXX_COMPILER_LAUNCHER=${launcher}"
+                              "-DCMAKE_CUDA_COMPILER_LAUNCHER=${launcher}")
+endif()
 if(SANITIZE)
   list(APPEND compiler_flags "-DCMAKE_CXX_FLAGS=-fsanitize=${SANITIZE}"
                               "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=${SANITIZE}")
