@@ -11,7 +11,10 @@ leaves WORK/results/SECTION.json. The peers are the reference implementations
 imgpack is compared with (the Python OpenCV + h5py packer, scikit-learn's
 splitters, h5py reads, torch DataLoaders). Inputs are generated
 deterministically and cached in WORK (default out/bench; --quick:
-out/bench-quick), so a second run skips the generation.
+out/bench-quick), so a second run skips the generation. --quick keeps its
+photo-like JPEGs in the user's cache instead ($IMGPACK_BENCH_PHOTOS, else
+$XDG_CACHE_HOME/imgpack/bench-photos/KEY, else ~/.cache/...; KEY a digest of
+the generator), so that a run in a fresh clone (CI's) reuses them too.
 
 Full mode then rewrites docs/BENCHMARKS.md and docs/bench/*.png (or --docs
 DIR). It takes tens of minutes on two cores (the first run longer: it
@@ -31,6 +34,7 @@ running anything.
 """
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import shlex
@@ -103,14 +107,18 @@ QUICK = {
     "splits_large": {"samples": 100000, "groups": 2000, "classes": 100, "folds": 5},
     "splits_adversarial": 27,
     "reader_records": 256,
+    # Each rate imgpack bench times alone: a fifth of a second, not a second (a smoke of
+    # the code path; its figures are not results).
     "reader_args": ["--batches", "16,64", "--threads", "1,2", "--jpeg-configs", "16:2,256:1",
                     "--h5py-configs", "16:2,256:1", "--epochs", "2", "--h5py-max-images", "256",
-                    "--torch-max-images", "96"],
-    "python_args": ["--batches", "64,256", "--epochs", "2", "--torch-max-images", "96"],
+                    "--torch-max-images", "96", "--measure-seconds", "0.2"],
+    "python_args": ["--batches", "64,256", "--epochs", "2", "--torch-max-images", "96",
+                    "--measure-seconds", "0.2"],
     "cold_variants": 2,
     "cold_args": ["--threads", "1,2", "--orders", "random,shard-window", "--windows", "1",
-                  "--read-paths", "auto,mapped", "--epochs", "1", "--batch", "64"],
-    "training_args": ["--batch", "16", "--steps-ms", "50,10,2", "--budget-s", "0.5",
+                  "--read-paths", "auto,mapped", "--epochs", "1", "--batch", "64",
+                  "--measure-seconds", "0.2"],
+    "training_args": ["--batch", "16", "--steps-ms", "50,2", "--budget-s", "0.5",
                       "--min-batches", "3", "--rate-images", "96", "--measure-seconds", "0.2"],
     "scale_sizes": [10000, 100000],
     "masks_pairs": 48,
@@ -128,13 +136,28 @@ def script(*parts):
     return os.path.join(HERE, *parts)
 
 
+def quick_photo_cache():
+    """Where --quick keeps its photo-like JPEGs: a folder named by a digest of what they are
+    made from (the generator and the class count), so that a changed generator starts a set
+    of its own rather than reusing photos it would no longer make."""
+    configured = os.environ.get("IMGPACK_BENCH_PHOTOS")
+    if configured:
+        return configured
+    digest = hashlib.sha256()
+    with open(script("convert", "make_photos.py"), "rb") as f:
+        digest.update(f.read())
+    digest.update(b"classes %d" % benchlib.PHOTO_CLASSES)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "imgpack", "bench-photos", digest.hexdigest()[:16])
+
+
 class Runner:
     def __init__(self, args, sizes):
         self.args = args
         self.sizes = sizes
         self.work = os.path.abspath(args.work)
         self.results = os.path.join(self.work, "results")
-        self.photos = os.path.join(self.work, "photos")
+        self.photos = quick_photo_cache() if args.quick else os.path.join(self.work, "photos")
         self.repeat = str(args.repeat or sizes["repeat"])
         self.peers = args.peers or not args.quick
         self.imgpack = benchlib.imgpack_binary()

@@ -38,12 +38,16 @@ import benchlib  # noqa: E402
 
 TARGET_BATCH = 256
 TARGET_THREADS = 2
+# imgpack bench --measure-seconds (None: bench's own, a second); --quick gives less.
+MEASURE_SECONDS = None
 
 
 def bench(imgpack, dataset, batch, threads, epochs, extra=(), device="host"):
     command = [imgpack, "bench", dataset, "--batch", batch, "--threads", threads,
                "--epochs", epochs, "--order", "random", "--device", device,
                "--memcpy-threads", TARGET_THREADS, "--json", "--quiet"] + list(extra)
+    if MEASURE_SECONDS:
+        command += ["--measure-seconds", MEASURE_SECONDS]
     return benchlib.run_json(command), " ".join(map(str, command))
 
 
@@ -99,7 +103,11 @@ def main():
     parser.add_argument("--imgpack", default=benchlib.imgpack_binary())
     parser.add_argument("--no-peers", action="store_true",
                         help="measure imgpack only, not h5py and the torch DataLoaders")
+    parser.add_argument("--measure-seconds", type=float,
+                        help="imgpack bench --measure-seconds (default: bench's own)")
     args = parser.parse_args()
+    global MEASURE_SECONDS
+    MEASURE_SECONDS = args.measure_seconds
     batches = sorted({int(b) for b in args.batches.split(",")} | {TARGET_BATCH})
     threads = sorted(int(t) for t in args.threads.split(","))
     jpeg_pairs = configs(args.jpeg_configs)
