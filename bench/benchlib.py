@@ -30,6 +30,17 @@ def imgpack_binary():
     return os.path.join(ROOT, build, "tools", "imgpack")
 
 
+def add_measure_seconds(parser):
+    """The --measure-seconds option of a script that runs `imgpack bench`."""
+    parser.add_argument("--measure-seconds", type=float,
+                        help="imgpack bench --measure-seconds (default: bench's own)")
+
+
+def measure_args(seconds):
+    """What `imgpack bench` is given for a script's --measure-seconds (nothing: its own)."""
+    return ["--measure-seconds", seconds] if seconds else []
+
+
 def python_module_dir():
     """Where the build leaves the imgpack Python module (build/python, or $IMGPACK_BUILD_DIR's)."""
     return os.path.join(ROOT, os.environ.get("IMGPACK_BUILD_DIR", "build"), "python")

@@ -43,8 +43,7 @@ def bench(args, extra):
     # Every variant is its own sample: each epoch reads every record of the dataset.
     command = [args.imgpack, "bench", args.dataset, "--variants", "all", "--batch",
                str(args.batch), "--epochs", str(args.epochs), "--json", "-q"] + extra
-    if args.measure_seconds:
-        command += ["--measure-seconds", str(args.measure_seconds)]
+    command += [str(a) for a in benchlib.measure_args(args.measure_seconds)]
     return benchlib.run_json(command), " ".join(command)
 
 
@@ -165,8 +164,7 @@ def main(argv):
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--imgpack", default=benchlib.imgpack_binary())
-    parser.add_argument("--measure-seconds", type=float,
-                        help="imgpack bench --measure-seconds (default: bench's own)")
+    benchlib.add_measure_seconds(parser)
     parser.add_argument("--json", help="result file (default WORKDIR/results.json)")
     args = parser.parse_args(argv)
     os.makedirs(args.workdir, exist_ok=True)

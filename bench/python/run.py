@@ -50,9 +50,7 @@ def cpp(args, batch, device="cpu", output="uint8"):
     command = [args.imgpack, "bench", args.dataset, "--batch", batch, "--threads", args.threads,
                "--prefetch", args.prefetch, "--epochs", args.epochs, "--order", "random",
                "--device", "host" if device == "cpu" else device, "--output", output, "--json",
-               "--quiet"]
-    if args.measure_seconds:
-        command += ["--measure-seconds", args.measure_seconds]
+               "--quiet"] + benchlib.measure_args(args.measure_seconds)
     return benchlib.run_json(command), " ".join(map(str, command))
 
 
@@ -86,8 +84,7 @@ def main():
     parser.add_argument("--devices", default="cpu")
     parser.add_argument("--outputs", default="uint8,float32,float16")
     parser.add_argument("--imgpack", default=benchlib.imgpack_binary())
-    parser.add_argument("--measure-seconds", type=float,
-                        help="imgpack bench --measure-seconds (default: bench's own)")
+    benchlib.add_measure_seconds(parser)
     parser.add_argument("--no-peers", action="store_true",
                         help="measure imgpack only, not the DataLoader over h5py")
     args = parser.parse_args()

@@ -38,16 +38,12 @@ import benchlib  # noqa: E402
 
 TARGET_BATCH = 256
 TARGET_THREADS = 2
-# imgpack bench --measure-seconds (None: bench's own, a second); --quick gives less.
-MEASURE_SECONDS = None
 
 
 def bench(imgpack, dataset, batch, threads, epochs, extra=(), device="host"):
     command = [imgpack, "bench", dataset, "--batch", batch, "--threads", threads,
                "--epochs", epochs, "--order", "random", "--device", device,
                "--memcpy-threads", TARGET_THREADS, "--json", "--quiet"] + list(extra)
-    if MEASURE_SECONDS:
-        command += ["--measure-seconds", MEASURE_SECONDS]
     return benchlib.run_json(command), " ".join(map(str, command))
 
 
@@ -103,11 +99,9 @@ def main():
     parser.add_argument("--imgpack", default=benchlib.imgpack_binary())
     parser.add_argument("--no-peers", action="store_true",
                         help="measure imgpack only, not h5py and the torch DataLoaders")
-    parser.add_argument("--measure-seconds", type=float,
-                        help="imgpack bench --measure-seconds (default: bench's own)")
+    benchlib.add_measure_seconds(parser)
     args = parser.parse_args()
-    global MEASURE_SECONDS
-    MEASURE_SECONDS = args.measure_seconds
+    measure = benchlib.measure_args(args.measure_seconds)
     batches = sorted({int(b) for b in args.batches.split(",")} | {TARGET_BATCH})
     threads = sorted(int(t) for t in args.threads.split(","))
     jpeg_pairs = configs(args.jpeg_configs)
@@ -127,12 +121,13 @@ def main():
     for r in range(args.repeat):
         rep = {"by_batch": {}}
         for batch in batches:
-            result, command = bench(args.imgpack, args.dataset, batch, TARGET_THREADS, args.epochs)
+            result, command = bench(args.imgpack, args.dataset, batch, TARGET_THREADS, args.epochs,
+                                    measure)
             rep["by_batch"][str(batch)] = result
             commands["imgpack bench (batch %d)" % batch] = command
         rep["sweep"], commands["imgpack bench --sweep-threads"] = bench(
             args.imgpack, args.dataset, TARGET_BATCH, max(threads), max(1, args.epochs - 1),
-            ["--sweep-threads"])
+            ["--sweep-threads"] + measure)
         if not args.no_peers:
             rep.update(peer_runs(args, r, jpeg_pairs, h5_pairs, commands))
         repeats.append(rep)

@@ -57,8 +57,7 @@ def imgpack_bench(args, extra, python=False):
     command = [args.imgpack, "bench", args.dataset, "--batch", args.batch, "--threads",
                args.threads, "--order", "random", "--device", "host", "--json",
                "--quiet"] + list(extra)
-    if args.measure_seconds:
-        command += ["--measure-seconds", args.measure_seconds]
+    command += benchlib.measure_args(args.measure_seconds)
     return benchlib.run_json(command), " ".join(map(str, command))
 
 
@@ -111,8 +110,7 @@ def main():
     parser.add_argument("--min-batches", type=int, default=8)
     parser.add_argument("--rate-images", type=int, default=2048,
                         help="images read by the torch pipelines' pure-rate runs")
-    parser.add_argument("--measure-seconds", type=float,
-                        help="imgpack bench --measure-seconds (default: bench's own)")
+    benchlib.add_measure_seconds(parser)
     parser.add_argument("--imgpack", default=benchlib.imgpack_binary())
     parser.add_argument("--no-peers", action="store_true",
                         help="imgpack's pipelines only, not the torch DataLoaders")
