@@ -19,11 +19,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Pixels are gathered into writes of about this size: small enough to stay in
-// the caches between the copy in and the write out (32 MiB made a conversion
-// to 224x224 on two cores 16-25% slower than 1 to 4 MiB), large enough that
-// a write costs little per record.
-constexpr std::size_t kStagingBytes = 4u << 20;
+// Pixels are gathered into writes of this size: small enough to stay in the
+// caches between the copy in and the write out (32 MiB made a conversion to
+// 224x224 on two cores 16-25% slower than 1 to 4 MiB), large enough that a
+// write costs little per record.
+constexpr std::size_t kWriteBytes = 4u << 20;
 
 // Creates a uint8 pixel dataset of `rank` dimensions: contiguous, unfiltered,
 // allocated at creation, never filled, so its bytes are one aligned run at
@@ -65,24 +65,6 @@ uint64_t pixels_offset(h5::File& file, const h5::Handle& pixels, const char* nam
   return offset;
 }
 
-// Writes rows [first, first + rows) of a pixel dataset whose rows have the
-// shape dims[1..rank) from `data`.
-void write_rows(h5::File& file, const h5::Handle& dataset, const char* name, int rank,
-                const hsize_t* row_dims, uint64_t first, uint64_t rows, const uint8_t* data) {
-  hsize_t start[4] = {first, 0, 0, 0};
-  hsize_t count[4] = {rows, 0, 0, 0};
-  for (int d = 1; d < rank; ++d) count[d] = row_dims[d];
-  h5::Handle file_space(file.check(H5Dget_space(dataset.get()), "H5Dget_space", name));
-  file.check_status(
-      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
-      "H5Sselect_hyperslab", name);
-  h5::Handle mem_space(
-      file.check(H5Screate_simple(rank, count, nullptr), "H5Screate_simple", name));
-  file.check_status(H5Dwrite(dataset.get(), H5T_NATIVE_UINT8, mem_space.get(), file_space.get(),
-                             H5P_DEFAULT, data),
-                    "H5Dwrite", name);
-}
-
 // Copies `size` bytes between two files, in the kernel where it can.
 void copy_range(const fs::path& from, uint64_t from_offset, const fs::path& to, uint64_t to_offset,
                 uint64_t size) {
@@ -118,7 +100,8 @@ void copy_range(const fs::path& from, uint64_t from_offset, const fs::path& to, 
 }  // namespace
 
 ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capacity,
-                         std::string dataset_uuid, uint32_t shard_index, RecordExtras extras)
+                         std::string dataset_uuid, uint32_t shard_index, RecordExtras extras,
+                         RegionWriter::Mode pixel_writes)
     : final_path_(std::move(final_path)),
       shape_(shape),
       capacity_(capacity),
@@ -136,10 +119,13 @@ ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capaci
   images_offset_ = pixels_offset(file_, images_, format::kImages);
   if (masks_) masks_offset_ = pixels_offset(file_, masks_dataset_, format::kMasks);
   writeback_fd_ = FileDescriptor(tmp_path_, O_RDONLY);
-  staging_capacity_ = std::clamp<uint64_t>(kStagingBytes / shape_.bytes(), 1, capacity_);
-  staging_ = std::make_unique_for_overwrite<uint8_t[]>(staging_capacity_ * shape_.bytes());
+  const uint64_t image_bytes = capacity_ * shape_.bytes();
+  pixels_.emplace(tmp_path_, images_offset_, image_bytes,
+                  std::min<uint64_t>(kWriteBytes, image_bytes), pixel_writes);
   if (masks_) {
-    mask_staging_ = std::make_unique_for_overwrite<uint8_t[]>(staging_capacity_ * shape_.pixels());
+    const uint64_t mask_bytes = capacity_ * shape_.pixels();
+    mask_pixels_.emplace(tmp_path_, masks_offset_, mask_bytes,
+                         std::min<uint64_t>(kWriteBytes, mask_bytes), pixel_writes);
   }
   labels_.reserve(capacity_);
   samples_.reserve(capacity_);
@@ -165,17 +151,17 @@ void ShardWriter::append(const uint8_t* pixels, uint64_t checksum, int32_t label
   if (full()) throw file_error(tmp_path_, "shard is full");
   if (masks_ && parts.mask == nullptr) throw file_error(tmp_path_, "a record without its mask");
   if (extras_.boxes) append_boxes(parts.boxes);
-  std::memcpy(staging_.get() + staged_ * shape_.bytes(), pixels, shape_.bytes());
+  pixels_->append(pixels, shape_.bytes());
+  if (!pixels_->direct()) sync_in_background(shape_.bytes());
   if (masks_) {
-    std::memcpy(mask_staging_.get() + staged_ * shape_.pixels(), parts.mask, shape_.pixels());
+    mask_pixels_->append(parts.mask, shape_.pixels());
+    if (!mask_pixels_->direct()) sync_in_background(shape_.pixels());
     mask_checksums_.push_back(parts.mask_checksum);
   }
-  ++staged_;
   labels_.push_back(label);
   samples_.push_back(sample);
   variants_.push_back(variant);
   checksums_.push_back(checksum);
-  if (staged_ == staging_capacity_) flush_staging();
 }
 
 void ShardWriter::append_boxes(const RecordBoxes* record) {
@@ -193,26 +179,6 @@ void ShardWriter::append_boxes(const RecordBoxes* record) {
   box_offsets_.push_back(static_cast<int64_t>(boxes_.size()));
   box_checksums_.push_back(
       box_checksum(record->boxes, record->classes, record->crowd, record->keypoints));
-}
-
-void ShardWriter::flush_staging() {
-  if (staged_ == 0) return;
-  h5::silence_errors();  // the writer may run on any pipeline thread
-  const hsize_t dims[4] = {capacity_, shape_.height, shape_.width, shape_.channels};
-  write_rows(file_, images_, format::kImages, 4, dims, staging_first_, staged_, staging_.get());
-  if (masks_) {
-    write_rows(file_, masks_dataset_, format::kMasks, 3, dims, staging_first_, staged_,
-               mask_staging_.get());
-  }
-  start_writeback(writeback_fd_.get(), images_offset_ + staging_first_ * shape_.bytes(),
-                  staged_ * shape_.bytes());
-  if (masks_) {
-    start_writeback(writeback_fd_.get(), masks_offset_ + staging_first_ * shape_.pixels(),
-                    staged_ * shape_.pixels());
-  }
-  sync_in_background(staged_ * (shape_.bytes() + (masks_ ? shape_.pixels() : 0)));
-  staging_first_ += staged_;
-  staged_ = 0;
 }
 
 void ShardWriter::sync_in_background(uint64_t bytes) {
@@ -262,11 +228,12 @@ void ShardWriter::write_columns_and_attrs(h5::File& file) {
 void ShardWriter::seal() {
   if (sealed_) return;
   if (size() == 0) throw file_error(tmp_path_, "cannot commit an empty shard");
-  flush_staging();
+  pixels_->finish();
+  if (masks_) mask_pixels_->finish();
+  pixels_.reset();
+  mask_pixels_.reset();
   finish_background_sync();
   writeback_fd_.reset();
-  staging_.reset();
-  mask_staging_.reset();
   if (size() < capacity_) {
     seal_compacted();
   } else {

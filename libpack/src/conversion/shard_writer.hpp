@@ -2,13 +2,15 @@
 //
 // ShardWriter writes one shard: it creates SHARD.tmp with /images (and, for a
 // dataset with masks, /masks) allocated contiguously for `capacity` records
-// (4096-aligned, never filled), appends records in large hyperslab writes,
-// and commit() adds the per-record columns and attributes, fsyncs and renames
-// the file into place. Each write's pixels are handed to the kernel's
-// write-back at once (start_writeback), and every 16 MiB an fdatasync of
-// the file runs on a thread of its own (one at a time; a failure fails the
-// shard), so the storage works, and empties its write cache, while the
-// conversion goes on rather than in the commit's fsync. A shard that ends
+// (4096-aligned, never filled), writes the records' pixels into that storage
+// front to back in large writes past the page cache (RegionWriter), and
+// commit() adds the per-record columns and attributes, fsyncs and renames
+// the file into place. Where the file system takes no O_DIRECT, each write's
+// pixels are handed to the kernel's write-back at once (start_writeback),
+// and every 16 MiB an fdatasync of the file runs on a thread of its own (one
+// at a time; a failure fails the shard), so the storage works, and empties
+// its write cache, while the conversion goes on rather than in the commit's
+// fsync. A shard that ends
 // with fewer records than its capacity is compacted into an exactly sized
 // file first (a kernel-side copy of its pixels and masks). A ShardWriter
 // destroyed before commit() removes its temporary file.
@@ -31,10 +33,12 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "conversion/region_writer.hpp"
 #include "files.hpp"
 #include "h5.hpp"
 #include "imgpack/dataset_index.hpp"
@@ -58,8 +62,11 @@ struct RecordParts {
 
 class ShardWriter {
  public:
+  // `pixel_writes` chooses how the pixels reach the file (tests compare the
+  // two; the bytes are the same).
   ShardWriter(std::filesystem::path final_path, RecordShape shape, uint64_t capacity,
-              std::string dataset_uuid, uint32_t shard_index, RecordExtras extras = {});
+              std::string dataset_uuid, uint32_t shard_index, RecordExtras extras = {},
+              RegionWriter::Mode pixel_writes = RegionWriter::Mode::direct_where_possible);
   ~ShardWriter();
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
@@ -92,9 +99,9 @@ class ShardWriter {
 
  private:
   void append_boxes(const RecordBoxes* record);
-  void flush_staging();
-  // Counts `bytes` more written; past kBackgroundSyncBytes since the last
-  // one, starts an fdatasync on its own thread unless one still runs.
+  // Counts `bytes` more written through the page cache; past
+  // kBackgroundSyncBytes since the last one, starts an fdatasync on its own
+  // thread unless one still runs.
   void sync_in_background(uint64_t bytes);
   // Waits for the fdatasync started last; throws naming the file if it failed.
   void finish_background_sync();
@@ -114,21 +121,17 @@ class ShardWriter {
   h5::File file_;
   h5::Handle images_;
   h5::Handle masks_dataset_;
-  // The temporary file again, for start_writeback, and where its pixel
-  // datasets start in it.
+  // The temporary file again, for the background fdatasync, and where its
+  // pixel datasets start in it.
   FileDescriptor writeback_fd_;
   uint64_t images_offset_ = 0;
   uint64_t masks_offset_ = 0;
   static constexpr uint64_t kBackgroundSyncBytes = uint64_t{16} << 20;
   uint64_t unsynced_bytes_ = 0;  // written since the last fdatasync started
   std::future<int> syncing_;     // that fdatasync: 0 or its errno
-  // Whole records waiting for one large H5Dwrite, and their masks: left
-  // uninitialised (32 MiB that every record overwrites before it is written).
-  std::unique_ptr<uint8_t[]> staging_;
-  std::unique_ptr<uint8_t[]> mask_staging_;
-  uint64_t staging_capacity_ = 0;  // records
-  uint64_t staged_ = 0;            // records in staging_
-  uint64_t staging_first_ = 0;     // row of staging_'s first record
+  // The writers of /images and /masks, until seal().
+  std::optional<RegionWriter> pixels_;
+  std::optional<RegionWriter> mask_pixels_;
 
   std::vector<int32_t> labels_;
   std::vector<int64_t> samples_;

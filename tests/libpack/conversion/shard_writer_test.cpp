@@ -82,7 +82,7 @@ TEST(ShardWriter, FullShardMatchesTheContract) {
 
 TEST(ShardWriter, ShortShardIsCompactedToItsExactSize) {
   test::TempDir dir;
-  RecordShape shape{64, 64, 3};  // 12 KiB records: several staging flushes, real copy
+  RecordShape shape{64, 64, 3};  // 12 KiB records: several writes, real copy
   {
     ShardWriter writer(dir / "shard-00000.h5", shape, 50, "u", 0);
     for (uint8_t i = 0; i < 17; ++i) {
@@ -101,15 +101,53 @@ TEST(ShardWriter, ShortShardIsCompactedToItsExactSize) {
   }
 }
 
-// 40 MB of records: fdatasyncs start on their own threads as the shard
-// fills (every 16 MiB). Committed, the shard holds every record's bytes;
-// abandoned while one may still run, it leaves nothing.
-TEST(ShardWriter, AShardOfSeveralBackgroundSyncStepsKeepsItsBytesOrLeavesNothing) {
+// The pixels past the page cache and through it: the same shard files, byte
+// for byte, full and compacted, with masks.
+TEST(ShardWriter, PixelsWrittenPastThePageCacheOrThroughItMakeTheSameFile) {
+  test::TempDir dir;
+  RecordShape shape{100, 70, 3};  // 21,000-byte records: no record ends on a block
+  const RecordExtras extras{.masks = true};
+  for (const uint64_t records : {uint64_t{450}, uint64_t{449}}) {
+    std::string files[2];
+    for (int m = 0; m < 2; ++m) {
+      const fs::path path = dir / ("shard-0000" + std::to_string(m) + ".h5");
+      {
+        ShardWriter writer(
+            path, shape, 450, "u", 0, extras,
+            m == 0 ? RegionWriter::Mode::direct_where_possible : RegionWriter::Mode::buffered);
+        for (uint64_t i = 0; i < records; ++i) {
+          std::vector<uint8_t> r = record(shape, static_cast<uint8_t>(i));
+          std::vector<uint8_t> mask(shape.pixels(), static_cast<uint8_t>(i % 5));
+          writer.append(r.data(), checksum(r), 0, static_cast<int64_t>(i), 0,
+                        {mask.data(), checksum(mask)});
+        }
+        writer.commit();
+      }
+      files[m] = test::read_bytes(path);
+    }
+    EXPECT_EQ(files[0].size(), files[1].size()) << records << " records";
+    EXPECT_TRUE(files[0] == files[1]) << records << " records";
+    const std::vector<uint8_t> pixels = read_images_checked(dir / "shard-00000.h5", shape, records);
+    for (uint64_t i = 0; i < records; ++i) {
+      ASSERT_EQ(checksum(pixels.data() + i * shape.bytes(), shape.bytes()),
+                checksum(record(shape, static_cast<uint8_t>(i))))
+          << "record " << i;
+    }
+  }
+}
+
+// 40 MB of records, past the page cache and through it, where fdatasyncs
+// start on their own threads as the shard fills (every 16 MiB). Committed,
+// the shard holds every record's bytes; abandoned while a write or an
+// fdatasync may still run, it leaves nothing.
+class ShardWriterModes : public ::testing::TestWithParam<RegionWriter::Mode> {};
+
+TEST_P(ShardWriterModes, AShardOfSeveralWritesKeepsItsBytesOrLeavesNothing) {
   test::TempDir dir;
   RecordShape shape{256, 256, 3};  // 192 KiB records
   constexpr uint8_t kRecords = 200;
   {
-    ShardWriter writer(dir / "shard-00000.h5", shape, kRecords, "u", 0);
+    ShardWriter writer(dir / "shard-00000.h5", shape, kRecords, "u", 0, {}, GetParam());
     for (uint8_t i = 0; i < kRecords; ++i) {
       std::vector<uint8_t> r = record(shape, i);
       writer.append(r.data(), checksum(r), 0, i, 0);
@@ -123,7 +161,7 @@ TEST(ShardWriter, AShardOfSeveralBackgroundSyncStepsKeepsItsBytesOrLeavesNothing
         << "record " << int{i};
   }
   {
-    ShardWriter writer(dir / "shard-00001.h5", shape, kRecords, "u", 1);
+    ShardWriter writer(dir / "shard-00001.h5", shape, kRecords, "u", 1, {}, GetParam());
     for (uint8_t i = 0; i < kRecords - 1; ++i) {
       std::vector<uint8_t> r = record(shape, i);
       writer.append(r.data(), checksum(r), 0, i, 0);
@@ -133,6 +171,15 @@ TEST(ShardWriter, AShardOfSeveralBackgroundSyncStepsKeepsItsBytesOrLeavesNothing
     EXPECT_EQ(entry.path().filename(), "shard-00000.h5") << "left behind: " << entry.path();
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(PixelWrites, ShardWriterModes,
+                         ::testing::Values(RegionWriter::Mode::direct_where_possible,
+                                           RegionWriter::Mode::buffered),
+                         [](const ::testing::TestParamInfo<RegionWriter::Mode>& mode) {
+                           return mode.param == RegionWriter::Mode::buffered
+                                      ? std::string("Buffered")
+                                      : std::string("Direct");
+                         });
 
 TEST(ShardWriter, AbandonedShardLeavesNothing) {
   test::TempDir dir;
