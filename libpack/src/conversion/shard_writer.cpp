@@ -135,6 +135,8 @@ ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capaci
 }
 
 ShardWriter::~ShardWriter() {
+  pixels_.reset();  // waits for a write in flight
+  mask_pixels_.reset();
   if (syncing_.valid()) syncing_.wait();  // it uses writeback_fd_
   if (!committed_) {
     images_.reset();
