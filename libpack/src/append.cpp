@@ -41,6 +41,7 @@ ConvertOptions append_options(const AppendOptions& request, const DatasetIndex& 
   }
   options.src = request.src;
   options.out = request.dataset;
+  refuse_output_among_inputs(options);
   options.size = std::make_pair(index.width, index.height);
   options.threads = request.threads;
   options.on_error = request.on_error;

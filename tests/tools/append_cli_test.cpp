@@ -484,6 +484,25 @@ TEST_F(AppendCli, AnAppendThatCannotTakeItsInputsSaysHowToGoOn) {
   }
 }
 
+// An append reads SRC and writes the dataset: a dataset inside SRC, or SRC
+// itself, would be written into the inputs and read back as images.
+TEST_F(AppendCli, AnAppendRefusesADatasetInsideSrc) {
+  const fs::path out = dir_ / "src" / "packed";
+  make_first(out);
+  const auto before = test::directory_snapshot(dir_ / "src");
+  test::CommandResult r = test::run_imgpack(append_args(out));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(out.string() + ": the output directory must not be SRC or inside it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(test::directory_snapshot(dir_ / "src"), before);
+
+  r = test::run_imgpack("convert " + q(out) + " " + q(out) + " --append -q");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("must not be SRC or inside it"), std::string::npos) << r.err;
+  EXPECT_EQ(test::directory_snapshot(dir_ / "src"), before);
+}
+
 // A part of a conversion in parts takes no change: merge adopts a part's
 // shards and renumbers its samples, and would drop a removal or keep a
 // compacted part's samples without their records.
@@ -892,6 +911,46 @@ TEST_F(AppendCli, CompactMovesTheLastShardIntoThePlaceOfOneThatHeldOnlyRemovedIm
   EXPECT_GE(points.size(), 1u);
   for (const std::string& point : points)
     expect_killed_compaction_ends_as(reference, remove, point);
+}
+
+// A compaction writes its shards under numbers past the last file's, so the
+// files no longer go by place: the append after it writes its shards past
+// every file too, and every shard the compacted dataset lists stays as it was.
+TEST_F(AppendCli, AnAppendAfterACompactionWritesOverNoShard) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  const DatasetIndex first = read_index(out);
+  ASSERT_GE(first.num_shards(), 4u);
+  // One sample of place 0 removed: place 0 is rewritten under a new number.
+  test::write_bytes(dir_ / "gone.txt", first.sample_path[0] + "\n");
+  ASSERT_EQ(run_command(kDate + imgpack() + " remove " + q(out) + remove_list_args()).exit_code, 0);
+  ASSERT_EQ(run_command(kDate + imgpack() + " compact " + q(out) + " -q").exit_code, 0);
+  const DatasetIndex compacted = read_index(out);
+  ASSERT_NE(compacted.shards.file[0], first.shards.file[0]);
+  ASSERT_EQ(compacted.shards.file[0], format::shard_file_name(first.num_shards()));
+  const std::map<std::string, std::string> compacted_bytes = shard_bytes(out);
+
+  const test::CommandResult r = run_command(kDate + imgpack() + " " + append_args(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const DatasetIndex appended = read_index(out);
+  ASSERT_GT(appended.num_shards(), compacted.num_shards());
+  const std::map<std::string, std::string> appended_bytes = shard_bytes(out);
+  for (std::size_t k = 0; k < compacted.num_shards(); ++k) {
+    const std::string& file = compacted.shards.file[k];
+    EXPECT_EQ(appended.shards.file[k], file) << k;
+    ASSERT_EQ(appended_bytes.count(file), 1u) << file;
+    EXPECT_TRUE(appended_bytes.at(file) == compacted_bytes.at(file)) << file << " changed";
+  }
+  std::set<std::string> files(appended.shards.file.begin(), appended.shards.file.end());
+  EXPECT_EQ(files.size(), appended.num_shards()) << "two places share a file";
+  for (std::size_t k = compacted.num_shards(); k < appended.num_shards(); ++k) {
+    EXPECT_EQ(appended.shards.file[k],
+              format::shard_file_name(k - compacted.num_shards() + first.num_shards() + 1))
+        << k;
+  }
+  const test::CommandResult verified = test::run_imgpack("verify " + q(out) + " -q");
+  EXPECT_EQ(verified.exit_code, 0) << verified.err;
+  expect_no_leftovers(out);
 }
 
 // Several shards that held only removed samples' records, one of them the

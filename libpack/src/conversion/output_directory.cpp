@@ -196,16 +196,22 @@ std::string discard_if_damaged(const ConvertOptions& options) {
          "converted again";
 }
 
-DirectoryLock lock_output(const ConvertOptions& options) {
+void refuse_output_among_inputs(const ConvertOptions& options) {
   const fs::path& out = options.out;
   if (is_inside(out, options.src)) {
-    throw UsageError(out.string() + ": the output directory must not be inside SRC (" +
+    throw UsageError(out.string() + ": the output directory must not be SRC or inside it (" +
                      options.src.string() + "), which imgpack never modifies");
   }
   if (!options.masks.dir.empty() && is_inside(out, options.masks.dir)) {
-    throw UsageError(out.string() + ": the output directory must not be inside the mask folder (" +
+    throw UsageError(out.string() +
+                     ": the output directory must not be the mask folder or inside it (" +
                      options.masks.dir.string() + "), which imgpack never modifies");
   }
+}
+
+DirectoryLock lock_output(const ConvertOptions& options) {
+  const fs::path& out = options.out;
+  refuse_output_among_inputs(options);
   std::error_code ec;
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {
     throw UsageError(out.string() + ": exists and is not a directory");

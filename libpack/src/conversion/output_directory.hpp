@@ -28,6 +28,11 @@ struct ResumePoint {
   std::vector<std::string> notes;  // what was discarded and why, for the report
 };
 
+// Throws UsageError naming OUT where it is SRC or the mask folder, or lies
+// inside one of them: imgpack never modifies its inputs, and a dataset among
+// them would be read as input by the next scan.
+void refuse_output_among_inputs(const ConvertOptions& options);
+
 // Creates OUT if it is missing and takes an exclusive lock on it for the
 // whole conversion: two conversions into one OUT at once (a run and its
 // --resume, say) would remove each other's files. Another process holding the

@@ -327,7 +327,7 @@ void DatasetWriter::add(const uint8_t* pixels, uint64_t checksum, int32_t label,
                         uint16_t variant, const RecordParts& parts) {
   if (!current_) {
     auto index = static_cast<uint32_t>(shards_.size());
-    std::string name = format::shard_file_name(index);
+    std::string name = format::shard_file_name(index + file_number_offset_);
     uint64_t capacity = std::clamp<uint64_t>(remaining_, 1, records_per_shard_);
     current_ =
         std::make_unique<ShardWriter>(out_dir_ / name, shape_, capacity, uuid_, index, extras_);
@@ -392,6 +392,13 @@ void DatasetWriter::continue_after(const RecordTable& records, const ShardTable&
   }
   records_ = records;
   shards_ = shards;
+  uint64_t past_every_file = 0;
+  for (const std::string& file : shards.file) {
+    if (format::is_shard_file_name(file)) {
+      past_every_file = std::max(past_every_file, format::shard_file_number(file) + 1);
+    }
+  }
+  file_number_offset_ = past_every_file - std::min<uint64_t>(past_every_file, shards.size());
 }
 
 void DatasetWriter::finish(DatasetIndex& index) {

@@ -179,8 +179,10 @@ class DatasetWriter {
              std::span<const uint16_t> variants);
 
   // Continues a dataset whose shards and records these are (an append): new
-  // shards are numbered after them, and finish() hands back these tables
-  // followed by the new records. Only before the first add() or adopt().
+  // shards take the places after them, in files numbered past every file
+  // they list (a compacted dataset's files are not numbered by place), and
+  // finish() hands back these tables followed by the new records. Only
+  // before the first add() or adopt().
   void continue_after(const RecordTable& records, const ShardTable& shards);
 
   // Shards committed so far (the one being filled or published not included).
@@ -237,6 +239,8 @@ class DatasetWriter {
 
   RecordTable records_;
   ShardTable shards_;
+  // A new shard's file number less its place (continue_after()).
+  uint64_t file_number_offset_ = 0;
 };
 
 }  // namespace imgpack

@@ -21,11 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The number in a shard file name ("shard-00042.h5" -> 42).
-uint64_t shard_number(const std::string& name) {
-  return std::strtoull(name.c_str() + std::string("shard-").size(), nullptr, 10);
-}
-
 // Rewrites the rows `keep` of shard `k` as `name`, the shard at place
 // `place` of the new table: every kept record's pixels (and mask) checked
 // against its checksum on the way, so that no damage passes into the new
@@ -120,7 +115,7 @@ void write_compacted(const fs::path& dataset, DatasetIndex& index,
   uint64_t next_number = 0;
   for (const std::string& file : index.shards.file) {
     if (format::is_shard_file_name(file))
-      next_number = std::max(next_number, shard_number(file) + 1);
+      next_number = std::max(next_number, format::shard_file_number(file) + 1);
   }
   // Each shard at its new place: as it was, or written anew (without the
   // removed samples' records, or under its new place's number).

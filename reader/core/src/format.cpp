@@ -1,6 +1,8 @@
 #include "imgpack/format.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 namespace imgpack::format {
 
@@ -19,6 +21,11 @@ bool is_shard_file_name(const std::string& name) {
     if (name[i] < '0' || name[i] > '9') return false;
   }
   return true;
+}
+
+uint64_t shard_file_number(const std::string& name) {
+  if (!is_shard_file_name(name)) return 0;
+  return std::strtoull(name.c_str() + std::string_view("shard-").size(), nullptr, 10);
 }
 
 }  // namespace imgpack::format

@@ -41,6 +41,9 @@ inline constexpr int16_t kTestFold = -1;
 std::string shard_file_name(std::size_t shard_index);
 // True for names of the form shard-NNNNN.h5 (five or more digits).
 bool is_shard_file_name(const std::string& name);
+// The number in a shard file name ("shard-00042.h5" -> 42); 0 for a name
+// is_shard_file_name() refuses.
+uint64_t shard_file_number(const std::string& name);
 
 // Shard file objects.
 inline constexpr const char* kImages = "/images";
