@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "inputs/scan.hpp"
+
 namespace imgpack {
 
 // `text` without the spaces, tabs and CRs around it.
@@ -40,5 +42,19 @@ std::string read_text_file(const std::filesystem::path& path, const std::string&
 
 // A normalised coordinate clamped to the image, [0, 1].
 inline float clamp_unit(double value) { return static_cast<float>(std::clamp(value, 0.0, 1.0)); }
+
+// The box from (x0, y0) to (x1, y1) in fractions of the image (x1 > x0,
+// y1 > y0, finite), clipped to the image, with the share of its area the
+// image holds.
+inline SourceBox clipped_box(double x0, double y0, double x1, double y1, int32_t cls,
+                             uint8_t crowd) {
+  SourceBox box{clamp_unit(x0), clamp_unit(y0), clamp_unit(x1), clamp_unit(y1), cls, crowd};
+  if (x0 < 0 || y0 < 0 || x1 > 1 || y1 > 1) {
+    const double held = (std::clamp(x1, 0.0, 1.0) - std::clamp(x0, 0.0, 1.0)) *
+                        (std::clamp(y1, 0.0, 1.0) - std::clamp(y0, 0.0, 1.0));
+    box.inside = static_cast<float>(held / ((x1 - x0) * (y1 - y0)));
+  }
+  return box;
+}
 
 }  // namespace imgpack

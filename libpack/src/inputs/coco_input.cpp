@@ -307,6 +307,17 @@ std::string annotation_problem(const json& object, const CocoPlace& at,
          ": " + message;
 }
 
+// Whether `keypoints` (an annotation's, or null) is an array with a triple
+// whose visibility is not 0 (not labelled).
+bool labels_a_keypoint(const json* keypoints) {
+  if (keypoints == nullptr || !keypoints->is_array()) return false;
+  for (std::size_t i = 2; i < keypoints->size(); i += 3) {
+    const json& v = (*keypoints)[i];
+    if (!v.is_number() || v.get<double>() != 0) return true;
+  }
+  return false;
+}
+
 // Appends one annotation's box and keypoints (normalised by the sample's
 // box_width and box_height) to `sample`, or sets its box_problem.
 void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation, const json& object,
@@ -330,12 +341,8 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
     problem("empty " + bbox() + " (x, y, width, height)");
     return;
   }
-  const SourceBox box{clamp_unit(x / width),
-                      clamp_unit(y / height),
-                      clamp_unit((x + w) / width),
-                      clamp_unit((y + h) / height),
-                      cls,
-                      static_cast<uint8_t>(annotation.crowd ? 1 : 0)};
+  const SourceBox box = clipped_box(x / width, y / height, (x + w) / width, (y + h) / height, cls,
+                                    static_cast<uint8_t>(annotation.crowd ? 1 : 0));
   if (!(box.x1 > box.x0 && box.y1 > box.y0)) {
     const bool inside = x < width && y < height && x + w > 0 && y + h > 0;
     problem(bbox() +
@@ -348,6 +355,12 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
   }
   const json* keypoints = annotation.keypoints;
   const std::size_t first = sample.keypoints.size();
+  if (!category_has_keypoints && labels_a_keypoint(keypoints)) {
+    problem(
+        "keypoints are labelled, but its category names no keypoints (categories[]."
+        "keypoints), so they would be lost");
+    return;
+  }
   if (keypoint_count == 0) {
     // the categories name no keypoints
   } else if (!category_has_keypoints || keypoints == nullptr || keypoints->empty()) {

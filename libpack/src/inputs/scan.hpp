@@ -37,10 +37,15 @@ struct FileStamp {
 // orientation), normalised: x as a fraction of the upright width, y of the
 // height (0 = the left / top edge, 1 = the right / bottom edge), so that
 // x0 <= x1 and y0 <= y1.
+// One object's box, in fractions of the image, clipped to it: `inside` is
+// the share of the box as annotated that the image holds (1 for a box
+// within it), so that the visibility rule of each record (BoxRules) counts
+// what lay past the image's edges as not visible.
 struct SourceBox {
   float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
   int32_t cls = 0;    // index into SourceList::box_class_names
   uint8_t crowd = 0;  // 1 for a COCO `iscrowd` annotation
+  float inside = 1;
 };
 
 struct SourceSample {

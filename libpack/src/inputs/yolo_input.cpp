@@ -157,8 +157,8 @@ void parse_yolo_labels(std::string_view text, const fs::path& file, std::size_t 
     if (!(w > 0 && h > 0)) {
       return fail("empty box (w = " + number_text(w) + ", h = " + number_text(h) + ")");
     }
-    const SourceBox box{clamp_unit(cx - w / 2), clamp_unit(cy - h / 2),    clamp_unit(cx + w / 2),
-                        clamp_unit(cy + h / 2), static_cast<int32_t>(cls), 0};
+    const SourceBox box =
+        clipped_box(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, static_cast<int32_t>(cls), 0);
     if (!(box.x1 > box.x0 && box.y1 > box.y0)) {
       return fail("box too small to store (w = " + number_text(w) + ", h = " + number_text(h) +
                   ": its corners round to the same float32 value)");

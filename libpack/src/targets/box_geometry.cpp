@@ -33,6 +33,8 @@ uint64_t annotation_hash(const SourceSample& sample) {
     add(&box.y1, sizeof box.y1);
     add(&box.cls, sizeof box.cls);
     add(&box.crowd, sizeof box.crowd);
+    // Only where it says something: a box within the image hashes as before.
+    if (box.inside != 1) add(&box.inside, sizeof box.inside);
   }
   add(sample.keypoints.data(), sample.keypoints.size() * sizeof(float));
   add(&sample.box_width, sizeof sample.box_width);
@@ -75,8 +77,10 @@ void place_boxes(const SourceSample& sample, cv::Size full, const cv::Matx23d& m
     const double d0 = std::clamp(b0, 0.0, out_h), d1 = std::clamp(b1, 0.0, out_h);
     const double area = (a1 - a0) * (b1 - b0);
     const double inside = (c1 - c0) * (d1 - d0);
-    // A box of no area (a point or a line) stays while it lies inside the frame.
-    const bool kept = area > 0 ? inside > 0 && inside >= rules.min_visible * area
+    // A box of no area (a point or a line) stays while it lies inside the
+    // frame. The part of the box as annotated that lay past the image's
+    // edges (1 - box.inside of it) counts as outside too.
+    const bool kept = area > 0 ? inside > 0 && inside * box.inside >= rules.min_visible * area
                                : a0 >= 0 && a1 <= out_w && b0 >= 0 && b1 <= out_h;
     if (!kept) continue;
     out.boxes.insert(out.boxes.end(), {static_cast<float>(c0), static_cast<float>(d0),

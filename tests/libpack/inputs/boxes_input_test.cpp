@@ -301,11 +301,13 @@ TEST_F(CocoBoxes, AnEmptyOrOutsideBoxIsAProblemNamingTheAnnotation) {
                                "(x, y, width, height)");
   EXPECT_TRUE(a.boxes.empty());
   EXPECT_NE(sample(list, "b.jpg").box_problem.find("annotation id 43"), std::string::npos);
-  // Partly outside: clamped to the image.
+  // Partly outside: clamped to the image, with the share of it inside (2 x 2 of 4 x 3).
   const SourceSample& c = sample(list, "c.jpg");
   EXPECT_EQ(c.box_problem, "");
   ASSERT_EQ(c.boxes.size(), 1u);
   expect_box(c.boxes[0], 0.8F, 0.0F, 1.0F, 0.2F, 0);
+  EXPECT_FLOAT_EQ(c.boxes[0].inside, 4.0F / 12.0F);
+  EXPECT_EQ(a.boxes.empty() ? 1.0F : a.boxes[0].inside, 1.0F);
 }
 
 TEST_F(CocoBoxes, AWrongKeypointCountIsAProblem) {
@@ -320,6 +322,30 @@ TEST_F(CocoBoxes, AWrongKeypointCountIsAProblem) {
                 ": annotations[0] (annotation id 5): keypoints: expected 2 triples x, y, v (the "
                 "categories name 2 keypoints), not 3 values");
   EXPECT_TRUE(list.samples[0].keypoints.empty());
+}
+
+// Labelled keypoints on an annotation whose category names none would be
+// dropped: a problem of the image, whether other categories name keypoints
+// or none does. Unlabelled ones (every visibility 0) carry nothing to lose.
+TEST_F(CocoBoxes, LabelledKeypointsOfACategoryWithoutKeypointNamesAreAProblem) {
+  for (const std::string names : {"", R"(, {"id": 2, "name": "person", "keypoints": ["a"]})"}) {
+    SCOPED_TRACE(names);
+    write_coco(R"({"categories": [{"id": 1, "name": "car"})" + names + R"(],
+      "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10},
+                 {"id": 2, "file_name": "b.jpg", "width": 10, "height": 10}],
+      "annotations": [{"id": 5, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+                       "keypoints": [1, 1, 2]},
+                      {"id": 6, "image_id": 2, "category_id": 1, "bbox": [1, 1, 2, 2],
+                       "keypoints": [0, 0, 0]}]})");
+    SourceList list = listing({"a.jpg", "b.jpg"});
+    attach_boxes(list, src(), options());
+    EXPECT_EQ(sample(list, "a.jpg").box_problem,
+              coco().string() +
+                  ": annotations[0] (annotation id 5): keypoints are labelled, but its category "
+                  "names no keypoints (categories[].keypoints), so they would be lost");
+    EXPECT_EQ(sample(list, "b.jpg").box_problem, "");
+    EXPECT_EQ(sample(list, "b.jpg").boxes.size(), 1u);
+  }
 }
 
 // Each value of a triple is checked, not only their count: a visibility
@@ -630,6 +656,9 @@ TEST_F(YoloBoxes, ValuesMayLeaveTheUnitRangeByTheToleranceOnly) {
   ASSERT_EQ(edge.boxes.size(), 2u);
   expect_box(edge.boxes[0], 0.9F, 0.3F, 1.0F, 0.7F, 0);  // cx clamped to 1
   expect_box(edge.boxes[1], 0.0F, 0.4F, 0.3F, 0.6F, 0);  // x0 = -0.1 clamped
+  // The share of each box in the image, for the visibility rule of its records.
+  EXPECT_FLOAT_EQ(edge.boxes[0].inside, 0.5F);
+  EXPECT_FLOAT_EQ(edge.boxes[1].inside, 0.75F);
   EXPECT_EQ(sample(list, "out.jpg").box_problem,
             label("out.txt") +
                 ":1: cy = 1.01 is outside [0, 1] (YOLO values are fractions of the image)");

@@ -66,6 +66,32 @@ TEST(BoxGeometry, ACentreCropClipsAndDropsBoxesLeftOutside) {
   EXPECT_EQ(out.size(), 0u);
 }
 
+// A box annotated past the image's edges is stored clipped to the image
+// with the share of it the image holds: what lay outside counts as not
+// visible in every record, so a box mostly outside the image is dropped as
+// one mostly outside the record is.
+TEST(BoxGeometry, WhatLayPastTheImageCountsAsNotVisible) {
+  const cv::Size full(200, 100);
+  const cv::Matx23d map =
+      source_to_output(resize_map(full, output_spec(100, 50, ResizeMode::stretch)), {});
+  SourceBox quarter{0.5F, 0, 1, 0.5F, 3, 0};  // clipped from a box 4x its area
+  quarter.inside = 0.25F;
+  RecordBoxes out;
+  place_boxes(sample_with({quarter}), full, map, {100, 50}, {}, out);  // 0.3 by default
+  EXPECT_EQ(out.size(), 0u);
+  place_boxes(sample_with({quarter}), full, map, {100, 50}, {0.2, {}}, out);
+  expect_boxes(out, {50, 0, 100, 25});
+  // In a crop the shares multiply: half of the clipped box is in the record.
+  const cv::Matx23d crop =
+      source_to_output(resize_map(full, output_spec(50, 50, ResizeMode::crop)), {});
+  SourceBox left{0.125F, 0, 0.375F, 1, 1, 0};  // (12.5, 0)-(37.5, 50) - 25: half inside
+  left.inside = 0.8F;
+  place_boxes(sample_with({left}), full, crop, {50, 50}, {0.45, {}}, out);
+  EXPECT_EQ(out.size(), 0u) << "0.8 x 0.5 of the box is visible, under 0.45";
+  place_boxes(sample_with({left}), full, crop, {50, 50}, {0.35, {}}, out);
+  expect_boxes(out, {0, 0, 12.5F, 50});
+}
+
 TEST(BoxGeometry, ADctScaledDecodeLandsWhereTheFullDecodeWould) {
   // A JPEG decoded at half scale: its pixels lie in the full frame at scale 1/2.
   const cv::Size full(200, 100);
@@ -119,6 +145,9 @@ TEST(BoxGeometry, TheAnnotationHashSeesEveryField) {
   EXPECT_NE(annotation_hash(a), annotation_hash(b));
   b = a;
   b.box_width = 640;
+  EXPECT_NE(annotation_hash(a), annotation_hash(b));
+  b = a;
+  b.boxes[0].inside = 0.5F;
   EXPECT_NE(annotation_hash(a), annotation_hash(b));
 }
 
