@@ -271,6 +271,26 @@ py::dict state_dict_of(const LoaderState& state) {
 
 std::string repr_of(const py::handle& value) { return py::repr(value).cast<std::string>(); }
 
+// set_epoch()'s argument: an integer (an int, or what has __index__, as
+// numpy's integers; not a bool) from 0 to 2**64 - 2, so that the epoch after
+// it is one too. TypeError or ValueError saying which.
+uint64_t epoch_argument(const py::handle& value) {
+  if (PyBool_Check(value.ptr()) != 0 || PyIndex_Check(value.ptr()) == 0) {
+    throw py::type_error("set_epoch(epoch): epoch must be an int, not " +
+                         std::string(py::str(py::type::of(value).attr("__name__"))) + " (" +
+                         repr_of(value) + ")");
+  }
+  const auto number = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
+  if (!number) throw py::error_already_set();
+  const py::int_ zero(0);
+  const py::int_ last(UINT64_MAX - 1);
+  if (number < zero || number > last) {
+    throw py::value_error("set_epoch(epoch): epoch must be in 0.." +
+                          std::to_string(last.cast<uint64_t>()) + ", not " + repr_of(number));
+  }
+  return number.cast<uint64_t>();
+}
+
 // The state a state_dict() dict carries. Its "state" bytes are the
 // authority; every other member must be there and equal, type and value, to
 // what state_dict() makes of those bytes, so a dict edited by hand or
@@ -615,9 +635,13 @@ void register_loader(py::module_& m) {
           "world_size and batch_size. imgpack.Error for a state of another generation of the "
           "dataset; ValueError naming every option that differs from the saved ones; "
           "imgpack.Error for damaged bytes.")
-      .def("set_epoch", &PyLoader::set_epoch, "epoch"_a,
-           "Sets the epoch the next iteration reads, and starts reading it now. Batches of an "
-           "earlier epoch not yet taken are dropped; those taken stay valid.")
+      .def(
+          "set_epoch",
+          [](PyLoader& l, const py::handle& epoch) { l.set_epoch(epoch_argument(epoch)); },
+          "epoch"_a,
+          "Sets the epoch the next iteration reads, and starts reading it now. Batches of an "
+          "earlier epoch not yet taken are dropped; those taken stay valid. TypeError for "
+          "what is no int, ValueError for an epoch outside 0..2**64 - 2.")
       .def(
           "pairs",
           [](const std::shared_ptr<PyLoader>& l, py::object convert) {

@@ -110,6 +110,22 @@ def test_iteration_advances_the_epoch_unless_set_epoch_names_one(dataset_dir):
         next(it)
 
 
+def test_set_epoch_takes_integers_in_range_only(dataset_dir):
+    loader = imgpack.Loader(dataset_dir, batch_size=16, seed=1)
+    for wrong in (1.0, "3", None, True):
+        with pytest.raises(TypeError, match="set_epoch\\(epoch\\): epoch must be an int"):
+            loader.set_epoch(wrong)
+    # The last epoch has no next one: an iteration after it would repeat epoch 0.
+    for wrong in (-1, 2**64 - 1, 2**64, 2**70):
+        with pytest.raises(ValueError, match="epoch must be in 0..18446744073709551614, not"):
+            loader.set_epoch(wrong)
+    assert loader.epoch == 0
+    loader.set_epoch(np.int64(3))
+    assert loader.epoch == 3
+    loader.set_epoch(2**64 - 2)
+    assert next(iter(loader)).epoch == 2**64 - 2
+
+
 def test_epoch_end_keeps_raising_stop_iteration(dataset_dir):
     loader = imgpack.Loader(dataset_dir, batch_size=64)
     it = iter(loader)

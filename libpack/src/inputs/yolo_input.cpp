@@ -130,7 +130,8 @@ void parse_yolo_labels(std::string_view text, const fs::path& file, std::size_t 
                   (class_count == 0
                        ? " is not an integer in 0.." + number_text(kMaxUnnamedClassId) +
                              " (more classes need class names)"
-                       : " is not an integer"));
+                   : cls < 0 ? " is negative"
+                             : " is not an integer"));
     }
     if (class_count != 0 && cls >= static_cast<double>(class_count)) {
       return fail("class id " + number_text(cls) + ", but the class names are " +

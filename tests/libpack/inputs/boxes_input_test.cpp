@@ -643,7 +643,7 @@ TEST_F(YoloBoxes, AClassIdBeyondTheNamesOrNotAnIntegerIsAProblem) {
   EXPECT_EQ(sample(list, "fraction.jpg").box_problem,
             label("fraction.txt") + ":1: class id 0.5 is not an integer");
   EXPECT_EQ(sample(list, "negative.jpg").box_problem,
-            label("negative.txt") + ":1: class id -1 is not an integer");
+            label("negative.txt") + ":1: class id -1 is negative");
 }
 
 TEST_F(YoloBoxes, ValuesMayLeaveTheUnitRangeByTheToleranceOnly) {
