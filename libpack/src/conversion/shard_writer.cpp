@@ -312,6 +312,15 @@ uint64_t whole_runs_per_shard(uint64_t shard_bytes, uint64_t record_bytes, uint3
 
 }  // namespace
 
+uint64_t first_unused_shard_number(const std::vector<std::string>& files) {
+  uint64_t past = 0;
+  for (const std::string& file : files) {
+    if (format::is_shard_file_name(file))
+      past = std::max(past, format::shard_file_number(file) + 1);
+  }
+  return past;
+}
+
 DatasetWriter::DatasetWriter(fs::path out_dir, RecordShape shape, uint64_t shard_bytes,
                              std::string dataset_uuid, uint64_t max_records, uint32_t run_length,
                              RecordExtras extras)
@@ -392,12 +401,7 @@ void DatasetWriter::continue_after(const RecordTable& records, const ShardTable&
   }
   records_ = records;
   shards_ = shards;
-  uint64_t past_every_file = 0;
-  for (const std::string& file : shards.file) {
-    if (format::is_shard_file_name(file)) {
-      past_every_file = std::max(past_every_file, format::shard_file_number(file) + 1);
-    }
-  }
+  const uint64_t past_every_file = first_unused_shard_number(shards.file);
   file_number_offset_ = past_every_file - std::min<uint64_t>(past_every_file, shards.size());
 }
 

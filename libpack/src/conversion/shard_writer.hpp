@@ -148,6 +148,11 @@ class ShardWriter {
   bool committed_ = false;
 };
 
+// The first shard file number past every shard file name in `files` (0
+// for none): where a change may number the files it writes without
+// writing over one a dataset lists.
+uint64_t first_unused_shard_number(const std::vector<std::string>& files);
+
 class DatasetWriter {
  public:
   // `max_records` bounds the records that will be added, so the last shard is

@@ -112,11 +112,7 @@ void write_compacted(const fs::path& dataset, DatasetIndex& index,
   const std::size_t shards = index.num_shards();
   const std::vector<std::size_t> table = new_table(keep);
 
-  uint64_t next_number = 0;
-  for (const std::string& file : index.shards.file) {
-    if (format::is_shard_file_name(file))
-      next_number = std::max(next_number, format::shard_file_number(file) + 1);
-  }
+  uint64_t next_number = first_unused_shard_number(index.shards.file);
   // Each shard at its new place: as it was, or written anew (without the
   // removed samples' records, or under its new place's number).
   ShardTable shards_after;
