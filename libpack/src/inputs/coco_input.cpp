@@ -447,9 +447,23 @@ void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& option
   }
 
   const json& annotations = top_array(root, "annotations", file, false);
+  // An annotation's id is optional here (and only an integer one is
+  // compared), but one named twice is two files joined or one list appended
+  // twice: each of its boxes would be stored twice.
+  std::unordered_map<int64_t, std::size_t> annotation_of_id;
+  annotation_of_id.reserve(annotations.size());
   for (std::size_t i = 0; i < annotations.size(); ++i) {
     const CocoPlace at{file, "annotations", i};
     const json& annotation = at.object(annotations[i]);
+    if (const auto id_value = annotation.find("id");
+        id_value != annotation.end() && id_value->is_number_integer()) {
+      const int64_t id = at.integer(annotation, "id");
+      const auto [seen, inserted] = annotation_of_id.emplace(id, i);
+      if (!inserted) {
+        at.fail("id", "annotation id " + std::to_string(id) + " is also annotations[" +
+                          std::to_string(seen->second) + "]'s");
+      }
+    }
     const int64_t image_id = at.integer(annotation, "image_id");
     const auto image = image_of_id.find(image_id);
     if (image == image_of_id.end()) {

@@ -455,6 +455,10 @@ TEST_F(CocoBoxes, WrongFieldsAreUsageErrorsNamingTheJsonPlace) {
                           {"id": 1, "file_name": "b.jpg", "width": 10, "height": 10}])",
                       "[]"),
             file + ": images[1].id: image id 1 is also images[0]'s");
+  EXPECT_EQ(error_for(image, R"([{"id": 7, "image_id": 1, "category_id": 1, "bbox": [1, 1, 1, 1]},
+                                 {"id": 8, "image_id": 1, "category_id": 1, "bbox": [2, 2, 1, 1]},
+                                 {"id": 7, "image_id": 1, "category_id": 1, "bbox": [1, 1, 1, 1]}])"),
+            file + ": annotations[2].id: annotation id 7 is also annotations[0]'s");
   EXPECT_EQ(error_for(image, R"([{"image_id": 2, "category_id": 1, "bbox": [1, 1, 1, 1]}])"),
             file + ": annotations[0].image_id: 2 is not the id of any of images[]");
   EXPECT_EQ(error_for(image, R"([{"image_id": 1, "category_id": "3", "bbox": [1, 1, 1, 1]}])"),
