@@ -105,6 +105,7 @@ ConvertOptions to_options(const ConvertArgs& a) {
   ConvertOptions o;
   o.src = a.src;
   o.out = a.out;
+  o.report_wording = [](std::string_view message) { return cli_wording(message); };
   if (!a.size.empty()) o.size = parse_image_size(a.size);
   o.resize = parse_resize_mode(a.resize);
   o.fill = parse_fill(a.fill);
@@ -215,6 +216,7 @@ int run_append(const ConvertArgs& args) {
     nlohmann::ordered_json j;
     j["generation"] = result.generation;
     j["inputs"] = result.inputs;
+    j["ignored"] = result.ignored;
     j["held"] = result.held;
     j["held_removed"] = result.held_removed;
     j["added"] = result.added;
@@ -262,6 +264,10 @@ int run_append(const ConvertArgs& args) {
         std::fprintf(stderr, "; %zu new classes", result.new_classes.size());
       }
     }
+    if (result.ignored > 0) {
+      std::fprintf(stderr, "; %llu ignored (not images)",
+                   static_cast<unsigned long long>(result.ignored));
+    }
     if (!result.skipped.empty()) {
       std::fprintf(stderr, "; %zu skipped, first: %s: %s", result.skipped.size(),
                    result.skipped[0].path.c_str(), cli_wording(result.skipped[0].reason).c_str());
@@ -297,7 +303,7 @@ int run_convert(const ConvertArgs& args) {
                  static_cast<unsigned long long>(result.resumed_inputs));
   }
   for (const std::string& note : result.resume_notes) {
-    std::fprintf(stderr, "imgpack: resume: %s\n", note.c_str());
+    std::fprintf(stderr, "imgpack: resume: %s\n", cli_wording(note).c_str());
   }
   for (const std::string& warning : result.split_warnings) {
     std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
@@ -320,7 +326,9 @@ int run_convert(const ConvertArgs& args) {
     j["masks"] = options.has_masks();
     j["boxes"] = options.has_boxes();
     j["dataset_uuid"] = result.uuid;
-    j["resize_notes"] = result.resize_notes;
+    nlohmann::ordered_json notes = nlohmann::ordered_json::array();
+    for (const std::string& note : result.resize_notes) notes.push_back(cli_wording(note));
+    j["resize_notes"] = std::move(notes);
     if (args.resume) {
       j["resumed_shards"] = result.resumed_shards;
       j["resumed_inputs"] = result.resumed_inputs;

@@ -233,6 +233,7 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   result.held = listing.held;
   result.held_removed = listing.held_removed;
   result.inputs = listing.held + plan.list.samples.size();
+  result.ignored = plan.list.ignored_files;
   result.skipped = plan.list.skipped;
   check_skip_limit(options, plan, result.skipped, SkipLimitOf::append);
   if (!listing.changed_ids.empty() && !request.replace_changed) refuse_changed(request, listing);

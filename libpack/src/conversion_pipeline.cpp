@@ -46,18 +46,26 @@ uint64_t inputs_found(const ConversionPlan& plan) {
 
 void check_skip_limit(const ConvertOptions& options, const ConversionPlan& plan,
                       const std::vector<SkippedInput>& skipped, SkipLimitOf run) {
-  if (options.on_error != OnError::skip) return;
+  const bool append = run == SkipLimitOf::append;
+  const std::string unchanged = append
+                                    ? "nothing was appended to " + options.out.string()
+                                    : "stopped without writing " + std::string(format::kIndexFile);
+  if (options.on_error == OnError::fail) {
+    if (skipped.empty()) return;
+    const SkippedInput& first = skipped.front();
+    throw TooManySkipped(
+        (options.src / first.path).string() + ": " + first.reason + " (OnError::fail; " +
+        (skipped.size() > 1 ? std::to_string(skipped.size()) + " inputs skipped, " : "") +
+        unchanged + ")");
+  }
   const uint64_t inputs = inputs_found(plan);
   const uint64_t allowed = options.max_skipped.allowed(inputs);
   if (skipped.size() <= allowed) return;
-  const bool append = run == SkipLimitOf::append;
   std::string message = options.src.string() + ": " + std::to_string(skipped.size()) + " of the " +
                         std::to_string(inputs) + (append ? " new" : "") +
                         " inputs were skipped, more than ConvertOptions::max_skipped " +
                         options.max_skipped.text() + " allows (" + std::to_string(allowed) + "); " +
-                        (append ? "nothing was appended to " + options.out.string()
-                                : "stopped without writing " + std::string(format::kIndexFile)) +
-                        ". The first: ";
+                        unchanged + ". The first: ";
   for (std::size_t i = 0; i < std::min<std::size_t>(skipped.size(), 3); ++i) {
     message += (i > 0 ? "; " : "") + skipped[i].path + ": " + skipped[i].reason;
   }

@@ -55,7 +55,9 @@ enum class SkipLimitOf : uint8_t { conversion, append };
 
 // Throws TooManySkipped, naming the count and the first reasons, and how to
 // go on for `run`, when `skipped` is more than ConvertOptions::max_skipped
-// allows of the plan's inputs.
+// allows of the plan's inputs; under OnError::fail, when anything was
+// skipped (the scan's skips too: a missing or unreadable file, one outside
+// a class folder), naming the first.
 void check_skip_limit(const ConvertOptions& options, const ConversionPlan& plan,
                       const std::vector<SkippedInput>& skipped, SkipLimitOf run);
 

@@ -101,9 +101,12 @@ void ConvertOptions::validate() const {
                      "must be below " + std::to_string(part->count));
   }
   if (!has_masks() && (!masks.suffix.empty() || !masks.colors.empty() || !masks.classes.empty())) {
-    throw UsageError(
-        "MaskOptions: a mask suffix, colour map or class list needs masks (MaskOptions::dir or "
-        "CsvInput::mask)");
+    const char* given = !masks.suffix.empty()   ? "MaskOptions::suffix"
+                        : !masks.colors.empty() ? "MaskOptions::colors"
+                                                : "MaskOptions::classes";
+    throw UsageError(std::string(given) +
+                     " is about masks, but there are none (MaskOptions::dir or CsvInput::mask "
+                     "names them)");
   }
   if (!masks.suffix.empty() && (masks.suffix.find('/') != std::string::npos ||
                                 masks.suffix.find('.') != std::string::npos)) {

@@ -299,6 +299,38 @@ TEST(Convert, OnErrorFailStopsWithoutAnIndex) {
   EXPECT_THROW(read_index(dir / "out"), Error);
 }
 
+// OnError::fail stops at what the scan skips too (here a link to nothing and
+// an image outside any class folder), before converting anything: it is no
+// more lenient than the default, whose budget these two would pass.
+TEST(Convert, FailOnErrorStopsAtTheScansSkips) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  fs::create_symlink(dir / "nowhere.png", dir / "src" / "cat" / "gone.png");
+  test::write_bytes(dir / "src" / "loose.png", "");
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  options.on_error = OnError::fail;
+  try {
+    convert(options);
+    FAIL() << "expected an error";
+  } catch (const UsageError&) {
+    FAIL() << "a bad input is a runtime failure, not a usage error";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find((dir / "src").string() + "/"), std::string::npos) << message;
+    EXPECT_NE(message.find("(OnError::fail; 2 inputs skipped, stopped without writing index.h5)"),
+              std::string::npos)
+        << message;
+  }
+  EXPECT_FALSE(fs::exists(dir / "out" / "index.h5"));
+  // report.json lists both, as for a run past max_skipped.
+  const auto report = nlohmann::json::parse(test::read_bytes(dir / "out" / "report.json"));
+  EXPECT_EQ(report["skipped"].size(), 2u);
+  options.on_error = OnError::skip;
+  options.max_skipped.fraction = 1.0;
+  options.overwrite = true;
+  EXPECT_EQ(convert(options).skipped.size(), 2u);
+}
+
 // A run stops as soon as it has skipped more inputs than max_skipped allows,
 // not after converting everything else, and leaves report.json saying why.
 TEST(Convert, MaxSkippedStopsTheRunOnceItIsPassed) {

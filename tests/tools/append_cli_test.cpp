@@ -5,6 +5,7 @@
 // crash point and run again, ends byte for byte as an uninterrupted one.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -606,8 +607,29 @@ TEST_F(AppendCli, BadFileListsAreRefusedBeforeAnythingChanges) {
   EXPECT_EQ(test::read_bytes(out / format::kIndexFile), index_bytes);
   expect_no_leftovers(out);
 
-  // A dataset converted from a CSV list takes its new rows as a CSV list.
+  // A line that names nothing is a skipped input whatever its extension (a
+  // space at the end, a misspelt name): past --max-skipped, nothing changes.
+  // Folders and files that are not images are passed over, and counted.
   const DatasetIndex index = read_index(out);
+  const std::string held = index.sample_path[0];
+  const std::string folder = held.substr(0, held.find('/'));
+  test::write_bytes(dir_ / "typos.txt", held + " \n" + folder + "/notes\n");
+  r = test::run_imgpack(append_args(out) + " --files " + q(dir_ / "typos.txt"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(held + " : cannot stat: No such file or directory"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("nothing was appended"), std::string::npos) << r.err;
+  EXPECT_EQ(test::read_bytes(out / format::kIndexFile), index_bytes);
+  test::write_bytes(dir_ / "src" / folder / "notes.txt", "not an image\n");
+  test::write_bytes(dir_ / "others.txt", folder + "\n" + folder + "/notes.txt\n" + held + "\n");
+  r = test::run_imgpack(append_args(out) + " --files " + q(dir_ / "others.txt") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["ignored"], 2) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["held"], 1) << r.out;
+  EXPECT_EQ(test::read_bytes(out / format::kIndexFile), index_bytes);
+  fs::remove(dir_ / "src" / folder / "notes.txt");
+
+  // A dataset converted from a CSV list takes its new rows as a CSV list.
   test::write_bytes(dir_ / "rows.csv", "path\n" + index.sample_path[0] + "\n");
   r = test::run_imgpack("convert " + q(dir_ / "first") + " " + q(dir_ / "from-csv") + " --csv " +
                         q(dir_ / "rows.csv") + " --labels none --size 16 -q");
@@ -1027,6 +1049,62 @@ TEST_F(AppendCli, CompactStoppedByDamageLeavesTheDatasetAsItWas) {
       << r.err;
   EXPECT_NE(r.err.find("stays at generation 1"), std::string::npos) << r.err;
   EXPECT_EQ(test::directory_snapshot(out), before) << "compact left files or changed some";
+}
+
+// compact opens every shard as a reader does before it writes anything: a
+// label flipped in a shard it rewrites (which the records' checksums do not
+// cover), a shard it would keep deleted, or two of them swapped, stop it
+// (exit 1) naming the shard, and the dataset stays as it was; with the
+// damage undone, the same compaction goes through.
+TEST_F(AppendCli, CompactRefusesDamageInAnyShardBeforeWritingAnything) {
+  const fs::path out = dir_ / "out";
+  make_first(out);
+  const DatasetIndex first = read_index(out);
+  ASSERT_GE(first.num_shards(), 5u);
+  remove_samples_of_shards(out, first, {0});
+  ASSERT_FALSE(HasFailure()) << "the removal failed";
+  const fs::path pristine = dir_ / "pristine";
+  fs::copy(out, pristine, fs::copy_options::recursive);
+  const std::size_t last = first.num_shards() - 1;
+  const fs::path moved = out / first.shards.file[last];  // rewritten into place 0
+  const fs::path kept = out / first.shards.file[last - 1];
+  const fs::path other = out / first.shards.file[last - 2];
+
+  struct Damage {
+    std::string what;
+    std::function<void()> apply;
+    std::string message;
+  };
+  const std::vector<Damage> damages = {
+      {"a label flipped in the shard it rewrites",
+       [&] { test::flip_bits(moved, test::dataset_offset(moved, "labels") + 4, 0x40); },
+       moved.string() + ": row 1 has label"},
+      {"a shard it keeps deleted", [&] { fs::remove(kept); },
+       kept.string() + ": missing (listed in index.h5)"},
+      {"two shards it keeps swapped",
+       [&] {
+         fs::rename(kept, dir_ / "swap");
+         fs::rename(other, kept);
+         fs::rename(dir_ / "swap", other);
+       },
+       other.string() + ": "},
+  };
+  for (const Damage& damage : damages) {
+    SCOPED_TRACE(damage.what);
+    fs::remove_all(out);
+    fs::copy(pristine, out, fs::copy_options::recursive);
+    damage.apply();
+    const auto before = test::directory_snapshot(out);
+    const test::CommandResult r = run_command(kDate + imgpack() + " compact " + q(out));
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(damage.message), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(nothing was compacted: " + out.string() + " stays at generation 1)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(test::directory_snapshot(out), before) << "compact changed the damaged dataset";
+  }
+  const test::CommandResult r = run_command(kDate + imgpack() + " compact " + q(pristine) + " -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 // Changes that cannot write their files (a file size limit, as a full disk

@@ -155,6 +155,15 @@ TEST_F(MasksCli, OptionsThatCannotApplyAreRefused) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--mask-fill needs masks"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "nomasks"));
+  test::write_bytes(dir_ / "classes.txt", "background\ncircle\n");
+  r = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "nomasks") + " --size 32 -q " +
+                  "--mask-classes " + q(dir_ / "classes.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--mask-classes is about masks, but there are none (--masks or --csv-mask "
+                       "names them)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "nomasks"));
   test::write_bytes(dir_ / "twice.txt", "background\ncircle\n\nsquare\ncircle\n");
   r = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "twice") + " --masks " +
                   q(dir_ / "src/masks") + " --mask-classes " + q(dir_ / "twice.txt") +
@@ -266,10 +275,11 @@ TEST_F(BadMasks, EachIsConvertedOrSkippedWithItsReason) {
             std::string::npos)
       << small;
   EXPECT_NE(reason_for(report, "c/missing.png").find("no mask: expected"), std::string::npos);
-  // report.json names the library's option; the CLI names the flag.
+  // The CLI's report.json names the flag, as its messages do.
   const std::string colour = reason_for(report, "c/colour.png");
   EXPECT_NE(colour.find("a colour mask"), std::string::npos) << colour;
-  EXPECT_NE(colour.find("MaskOptions::colors"), std::string::npos) << colour;
+  EXPECT_NE(colour.find("--mask-colors FILE"), std::string::npos) << colour;
+  EXPECT_EQ(colour.find("MaskOptions::"), std::string::npos) << colour;
 
   // --on-error fail stops at the first, naming the mask, and leaves no dataset.
   const auto fail =

@@ -333,6 +333,33 @@ TEST_F(MergeCampaign, EveryKindOfDamagedPartIsRefusedAndRedoneWithResume) {
   }
 }
 
+// A part whose index.h5 is damaged (a label of its sample table flipped) is a
+// damaged part like one with a damaged shard: exit 2 naming the part and the
+// file, OUT unchanged, and the part converted again with --resume merges
+// into the undamaged merge's bytes.
+TEST_F(MergeCampaign, APartWithADamagedIndexIsRefusedAndRedoneWithResume) {
+  const fs::path out = fresh("index-damage");
+  const fs::path index = out / "parts" / "1-of-3" / "index.h5";
+  flip_bit(index, test::dataset_offset(index, "/samples/label") + 4, 2);
+  const auto before = test::directory_snapshot(out);
+  auto merged = test::run_imgpack("merge " + q(out));
+  EXPECT_EQ(merged.exit_code, 2) << merged.err;
+  EXPECT_NE(merged.err.find("part 1-of-3 (" + (out / "parts" / "1-of-3").string() +
+                            ") is damaged: " + index.string()),
+            std::string::npos)
+      << merged.err;
+  EXPECT_NE(merged.err.find("--part 1/3 and --resume"), std::string::npos) << merged.err;
+  EXPECT_EQ(test::directory_snapshot(out), before);
+
+  auto redone =
+      run_command(imgpack() + " " + convert_args("index-damage") + " --part 1/3 --resume");
+  ASSERT_EQ(redone.exit_code, 0) << redone.err;
+  EXPECT_NE(redone.err.find("converted again"), std::string::npos) << redone.err;
+  merged = test::run_imgpack("merge " + q(out) + " -q");
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  test::expect_same_dataset_bytes(out, *suite_ / "reference");
+}
+
 // A merge killed with SIGKILL at seeded random moments (not only at its crash
 // points) finishes when run again, into the very bytes of an uninterrupted merge.
 TEST_F(MergeCampaign, AMergeKilledAtRandomMomentsFinishesByteIdentical) {

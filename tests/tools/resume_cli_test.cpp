@@ -15,6 +15,7 @@
 
 #include "cli_fixture.hpp"
 #include "imgpack/dataset_index.hpp"
+#include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -119,6 +120,25 @@ TEST_F(ResumeCli, InputsEditedInPlaceAfterAKillAreConvertedAgain) {
   auto fresh = test::run_imgpack(convert_args("fresh", "--order sorted"));
   ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
   test::expect_same_dataset_bytes(dir_ / "killed", dir_ / "fresh");
+}
+
+// A kept shard's /labels column is checked against the inputs' labels, as
+// its sample and variant columns are against the numbering: the records'
+// checksums do not cover it, and the resumed index takes the labels from
+// the inputs, so a flipped label kept would give a dataset no reader opens.
+// The shard is converted again instead, and the bytes are the reference's.
+TEST_F(ResumeCli, AKeptShardWithADamagedLabelIsConvertedAgain) {
+  auto killed = run_killed_at("shard-commit:3", convert_args("killed"));
+  ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
+  const fs::path shard = dir_ / "killed" / "shard-00001.h5";
+  ASSERT_TRUE(fs::exists(shard));
+  test::flip_bits(shard, test::dataset_offset(shard, "labels") + uint64_t{3} * 4, 0x40);
+  auto resumed = test::run_imgpack(convert_args("killed", "--resume"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find(shard.string() + ": row 3 has label "), std::string::npos)
+      << resumed.err;
+  EXPECT_NE(resumed.err.find("converted again"), std::string::npos) << resumed.err;
+  test::expect_same_dataset_bytes(dir_ / "killed", dir_ / "reference");
 }
 
 TEST_F(ResumeCli, AFullDiskFailsCleanlyNamingTheFile) {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -141,6 +142,10 @@ struct ConvertPart {
   uint32_t count = 1;
   bool operator==(const ConvertPart&) const = default;
 };
+// What a conversion does with an input it cannot take (missing, unreadable,
+// outside a class folder, undecodable, a mask or label file that does not
+// fit): skip it and list it in report.json, within max_skipped, or stop the
+// run at the first (imgpack::Error naming it; no index.h5).
 enum class OnError { skip, fail };
 
 // The most inputs a conversion may skip (convert --max-skipped): a number of
@@ -210,6 +215,13 @@ struct ConvertOptions {
   // Set: convert only this part of the inputs, into OUT/parts/I-of-N/. Its
   // splits are computed when the parts are merged, over all of them.
   std::optional<ConvertPart> part;
+
+  // How report.json words the messages it keeps (skip reasons, resume notes,
+  // the failure): a front end passes its own names for the options they
+  // name (the CLI: --max-skipped for ConvertOptions::max_skipped). Empty: as
+  // the library words them. Changes no other output; called on the thread
+  // that runs convert().
+  std::function<std::string(std::string_view)> report_wording;
 
   // True when the conversion packs masks (MaskOptions::dir or CsvInput::mask).
   bool has_masks() const { return !masks.dir.empty() || (scan.csv && !scan.csv->mask.empty()); }

@@ -69,6 +69,7 @@ struct AppendResult {
   // The dataset's generation afterwards (unchanged when nothing was added).
   uint64_t generation = 0;
   uint64_t inputs = 0;        // usable inputs found in SRC
+  uint64_t ignored = 0;       // files found that are not images (and a list's folders)
   uint64_t held = 0;          // of them, already in the dataset, unchanged
   uint64_t held_removed = 0;  // of those, removed from it (an append leaves them out)
   uint64_t added = 0;         // samples added

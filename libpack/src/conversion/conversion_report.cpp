@@ -12,8 +12,11 @@ using json = nlohmann::ordered_json;
 void write_report(const ConvertOptions& options, const ConversionPlan& plan,
                   const std::string& created_by, const ConvertResult& result,
                   const ConversionTimings& timings, const std::string& failure) {
+  auto worded = [&options](const std::string& text) {
+    return options.report_wording ? options.report_wording(text) : text;
+  };
   json report;
-  if (!failure.empty()) report["failed"] = failure;
+  if (!failure.empty()) report["failed"] = worded(failure);
   report["imgpack_format"] = format::kIndexVersion;
   report["created_by"] = created_by;
   report["dataset_uuid"] = plan.uuid;
@@ -24,14 +27,16 @@ void write_report(const ConvertOptions& options, const ConversionPlan& plan,
   report["ignored_files"] = result.ignored_files;
   json skipped = json::array();
   for (const SkippedInput& s : result.skipped) {
-    skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+    skipped.push_back({{"path", s.path}, {"reason", worded(s.reason)}});
   }
   report["skipped"] = std::move(skipped);
   report["max_skipped"] = options.max_skipped.text();
   if (options.resume) {
+    json notes = json::array();
+    for (const std::string& note : result.resume_notes) notes.push_back(worded(note));
     report["resumed"] = {{"shards_kept", result.resumed_shards},
                          {"inputs_kept", result.resumed_inputs},
-                         {"notes", result.resume_notes}};
+                         {"notes", std::move(notes)}};
   }
   report["threads"] = timings.threads;
   report["timings"] = {

@@ -64,6 +64,12 @@ std::string journal_problem(const JournalShard& entry, std::size_t kept, std::si
   if (entry.next_position < position || entry.next_position > plan.order.size()) {
     return "has an impossible position in the journal";
   }
+  for (std::size_t i = 0; i < entry.skipped.size(); ++i) {
+    const uint64_t p = entry.skipped[i].first;
+    if (p < position || p >= entry.next_position || (i > 0 && p <= entry.skipped[i - 1].first)) {
+      return "has a skipped input out of place in the journal";
+    }
+  }
   const uint64_t converted = entry.next_position - position - entry.skipped.size();
   if (entry.records != converted * variants) return "disagrees with the journal";
   if (!entry.inputs) return "has no fingerprint of its inputs in the journal";
@@ -110,12 +116,30 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
       expected.keypoints = plan.list.keypoint_names.size();
       ShardContents contents = read_shard(path, expected, fd.size(path));
       h5::File::open_read(path).check_metadata();  // as verify and merge do
-      // Records must be the variants of the next samples, in order.
+      // Records must be the variants of the next samples, in order, each
+      // with the label of the input it was converted from (the index made
+      // on resuming gives the samples the plan's labels, not the shard's).
       for (uint64_t row = 0; row < entry.records; ++row) {
         if (contents.samples[row] != next_sample + static_cast<int64_t>(row / variants) ||
             contents.variants[row] != row % variants) {
           throw file_error(
               path, "row " + std::to_string(row) + " does not continue the sample numbering");
+        }
+      }
+      uint64_t row = 0;
+      auto skipped = entry.skipped.begin();
+      for (uint64_t p = position; p < entry.next_position; ++p) {
+        if (skipped != entry.skipped.end() && skipped->first == p) {
+          ++skipped;
+          continue;
+        }
+        const SourceSample& input = plan.list.samples[plan.order[p]];
+        for (uint32_t v = 0; v < variants; ++v, ++row) {
+          if (contents.labels[row] != input.label) {
+            throw file_error(path, "row " + std::to_string(row) + " has label " +
+                                       std::to_string(contents.labels[row]) + ", but its input " +
+                                       input.path + " has label " + std::to_string(input.label));
+          }
         }
       }
       records.push_back({path, fd.identity(path), contents.images_offset,

@@ -10,6 +10,7 @@
 #include "files.hpp"
 #include "growth/dataset_change.hpp"
 #include "imgpack/checksum.hpp"
+#include "imgpack/dataset.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/growth.hpp"
@@ -52,7 +53,7 @@ void rewrite_shard(const fs::path& dir, const DatasetIndex& index, std::size_t k
     if (checksum(pixels.data(), pixels.size()) != contents.checksums[row]) {
       throw file_error(path, "row " + std::to_string(row) +
                                  " does not match its checksum: the shard is damaged (run "
-                                 "imgpack verify); nothing was compacted");
+                                 "imgpack verify)");
     }
     RecordParts parts;
     if (index.masks) {
@@ -61,7 +62,7 @@ void rewrite_shard(const fs::path& dir, const DatasetIndex& index, std::size_t k
       if (checksum(mask.data(), mask.size()) != contents.mask_checksums[row]) {
         throw file_error(path, "the mask of row " + std::to_string(row) +
                                    " does not match its checksum: the shard is damaged (run "
-                                   "imgpack verify); nothing was compacted");
+                                   "imgpack verify)");
       }
       parts.mask = mask.data();
       parts.mask_checksum = contents.mask_checksums[row];
@@ -181,6 +182,13 @@ CompactResult compact_dataset(const fs::path& dataset) {
 
   const uint64_t began_at = index.generation;
   try {
+    // Every shard as a reader opens them, before anything is written: its
+    // structure and identity, and each row's label, sample and variant
+    // against the index. The rewrite copies those columns and renumbers
+    // shards, so damage in any of them would pass into the next generation
+    // with the rewrite's fresh checksums; the pixels of the records it
+    // copies are checked on the way.
+    (void)Dataset::open(dataset);
     write_compacted(dataset, index, keep, result);
   } catch (...) {
     abandon_change(dataset, began_at, "nothing was compacted");

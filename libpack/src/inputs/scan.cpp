@@ -591,18 +591,20 @@ SourceList scan_file_list(const fs::path& src, const ScanOptions& options,
       throw UsageError(where + path + " is listed twice (first on line " +
                        std::to_string(it->second) + ")");
     }
-    if (has_hidden_part(path) || is_at_or_below(path, excluded) ||
-        !has_image_extension(fs::path(path))) {
+    if (has_hidden_part(path) || is_at_or_below(path, excluded)) {
       ++list.ignored_files;
       return true;
     }
+    // A line that names nothing is a problem whatever it names (a typo, a
+    // space at the end): only what exists may be passed over as a walk
+    // would pass it over.
     struct stat st {};
     if (::stat((src / path).c_str(), &st) != 0) {
       list.skipped.push_back({path, std::string("cannot stat: ") + std::strerror(errno)});
       return true;
     }
-    if (S_ISDIR(st.st_mode)) {
-      ++list.ignored_files;  // a folder: its files are listed on lines of their own
+    if (S_ISDIR(st.st_mode) || !has_image_extension(fs::path(path))) {
+      ++list.ignored_files;  // a folder (its files have lines of their own), or not an image
       return true;
     }
     if (!S_ISREG(st.st_mode)) {

@@ -240,10 +240,11 @@ MaskColors MaskColors::read(const fs::path& csv) {
   for (const CsvRecord& row : table.rows) {
     const std::string where = name + ":" + std::to_string(row.line) + ": ";
     const int id = parse_byte(row.fields[label], where, "label");
+    const int red = parse_byte(row.fields[r], where, "r");
+    const int green = parse_byte(row.fields[g], where, "g");
+    const int blue = parse_byte(row.fields[b], where, "b");
     try {
-      colors.add(static_cast<uint8_t>(parse_byte(row.fields[r], where, "r")),
-                 static_cast<uint8_t>(parse_byte(row.fields[g], where, "g")),
-                 static_cast<uint8_t>(parse_byte(row.fields[b], where, "b")),
+      colors.add(static_cast<uint8_t>(red), static_cast<uint8_t>(green), static_cast<uint8_t>(blue),
                  static_cast<uint8_t>(id));
     } catch (const UsageError& e) {
       throw UsageError(where + e.what());

@@ -94,7 +94,19 @@ PartDataset read_part(const fs::path& dir, const ConvertPart& part,
   }
   PartDataset result;
   result.dir = dir;
-  result.index = read_index(dir);
+  try {
+    result.index = read_index(dir);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    // A damaged index is a damaged part, refused as one with a damaged shard.
+    throw UsageError("part " + part_name(part) + " (" + dir.string() + ") is damaged: " + e.what() +
+                     "; nothing was merged. Convert the part again with " +
+                     "ConvertOptions::part " + std::to_string(part.index) + "/" +
+                     std::to_string(part.count) +
+                     " and ConvertOptions::resume (which finds the damage and converts it "
+                     "again), then merge");
+  }
   try {
     result.report = read_text(dir / format::kReportFile);
     result.skipped = json::parse(result.report).at("skipped").size();

@@ -189,8 +189,11 @@ TEST(MaskColors, ReadsACsvOfColoursLabelsAndNames) {
   EXPECT_NE(
       refusal_of("r,g,b,label\n0,0,0,0\n0,0,0,1\n").find("bad.csv:3: colour 0,0,0 is listed twice"),
       std::string::npos);
-  EXPECT_NE(refusal_of("r,g,b,label\n0,0,256,0\n").find("bad.csv:2: '256' in column b"),
-            std::string::npos);
+  // Named once: "FILE:2: ...", not "FILE:2: FILE:2: ...".
+  EXPECT_EQ(refusal_of("r,g,b,label\n0,0,256,0\n"),
+            (dir / "bad.csv").string() + ":2: '256' in column b is not an integer from 0 to 255");
+  EXPECT_EQ(refusal_of("r,g,b,label\n256,0,0,0\n"),
+            (dir / "bad.csv").string() + ":2: '256' in column r is not an integer from 0 to 255");
   EXPECT_NE(refusal_of("r,g,label\n0,0,0\n").find("'b'"), std::string::npos);
   EXPECT_NE(refusal_of("r,g,b,label\n").find("no colours"), std::string::npos);
   EXPECT_NE(refusal_of("r,g,b,label,name\n0,0,0,1,a\n1,1,1,1,b\n").find("named both 'a' and 'b'"),
