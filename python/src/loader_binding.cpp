@@ -30,6 +30,10 @@ constexpr std::chrono::milliseconds kSignalCheckInterval{20};
 
 class PyLoader {
  public:
+  // The epochs set_epoch() takes and iterations read: each has a next,
+  // which the loader starts reading before the epoch ends.
+  static constexpr uint64_t kLastEpoch = UINT64_MAX - 1;
+
   PyLoader(Dataset dataset, const LoaderOptions& options) : dataset_(std::move(dataset)) {
     without_gil([&] {
       const CurrentDeviceGuard keep(options.device);
@@ -68,6 +72,10 @@ class PyLoader {
   // one after the last iterated. Returns the iteration's generation.
   uint64_t begin_iteration() {
     Loader& loader = open_loader();
+    if (!started_ && next_epoch_ > kLastEpoch) {
+      throw py::value_error("the loader has read epoch " + std::to_string(kLastEpoch) +
+                            ", the last it reads (set_epoch() starts another)");
+    }
     if (!started_) {
       const Busy busy(busy_);
       without_gil([&] { loader.set_epoch(next_epoch_); });
@@ -114,6 +122,10 @@ class PyLoader {
   // epoch (as does set_epoch() of that epoch right after).
   void restore(const LoaderState& state) {
     Loader& loader = open_loader();
+    if (state.epoch > kLastEpoch) {
+      throw py::value_error("the state is at epoch " + std::to_string(state.epoch) +
+                            ", past the last a loader reads, " + std::to_string(kLastEpoch));
+    }
     {
       const Busy busy(busy_);
       without_gil([&] { loader.restore(state); });
@@ -283,7 +295,7 @@ uint64_t epoch_argument(const py::handle& value) {
   const auto number = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
   if (!number) throw py::error_already_set();
   const py::int_ zero(0);
-  const py::int_ last(UINT64_MAX - 1);
+  const py::int_ last(PyLoader::kLastEpoch);
   if (number < zero || number > last) {
     throw py::value_error("set_epoch(epoch): epoch must be in 0.." +
                           std::to_string(last.cast<uint64_t>()) + ", not " + repr_of(number));

@@ -613,7 +613,16 @@ bool LoaderCore::wait_for_next(Clock::duration timeout) {
     }
   }
   if (deliverable()) return true;
-  const bool ready = consumer_cv_.wait_for(lock, timeout, [&] { return deliverable(); });
+  // A timeout past any deadline the clock can hold (nanoseconds::max(), "for
+  // ever") is waited without one: now + timeout would overflow and time out
+  // at once.
+  constexpr auto kForever = std::chrono::hours(24 * 365 * 100);
+  bool ready = true;
+  if (timeout >= kForever) {
+    consumer_cv_.wait(lock, [&] { return deliverable(); });
+  } else {
+    ready = consumer_cv_.wait_for(lock, timeout, [&] { return deliverable(); });
+  }
   wait_ns_ += nanoseconds_since(entered);
   return ready;
 }

@@ -1,8 +1,10 @@
 // The checks of LoaderOptions against each other and the dataset (see
 // require_valid_options() in loader_core.hpp).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <sstream>
 #include <string>
 
 #include "imgpack/error.hpp"
@@ -52,6 +54,19 @@ void require_valid_options(const Dataset& dataset, const LoaderOptions& o) {
         throw UsageError("mean must be finite for every channel, got " + std::to_string(o.mean[c]) +
                          " for channel " + std::to_string(c) +
                          " (it would make every pixel of the batch NaN)");
+      }
+      // The values furthest from the mean, pixel 0 or 255, must be numbers
+      // of the output format: a tiny stddev made them inf.
+      const double mean = o.mean[c];
+      const double furthest = std::max(std::fabs(mean), std::fabs(1.0 - mean)) / o.stddev[c];
+      const bool half = o.output == OutputFormat::float16_nchw;
+      const double largest = half ? 65504.0 : std::numeric_limits<float>::max();
+      if (!(furthest <= largest)) {
+        std::ostringstream text;
+        text << "stddev " << o.stddev[c] << " with mean " << o.mean[c] << " for channel " << c
+             << " gives values up to " << furthest << ", past the largest "
+             << (half ? "float16" : "float32") << " (" << largest << "): the batch would hold inf";
+        throw UsageError(text.str());
       }
     }
   }

@@ -83,6 +83,10 @@ std::vector<uint64_t> epoch_records(const Dataset& dataset, std::span<const int6
   std::vector<uint8_t> chosen(dataset.num_records(), 0);
   std::size_t count = 0;
   for (int64_t s : samples) {
+    if (s < 0 || static_cast<uint64_t>(s) >= dataset.num_samples()) {
+      throw UsageError("sample " + std::to_string(s) + " is not in the dataset (it has " +
+                       std::to_string(dataset.num_samples()) + " samples)");
+    }
     const RecordIds records = dataset.sample_records(static_cast<uint64_t>(s));
     if (records.empty()) continue;
     switch (policy) {

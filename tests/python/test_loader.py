@@ -124,6 +124,13 @@ def test_set_epoch_takes_integers_in_range_only(dataset_dir):
     assert loader.epoch == 3
     loader.set_epoch(2**64 - 2)
     assert next(iter(loader)).epoch == 2**64 - 2
+    # Nor does an iteration go past it (it went on to 2**64 - 1, then epoch 0 again).
+    loader.set_epoch(2**64 - 2)
+    assert {b.epoch for b in loader} == {2**64 - 2}
+    with pytest.raises(ValueError, match="has read epoch 18446744073709551614, the last"):
+        iter(loader)
+    loader.set_epoch(5)
+    assert next(iter(loader)).epoch == 5
 
 
 def test_epoch_end_keeps_raising_stop_iteration(dataset_dir):

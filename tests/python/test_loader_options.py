@@ -31,6 +31,10 @@ import imgpack
     (dict(output="float32", std=(0.5, 0.0, 0.5)), "stddev must be positive"),
     (dict(output="float32", std=(0.5, float("inf"), 0.5)), "stddev must be positive and finite"),
     (dict(output="float32", mean=(float("nan"), 0.0, 0.0)), "mean must be finite"),
+    # Tiny: the output would hold inf (1 / 1e-8 passes float16's 65504, 1 / 1e-45 float32's).
+    (dict(output="float16", std=(0.5, 1e-8, 0.5)),
+     "stddev 1e-08 with mean 0 for channel 1 gives values up to 1e[+]08, past the largest float16"),
+    (dict(output="float32", std=(1e-45, 0.5, 0.5)), "past the largest float32"),
     (dict(batch_size=2**62, world_size=4), "does not fit in 64 bits"),
     (dict(fold=3), "fold=3 needs a split"),
     (dict(crop_mode="center"), "crop_mode applies to a crop"),

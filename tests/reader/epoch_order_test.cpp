@@ -201,6 +201,21 @@ class VariantPolicyTest : public ::testing::Test {
   Dataset dataset_;
 };
 
+// A sample id outside the dataset is refused, as EpochOrder refuses it (it
+// read past the sample table).
+TEST_F(VariantPolicyTest, SamplesOutsideTheDatasetAreUsageErrors) {
+  for (const int64_t outside : {int64_t{-1}, int64_t{20}, int64_t{1000000}}) {
+    const std::vector<int64_t> samples = {0, outside};
+    try {
+      epoch_records(dataset_, samples, VariantPolicy::all, 0, 0);
+      ADD_FAILURE() << outside << " was taken";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "sample " + std::to_string(outside) + " is not in the dataset (it has 20 samples)");
+    }
+  }
+}
+
 TEST_F(VariantPolicyTest, CleanReadsVariantZero) {
   std::vector<uint64_t> records =
       epoch_records(dataset_, all_samples(dataset_), VariantPolicy::clean, 1, 3);

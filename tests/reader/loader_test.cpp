@@ -634,6 +634,58 @@ TEST_F(LoaderTest, WaitForNextInSlicesDeliversWhatNextDoes) {
   EXPECT_EQ(loader.stats().batches, expected.batch_sizes.size());
 }
 
+// "For ever" waits for the batch: nanoseconds::max() overflowed the deadline
+// (now + timeout) and returned false at once, so `while
+// (!wait_for_next(max)) poll();` spun.
+TEST_F(LoaderTest, WaitForNextWithoutEndWaitsForTheBatch) {
+  for (const std::chrono::nanoseconds forever :
+       {std::chrono::nanoseconds::max(), std::chrono::nanoseconds::max() - std::chrono::hours(1),
+        std::chrono::nanoseconds(std::chrono::hours(24 * 365 * 200))}) {
+    Loader loader(dataset_, base_options());
+    loader.set_epoch(1);
+    EXPECT_TRUE(loader.wait_for_next(forever));
+    const LoaderStats before = loader.stats();
+    std::optional<Batch> batch = loader.next();
+    ASSERT_TRUE(batch);
+    EXPECT_EQ(batch->epoch(), 1u);
+    EXPECT_EQ(loader.stats().batches, before.batches + 1);
+  }
+}
+
+// A moved-from Batch is empty, as loader.hpp says: it showed the slot's
+// contents still, which the ring refills with another batch once the Batch
+// moved into is gone.
+TEST_F(LoaderTest, AMovedFromBatchShowsNothing) {
+  LoaderOptions o = base_options();
+  o.prefetch = 1;
+  Loader loader(dataset_, o);
+  std::optional<Batch> first = loader.next();
+  ASSERT_TRUE(first);
+  const uint64_t record = first->records()[0];
+  Batch moved = std::move(*first);
+  EXPECT_EQ(moved.records()[0], record);
+  EXPECT_FALSE(*first);  // NOLINT(bugprone-use-after-move): what is checked
+  EXPECT_EQ(first->size(), 0u);
+  EXPECT_TRUE(first->records().empty());
+  EXPECT_TRUE(first->labels().empty());
+  EXPECT_EQ(first->data(), nullptr);
+  Batch assigned;
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.records()[0], record);
+  EXPECT_FALSE(moved);  // NOLINT(bugprone-use-after-move): what is checked
+  EXPECT_EQ(moved.size(), 0u);
+  // Assigned over a held batch: shows the new one, and the old one's slot
+  // goes back to the ring.
+  std::optional<Batch> second = loader.next();
+  ASSERT_TRUE(second);
+  assigned = std::move(*second);
+  EXPECT_EQ(assigned.index(), 1u);
+  EXPECT_FALSE(*second);  // NOLINT(bugprone-use-after-move): what is checked
+  std::optional<Batch> third = loader.next();
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->index(), 2u);
+}
+
 TEST_F(LoaderTest, WaitForNextStartsEpochZeroGrowsTheRingAndReportsHeldSlots) {
   LoaderOptions o = base_options();
   o.prefetch = 2;

@@ -213,7 +213,8 @@ struct LoaderOptions {
   DirectUpload direct_upload = DirectUpload::automatic;
 
   // Output layout. For float formats: (x / 255 - mean[c]) / stddev[c], NCHW, with mean
-  // and stddev in [0, 1] units (torchvision's convention); stddev must be positive.
+  // and stddev in [0, 1] units (torchvision's convention); stddev must be positive, and
+  // large enough that pixels 0 and 255 stay finite in the format (UsageError otherwise).
   OutputFormat output = OutputFormat::uint8_nhwc;
   std::array<float, 4> mean = {0, 0, 0, 0};
   std::array<float, 4> stddev = {1, 1, 1, 1};
@@ -403,6 +404,20 @@ class SlotsHeldError : public Error {
 class Batch {
  public:
   Batch() = default;
+  // The view moves with the lease: the moved-from Batch shows nothing,
+  // rather than a slot the ring may since have filled with another batch.
+  Batch(Batch&& other) noexcept
+      : lease_(std::move(other.lease_)), view_(std::exchange(other.view_, View{})) {}
+  Batch& operator=(Batch&& other) noexcept {
+    if (this != &other) {
+      lease_ = std::move(other.lease_);  // returns the slot this one held
+      view_ = std::exchange(other.view_, View{});
+    }
+    return *this;
+  }
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  ~Batch() = default;
 
   explicit operator bool() const { return static_cast<bool>(lease_); }
 
@@ -629,7 +644,8 @@ class Loader {
   // started, like next(); the time waited counts as consumer wait in
   // LoaderStats, as if spent in next(). For a caller that waits in slices to
   // react to something else meanwhile (a signal, a shutdown request):
-  // `while (!loader.wait_for_next(50ms)) poll();`
+  // `while (!loader.wait_for_next(50ms)) poll();`. A timeout of a century
+  // or more (nanoseconds::max()) waits without a deadline.
   bool wait_for_next(std::chrono::nanoseconds timeout);
 
   uint64_t epoch() const;

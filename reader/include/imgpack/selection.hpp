@@ -59,7 +59,9 @@ VariantPolicy resolve_variant_policy(VariantPolicy policy, Role role);
 
 // The records that epoch `epoch` reads for the selected `samples`, in storage
 // order (the order of Dataset::storage_order()). `seed` only affects the
-// per-sample starting point of `rotate`. Samples without records contribute nothing.
+// per-sample starting point of `rotate`. Samples without records contribute nothing;
+// a sample id outside the dataset (negative, or num_samples() or more) is an
+// imgpack::UsageError naming it.
 std::vector<uint64_t> epoch_records(const Dataset& dataset, std::span<const int64_t> samples,
                                     VariantPolicy policy, uint64_t seed, uint64_t epoch);
 
