@@ -305,6 +305,9 @@ int run_convert(const ConvertArgs& args) {
   for (const std::string& note : result.resume_notes) {
     std::fprintf(stderr, "imgpack: resume: %s\n", cli_wording(note).c_str());
   }
+  for (const std::string& warning : result.input_warnings) {
+    std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
+  }
   for (const std::string& warning : result.split_warnings) {
     std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
   }

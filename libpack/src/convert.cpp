@@ -5,6 +5,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -63,6 +64,29 @@ std::vector<std::string> crop_notes(
                     std::to_string(count) + " of them); ResizeMode::pad keeps all of it");
   }
   return notes;
+}
+
+// A warning for masks stored as JPEG files: the compression changes labels
+// along every edge and invents labels between them, which the conversion
+// stores as they decode. None where no mask is a JPEG.
+std::vector<std::string> lossy_mask_warnings(const ConvertOptions& options,
+                                             const SourceList& list) {
+  std::size_t count = 0;
+  const SourceSample* first = nullptr;
+  for (const SourceSample& sample : list.samples) {
+    std::string ext = fs::path(sample.mask_path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (ext != ".jpg" && ext != ".jpeg" && ext != ".jpe" && ext != ".jfif") continue;
+    if (++count == 1) first = &sample;
+  }
+  if (count == 0) return {};
+  const fs::path root = !options.masks.dir.empty() ? options.masks.dir : options.src;
+  return {std::to_string(count) +
+          " of the masks are JPEG files (the first: " + (root / first->mask_path).string() +
+          "): JPEG's lossy compression changes the labels along every edge and puts labels "
+          "between them that no pixel had; they are stored as they decode. Save label maps "
+          "as PNG"};
 }
 
 // --resume on an OUT that already holds this very dataset (a run stopped
@@ -140,6 +164,7 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   result.height = plan.shape.height;
   result.channels = plan.shape.channels;
   result.uuid = plan.uuid;
+  result.input_warnings = lossy_mask_warnings(options, plan.list);
   std::string damage;
   if (options.resume && !options.overwrite && output_is_complete(options, plan)) {
     damage = discard_if_damaged(options);

@@ -307,6 +307,39 @@ TEST_F(BadMasks, EachIsConvertedOrSkippedWithItsReason) {
   EXPECT_EQ(test::read_bytes(dir_ / "masks/c/colour.png"), colour_mask_);
 }
 
+// A gray label map saved as JPEG converts, but JPEG's compression changes
+// labels along the edges and invents others between them: the conversion
+// says so (stderr and report.json), naming the first such mask.
+TEST_F(BadMasks, JpegMasksConvertWithAWarning) {
+  for (const char* name : {"palette", "deep", "too_deep", "small", "missing", "colour"}) {
+    fs::remove(dir_ / "src/c" / (std::string(name) + ".png"));
+  }
+  test::write_image(dir_ / "src/c/lossy.png", test::make_rgb_image(16, 12, 2));
+  cv::Mat labels(12, 16, CV_8UC1, cv::Scalar(0));
+  labels(cv::Rect(4, 3, 8, 6)).setTo(1);
+  labels(cv::Rect(6, 5, 3, 3)).setTo(2);
+  ASSERT_TRUE(
+      cv::imwrite((dir_ / "masks/c/lossy.jpg").string(), labels, {cv::IMWRITE_JPEG_QUALITY, 90}));
+  const auto r = run_imgpack(convert_args("out", "-q"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string warning = "imgpack: warning: 1 of the masks are JPEG files (the first: " +
+                              (dir_ / "masks/c/lossy.jpg").string() +
+                              "): JPEG's lossy compression changes the labels";
+  EXPECT_NE(r.err.find(warning), std::string::npos) << r.err;
+  const nlohmann::json report = read_report(dir_ / "out");
+  ASSERT_EQ(report["warnings"].size(), 1u) << report.dump();
+  EXPECT_NE(report["warnings"][0].get<std::string>().find("Save label maps as PNG"),
+            std::string::npos);
+  // The same labels as a PNG: no warning.
+  fs::remove(dir_ / "masks/c/lossy.jpg");
+  cv::imwrite((dir_ / "masks/c/lossy.png").string(), labels);
+  const auto clean = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "clean") +
+                                 " --masks " + q(dir_ / "masks") + " --size 16x12 -q");
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  EXPECT_EQ(clean.err.find("warning"), std::string::npos) << clean.err;
+  EXPECT_FALSE(read_report(dir_ / "clean").contains("warnings"));
+}
+
 TEST_F(BadMasks, LetterboxAndOutOfImageAreasGetTheMaskFill) {
   const auto r = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "padded") + " --masks " +
                              q(dir_ / "masks") +

@@ -39,6 +39,9 @@ struct ConvertResult {
   double seconds = 0;
   std::string uuid;
   std::vector<std::string> split_warnings;  // e.g. classes smaller than the folds
+  // What the inputs hold that converts but is likely not what was meant:
+  // masks stored as JPEG, whose lossy compression changes the labels.
+  std::vector<std::string> input_warnings;
   // What the resize cut from the inputs converted by this run, e.g. "crop
   // keeps 75% of the width of 640x480 inputs (1200 of them); ...": the most
   // common input sizes that ResizeMode::crop cuts by more than 1% of a side.

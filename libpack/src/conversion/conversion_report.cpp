@@ -30,6 +30,11 @@ void write_report(const ConvertOptions& options, const ConversionPlan& plan,
     skipped.push_back({{"path", s.path}, {"reason", worded(s.reason)}});
   }
   report["skipped"] = std::move(skipped);
+  if (!result.input_warnings.empty()) {
+    json warnings = json::array();
+    for (const std::string& warning : result.input_warnings) warnings.push_back(worded(warning));
+    report["warnings"] = std::move(warnings);
+  }
   report["max_skipped"] = options.max_skipped.text();
   if (options.resume) {
     json notes = json::array();

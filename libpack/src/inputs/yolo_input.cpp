@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -212,7 +213,15 @@ void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& option
     SourceSample& sample = list.samples[i];
     const fs::path path = yolo_label_path(src, sample.path);
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return;  // no objects
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
+      // No file: no objects. A link to nothing is a label file lost, not that.
+      struct stat link {};
+      if (::lstat(path.c_str(), &link) == 0) {
+        sample.box_problem =
+            path.string() + ": a link to nothing (cannot stat: " + std::strerror(ENOENT) + ")";
+      }
+      return;
+    }
     // A FIFO found beside an image would block the read for ever.
     if (st.st_mode != 0 && !S_ISREG(st.st_mode)) {
       sample.box_problem = path.string() + ": not a regular file";

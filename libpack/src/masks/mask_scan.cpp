@@ -46,7 +46,8 @@ bool strictly_inside(const fs::path& child, const fs::path& parent) {
 
 // Every file with an image extension below `root` (symbolic links followed,
 // each directory once, hidden names skipped), keyed by its relative path
-// without extension.
+// without extension; and those with an image extension that could not be
+// stat-ed (a link to nothing), with the reason.
 class MaskListing {
  public:
   explicit MaskListing(const fs::path& root) { walk(root, ""); }
@@ -54,6 +55,12 @@ class MaskListing {
   const std::vector<std::pair<std::string, FileStamp>>* find(const std::string& stem) const {
     const auto it = files_.find(stem);
     return it == files_.end() ? nullptr : &it->second;
+  }
+  // "a/b.png: cannot stat: No such file or directory" for the stem "a/b",
+  // or nullptr.
+  const std::string* unreadable(const std::string& stem) const {
+    const auto it = unreadable_.find(stem);
+    return it == unreadable_.end() ? nullptr : &it->second;
   }
 
  private:
@@ -77,7 +84,13 @@ class MaskListing {
     for (const auto& [name, path] : entries) {
       const std::string child = rel.empty() ? name : rel + "/" + name;
       struct stat target {};
-      if (::stat(path.c_str(), &target) != 0) continue;
+      if (::stat(path.c_str(), &target) != 0) {
+        if (has_image_extension(path)) {
+          unreadable_.emplace(without_extension(child),
+                              child + ": cannot stat: " + std::strerror(errno));
+        }
+        continue;
+      }
       if (S_ISDIR(target.st_mode)) {
         walk(path, child);
       } else if (S_ISREG(target.st_mode) && has_image_extension(path)) {
@@ -88,6 +101,7 @@ class MaskListing {
 
   std::set<DirId> visited_;
   std::map<std::string, std::vector<std::pair<std::string, FileStamp>>> files_;
+  std::map<std::string, std::string> unreadable_;
 };
 
 // Takes the masks out of a listing of SRC that holds them beside the images:
@@ -104,8 +118,12 @@ void attach_from_folder(SourceList& list, const MaskOptions& masks) {
     const std::string stem = without_extension(sample.path) + masks.suffix;
     const auto* found = listing.find(stem);
     if (found == nullptr) {
-      sample.mask_problem = "no mask: expected " + (masks.dir / stem).string() +
-                            ".<ext> (png, tif, bmp, ...: any image extension)";
+      const std::string* unreadable = listing.unreadable(stem);
+      sample.mask_problem =
+          unreadable != nullptr
+              ? "no mask: " + (masks.dir / *unreadable).string() + " (a link to nothing?)"
+              : "no mask: expected " + (masks.dir / stem).string() +
+                    ".<ext> (png, tif, bmp, ...: any image extension)";
     } else if (found->size() > 1) {
       sample.mask_problem = "two masks: " + (masks.dir / (*found)[0].first).string() + " and " +
                             (masks.dir / (*found)[1].first).string() + "; keep one";

@@ -561,6 +561,13 @@ TEST_F(YoloBoxes, ALabelFileThatIsNoRegularFileIsAProblemOfItsImage) {
   attach_boxes(list, src(), options());
   EXPECT_EQ(sample(list, "a/x.jpg").box_problem, "");
   EXPECT_EQ(sample(list, "a/y.png").box_problem, label("a/y.txt") + ": not a regular file");
+  // A link to nothing is a label file lost, not an image without objects.
+  fs::remove(src() / "a/y.txt");
+  fs::create_symlink(src() / "gone.txt", src() / "a/y.txt");
+  list = listing({"a/x.jpg", "a/y.png"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(sample(list, "a/y.png").box_problem,
+            label("a/y.txt") + ": a link to nothing (cannot stat: No such file or directory)");
   // The same for the class names found in SRC: an error, before any file is read.
   fs::remove(src() / "classes.txt");
   ASSERT_EQ(::mkfifo((src() / "classes.txt").c_str(), 0600), 0);

@@ -66,9 +66,11 @@ TEST(AttachMasks, EachImageGetsTheOneFileOfItsStemInTheMaskFolder) {
   write_bytes(dir / "masks/dog/deep/c.bmp", "1");
   write_bytes(dir / "masks/dog/e.v2.png", "1");
   write_bytes(dir / "masks/dog/d.txt", "1");  // not an image: no candidate
+  write_bytes(dir / "src/dog/f.jpg", "x");
+  fs::create_symlink(dir / "nowhere.png", dir / "masks/dog/f.png");  // a link to nothing
 
   const SourceList list = scan_with_masks(options_for(dir / "src", dir / "masks"));
-  ASSERT_EQ(list.samples.size(), 5u);
+  ASSERT_EQ(list.samples.size(), 6u);
   EXPECT_EQ(sample(list, "cat/a.jpg").mask_path, "cat/a.png");
   EXPECT_EQ(sample(list, "cat/a.jpg").mask_stamp.size, 5u);
   EXPECT_EQ(sample(list, "cat/a.jpg").mask_problem, "");
@@ -80,6 +82,9 @@ TEST(AttachMasks, EachImageGetsTheOneFileOfItsStemInTheMaskFolder) {
   const std::string none = sample(list, "dog/d.jpg").mask_problem;
   EXPECT_EQ(none, "no mask: expected " + (dir / "masks/dog/d").string() +
                       ".<ext> (png, tif, bmp, ...: any image extension)");
+  EXPECT_EQ(sample(list, "dog/f.jpg").mask_problem,
+            "no mask: " + (dir / "masks/dog/f.png").string() +
+                ": cannot stat: No such file or directory (a link to nothing?)");
 }
 
 TEST(AttachMasks, ASuffixNamesMasksBesideTheirImagesEvenInSrcItself) {
