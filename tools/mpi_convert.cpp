@@ -93,11 +93,18 @@ int run_convert_with_mpi(ConvertOptions options, bool quiet, bool json) {
   if (json) {
     print_json(merge_json(merged, options.out.string()));
   } else if (!quiet) {
-    std::fprintf(
-        stderr, "%s: %d ranks converted and merged: %llu records from %llu images in %llu shards\n",
-        options.out.c_str(), size, static_cast<unsigned long long>(merged.records),
-        static_cast<unsigned long long>(merged.samples),
-        static_cast<unsigned long long>(merged.shards));
+    // Every part found merged already (a rerun of a finished job) or being
+    // merged (a rerun after the merge stopped): nothing was converted.
+    const bool converted_nothing = converted.already_complete && !converted.resume_notes.empty();
+    const std::string what =
+        converted_nothing
+            ? "nothing to convert (the " + std::to_string(size) + " parts were merged, or are now)"
+            : std::to_string(size) + " ranks converted and merged" +
+                  (merged.resumed ? " (an interrupted merge, completed)" : "");
+    std::fprintf(stderr, "%s: %s: %llu records from %llu images in %llu shards\n",
+                 options.out.c_str(), what.c_str(), static_cast<unsigned long long>(merged.records),
+                 static_cast<unsigned long long>(merged.samples),
+                 static_cast<unsigned long long>(merged.shards));
   }
   return kExitOk;
 }

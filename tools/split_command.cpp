@@ -22,6 +22,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/split.hpp"
+#include "splits_file.hpp"
 #include "summaries.hpp"
 
 namespace imgpack::cli {
@@ -36,6 +37,7 @@ struct SplitArgs {
   uint64_t seed = 0;
   bool force = false, no_stratify = false, no_groups = false;
   bool list = false;
+  bool reset = false;
   std::string remove, export_name, out;
   std::string import_file;
   std::string extend;
@@ -315,7 +317,27 @@ int run_extend(const SplitArgs& args) {
   return kExitOk;
 }
 
+// splits.h5 missing or damaged (every command refuses the dataset then):
+// written anew without splits, the index and the shards untouched.
+int run_reset(const SplitArgs& args) {
+  if (!args.name.empty() || args.list || !args.remove.empty() || !args.export_name.empty() ||
+      !args.import_file.empty() || !args.extend.empty()) {
+    throw UsageError("--reset takes no other action: reset, then make the splits again");
+  }
+  const DirectoryLock lock = lock_for_change(args.dataset, args.quiet);
+  const std::string problem = detail::reset_splits_file(args.dataset);
+  if (args.json) {
+    print_json({{"reset", true}, {"problem", cli_wording(problem)}});
+  } else if (!args.quiet) {
+    std::cerr << args.dataset << ": " << format::kSplitsFile
+              << " written anew without splits; it was: " << cli_wording(problem)
+              << "\nmake the splits again with imgpack split --name NAME --kind KIND ...\n";
+  }
+  return kExitOk;
+}
+
 int run_split(const SplitArgs& args) {
+  if (args.reset) return run_reset(args);
   if (!args.extend.empty()) return run_extend(args);
   if (!args.import_file.empty()) {
     if (args.list || !args.remove.empty() || !args.export_name.empty()) {
@@ -369,6 +391,9 @@ void add_split_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-groups", args->no_groups, "holdout: ignore the groups");
   cmd->add_flag("--list", args->list, "List the splits and their quality (the default)");
   cmd->add_option("--delete", args->remove, "Delete the split NAME")->check(not_empty());
+  cmd->add_flag("--reset", args->reset,
+                "Write splits.h5 anew without splits, where it is missing or damaged (every "
+                "command refuses the dataset then); the splits are then made again");
   cmd->add_option("--export", args->export_name, "Write split NAME as CSV: path,label,group,fold")
       ->check(not_empty());
   cmd->add_option("--out", args->out, "CSV file for --export ('-' = stdout)")->check(not_empty());

@@ -1,11 +1,11 @@
 #include "conversion_pipeline.hpp"
 
+#include <oneapi/tbb/info.h>
 #include <opencv2/core.hpp>
 
 #include <algorithm>
 #include <new>
 #include <string>
-#include <thread>
 
 #include "conversion/resume.hpp"
 #include "files.hpp"
@@ -18,8 +18,16 @@ namespace imgpack {
 
 namespace {
 
+// The cores this process may run on: its CPU affinity, which oneTBB
+// respects (an MPI rank bound to one core, a Slurm task given 16), rather
+// than every core of the machine.
+unsigned usable_cores() {
+  return static_cast<unsigned>(std::max(1, tbb::info::default_concurrency()));
+}
+
+// Lets oneTBB run `threads` threads where that is more than its default.
 std::optional<tbb::global_control> leave_for(unsigned threads) {
-  if (threads <= std::max(1u, std::thread::hardware_concurrency())) return std::nullopt;
+  if (threads <= usable_cores()) return std::nullopt;
   return std::optional<tbb::global_control>(std::in_place,
                                             tbb::global_control::max_allowed_parallelism, threads);
 }
@@ -27,7 +35,7 @@ std::optional<tbb::global_control> leave_for(unsigned threads) {
 }  // namespace
 
 ConversionThreads::ConversionThreads(unsigned requested)
-    : count_(requested != 0 ? requested : std::max(1u, std::thread::hardware_concurrency())),
+    : count_(requested != 0 ? requested : usable_cores()),
       allow_(leave_for(count_)),
       arena_(static_cast<int>(count_)) {}
 

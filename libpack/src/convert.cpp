@@ -147,8 +147,10 @@ ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan&
                             tbb::task_arena& arena, ConvertResult result, Clock::time_point start,
                             const ProgressFn& progress);
 
-// convert() into options.out, which for a part is its own folder.
-ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& progress) {
+// convert() into options.out, which for a part is its own folder; `whole`
+// is then the OUT of the whole conversion, where the parts are merged.
+ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& progress,
+                           const fs::path& whole = {}) {
   const Clock::time_point start = Clock::now();
   options.validate();
   ConversionTimings timings;
@@ -158,6 +160,23 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
 
   const ConversionPlan plan = make_plan(options, arena);
   timings.plan_s = seconds_since(start);
+  if (!whole.empty() && options.resume && !options.overwrite) {
+    // A part rerun after the merge took its shards (a job run again, as its
+    // launcher reported a failure): converting it again would fill the part's
+    // folder anew beside the finished or half-merged dataset. Checked before
+    // the part's folder is locked (made).
+    if (std::string merged = parts_merged_into(whole, plan.uuid); !merged.empty()) {
+      ConvertResult done;
+      done.width = plan.shape.width;
+      done.height = plan.shape.height;
+      done.channels = plan.shape.channels;
+      done.uuid = plan.uuid;
+      done.resume_notes.push_back(std::move(merged));
+      done.already_complete = true;
+      done.seconds = seconds_since(start);
+      return done;
+    }
+  }
   const DirectoryLock lock = lock_output(options);
   ConvertResult result;
   result.width = plan.shape.width;
@@ -273,7 +292,7 @@ ConvertResult convert(const ConvertOptions& options, const ProgressFn& progress)
   options.validate();
   ConvertOptions part = options;
   part.out = part_directory(options.out, *options.part);
-  return convert_into(part, progress);
+  return convert_into(part, progress, options.out);
 }
 
 }  // namespace imgpack

@@ -96,6 +96,42 @@ TEST_F(MergeCli, ArrayTasksThenMergeAndKilledMergesFinishWhenRunAgain) {
   }
 }
 
+// The array's tasks run again (all of a job is rerun when its launcher
+// reported a failure) after the merge finished, or after it stopped with the
+// shards moved: a part finds its shards in OUT and converts nothing (it
+// converted everything again into OUT/parts/ beside the dataset), and the
+// merge then has nothing to do or finishes.
+TEST_F(MergeCli, TasksRunAgainAfterTheMergeConvertNothing) {
+  ASSERT_EQ(test::run_imgpack(convert_args("single")).exit_code, 0);
+  for (const std::string point : {"", "merge-shard:2"}) {
+    SCOPED_TRACE(point);
+    const fs::path out = dir_ / ("rerun" + point);
+    auto tasks = array_tasks(out.filename().string(), 3);
+    ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
+    if (point.empty()) {
+      ASSERT_EQ(test::run_imgpack("merge " + q(out) + " -q").exit_code, 0);
+    } else {
+      auto killed = run_killed_at(point, "merge " + q(out) + " -q");
+      ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
+    }
+    const auto before = test::directory_snapshot(out);
+    for (int part = 0; part < 3; ++part) {
+      auto again = run_command(imgpack() + " " + convert_args(out.filename().string()) +
+                               " --part " + std::to_string(part) + "/3 --resume");
+      ASSERT_EQ(again.exit_code, 0) << again.err;
+      EXPECT_NE(again.err.find(point.empty() ? "merged into " + out.string() + " already"
+                                             : "being merged into " + out.string()),
+                std::string::npos)
+          << again.err;
+    }
+    EXPECT_EQ(test::directory_snapshot(out), before) << "a task wrote into the merged OUT";
+    auto merged = test::run_imgpack("merge " + q(out) + " --json");
+    ASSERT_EQ(merged.exit_code, 0) << merged.err;
+    EXPECT_TRUE(nlohmann::json::parse(merged.out)["resumed"].get<bool>());
+    expect_like_single(out);
+  }
+}
+
 // A merge that cannot write its index (a file size limit, as a full disk
 // would) after it has moved the shards: exit 1, saying that the merge is
 // journaled and to run it again, which ends as an uninterrupted merge.

@@ -55,6 +55,18 @@ if single != merged:
     sys.exit(f"merged records differ: {len(single)} vs {len(merged)}")
 PY
 
+# The job run again (as after a launcher that reported a failure once the
+# merge had finished): nothing is converted again, nothing is written.
+before=$(cd "$tmp/mpi" && find . -type f -exec sha256sum {} + | sort)
+loud=()
+for a in "${args[@]}"; do [ "$a" = -q ] || loud+=("$a"); done
+"${mpirun[@]}" "$imgpack" convert "$tmp/src" "$tmp/mpi" "${loud[@]}" 2> "$tmp/again.err" ||
+  { cat "$tmp/again.err" >&2; exit 1; }
+grep -q "nothing to convert" "$tmp/again.err" || { cat "$tmp/again.err" >&2; exit 1; }
+! grep -q "TBB Warning" "$tmp/again.err" || { cat "$tmp/again.err" >&2; exit 1; }
+after=$(cd "$tmp/mpi" && find . -type f -exec sha256sum {} + | sort)
+[ "$before" = "$after" ] || { echo "the rerun changed $tmp/mpi" >&2; exit 1; }
+
 first_class=$(ls "$tmp/src" | sed -n 1p)
 printf 'broken' > "$tmp/src/$first_class/zz_broken.png"
 if "${mpirun[@]}" "$imgpack" convert "$tmp/src" "$tmp/fail" "${args[@]}" --on-error fail \

@@ -286,6 +286,57 @@ TEST_F(SplitCli, ChangingSplitsReplacesSplitsH5AloneLeavingTheSampleTableAndShar
   EXPECT_EQ(read_index(dataset()).find_split("cv")->folds, 4);
 }
 
+// A damaged or missing splits.h5 makes every command refuse the dataset,
+// saying how to go on; split --reset writes it anew without splits (the
+// index and the shards untouched), after which the dataset is whole and the
+// same split made again is the split it lost.
+TEST_F(SplitCli, ADamagedSplitsFileIsResetAndTheSplitsMadeAgain) {
+  ASSERT_EQ(split("--name cv --kind stratified-group --folds 3 --seed 4").exit_code, 0);
+  const fs::path splits_path = dataset() / format::kSplitsFile;
+  const std::string intact = test::read_bytes(splits_path);
+  const std::vector<int16_t> assign = read_index(dataset()).splits.at(0).assign.to_vector();
+  const std::string index_bytes = test::read_bytes(dataset() / format::kIndexFile);
+  auto shard_bytes = [&] {
+    std::map<std::string, std::string> bytes;
+    for (const auto& [name, state] : shard_states(dataset())) bytes[name] = state.bytes;
+    return bytes;
+  };
+  const std::map<std::string, std::string> shards = shard_bytes();
+  test::CommandResult r = split("--reset");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("reads as it should; there is nothing to reset"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(test::read_bytes(splits_path), intact);
+
+  for (const bool missing : {false, true}) {
+    SCOPED_TRACE(missing ? "missing" : "truncated");
+    if (missing) {
+      fs::remove(splits_path);
+    } else {
+      fs::resize_file(splits_path, intact.size() / 2);
+    }
+    r = run_imgpack("inspect " + ds());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find(splits_path.string() + ": "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("index.h5 and the shards do not depend on it: restore it from a copy, "
+                         "or imgpack split DATASET --reset writes it anew"),
+              std::string::npos)
+        << r.err;
+    r = split("--reset --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(json::parse(r.out)["reset"].get<bool>());
+    EXPECT_EQ(run_imgpack("verify " + ds() + " -q").exit_code, 0);
+    EXPECT_TRUE(read_index(dataset()).splits.empty());
+    EXPECT_EQ(test::read_bytes(dataset() / format::kIndexFile), index_bytes);
+    EXPECT_EQ(shard_bytes(), shards);
+    ASSERT_EQ(split("--name cv --kind stratified-group --folds 3 --seed 4").exit_code, 0);
+    EXPECT_EQ(read_index(dataset()).splits.at(0).assign.to_vector(), assign);
+  }
+  r = split("--reset --list");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--reset takes no other action"), std::string::npos) << r.err;
+}
+
 TEST_F(SplitCli, AFormat1DatasetKeepsItsSplitsInIndexH5AndStaysFormat1) {
   test::rewrite_as_format1(dataset());
   const fs::path index_path = dataset() / format::kIndexFile;

@@ -183,7 +183,7 @@ struct ConvertOptions {
   std::string augment;  // spec; empty = none
 
   uint64_t shard_size = uint64_t{1} << 30;  // bytes of pixels per shard at most
-  unsigned threads = 0;                     // 0 = all cores
+  unsigned threads = 0;                     // 0 = the cores the process may run on
   uint64_t seed = 0;
   WriteOrder order = WriteOrder::shuffle;
   OnError on_error = OnError::skip;

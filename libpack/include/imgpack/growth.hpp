@@ -52,7 +52,7 @@ struct AppendOptions {
   // line; a dataset converted from a CSV list takes its new rows by `csv`.
   // Empty: `src` is walked.
   std::filesystem::path files;
-  unsigned threads = 0;  // 0 = all cores
+  unsigned threads = 0;  // 0 = the cores the process may run on
   OnError on_error = OnError::skip;
   SkipLimit max_skipped;
   // An input whose path the dataset holds but whose size or modification

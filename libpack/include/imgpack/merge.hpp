@@ -64,4 +64,12 @@ struct MergeResult {
 // removed. Throws imgpack::Error naming the file for I/O failures.
 MergeResult merge(const MergeOptions& options);
 
+// Whether the parts of the conversion whose dataset uuid is `uuid` are in
+// OUT already: merged (OUT's index.h5 is that dataset) or being merged
+// (OUT/merge.journal names it). Then a part converted again with
+// ConvertOptions::resume has nothing to do (its shards are in OUT, or on
+// their way), and merge() finishes what is left: the returned text says so.
+// Empty where neither holds.
+std::string parts_merged_into(const std::filesystem::path& out, const std::string& uuid);
+
 }  // namespace imgpack

@@ -244,6 +244,30 @@ void finish_merge(const fs::path& out, MergePlan& plan, bool journaled,
 
 }  // namespace
 
+std::string parts_merged_into(const fs::path& out, const std::string& uuid) {
+  if (path_exists(out / kMergeJournalFile)) {
+    std::vector<uint8_t> bytes;
+    if (!read_file(out / kMergeJournalFile, bytes).empty()) return "";
+    const json journal = json::parse(bytes.begin(), bytes.end(), nullptr, false);
+    const auto named = journal.is_object() ? journal.find("dataset_uuid") : journal.end();
+    if (named == journal.end() || !named->is_string() || named->get<std::string>() != uuid) {
+      return "";
+    }
+    return "the parts are being merged into " + out.string() + " (" + kMergeJournalFile +
+           "): nothing to convert; merge() finishes the merge";
+  }
+  if (!path_exists(out / format::kIndexFile)) return "";
+  try {
+    if (h5::File::open_read(out / format::kIndexFile).read_string_attr("/", format::kAttrUuid) !=
+        uuid) {
+      return "";
+    }
+  } catch (const Error&) {
+    return "";  // not a dataset this conversion could have merged
+  }
+  return "the parts are merged into " + out.string() + " already: nothing to convert";
+}
+
 MergeResult merge(const MergeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const fs::path& out = options.out;

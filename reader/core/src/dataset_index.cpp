@@ -323,7 +323,7 @@ struct IndexRead {
 // numeric tables are viewed in mappings of the files. With `defer`, the sample
 // paths and group names left out are kept for reading on first use.
 IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& options, bool map,
-                           bool defer) {
+                           bool defer, bool splits = true) {
   fs::path path = dataset_dir / format::kIndexFile;
   require_dataset_directory(dataset_dir);
   std::error_code ec;
@@ -407,10 +407,19 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   read_box_tables(tables, index);
   detail::read_growth_tables(tables, growth, index);
 
-  if (format2) {
-    index.splits = detail::read_splits_file(dataset_dir, index.uuid, index.sample_label.size(),
-                                            index.generation, map);
-  } else {
+  if (format2 && splits) {
+    try {
+      index.splits = detail::read_splits_file(dataset_dir, index.uuid, index.sample_label.size(),
+                                              index.generation, map);
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      // The way on: the index and the shards do not need the splits file.
+      throw Error(std::string(e.what()) + " (" + format::kIndexFile +
+                  " and the shards do not depend on it: restore it from a copy, or "
+                  "reset_splits_file() writes it anew without splits, to be made again)");
+    }
+  } else if (!format2) {
     index.splits = detail::read_split_groups(tables);
   }
   if (defer && (!options.sample_paths || !options.group_names)) {
@@ -498,6 +507,32 @@ DeferredIndex read_index_deferred(const fs::path& dataset_dir, const IndexReadOp
                                   bool map) {
   IndexRead read = read_index_files(dataset_dir, options, map, true);
   return {std::move(read.index), std::move(read.strings)};
+}
+
+std::string reset_splits_file(const fs::path& dataset_dir) {
+  DatasetIndex index =
+      read_index_files(dataset_dir, {.sample_paths = false, .group_names = false, .records = false},
+                       false, false, false)
+          .index;
+  const fs::path path = dataset_dir / format::kSplitsFile;
+  if (index.format_version < 2) {
+    throw UsageError((dataset_dir / format::kIndexFile).string() + " is format " +
+                     std::to_string(index.format_version) + ": it holds its splits itself");
+  }
+  std::string problem;
+  try {
+    read_splits_file(dataset_dir, index.uuid, index.num_samples(), index.generation, false);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  if (problem.empty()) {
+    throw UsageError(path.string() + ": reads as it should; there is nothing to reset");
+  }
+  index.splits.clear();
+  write_splits_file(dataset_dir, index);
+  return problem;
 }
 
 }  // namespace detail

@@ -41,6 +41,14 @@ std::vector<Split> read_splits_file(const std::filesystem::path& dataset_dir,
                                     const std::string& uuid, uint64_t samples, uint64_t generation,
                                     bool map);
 
+// Writes DIR/splits.h5 anew without any split, for a format 2 index.h5 that
+// reads whole while its splits.h5 is missing or damaged (read_index() refuses
+// the dataset then): what the splits held is lost, to be made again. Returns
+// the problem splits.h5 had. Throws UsageError for a splits.h5 that reads as
+// it should or a format 1 index, imgpack::Error naming index.h5 where that is
+// damaged. Takes no lock: the caller holds the dataset's.
+std::string reset_splits_file(const std::filesystem::path& dataset_dir);
+
 // Replaces DIR/splits.h5 crash-safely with the splits of `index` (format 2).
 void write_splits_file(const std::filesystem::path& dataset_dir, const DatasetIndex& index);
 
