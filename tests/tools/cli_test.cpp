@@ -91,6 +91,33 @@ TEST_F(Cli, MoreThreadsThanCoresRunQuietly) {
   EXPECT_EQ(r.err, "");
 }
 
+// The default thread count is the cores the process may run on (an MPI
+// rank bound to one core, a Slurm task's cpus), not the machine's: it asked
+// oneTBB for more than the binding allowed, which printed a warning.
+TEST_F(Cli, TheDefaultThreadsFollowTheCpuBinding) {
+  if (test::run_command("command -v taskset").exit_code != 0) GTEST_SKIP() << "no taskset";
+  auto r =
+      test::run_command("taskset -c 0 " + test::shell_quote(test::imgpack_cli()) + " convert " +
+                        q(dir_ / "src") + " " + q(dir_ / "out") + " --size 16 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto report = nlohmann::json::parse(test::read_bytes(dir_ / "out" / "report.json"));
+  EXPECT_EQ(report["threads"], 1);
+}
+
+// An OUT that cannot name a directory is the request's fault (exit 2); one
+// the file system cannot make (read-only, full) is a failure (exit 1).
+TEST_F(Cli, AnOutputPathThroughAFileIsAUsageError) {
+  test::write_bytes(dir_ / "file", "x");
+  auto r =
+      run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "file" / "out") + " --size 16");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find((dir_ / "file" / "out").string() + ": cannot create directory: Not a "
+                                                          "directory"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(Cli, PlainProgressLinesWhenStderrIsNotATerminal) {
   auto r = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out") + " --size 16");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -242,7 +242,15 @@ DirectoryLock lock_output(const ConvertOptions& options) {
   }
   if (!fs::exists(out, ec)) {
     fs::create_directories(out, ec);
-    if (ec) throw UsageError(out.string() + ": cannot create directory: " + ec.message());
+    if (ec) {
+      const std::string message = out.string() + ": cannot create directory: " + ec.message();
+      // A path that cannot name a directory is the request's fault; a
+      // read-only, full or failing file system is the machine's (exit 1).
+      if (ec == std::errc::not_a_directory || ec == std::errc::filename_too_long) {
+        throw UsageError(message);
+      }
+      throw Error(message);
+    }
   }
   std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
   if (!lock) {
