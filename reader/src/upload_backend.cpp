@@ -5,6 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "cuda_module.hpp"
 #include "imgpack/error.hpp"
@@ -16,16 +19,21 @@ std::string Device::name() const {
 }
 
 Device parse_device(const std::string& text) {
-  if (text == "host" || text == "cpu") return Device::host();
-  if (text == "cuda") return Device::cuda(0);
-  if (text.starts_with("cuda:")) {
-    const std::string number = text.substr(5);
-    if (!number.empty() && number.size() < 6 &&
-        number.find_first_not_of("0123456789") == std::string::npos) {
-      return Device::cuda(std::stoi(number));
+  auto index_after = [&](std::string_view prefix) -> std::optional<int> {
+    if (!text.starts_with(prefix)) return std::nullopt;
+    const std::string number = text.substr(prefix.size());
+    if (number.empty() || number.size() >= 6 ||
+        number.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
     }
-  }
-  throw UsageError("unknown device '" + text + "' (use host or cuda:N)");
+    return std::stoi(number);
+  };
+  if (text == "host" || text == "cpu") return Device::host();
+  // PyTorch names the host "cpu:0" too (str(torch.device("cpu", 0))).
+  if (index_after("cpu:")) return Device::host();
+  if (text == "cuda") return Device::cuda(0);
+  if (const std::optional<int> index = index_after("cuda:")) return Device::cuda(*index);
+  throw UsageError("unknown device '" + text + "' (use cpu (or host), cuda or cuda:N)");
 }
 
 namespace {

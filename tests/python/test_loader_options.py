@@ -68,7 +68,8 @@ def test_positional_options_are_refused(dataset_dir):
 
 
 def test_devices_by_name_and_torch_device(dataset_dir):
-    for device in ("cpu", "host", torch.device("cpu")):
+    # torch.device("cpu", 0) is "cpu:0" as text.
+    for device in ("cpu", "host", torch.device("cpu"), torch.device("cpu", 0), "cpu:0"):
         assert imgpack.Loader(dataset_dir, device=device).device == "cpu"
     if imgpack.cuda_device_count() == 0:
         with pytest.raises(imgpack.Error, match="cuda"):

@@ -1190,6 +1190,10 @@ TEST(LoaderNames, Parse) {
   EXPECT_EQ(parse_device("cuda:1").index, 1);
   EXPECT_TRUE(parse_device("cuda").is_cuda());
   EXPECT_FALSE(parse_device("host").is_cuda());
+  EXPECT_FALSE(parse_device("cpu").is_cuda());
+  EXPECT_FALSE(parse_device("cpu:0").is_cuda());  // str(torch.device("cpu", 0))
+  EXPECT_THROW(parse_device("cpu:"), UsageError);
+  EXPECT_THROW(parse_device("cpux"), UsageError);
   EXPECT_THROW(parse_device("gpu"), UsageError);
   EXPECT_THROW(parse_device("cuda:x"), UsageError);
 }
