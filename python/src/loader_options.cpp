@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "imgpack/error.hpp"
@@ -13,22 +14,40 @@ namespace imgpack::python {
 
 namespace {
 
-// An integer argument within [low, high]; bool is not an integer here.
+// An integer argument within [low, high]: an int, or what stands for one
+// (__index__: numpy's integers, a 0-d integer tensor); bool is not an
+// integer here.
 template <class T>
 T integer(const py::object& value, const char* name, T low = std::numeric_limits<T>::min(),
           T high = std::numeric_limits<T>::max()) {
-  if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
-    throw py::type_error(std::string(name) + " must be an int, not " +
-                         std::string(py::str(py::type::of(value).attr("__name__"))));
+  const std::string_view type = Py_TYPE(value.ptr())->tp_name;
+  auto refuse = [&] {
+    return py::type_error(std::string(name) + " must be an int, not " +
+                          std::string(py::str(py::type::of(value).attr("__name__"))));
+  };
+  if (py::isinstance<py::bool_>(value) || type == "numpy.bool_" || type == "numpy.bool" ||
+      PyIndex_Check(value.ptr()) == 0) {
+    throw refuse();
   }
-  const py::int_ number(value);
+  const auto number = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
+  if (!number) {  // a float tensor has __index__, and refuses
+    PyErr_Clear();
+    throw refuse();
+  }
   const bool too_low = number < py::int_(low);
   const bool too_high = number > py::int_(high);
   if (too_low || too_high) {
     throw UsageError(std::string(name) + " must be between " + std::to_string(low) + " and " +
-                     std::to_string(high) + ", not " + std::string(py::str(value)));
+                     std::to_string(high) + ", not " +
+                     std::string(py::str(static_cast<const py::object&>(number))));
   }
-  return value.cast<T>();
+  return number.cast<T>();
+}
+
+// numpy arrays and torch tensors as the lists they hold, for the sequence
+// casts (a tensor's elements are tensors, which they do not take).
+py::object as_list(const py::object& value) {
+  return py::hasattr(value, "tolist") ? value.attr("tolist")() : value;
 }
 
 std::string text(const py::object& value, const char* name) {
@@ -51,7 +70,7 @@ std::vector<float> per_channel(const py::object& value, const char* name, uint32
   if (value.is_none()) return {};
   std::vector<float> values;
   try {
-    values = value.cast<std::vector<float>>();
+    values = as_list(value).cast<std::vector<float>>();
   } catch (const py::cast_error&) {
     throw py::type_error(std::string(name) + " must be a sequence of numbers, one per channel");
   }
@@ -144,7 +163,7 @@ LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
   o.order.sampling = parse_sampling(text(a.sampling, "sampling"));
   if (!a.weights.is_none()) {
     try {
-      o.order.weights = a.weights.cast<std::vector<double>>();
+      o.order.weights = as_list(a.weights).cast<std::vector<double>>();
     } catch (const py::cast_error&) {
       throw py::type_error("weights must be a sequence of numbers, one per sample");
     }

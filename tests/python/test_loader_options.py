@@ -1,5 +1,6 @@
 """Loader keyword arguments (python/src/loader_options.cpp): every one maps
 to its LoaderOptions field; wrong values are ValueError, wrong types TypeError."""
+import numpy as np
 import pytest
 import torch
 
@@ -65,6 +66,24 @@ def test_wrong_types_are_type_errors(dataset_dir, kwargs):
 def test_positional_options_are_refused(dataset_dir):
     with pytest.raises(TypeError):
         imgpack.Loader(dataset_dir, None)
+
+
+def test_numpy_and_torch_values_stand_for_ints_and_sequences(dataset_dir):
+    # What a PyTorch program has at hand: numpy integers, 0-d tensors, tensors of weights.
+    loader = imgpack.Loader(dataset_dir, batch_size=np.int64(8), seed=np.uint32(3),
+                            prefetch=torch.tensor(2), output="float32",
+                            mean=torch.tensor([0.5, 0.5, 0.5]), std=np.array([0.25, 0.25, 0.25]))
+    assert loader.batch_size == 8
+    assert next(iter(loader)).images.shape[0] == 8
+    samples = imgpack.Dataset(dataset_dir).num_samples
+    weighted = imgpack.Loader(dataset_dir, batch_size=8, sampling="weighted",
+                              weights=torch.ones(samples, dtype=torch.float64))
+    assert sum(len(b) for b in weighted) == weighted.images_per_epoch
+    for wrong in (np.bool_(True), np.float32(8.0), torch.tensor(8.0)):
+        with pytest.raises(TypeError, match="batch_size must be an int"):
+            imgpack.Loader(dataset_dir, batch_size=wrong)
+    with pytest.raises(TypeError, match="weights must be a sequence of numbers"):
+        imgpack.Loader(dataset_dir, sampling="weighted", weights=np.ones((samples, 1)))
 
 
 def test_devices_by_name_and_torch_device(dataset_dir):
