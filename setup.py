@@ -56,6 +56,13 @@ class CMakeBuild(build_ext):
     """Builds the one extension, imgpack, with the project's CMake."""
 
     def build_extension(self, ext):
+        # An editable install (pip install -e .) builds in place: the module
+        # would land in the source tree and the CUDA module it loads would be
+        # removed with the CMake folder after the build.
+        if self.inplace or getattr(self, "editable_mode", False):
+            sys.exit("setup.py: an editable install (pip install -e) is not supported: the "
+                     "module and its CUDA module are built for an install; use pip install "
+                     "(again after a change), or scripts/build and PYTHONPATH=build/python")
         target_dir = os.path.dirname(os.path.abspath(self.get_ext_fullpath(ext.name)))
         build_dir = self._cmake_build_dir()
         configure = [
