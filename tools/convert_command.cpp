@@ -204,6 +204,9 @@ int run_append(const ConvertArgs& args) {
     progress.finish(result.added + result.skipped.size(), result.added + result.skipped.size(),
                     result.skipped.size());
   }
+  for (const std::string& warning : result.input_warnings) {
+    std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
+  }
   for (const std::string& warning : result.split_warnings) {
     std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
   }
@@ -232,6 +235,10 @@ int run_append(const ConvertArgs& args) {
     j["skipped_inputs"] = std::move(skipped);
     j["new_classes"] = result.new_classes;
     j["notes"] = result.notes;
+    nlohmann::ordered_json warnings = nlohmann::ordered_json::array();
+    for (const std::string& warning : result.input_warnings)
+      warnings.push_back(cli_wording(warning));
+    j["warnings"] = std::move(warnings);
     j["seconds"] = result.seconds;
     j["timings"] = {
         {"plan_s", result.plan_s}, {"convert_s", result.convert_s}, {"commit_s", result.commit_s}};

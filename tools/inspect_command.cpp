@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
+#include "cli_wording.hpp"
 #include "files.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
@@ -22,6 +23,7 @@
 #include "imgpack/format.hpp"
 #include "imgpack/growth.hpp"
 #include "imgpack/mask_stats.hpp"
+#include "splits_file.hpp"
 #include "summaries.hpp"
 
 namespace imgpack::cli {
@@ -58,8 +60,17 @@ DatasetIndex open_index(const InspectArgs& args, std::string& problem,
     if (!args.force) throw;
     problem = e.what();
   }
-  DatasetIndex index = read_index(args.dataset, kSummary);
-  std::cerr << "imgpack: warning: " << problem << "; showing what index.h5 says (--force)\n";
+  // A damaged splits.h5 leaves index.h5 to show, without splits.
+  DatasetIndex index;
+  try {
+    index = read_index(args.dataset, kSummary);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error&) {
+    index = detail::read_index_without_splits(args.dataset, kSummary);
+  }
+  std::cerr << "imgpack: warning: " << cli_wording(problem)
+            << "; showing what index.h5 says (--force)\n";
   return index;
 }
 
@@ -417,7 +428,8 @@ int run_inspect(const InspectArgs& args) {
     j["shards"] = index.num_shards();
     j["missing_shards"] = missing_shards;
     if (args.force)
-      j["damage"] = problem.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(problem);
+      j["damage"] =
+          problem.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(cli_wording(problem));
     nlohmann::ordered_json splits = nlohmann::ordered_json::array();
     for (const Split& split : index.splits) splits.push_back(split_json(index, split));
     j["splits"] = std::move(splits);
@@ -470,7 +482,7 @@ int run_inspect(const InspectArgs& args) {
                 << " images\n";
     }
   }
-  if (!problem.empty()) std::cout << "  DAMAGED     " << problem << "\n";
+  if (!problem.empty()) std::cout << "  DAMAGED     " << cli_wording(problem) << "\n";
   if (!missing_shards.empty()) {
     std::cout << "  MISSING     " << missing_shards.size() << " shard files, e.g. "
               << missing_shards[0] << "\n";

@@ -5,7 +5,6 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -64,29 +63,6 @@ std::vector<std::string> crop_notes(
                     std::to_string(count) + " of them); ResizeMode::pad keeps all of it");
   }
   return notes;
-}
-
-// A warning for masks stored as JPEG files: the compression changes labels
-// along every edge and invents labels between them, which the conversion
-// stores as they decode. None where no mask is a JPEG.
-std::vector<std::string> lossy_mask_warnings(const ConvertOptions& options,
-                                             const SourceList& list) {
-  std::size_t count = 0;
-  const SourceSample* first = nullptr;
-  for (const SourceSample& sample : list.samples) {
-    std::string ext = fs::path(sample.mask_path).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (ext != ".jpg" && ext != ".jpeg" && ext != ".jpe" && ext != ".jfif") continue;
-    if (++count == 1) first = &sample;
-  }
-  if (count == 0) return {};
-  const fs::path root = !options.masks.dir.empty() ? options.masks.dir : options.src;
-  return {std::to_string(count) +
-          " of the masks are JPEG files (the first: " + (root / first->mask_path).string() +
-          "): JPEG's lossy compression changes the labels along every edge and puts labels "
-          "between them that no pixel had; they are stored as they decode. Save label maps "
-          "as PNG"};
 }
 
 // --resume on an OUT that already holds this very dataset (a run stopped
@@ -160,12 +136,17 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
 
   const ConversionPlan plan = make_plan(options, arena);
   timings.plan_s = seconds_since(start);
-  if (!whole.empty() && options.resume && !options.overwrite) {
+  if (!whole.empty()) {
     // A part rerun after the merge took its shards (a job run again, as its
     // launcher reported a failure): converting it again would fill the part's
     // folder anew beside the finished or half-merged dataset. Checked before
-    // the part's folder is locked (made).
-    if (std::string merged = parts_merged_into(whole, plan.uuid); !merged.empty()) {
+    // the part's folder is locked (made); parts_merged_into() refuses an OUT
+    // that holds another dataset.
+    std::string merged = parts_merged_into(whole, plan.uuid);
+    if (!merged.empty() && !(options.resume && !options.overwrite)) {
+      throw UsageError(merged + " (this part is converted again only into another OUT)");
+    }
+    if (!merged.empty()) {
       ConvertResult done;
       done.width = plan.shape.width;
       done.height = plan.shape.height;
@@ -183,10 +164,11 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   result.height = plan.shape.height;
   result.channels = plan.shape.channels;
   result.uuid = plan.uuid;
-  result.input_warnings = lossy_mask_warnings(options, plan.list);
+  result.input_warnings = lossy_mask_warnings(options, plan);
   std::string damage;
   if (options.resume && !options.overwrite && output_is_complete(options, plan)) {
     damage = discard_if_damaged(options);
+    if (damage.empty() && !whole.empty()) damage = discard_if_report_unreadable(options);
     if (damage.empty()) {
       result = already_complete(options, std::move(result));
       result.seconds = seconds_since(start);

@@ -25,8 +25,15 @@ T integer(const py::object& value, const char* name, T low = std::numeric_limits
     return py::type_error(std::string(name) + " must be an int, not " +
                           std::string(py::str(py::type::of(value).attr("__name__"))));
   };
+  // An array or tensor stands for an int only with no dimension and an
+  // integer dtype (a bool tensor's __index__ gives 0 or 1, a 1-element one's
+  // its element).
+  const bool array_like = py::hasattr(value, "ndim") && py::hasattr(value, "dtype");
   if (py::isinstance<py::bool_>(value) || type == "numpy.bool_" || type == "numpy.bool" ||
-      PyIndex_Check(value.ptr()) == 0) {
+      PyIndex_Check(value.ptr()) == 0 ||
+      (array_like &&
+       (value.attr("ndim").cast<py::int_>().cast<int64_t>() != 0 ||
+        std::string(py::str(value.attr("dtype"))).find("bool") != std::string::npos))) {
     throw refuse();
   }
   const auto number = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
@@ -97,7 +104,7 @@ double probability(const py::object& value, const char* name) {
 // crop: None, a side (square window) or (height, width).
 void crop_size(const py::object& value, CropOptions& crop) {
   if (value.is_none()) return;
-  if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
+  if (PyIndex_Check(value.ptr()) != 0) {  // an int, or what stands for one
     crop.height = crop.width = integer<uint32_t>(value, "crop", 1);
     return;
   }

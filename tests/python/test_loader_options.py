@@ -79,9 +79,13 @@ def test_numpy_and_torch_values_stand_for_ints_and_sequences(dataset_dir):
     weighted = imgpack.Loader(dataset_dir, batch_size=8, sampling="weighted",
                               weights=torch.ones(samples, dtype=torch.float64))
     assert sum(len(b) for b in weighted) == weighted.images_per_epoch
-    for wrong in (np.bool_(True), np.float32(8.0), torch.tensor(8.0)):
+    for wrong in (np.bool_(True), np.float32(8.0), torch.tensor(8.0), torch.tensor(True),
+                  torch.tensor([8]), np.array([8])):
         with pytest.raises(TypeError, match="batch_size must be an int"):
             imgpack.Loader(dataset_dir, batch_size=wrong)
+    for crop in (np.int64(16), torch.tensor(16)):
+        assert next(iter(imgpack.Loader(dataset_dir, batch_size=4, crop=crop))).images.shape[1:3] \
+            == (16, 16)
     with pytest.raises(TypeError, match="weights must be a sequence of numbers"):
         imgpack.Loader(dataset_dir, sampling="weighted", weights=np.ones((samples, 1)))
 

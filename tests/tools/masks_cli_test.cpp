@@ -322,7 +322,7 @@ TEST_F(BadMasks, JpegMasksConvertWithAWarning) {
       cv::imwrite((dir_ / "masks/c/lossy.jpg").string(), labels, {cv::IMWRITE_JPEG_QUALITY, 90}));
   const auto r = run_imgpack(convert_args("out", "-q"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string warning = "imgpack: warning: 1 of the masks are JPEG files (the first: " +
+  const std::string warning = "imgpack: warning: 1 of the 1 masks are JPEG files (the first: " +
                               (dir_ / "masks/c/lossy.jpg").string() +
                               "): JPEG's lossy compression changes the labels";
   EXPECT_NE(r.err.find(warning), std::string::npos) << r.err;
@@ -330,6 +330,21 @@ TEST_F(BadMasks, JpegMasksConvertWithAWarning) {
   ASSERT_EQ(report["warnings"].size(), 1u) << report.dump();
   EXPECT_NE(report["warnings"][0].get<std::string>().find("Save label maps as PNG"),
             std::string::npos);
+  // An append of a new image whose mask is a JPEG says so too.
+  test::write_image(dir_ / "src/c/lossy2.png", test::make_rgb_image(16, 12, 3));
+  ASSERT_TRUE(
+      cv::imwrite((dir_ / "masks/c/lossy2.jpg").string(), labels, {cv::IMWRITE_JPEG_QUALITY, 90}));
+  const auto appended = run_imgpack("convert " + q(dir_ / "src") + " " + q(dir_ / "out") +
+                                    " --append --masks " + q(dir_ / "masks") + " --json");
+  ASSERT_EQ(appended.exit_code, 0) << appended.err;
+  const nlohmann::json summary = nlohmann::json::parse(appended.out);
+  ASSERT_EQ(summary["warnings"].size(), 1u) << appended.out;
+  EXPECT_NE(
+      summary["warnings"][0].get<std::string>().find(
+          "1 of the 1 masks are JPEG files (the first: " + (dir_ / "masks/c/lossy2.jpg").string()),
+      std::string::npos)
+      << appended.out;
+  fs::remove(dir_ / "src/c/lossy2.png");
   // The same labels as a PNG: no warning.
   fs::remove(dir_ / "masks/c/lossy.jpg");
   cv::imwrite((dir_ / "masks/c/lossy.png").string(), labels);

@@ -132,6 +132,57 @@ TEST_F(MergeCli, TasksRunAgainAfterTheMergeConvertNothing) {
     EXPECT_TRUE(nlohmann::json::parse(merged.out)["resumed"].get<bool>());
     expect_like_single(out);
   }
+  // The inputs grown since (a weekly append, say), the tasks run again: the
+  // OUT holds another conversion's dataset, which no part of this one could
+  // be merged into, so each is refused (exit 2) before converting anything.
+  const fs::path out = dir_ / "rerun";
+  ASSERT_EQ(run_command(imgpack() + " sample-data " + q(dir_ / "more") +
+                        " --classes 3 --groups 3 --per-class 1 --size 40x32 --seed 9 -q")
+                .exit_code,
+            0);
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "more")) {
+    if (!entry.is_regular_file()) continue;
+    const fs::path into = dir_ / "src" / fs::relative(entry.path(), dir_ / "more");
+    fs::create_directories(into.parent_path());
+    fs::copy_file(entry.path(),
+                  into.parent_path() / (into.stem().string() + "_new" + into.extension().string()));
+  }
+  const auto before = test::directory_snapshot(out);
+  for (const std::string& resume : {std::string(" --resume"), std::string()}) {
+    auto again = run_command(imgpack() + " " + convert_args("rerun") + " --part 0/3" + resume);
+    EXPECT_EQ(again.exit_code, 2) << again.err;
+    EXPECT_NE(again.err.find(out.string() + " holds a dataset of another conversion"),
+              std::string::npos)
+        << again.err;
+  }
+  EXPECT_EQ(test::directory_snapshot(out), before);
+}
+
+// A part whose report.json is lost is refused by merge as damaged (exit 2,
+// naming the part); converted again with --resume, which notices it, the
+// part merges into the undamaged merge's dataset.
+TEST_F(MergeCli, APartWithoutItsReportIsRefusedAndRedoneWithResume) {
+  ASSERT_EQ(test::run_imgpack(convert_args("single")).exit_code, 0);
+  auto tasks = array_tasks("out", 3);
+  ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
+  const fs::path out = dir_ / "out";
+  fs::remove(out / "parts" / "1-of-3" / "report.json");
+  const auto before = test::directory_snapshot(out);
+  auto merged = test::run_imgpack("merge " + q(out));
+  EXPECT_EQ(merged.exit_code, 2) << merged.err;
+  EXPECT_NE(
+      merged.err.find("part 1-of-3 (" + (out / "parts" / "1-of-3").string() + ") is damaged: "),
+      std::string::npos)
+      << merged.err;
+  EXPECT_NE(merged.err.find("--part 1/3 and --resume"), std::string::npos) << merged.err;
+  EXPECT_EQ(test::directory_snapshot(out), before);
+  auto redone = run_command(imgpack() + " " + convert_args("out") + " --part 1/3 --resume");
+  ASSERT_EQ(redone.exit_code, 0) << redone.err;
+  EXPECT_NE(redone.err.find("report.json: cannot open"), std::string::npos) << redone.err;
+  EXPECT_NE(redone.err.find("converted again"), std::string::npos) << redone.err;
+  merged = test::run_imgpack("merge " + q(out) + " -q");
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  expect_like_single(out);
 }
 
 // A merge that cannot write its index (a file size limit, as a full disk

@@ -80,6 +80,9 @@ struct AppendResult {
   std::vector<SkippedInput> skipped;     // inputs that could not be used, and why
   std::vector<std::string> new_classes;  // class names the dataset did not have
   std::vector<std::string> notes;        // e.g. stamps unknown for old samples
+  // What the new inputs hold that converts but is likely not what was meant
+  // (masks saved as JPEG), as ConvertResult::input_warnings.
+  std::vector<std::string> input_warnings;
   std::vector<std::string> split_warnings;
   // Where the time went: reading the index and scanning SRC (plan_s),
   // converting the new inputs (convert_s), extending the splits and writing

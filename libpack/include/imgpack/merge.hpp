@@ -69,7 +69,8 @@ MergeResult merge(const MergeOptions& options);
 // (OUT/merge.journal names it). Then a part converted again with
 // ConvertOptions::resume has nothing to do (its shards are in OUT, or on
 // their way), and merge() finishes what is left: the returned text says so.
-// Empty where neither holds.
+// Empty where neither holds. Throws UsageError where OUT holds another
+// dataset (index.h5 of another uuid): no part could be merged there.
 std::string parts_merged_into(const std::filesystem::path& out, const std::string& uuid);
 
 }  // namespace imgpack

@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -234,6 +236,27 @@ void plan_masks(const ConvertOptions& options, ConversionPlan& plan) {
 }
 
 }  // namespace
+
+std::vector<std::string> lossy_mask_warnings(const ConvertOptions& options,
+                                             const ConversionPlan& plan) {
+  std::size_t count = 0;
+  const SourceSample* first = nullptr;
+  for (const std::size_t s : plan.order) {
+    const SourceSample& sample = plan.list.samples[s];
+    std::string ext = fs::path(sample.mask_path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (ext != ".jpg" && ext != ".jpeg" && ext != ".jpe" && ext != ".jfif") continue;
+    if (++count == 1 || sample.path < first->path) first = &sample;
+  }
+  if (count == 0) return {};
+  const fs::path root = !options.masks.dir.empty() ? options.masks.dir : options.src;
+  return {std::to_string(count) + " of the " + std::to_string(plan.order.size()) +
+          " masks are JPEG files (the first: " + (root / first->mask_path).string() +
+          "): JPEG's lossy compression changes the labels along every edge and puts labels "
+          "between them that no pixel had; they are stored as they decode. Save label maps "
+          "as PNG"};
+}
 
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
                          const InputSelector& keep, const std::filesystem::path& listed) {

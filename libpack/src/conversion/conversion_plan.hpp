@@ -46,6 +46,13 @@ struct ConversionPlan {
 // (scan.hpp); "no images" is then an error only when the scan found none at
 // all. With `listed` (a folder conversion's append given the new files), the
 // inputs are the files that list names (scan_file_list()), not a walk of SRC.
+// A warning for the masks of the inputs `plan` converts that are JPEG files:
+// the compression changes labels along every edge and invents labels
+// between them, which the conversion stores as they decode. None where no
+// mask is a JPEG.
+std::vector<std::string> lossy_mask_warnings(const ConvertOptions& options,
+                                             const ConversionPlan& plan);
+
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
                          const InputSelector& keep = {}, const std::filesystem::path& listed = {});
 

@@ -1,5 +1,7 @@
 #include "conversion/output_directory.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <optional>
 
@@ -218,6 +220,21 @@ std::string discard_if_damaged(const ConvertOptions& options) {
   return problem +
          "; the complete dataset there was damaged since it was converted, so it is "
          "converted again";
+}
+
+std::string discard_if_report_unreadable(const ConvertOptions& options) {
+  const fs::path report = options.out / format::kReportFile;
+  std::vector<uint8_t> bytes;
+  std::string problem = read_file(report, bytes);
+  if (problem.empty()) {
+    const nlohmann::json parsed = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+    if (parsed.is_object() && parsed.contains("skipped") && parsed["skipped"].is_array()) return "";
+    problem = "not a conversion's report (no list of skipped inputs)";
+  }
+  remove_file(options.out / format::kIndexFile);
+  fsync_path(options.out);
+  return report.string() + ": " + problem +
+         "; merge reads a part's skipped inputs there, so the part is converted again";
 }
 
 void refuse_output_among_inputs(const ConvertOptions& options) {

@@ -63,4 +63,9 @@ bool output_is_complete(const ConvertOptions& options, const ConversionPlan& pla
 // replaced).
 std::string discard_if_damaged(const ConvertOptions& options);
 
+// The same for a complete part (ConvertOptions::part) whose report.json,
+// which merge() reads for the inputs the part skipped, is missing or not a
+// report: its index.h5 is removed, and the part converted again.
+std::string discard_if_report_unreadable(const ConvertOptions& options);
+
 }  // namespace imgpack

@@ -146,6 +146,7 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
   report["shards"] = result.shards;
   report["ignored_files"] = report_field(first, "ignored_files", json::value_t::number_unsigned, 0);
   json skipped = json::array();
+  json warnings = json::array();
   json parts = json::array();
   double seconds = 0;
   for (const PartDataset& part : plan.parts) {
@@ -153,6 +154,12 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
     for (const json& s :
          report_field(part_report, "skipped", json::value_t::array, json::array())) {
       skipped.push_back(s);
+    }
+    for (const json& w :
+         report_field(part_report, "warnings", json::value_t::array, json::array())) {
+      if (w.is_string()) {
+        warnings.push_back("part " + part_name(part.record.part) + ": " + w.get<std::string>());
+      }
     }
     const json timings =
         report_field(part_report, "timings", json::value_t::object, json::object());
@@ -166,6 +173,7 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
                      {"total_s", part_s}});
   }
   report["skipped"] = std::move(skipped);
+  if (!warnings.empty()) report["warnings"] = std::move(warnings);
   report["max_skipped"] = report_field(first, "max_skipped", json::value_t::string, "");
   report["parts"] = std::move(parts);
   report["timings"] = {{"parts_total_s", seconds}, {"merge_s", result.seconds}};
@@ -257,13 +265,20 @@ std::string parts_merged_into(const fs::path& out, const std::string& uuid) {
            "): nothing to convert; merge() finishes the merge";
   }
   if (!path_exists(out / format::kIndexFile)) return "";
+  std::string held;
   try {
-    if (h5::File::open_read(out / format::kIndexFile).read_string_attr("/", format::kAttrUuid) !=
-        uuid) {
-      return "";
-    }
-  } catch (const Error&) {
-    return "";  // not a dataset this conversion could have merged
+    held = h5::File::open_read(out / format::kIndexFile).read_string_attr("/", format::kAttrUuid);
+  } catch (const Error& e) {
+    held = std::string("unreadable: ") + e.what();
+  }
+  if (held != uuid) {
+    // No part can be merged into an OUT that holds a dataset: refused before
+    // anything is converted (a job run again after the dataset grew, say).
+    throw UsageError((out / format::kIndexFile).string() + ": " + out.string() +
+                     " holds a dataset of another conversion (dataset " + held + ", this one " +
+                     uuid +
+                     "; grown or changed since?), so no part of this one can be merged there: "
+                     "convert into another OUT");
   }
   return "the parts are merged into " + out.string() + " already: nothing to convert";
 }

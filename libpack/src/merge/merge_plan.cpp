@@ -77,6 +77,16 @@ std::vector<ConvertPart> list_parts(const fs::path& out) {
   return all;
 }
 
+// The refusal of part `part` in `dir`, damaged as `problem` says, and how to
+// go on (as check_adopted_shards() words it for a damaged shard).
+UsageError damaged_part(const fs::path& dir, const ConvertPart& part, const std::string& problem) {
+  return UsageError("part " + part_name(part) + " (" + dir.string() + ") is damaged: " + problem +
+                    "; nothing was merged. Convert the part again with ConvertOptions::part " +
+                    std::to_string(part.index) + "/" + std::to_string(part.count) +
+                    " and ConvertOptions::resume (which finds the damage and converts it "
+                    "again), then merge");
+}
+
 // Reads a complete part; throws UsageError if it is incomplete, being
 // converted now, or not the part its folder names.
 PartDataset read_part(const fs::path& dir, const ConvertPart& part,
@@ -100,15 +110,16 @@ PartDataset read_part(const fs::path& dir, const ConvertPart& part,
     throw;
   } catch (const Error& e) {
     // A damaged index is a damaged part, refused as one with a damaged shard.
-    throw UsageError("part " + part_name(part) + " (" + dir.string() + ") is damaged: " + e.what() +
-                     "; nothing was merged. Convert the part again with " +
-                     "ConvertOptions::part " + std::to_string(part.index) + "/" +
-                     std::to_string(part.count) +
-                     " and ConvertOptions::resume (which finds the damage and converts it "
-                     "again), then merge");
+    throw damaged_part(dir, part, e.what());
   }
   try {
     result.report = read_text(dir / format::kReportFile);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw damaged_part(dir, part, e.what());
+  }
+  try {
     result.skipped = json::parse(result.report).at("skipped").size();
     result.record = read_part_record(result.index.convert_options);
   } catch (const json::exception& e) {

@@ -509,11 +509,15 @@ DeferredIndex read_index_deferred(const fs::path& dataset_dir, const IndexReadOp
   return {std::move(read.index), std::move(read.strings)};
 }
 
+DatasetIndex read_index_without_splits(const fs::path& dataset_dir,
+                                       const IndexReadOptions& options) {
+  return read_index_files(dataset_dir, options, false, false, false).index;
+}
+
 std::string reset_splits_file(const fs::path& dataset_dir) {
-  DatasetIndex index =
-      read_index_files(dataset_dir, {.sample_paths = false, .group_names = false, .records = false},
-                       false, false, false)
-          .index;
+  // Whole, so that every table of index.h5 is checked before the splits
+  // file that belongs to it is written.
+  DatasetIndex index = read_index_without_splits(dataset_dir, {});
   const fs::path path = dataset_dir / format::kSplitsFile;
   if (index.format_version < 2) {
     throw UsageError((dataset_dir / format::kIndexFile).string() + " is format " +

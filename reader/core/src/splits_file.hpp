@@ -41,6 +41,11 @@ std::vector<Split> read_splits_file(const std::filesystem::path& dataset_dir,
                                     const std::string& uuid, uint64_t samples, uint64_t generation,
                                     bool map);
 
+// read_index() without DIR/splits.h5 (index.splits empty): what the index
+// says where its splits file is missing or damaged (inspect --force).
+DatasetIndex read_index_without_splits(const std::filesystem::path& dataset_dir,
+                                       const IndexReadOptions& options);
+
 // Writes DIR/splits.h5 anew without any split, for a format 2 index.h5 that
 // reads whole while its splits.h5 is missing or damaged (read_index() refuses
 // the dataset then): what the splits held is lost, to be made again. Returns
