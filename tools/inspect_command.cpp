@@ -341,7 +341,11 @@ int run_inspect(const InspectArgs& args) {
     if (!group_used[g]) empty_groups.push_back(g);
   }
   uint64_t disk_bytes = file_length(dir / format::kIndexFile);
-  if (index.format_version >= 2) disk_bytes += file_length(dir / format::kSplitsFile);
+  if (index.format_version >= 2) {
+    std::error_code ec;  // missing under --force: counted as nothing
+    const auto size = std::filesystem::file_size(dir / format::kSplitsFile, ec);
+    if (!ec) disk_bytes += size;
+  }
   std::vector<std::string> missing_shards;
   for (const std::string& shard : index.shards.file) {
     std::error_code ec;

@@ -57,6 +57,8 @@ enum class Reach {
   shard,   // one shard's structure: verify, bench and preview must fail
   uuid,    // index.h5 of another dataset: every shard is foreign to it
   index,   // index.h5 itself: every command must fail
+  splits,  // splits.h5 (format 2): every command must fail but inspect --force,
+           // which shows index.h5 without splits
   paths,   // the sample paths alone: every command that reads them must fail, and
            // inspect and split --list, which print none and read none, must work
 };
@@ -145,19 +147,19 @@ std::vector<Damage> damages() {
                    0x01);
        }},
       // Format 2's splits.h5: every command reads the splits.
-      {"splits_missing", "splits.h5", Reach::index,
+      {"splits_missing", "splits.h5", Reach::splits,
        [](const fs::path& d, const fs::path&) { fs::remove(d / "splits.h5"); }},
-      {"splits_of_another_dataset", "splits.h5", Reach::index,
+      {"splits_of_another_dataset", "splits.h5", Reach::splits,
        [](const fs::path& d, const fs::path& other) {
          fs::copy_file(other / "splits.h5", d / "splits.h5", fs::copy_options::overwrite_existing);
        }},
-      {"splits_assign", "splits.h5", Reach::index,
+      {"splits_assign", "splits.h5", Reach::splits,
        [](const fs::path& d, const fs::path&) {
          flip_byte(d / "splits.h5", dataset_offset(d / "splits.h5", "/splits/cv/assign") + 2, 0x01);
        }},
-      {"splits_superblock", "splits.h5", Reach::index,
+      {"splits_superblock", "splits.h5", Reach::splits,
        [](const fs::path& d, const fs::path&) { flip_byte(d / "splits.h5", 20); }},
-      {"index_h5_alone_of_another_dataset", "splits.h5", Reach::index,
+      {"index_h5_alone_of_another_dataset", "splits.h5", Reach::splits,
        [](const fs::path& d, const fs::path& other) {
          fs::copy_file(other / "index.h5", d / "index.h5", fs::copy_options::overwrite_existing);
        }},
@@ -193,12 +195,15 @@ struct Command {
   std::function<bool(Reach, int format)> must_fail;
 };
 
+// The index as read_index() reads it: index.h5 and, for format 2, splits.h5.
+bool index_read(Reach r) { return r == Reach::index || r == Reach::splits; }
+
 std::vector<Command> commands() {
-  auto index_only = [](Reach r, int) { return r == Reach::index; };
-  auto index_or_paths = [](Reach r, int) { return r == Reach::index || r == Reach::paths; };
+  auto index_only = [](Reach r, int) { return index_read(r); };
+  auto index_or_paths = [](Reach r, int) { return index_read(r) || r == Reach::paths; };
   // A split change reads the paths only where it rewrites them: format 1.
   auto changes_splits = [](Reach r, int format) {
-    return r == Reach::index || (r == Reach::paths && format == 1);
+    return index_read(r) || (r == Reach::paths && format == 1);
   };
   // The reader defers the paths: what opens a dataset without printing them works.
   auto opens = [](Reach r, int) { return r != Reach::pixels && r != Reach::paths; };
@@ -216,7 +221,7 @@ std::vector<Command> commands() {
        [](const fs::path& d, const fs::path&) { return "inspect " + q(d) + " --json"; }, summary},
       {"inspect --force",
        [](const fs::path& d, const fs::path&) { return "inspect " + q(d) + " --force"; },
-       index_only},
+       [](Reach r, int) { return r == Reach::index; }},
       {"verify", [](const fs::path& d, const fs::path&) { return "verify " + q(d); }, always},
       {"verify --json --threads 3",
        [](const fs::path& d, const fs::path&) { return "verify " + q(d) + " --json --threads 3"; },
@@ -307,7 +312,7 @@ TEST_F(DamagedDatasetTest, PristineDatasetPassesEveryCommand) {
 // command.
 bool sampled_out_under_sanitizer(const Command& command, const Damage& damage) {
   if (!test::kSanitizer) return false;
-  if (damage.reach == Reach::index) {
+  if (index_read(damage.reach)) {
     return command.name != "inspect" && command.name != "split --list" && command.name != "verify";
   }
   if (command.name == "inspect --json" || command.name == "verify") return true;
