@@ -52,6 +52,21 @@ ConvertOptions options_for(const fs::path& src, const fs::path& out) {
   return options;
 }
 
+// Runs a conversion that must fail on its input and returns the message: a
+// bad input is a runtime failure (Error), never a UsageError.
+std::string runtime_failure(const ConvertOptions& options, const ProgressFn& progress = {}) {
+  try {
+    convert(options, progress);
+  } catch (const UsageError& e) {
+    ADD_FAILURE() << "a bad input is a runtime failure, not a usage error: " << e.what();
+    return e.what();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an error";
+  return {};
+}
+
 std::vector<uint8_t> read_record(const fs::path& dataset, const DatasetIndex& index,
                                  std::size_t r) {
   h5::File shard = h5::File::open_read(dataset / index.shards.file[index.records.shard[r]]);
@@ -284,14 +299,8 @@ TEST(Convert, OnErrorFailStopsWithoutAnIndex) {
   test::write_bytes(dir / "src" / "cat" / "empty.jpg", "");
   ConvertOptions options = options_for(dir / "src", dir / "out");
   options.on_error = OnError::fail;
-  try {
-    convert(options);
-    FAIL() << "expected an error";
-  } catch (const UsageError&) {
-    FAIL() << "a bad input is a runtime failure, not a usage error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("empty.jpg"), std::string::npos) << e.what();
-  }
+  const std::string message = runtime_failure(options);
+  EXPECT_NE(message.find("empty.jpg"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(dir / "out" / "index.h5"));
   for (const auto& entry : fs::directory_iterator(dir / "out")) {
     EXPECT_FALSE(entry.path().string().ends_with(".tmp")) << entry.path();
@@ -309,18 +318,11 @@ TEST(Convert, FailOnErrorStopsAtTheScansSkips) {
   test::write_bytes(dir / "src" / "loose.png", "");
   ConvertOptions options = options_for(dir / "src", dir / "out");
   options.on_error = OnError::fail;
-  try {
-    convert(options);
-    FAIL() << "expected an error";
-  } catch (const UsageError&) {
-    FAIL() << "a bad input is a runtime failure, not a usage error";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find((dir / "src").string() + "/"), std::string::npos) << message;
-    EXPECT_NE(message.find("(OnError::fail; 2 inputs skipped, stopped without writing index.h5)"),
-              std::string::npos)
-        << message;
-  }
+  const std::string message = runtime_failure(options);
+  EXPECT_NE(message.find((dir / "src").string() + "/"), std::string::npos) << message;
+  EXPECT_NE(message.find("(OnError::fail; 2 inputs skipped, stopped without writing index.h5)"),
+            std::string::npos)
+      << message;
   EXPECT_FALSE(fs::exists(dir / "out" / "index.h5"));
   // report.json lists both, as for a run past max_skipped.
   const auto report = nlohmann::json::parse(test::read_bytes(dir / "out" / "report.json"));
@@ -344,15 +346,9 @@ TEST(Convert, MaxSkippedStopsTheRunOnceItIsPassed) {
   options.threads = 1;
   options.max_skipped.count = 1;
   uint64_t last_done = 0;
-  try {
-    convert(options, [&](const ConvertProgress& p) { last_done = p.done; });
-    FAIL() << "expected an error";
-  } catch (const UsageError&) {
-    FAIL() << "too many skipped inputs is a runtime failure, not a usage error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("2 of the 9 inputs were skipped"), std::string::npos)
-        << e.what();
-  }
+  const std::string message =
+      runtime_failure(options, [&](const ConvertProgress& p) { last_done = p.done; });
+  EXPECT_NE(message.find("2 of the 9 inputs were skipped"), std::string::npos) << message;
   EXPECT_EQ(last_done, 1u);  // the second skip stopped it
   EXPECT_FALSE(fs::exists(dir / "out" / "index.h5"));
   const auto report = nlohmann::json::parse(test::read_bytes(dir / "out" / "report.json"));

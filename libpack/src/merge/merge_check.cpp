@@ -156,23 +156,15 @@ void check_adopted_shards(const fs::path& out, const MergePlan& plan, bool resum
                    [](const ShardProblem& a, const ShardProblem& b) { return a.move < b.move; });
   const ShardProblem& first = problems.front();
   const PartDataset& part = plan.parts[plan.moves[first.move].part];
-  const ConvertPart& which = part.record.part;
-  std::string message = part_label(plan, plan.moves[first.move].part) + " (" + part.dir.string() +
-                        ") is damaged: " + first.message;
+  std::string problem = first.message;
   if (problems.size() > 1) {
-    message += " (and " + std::to_string(problems.size() - 1) + " more problem" +
+    problem += " (and " + std::to_string(problems.size() - 1) + " more problem" +
                (problems.size() > 2 ? "s" : "") + "; verify_dataset() on a part lists its own)";
   }
-  if (resuming) {
-    message += "; the interrupted merge in " + out.string() +
-               " cannot finish with it: convert the dataset again";
-  } else {
-    message += "; nothing was merged. Convert the part again with ConvertOptions::part " +
-               std::to_string(which.index) + "/" + std::to_string(which.count) +
-               " and ConvertOptions::resume (which finds its damaged shards and converts them "
-               "again), then merge";
-  }
-  throw UsageError(message);
+  if (!resuming) throw damaged_part(part.dir, part.record.part, problem);
+  throw UsageError(part_label(plan, plan.moves[first.move].part) + " (" + part.dir.string() +
+                   ") is damaged: " + problem + "; the interrupted merge in " + out.string() +
+                   " cannot finish with it: convert the dataset again");
 }
 
 }  // namespace imgpack

@@ -77,8 +77,8 @@ std::vector<ConvertPart> list_parts(const fs::path& out) {
   return all;
 }
 
-// The refusal of part `part` in `dir`, damaged as `problem` says, and how to
-// go on (as check_adopted_shards() words it for a damaged shard).
+}  // namespace
+
 UsageError damaged_part(const fs::path& dir, const ConvertPart& part, const std::string& problem) {
   return UsageError("part " + part_name(part) + " (" + dir.string() + ") is damaged: " + problem +
                     "; nothing was merged. Convert the part again with ConvertOptions::part " +
@@ -86,6 +86,8 @@ UsageError damaged_part(const fs::path& dir, const ConvertPart& part, const std:
                     " and ConvertOptions::resume (which finds the damage and converts it "
                     "again), then merge");
 }
+
+namespace {
 
 // Reads a complete part; throws UsageError if it is incomplete, being
 // converted now, or not the part its folder names.

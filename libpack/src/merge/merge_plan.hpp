@@ -10,6 +10,7 @@
 #include "conversion/conversion_parts.hpp"
 #include "files.hpp"
 #include "imgpack/dataset_index.hpp"
+#include "imgpack/error.hpp"
 
 namespace imgpack {
 
@@ -55,6 +56,11 @@ struct MergePlan {
 // parts' index.h5 and report.json, never their shards, so the same plan
 // comes out after some shards have moved.
 MergePlan plan_merge(const std::filesystem::path& out);
+
+// The refusal of part `part` in `dir`, damaged as `problem` says, with how
+// to go on: convert the part again with resume, which finds the damage.
+UsageError damaged_part(const std::filesystem::path& dir, const ConvertPart& part,
+                        const std::string& problem);
 
 // The journal's text for `plan`: the moves, in order.
 std::string merge_journal_text(const MergePlan& plan);
