@@ -368,12 +368,24 @@ void register_batch(py::module_& m) {
           "__array__",
           [](const ArrayView& v, const py::object& dtype, const py::object& copy) {
             py::object array = host_numpy(v);
-            if (!dtype.is_none()) array = array.attr("astype")(dtype, "copy"_a = false);
+            const bool converts =
+                !dtype.is_none() && !py::dtype::from_args(dtype).equal(array.attr("dtype"));
+            // NumPy 2's protocol: copy=False promises a view, so a conversion
+            // that needs a copy is refused rather than made silently.
+            if (converts && !copy.is_none() && !copy.cast<bool>()) {
+              throw py::value_error(
+                  "imgpack.Array.__array__: copy=False, but a " +
+                  py::str(array.attr("dtype")).cast<std::string>() + " array viewed as " +
+                  py::str(py::dtype::from_args(dtype)).cast<std::string>() + " needs a copy");
+            }
+            if (converts) return array.attr("astype")(dtype);
             if (!copy.is_none() && copy.cast<bool>()) array = array.attr("copy")();
             return array;
           },
           "dtype"_a = py::none(), py::kw_only(), "copy"_a = py::none(),
-          "A numpy view of host memory (numpy.asarray(array)); TypeError for device memory.")
+          "A numpy view of host memory (numpy.asarray(array)); TypeError for device memory. "
+          "copy=True returns a copy; copy=False a view, or ValueError where `dtype` needs a "
+          "conversion (NumPy 2's protocol).")
       .def_property_readonly("shape", &shape_tuple, "The array's shape (tuple of int).")
       .def_property_readonly(
           "dtype", [](const ArrayView& v) { return py::dtype(v.numpy_type); },

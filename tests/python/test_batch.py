@@ -151,6 +151,14 @@ def test_dlpack_arguments(dataset_dir):
     assert np.asarray(array, dtype=np.int64).dtype == np.int64
     copied = np.asarray(array).copy()
     assert np.array_equal(array.__array__(copy=True), copied)
+    # NumPy 2's protocol: copy=False is a view or a ValueError, never a copy.
+    view = array.__array__(copy=False)
+    assert view.ctypes.data == np.asarray(array).ctypes.data
+    assert array.__array__(array.dtype, copy=False).ctypes.data == view.ctypes.data
+    with pytest.raises(ValueError, match="copy=False"):
+        array.__array__(np.float64, copy=False)
+    converted = array.__array__(np.float64)
+    assert converted.dtype == np.float64 and np.array_equal(converted, copied)
 
 
 def test_batches_and_tensors_may_be_dropped_on_other_threads(dataset_dir):
