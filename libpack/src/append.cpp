@@ -222,10 +222,11 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   tbb::task_arena& arena = conversion_threads.arena();
 
   Listing listing(index);
+  const HeldTargets held{index.sample_path, index.box_class_names, index.keypoint_names};
   ConversionPlan plan = make_plan(
       options, arena,
       [&](const std::string& path, const FileStamp& stamp) { return listing.take(path, stamp); },
-      request.files);
+      request.files, &held);
   if (plan.shape.bytes() != index.record_bytes() || plan.shape.channels != index.channels) {
     throw Error(out.string() + ": the append would write records of another shape");
   }

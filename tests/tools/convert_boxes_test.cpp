@@ -345,6 +345,82 @@ TEST_F(ConvertBoxesTest, CocoBoxesCrowdAndKeypoints) {
   EXPECT_EQ(checked, 2u);
 }
 
+// An append lists only the new inputs, but the dataset's classes and
+// keypoints hold: YOLO ids without a names file stay the dataset's (a new
+// image may use some of them or have no objects), and COCO images named by
+// a bare file name match the samples the dataset holds, not missing ones.
+TEST_F(ConvertBoxesTest, AnAppendKeepsTheDatasetsClassesAndFindsItsCocoImages) {
+  fs::remove(src_ / "classes.txt");
+  const fs::path pose = dir_.path() / "pose";
+  fs::create_directories(pose / "c");
+  const cv::Rect person(20, 15, 30, 25);
+  cv::Mat image(60, 80, CV_8UC3, cv::Scalar(0, 0, 0));
+  image(person).setTo(cv::Scalar(255, 255, 255));
+  for (const char* name : {"a", "b", "c", "e"}) {
+    test::write_image(pose / "c" / (std::string(name) + ".png"), image);
+  }
+  const std::string line = yolo_line(2, person);
+  write_bytes(pose / "c" / "a.txt", line.substr(0, line.size() - 1) + " 0.4 0.3 2\n");
+  write_bytes(pose / "c" / "b.txt", "0" + line.substr(1, line.size() - 2) + " 0.5 0.3 1\n");
+  const fs::path out = dir_.path() / "out";
+  CommandResult r = run_imgpack("convert " + q(pose) + " " + q(out) + " --yolo --size 40x30 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_index(out).box_class_names, (std::vector<std::string>{"0", "1", "2"}));
+  // c.png: class 0 only; e.png: no objects at all.
+  write_bytes(pose / "c" / "c.txt", "0" + line.substr(1, line.size() - 2) + " 0.5 0.3 2\n");
+  test::write_image(pose / "c" / "d.png", image);
+  r = run_imgpack("convert " + q(pose) + " " + q(out) + " --append -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_index(out).num_samples(), 5u);
+  EXPECT_EQ(read_index(out).keypoint_names, (std::vector<std::string>{"0"}));
+
+  // COCO by bare file name, the images in a folder below SRC.
+  const fs::path coco_src = dir_.path() / "coco-src";
+  fs::create_directories(coco_src / "sub");
+  for (const char* name : {"a.png", "b.png"}) fs::copy(src_ / "c" / name, coco_src / "sub" / name);
+  nlohmann::json coco;
+  coco["categories"] = {{{"id", 1}, {"name", "thing"}}};
+  coco["images"] = nlohmann::json::array();
+  coco["annotations"] = nlohmann::json::array();
+  for (int i = 0; i < 3; ++i) {
+    const Picture& p = pictures()[static_cast<std::size_t>(i)];
+    coco["images"].push_back({{"id", i + 1}, {"file_name", p.name}, {"width", 80}, {"height", 60}});
+    const cv::Rect& r0 = p.objects[0];
+    coco["annotations"].push_back({{"id", 10 + i},
+                                   {"image_id", i + 1},
+                                   {"category_id", 1},
+                                   {"bbox", {r0.x, r0.y, r0.width, r0.height}}});
+  }
+  nlohmann::json first = coco;
+  first["images"].erase(2);
+  first["annotations"].erase(2);
+  write_bytes(dir_.path() / "first.json", first.dump());
+  write_bytes(dir_.path() / "all.json", coco.dump());
+  const fs::path coco_out = dir_.path() / "coco-out";
+  r = run_imgpack("convert " + q(coco_src) + " " + q(coco_out) + " --coco " +
+                  q(dir_.path() / "first.json") + " --labels none --size 40x30 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  fs::copy(src_ / "c" / "c.png", coco_src / "sub" / "c.png");
+  const std::string append = "convert " + q(coco_src) + " " + q(coco_out) + " --append --coco " +
+                             q(dir_.path() / "all.json") + " -q";
+  r = run_imgpack(append);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::size_t found = 0;
+  for (const StoredRecord& record : read_stored(coco_out)) {
+    if (record.path != "sub/c.png") continue;
+    ASSERT_EQ(record.boxes.size(), 4u);
+    EXPECT_NEAR(record.boxes[0], 15, 1e-3);  // 30 of 80 pixels, to 40
+    ++found;
+  }
+  EXPECT_EQ(found, 1u);
+  // A new file sharing a held sample's file name makes the name name neither.
+  fs::create_directories(coco_src / "other");
+  fs::copy(src_ / "c" / "a.png", coco_src / "other" / "a.png");
+  r = run_imgpack(append);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("so it names none of them"), std::string::npos) << r.err;
+}
+
 TEST_F(ConvertBoxesTest, VerifyFindsADamagedBoxAndPartsMergeToTheSameBoxes) {
   const fs::path out = dir_.path() / "out";
   ASSERT_EQ(convert(out, "--yolo --order sorted").exit_code, 0);

@@ -259,7 +259,8 @@ std::vector<std::string> lossy_mask_warnings(const ConvertOptions& options,
 }
 
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
-                         const InputSelector& keep, const std::filesystem::path& listed) {
+                         const InputSelector& keep, const std::filesystem::path& listed,
+                         const HeldTargets* held) {
   ConversionPlan plan;
   const std::filesystem::path masks_inside = mask_folder_inside_source(options.src, options.masks);
   if (options.scan.csv) {
@@ -271,7 +272,7 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
                                static_cast<unsigned>(arena.max_concurrency()));
   }
   attach_masks(plan.list, options.src, options.scan, options.masks);
-  attach_boxes(plan.list, options.src, options.boxes);
+  attach_boxes(plan.list, options.src, options.boxes, held);
   // A list of new files may name none: an append with nothing to add.
   if (plan.list.samples.empty() && plan.list.unselected == 0 && listed.empty()) {
     throw UsageError(options.src.string() +

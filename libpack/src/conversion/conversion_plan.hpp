@@ -12,6 +12,7 @@
 #include "conversion/conversion_parts.hpp"
 #include "imgpack/convert_options.hpp"
 #include "imgpack/dataset_index.hpp"
+#include "inputs/boxes_input.hpp"
 #include "inputs/scan.hpp"
 #include "masks/mask_decode.hpp"
 
@@ -46,15 +47,18 @@ struct ConversionPlan {
 // (scan.hpp); "no images" is then an error only when the scan found none at
 // all. With `listed` (a folder conversion's append given the new files), the
 // inputs are the files that list names (scan_file_list()), not a walk of SRC.
+// With `held` (an append), boxes are attached knowing what the dataset
+// holds (attach_boxes()).
+ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
+                         const InputSelector& keep = {}, const std::filesystem::path& listed = {},
+                         const HeldTargets* held = nullptr);
+
 // A warning for the masks of the inputs `plan` converts that are JPEG files:
 // the compression changes labels along every edge and invents labels
 // between them, which the conversion stores as they decode. None where no
 // mask is a JPEG.
 std::vector<std::string> lossy_mask_warnings(const ConvertOptions& options,
                                              const ConversionPlan& plan);
-
-ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
-                         const InputSelector& keep = {}, const std::filesystem::path& listed = {});
 
 // The write order of `samples` listed samples (ConvertOptions::order,
 // seeded by ConvertOptions::seed): indices into the listing.

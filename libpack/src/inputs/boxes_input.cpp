@@ -8,7 +8,8 @@ namespace imgpack {
 
 namespace fs = std::filesystem;
 
-void attach_boxes(SourceList& list, const fs::path& src, const BoxOptions& options) {
+void attach_boxes(SourceList& list, const fs::path& src, const BoxOptions& options,
+                  const HeldTargets* held) {
   if (!options.enabled()) return;
   if (!options.coco.empty() && options.yolo) {
     throw UsageError("BoxOptions::coco and BoxOptions::yolo both give the boxes; give one");
@@ -22,9 +23,9 @@ void attach_boxes(SourceList& list, const fs::path& src, const BoxOptions& optio
   }
   list.boxes = true;
   if (options.yolo) {
-    attach_yolo(list, src, options);
+    attach_yolo(list, src, options, held);
   } else {
-    attach_coco(list, src, options);
+    attach_coco(list, src, options, held);
   }
   for (SourceSample& sample : list.samples) {
     if (sample.box_problem.empty()) continue;

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,26 @@
 
 namespace imgpack {
 
+// What a dataset holds already, for the listing of an append: the listing
+// lacks those samples, so their names and the classes and keypoints the
+// dataset fixed must come from it.
+struct HeldTargets {
+  std::span<const std::string> sample_paths;  // the dataset's samples (relative paths)
+  std::vector<std::string> box_class_names;   // its box classes
+  std::vector<std::string> keypoint_names;    // its keypoints
+};
+
 // Attaches boxes (and keypoints) as `options` says to every sample of `list`
 // (a listing of SRC); nothing without BoxOptions::enabled(). Sets
 // list.boxes, box_class_names, keypoint_names and keypoint_flip.
+//
+// With `held` (an append), COCO images are matched over the held samples
+// and the listing together: an image naming a held sample (by path, or by
+// a file name unique among both) is left out, neither attached nor
+// missing, and a file name that a held sample shares with a listed one
+// names neither. YOLO class ids and keypoints without a names file or
+// BoxOptions::yolo_keypoints are the held ones (ids past them are a
+// problem of the line), not inferred from the new files.
 //
 // COCO: the categories sorted by id are the classes (their names the class
 // names); the categories' `keypoints` names (all that have them must agree)
@@ -62,7 +80,8 @@ namespace imgpack {
 // fields, an id twice), both `coco` and `yolo` set, categories whose
 // keypoint names disagree, an annotation naming an unknown image id, and
 // the errors of keypoint_flip_table().
-void attach_boxes(SourceList& list, const std::filesystem::path& src, const BoxOptions& options);
+void attach_boxes(SourceList& list, const std::filesystem::path& src, const BoxOptions& options,
+                  const HeldTargets* held = nullptr);
 
 // The keypoint that each of `names` becomes under a horizontal flip: entry k
 // is the index of keypoint k's partner, or k where it has none. From

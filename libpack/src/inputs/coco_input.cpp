@@ -166,17 +166,24 @@ CocoCategories read_categories(const json& root, const fs::path& file) {
 }
 
 // The listing's samples by relative path and, for file names that are not
-// paths below SRC, by bare file name (where exactly one sample has it).
+// paths below SRC, by bare file name (where exactly one sample has it). In
+// an append, the samples the dataset holds count too: the listing lacks
+// them, but an image naming one is theirs, and their file names make a
+// listed one's ambiguous as they would have in one conversion of both.
 class SampleFinder {
  public:
   static constexpr int64_t kNone = -1;       // no sample has the path or the file name
   static constexpr int64_t kAmbiguous = -2;  // no sample has the path; several the file name
+  static constexpr int64_t kHeld = -3;       // a sample the dataset holds, not listed
 
-  explicit SampleFinder(const SourceList& list) : list_(list) {
+  SampleFinder(const SourceList& list, const HeldTargets* held) {
     by_path_.reserve(list.samples.size());
     for (std::size_t i = 0; i < list.samples.size(); ++i) {
       by_path_.emplace(list.samples[i].path, static_cast<int64_t>(i));
     }
+    if (held == nullptr) return;
+    // A changed input is listed and held: the listing's sample it is.
+    for (const std::string& path : held->sample_paths) by_path_.emplace(path, kHeld);
   }
 
   // The sample that `file_name`, `relative` to SRC ("" where it is outside
@@ -195,17 +202,15 @@ class SampleFinder {
 
  private:
   void index_names() {
-    by_name_.reserve(list_.samples.size());
-    for (std::size_t i = 0; i < list_.samples.size(); ++i) {
-      const std::string_view path = list_.samples[i].path;
+    by_name_.reserve(by_path_.size());
+    for (const auto& [path, sample] : by_path_) {
       const std::size_t slash = path.rfind('/');
-      const auto [it, inserted] = by_name_.emplace(
-          path.substr(slash == std::string_view::npos ? 0 : slash + 1), static_cast<int64_t>(i));
+      const auto [it, inserted] =
+          by_name_.emplace(path.substr(slash == std::string_view::npos ? 0 : slash + 1), sample);
       if (!inserted) it->second = kAmbiguous;
     }
   }
 
-  const SourceList& list_;
   std::unordered_map<std::string_view, int64_t> by_path_;
   std::unordered_map<std::string_view, int64_t> by_name_;  // kAmbiguous: several samples
 };
@@ -398,7 +403,8 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
 
 }  // namespace
 
-void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& options) {
+void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& options,
+                 const HeldTargets* held) {
   const fs::path& file = options.coco;
   const json root = read_coco_file(file);
   CocoCategories categories = read_categories(root, file);
@@ -412,7 +418,7 @@ void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& option
   image_of_id.reserve(images.size());
   std::vector<int64_t> sample_of_image(images.size(), -1);
   std::vector<int64_t> image_of_sample(list.samples.size(), -1);
-  SampleFinder finder(list);
+  SampleFinder finder(list, held);
   MissingImages missing(list, src, file);
   for (std::size_t i = 0; i < images.size(); ++i) {
     const CocoPlace at{file, "images", i};
@@ -429,6 +435,7 @@ void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& option
     const uint32_t height = at.size(image, "height");
     const std::string relative = relative_to_root(file_name, src);
     const int64_t s = finder.find(file_name, relative);
+    if (s == SampleFinder::kHeld) continue;  // converted before: not this listing's
     if (s < 0) {
       missing.add(i, file_name, relative, s == SampleFinder::kAmbiguous);
       continue;

@@ -177,7 +177,8 @@ void parse_yolo_labels(std::string_view text, const fs::path& file, std::size_t 
 
 }  // namespace
 
-void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& options) {
+void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& options,
+                 const HeldTargets* held) {
   std::vector<std::string> class_names;
   if (!options.yolo_names.empty()) {
     class_names = read_class_names(options.yolo_names);
@@ -188,6 +189,8 @@ void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& option
                        ": not a regular file (BoxOptions::yolo_names names another)");
     }
     class_names = read_class_names(src / "classes.txt");
+  } else if (held != nullptr) {
+    class_names = held->box_class_names;  // ids as names, fixed by the dataset
   }
   std::vector<std::string> keypoint_names;
   for (std::string_view rest = options.yolo_keypoints; !rest.empty();) {
@@ -204,6 +207,7 @@ void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& option
     throw UsageError("BoxOptions::yolo_keypoints '" + options.yolo_keypoints + "': keypoint '" +
                      keypoint_names[repeat->second] + "' is named twice");
   }
+  if (keypoint_names.empty() && held != nullptr) keypoint_names = held->keypoint_names;
   // Check the flip map against the names before reading a million files.
   if (!keypoint_names.empty()) keypoint_flip_table(keypoint_names, options.keypoint_flip_map);
   const std::size_t known_per_line = keypoint_names.empty() ? 0 : 5 + 3 * keypoint_names.size();

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "imgpack/convert_options.hpp"
+#include "inputs/boxes_input.hpp"
 #include "inputs/scan.hpp"
 
 namespace imgpack {
@@ -16,6 +17,7 @@ namespace imgpack {
 // (oneTBB). Expects those of the samples cleared; a sample given a
 // box_problem may keep boxes added before it, which attach_boxes() then
 // drops. Throws UsageError as attach_boxes() does.
-void attach_yolo(SourceList& list, const std::filesystem::path& src, const BoxOptions& options);
+void attach_yolo(SourceList& list, const std::filesystem::path& src, const BoxOptions& options,
+                 const HeldTargets* held);
 
 }  // namespace imgpack
