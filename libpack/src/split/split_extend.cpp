@@ -119,7 +119,11 @@ std::vector<double> target_shares(const Split& split, std::span<const uint8_t> r
 
 // The balance columns of every sample, in compressed rows: sample i counts in
 // columns col[first[i] .. first[i + 1]). Stratified: its class (labels -1 one
-// more class) and its multi-label columns; otherwise the one size column.
+// more class), its multi-label columns and the size column; otherwise the
+// size column alone. Without the size column a stratified extension over
+// many small classes would meet only ties (a class of two new samples over
+// twenty folds lowers the measure as much in every fold) and pile them into
+// one part.
 struct Columns {
   std::size_t count = 0;
   std::vector<std::size_t> first;
@@ -140,8 +144,9 @@ Columns balance_columns(bool stratified, std::span<const int32_t> labels,
   }
   const detail::Ids classes = detail::canonical_ids(labels, false);
   const auto num_classes = static_cast<std::size_t>(classes.count());
-  columns.count = num_classes + multilabel.classes;
-  columns.col.reserve(s);
+  const auto size_column = static_cast<int32_t>(num_classes + multilabel.classes);
+  columns.count = num_classes + multilabel.classes + 1;
+  columns.col.reserve(2 * s);
   for (std::size_t i = 0; i < s; ++i) {
     columns.col.push_back(classes.of[i]);
     for (std::size_t c = 0; c < multilabel.classes; ++c) {
@@ -149,6 +154,7 @@ Columns balance_columns(bool stratified, std::span<const int32_t> labels,
         columns.col.push_back(static_cast<int32_t>(num_classes + c));
       }
     }
+    columns.col.push_back(size_column);
     columns.first.push_back(columns.col.size());
   }
   return columns;

@@ -23,7 +23,8 @@
 //     split (Split::stratified) balances each class's count per part towards
 //     the class's total after the growth times the part's share (label -1,
 //     unlabeled, is one more class; with multi-label rows every label column
-//     is balanced as well); another balances the part sizes the same way.
+//     is balanced as well) and the part sizes with them; another balances
+//     the part sizes alone the same way.
 //     Units are placed greedily, largest first (equal sizes in an order seeded
 //     by Split::seed), each into the part where it lowers
 //     split_extension_imbalance() most (ties: the part furthest below its
@@ -89,9 +90,9 @@ SplitExtension extend_split(const Split& split, std::span<const int32_t> labels,
 // non-removed samples of column c in part p (a part: folds 0..k-1 and the test
 // set), N_c the column's total and w_p the part's share,
 //   sum over columns c and parts p of |n_pc - w_p N_c|.
-// The columns are, for a stratified split, the classes (label -1 one of them)
-// and, with multi-label rows, every label column; otherwise one column that
-// every sample counts in (the part sizes). 0 is perfect balance. A sample is
+// The columns are one that every sample counts in (the part sizes) and, for
+// a stratified split, the classes (label -1 one of them) and, with
+// multi-label rows, every label column. 0 is perfect balance. A sample is
 // left out when assign says kRemovedFold or `removed` flags it. Throws
 // imgpack::Error naming the split for lengths that disagree (assign, labels,
 // multilabel rows and a non-empty `removed` all cover S samples, split.assign

@@ -123,25 +123,6 @@ void check_folds(const DatasetIndex& index, const std::string& file, const Impor
   }
 }
 
-// The Split record of an imported assignment.
-Split imported_split(const std::string& name, const std::string& created, int32_t folds,
-                     std::vector<int16_t> assign) {
-  Split split;
-  split.name = name;
-  split.kind = kImportedSplitKind;
-  split.folds = folds;
-  std::size_t test = 0;
-  std::size_t kept = 0;
-  for (int16_t fold : assign) {
-    test += fold == -1 ? 1 : 0;
-    kept += fold == format::kRemovedFold ? 0 : 1;
-  }
-  split.test_fraction = kept == 0 ? 0 : static_cast<double>(test) / static_cast<double>(kept);
-  split.created = created;
-  split.assign = std::move(assign);
-  return split;
-}
-
 // True when no group of the non-removed samples of [0, end) is in two parts.
 bool keeps_groups_whole(const DatasetIndex& index, std::span<const int16_t> assign) {
   std::unordered_map<int32_t, int16_t> part_of;
@@ -154,6 +135,33 @@ bool keeps_groups_whole(const DatasetIndex& index, std::span<const int16_t> assi
   return true;
 }
 
+// The Split record of an imported assignment. It is recorded as grouped
+// where the samples have groups and it keeps each whole and as stratified where the
+// samples have labels: what an append then keeps when it extends it (a new
+// member of an old group joins its fold, new samples balance the classes).
+Split imported_split(const DatasetIndex& index, const std::string& name, const std::string& created,
+                     int32_t folds, std::vector<int16_t> assign) {
+  Split split;
+  split.name = name;
+  split.kind = kImportedSplitKind;
+  split.folds = folds;
+  const std::span<const int32_t> labels = index.sample_label.span();
+  split.stratified = std::any_of(labels.begin(), labels.end(), [](int32_t l) { return l >= 0; });
+  const std::span<const int32_t> groups = index.sample_group.span();
+  split.grouped = std::any_of(groups.begin(), groups.end(), [](int32_t g) { return g >= 0; }) &&
+                  keeps_groups_whole(index, assign);
+  std::size_t test = 0;
+  std::size_t kept = 0;
+  for (int16_t fold : assign) {
+    test += fold == -1 ? 1 : 0;
+    kept += fold == format::kRemovedFold ? 0 : 1;
+  }
+  split.test_fraction = kept == 0 ? 0 : static_cast<double>(test) / static_cast<double>(kept);
+  split.created = created;
+  split.assign = std::move(assign);
+  return split;
+}
+
 }  // namespace
 
 Split import_split(const DatasetIndex& index, const std::filesystem::path& csv,
@@ -163,7 +171,7 @@ Split import_split(const DatasetIndex& index, const std::filesystem::path& csv,
   ImportedFolds imported = read_folds(index, csv, columns);
   check_folds(index, csv.string(), imported, index.num_samples(),
               "every sample needs a fold (-1 for the test set)");
-  return imported_split(name, created, imported.folds, std::move(imported.assign));
+  return imported_split(index, name, created, imported.folds, std::move(imported.assign));
 }
 
 ExtendedImport import_split_extended(const DatasetIndex& index, const std::filesystem::path& csv,
@@ -190,21 +198,16 @@ ExtendedImport import_split_extended(const DatasetIndex& index, const std::files
   std::vector<int16_t> earlier(imported.assign.begin(),
                                imported.assign.begin() + static_cast<std::ptrdiff_t>(end));
   if (result.placed == 0) {
-    result.split = imported_split(name, created, imported.folds, std::move(earlier));
+    result.split = imported_split(index, name, created, imported.folds, std::move(earlier));
     return result;
   }
-  // The new samples are placed as an append places them in a split that
-  // balances classes (where the samples have labels) and keeps groups whole
-  // (where the file does).
-  Split like = imported_split(name, created, imported.folds, std::move(earlier));
-  const std::span<const int32_t> labels = index.sample_label.span();
-  like.stratified = std::any_of(labels.begin(), labels.end(), [](int32_t l) { return l >= 0; });
-  like.grouped = keeps_groups_whole(index, like.assign.span());
+  // The new samples are placed as an append places them.
+  const Split like = imported_split(index, name, created, imported.folds, std::move(earlier));
   const MultilabelRows multilabel{index.sample_multilabel.span(), index.multilabel_names.size()};
   SplitExtension extended = extend_split(like, index.sample_label.span(), index.sample_group.span(),
                                          multilabel, index.sample_removed.span());
   result.warnings = std::move(extended.warnings);
-  result.split = imported_split(name, created, imported.folds, std::move(extended.assign));
+  result.split = imported_split(index, name, created, imported.folds, std::move(extended.assign));
   return result;
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <numeric>
 #include <set>
 #include <span>
 #include <string>
@@ -342,7 +343,9 @@ TEST(SplitExtend, UngroupedSplitPlacesNewMembersOfOldGroupsByBalance) {
 }
 
 // 1000 old samples of a stratified 5-fold split, 100 or 1000 new ones: every
-// class's count in every fold stays within 1.5 samples of its target.
+// class's count in every fold stays within 2 samples of its target (old
+// samples within 1 and the new ones split alone within 1 give no better)
+// and every fold's size within 1.
 TEST(SplitExtend, StratifiedFoldsStayBalanced) {
   for (std::size_t added : {100u, 1000u}) {
     for (uint64_t seed = 0; seed < 20; ++seed) {
@@ -354,7 +357,10 @@ TEST(SplitExtend, StratifiedFoldsStayBalanced) {
       const SplitExtension out = extend_split(split, labels, groups, {}, {});
       expect_old_kept(split, out.assign);
       expect_in_range(out.assign, 5);
-      EXPECT_LE(largest_class_deviation(split, out.assign, labels), 1.5)
+      EXPECT_LE(largest_class_deviation(split, out.assign, labels), 2.0)
+          << added << " new samples, seed " << seed;
+      const std::vector<int32_t> one_class(labels.size(), 0);
+      EXPECT_LE(largest_class_deviation(split, out.assign, one_class), 1.0)
           << added << " new samples, seed " << seed;
     }
   }
@@ -574,6 +580,30 @@ TEST(SplitExtend, NeverWorseThanSplittingTheNewGroupsAlone) {
   EXPECT_GE(compared, layouts * 9 / 10);
 }
 
+// Many classes of a few new samples each place as well in any fold by
+// their class: the fold sizes decide, so they do not pile into fold 0
+// (2000 old and 2000 new samples, half of class 0, the rest over 499
+// classes, 20 folds; plain and grouped by singleton groups).
+TEST(SplitExtend, ManySmallClassesKeepTheFoldSizes) {
+  std::vector<int32_t> labels(4000);
+  CounterRng rng(3, 11);
+  for (int32_t& label : labels) {
+    label = rng.uniform() < 0.5 ? 0 : static_cast<int32_t>(rng.uniform(1, 500));
+  }
+  std::vector<int32_t> groups(labels.size());
+  std::iota(groups.begin(), groups.end(), 0);
+  for (const SplitKind kind : {SplitKind::stratified, SplitKind::stratified_group}) {
+    const Split split = stored_split(kfold(kind, 20, 5),
+                                     std::vector<int32_t>(labels.begin(), labels.begin() + 2000),
+                                     std::vector<int32_t>(groups.begin(), groups.begin() + 2000));
+    const SplitExtension out = extend_split(split, labels, groups, {}, {});
+    expect_old_kept(split, out.assign);
+    const std::vector<int32_t> one_class(labels.size(), 0);
+    EXPECT_LE(largest_class_deviation(split, out.assign, one_class), 1.0) << split.kind;
+    EXPECT_LE(largest_class_deviation(split, out.assign, labels), 2.0) << split.kind;
+  }
+}
+
 TEST(SplitExtensionImbalance, SumsAbsoluteDeviationsFromTheTargets) {
   Split split;
   split.name = "hand";
@@ -590,15 +620,16 @@ TEST(SplitExtensionImbalance, SumsAbsoluteDeviationsFromTheTargets) {
       split_extension_imbalance(split, std::vector<int16_t>{0, 0, 1, 1, 0, -2}, labels, {}, {}),
       1.0);
   // Stratified: class 0 (4 samples) 3 and 1 against 2 and 2, class 1 (2) 1
-  // and 1: total 2.
+  // and 1, and the sizes as above: total 4.
   split.stratified = true;
   EXPECT_DOUBLE_EQ(
       split_extension_imbalance(split, std::vector<int16_t>{0, 0, 1, 1, 0, 0}, labels, {}, {}),
-      2.0);
-  // A test sample where the split has no test set: its whole weight.
+      4.0);
+  // A test sample where the split has no test set: its whole weight, in its
+  // class and in the sizes (3, 2 and 1 against 3, 3 and 0).
   EXPECT_DOUBLE_EQ(
       split_extension_imbalance(split, std::vector<int16_t>{0, 0, 1, 1, 0, -1}, labels, {}, {}),
-      2.0);
+      4.0);
   // Multi-label column 0 on samples 0 and 1 (both fold 0): 2 and 0 against 1 and 1.
   const std::vector<uint8_t> rows = {1, 1, 0, 0, 0, 0};
   EXPECT_DOUBLE_EQ(split_extension_imbalance(split, std::vector<int16_t>{0, 0, 1, 1, 0, 1}, labels,

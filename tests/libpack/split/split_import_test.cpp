@@ -52,8 +52,18 @@ TEST_F(SplitImportTest, StoresTheFoldsOfEveryRowInAnyOrder) {
   EXPECT_EQ(split.assign, (std::vector<int16_t>{0, -1, 0, 1}));
   EXPECT_DOUBLE_EQ(split.test_fraction, 0.25);
   EXPECT_EQ(split.created, "2026-01-01T00:00:00Z");
-  EXPECT_FALSE(split.stratified);
-  EXPECT_FALSE(split.grouped);
+  EXPECT_TRUE(split.stratified);  // the samples have labels: an append balances them
+  EXPECT_FALSE(split.grouped);    // they have no groups
+}
+
+// An imported split that keeps every group whole is recorded as grouped, so
+// an append puts a new member of an old group into its group's fold.
+TEST_F(SplitImportTest, FoldsThatKeepGroupsWholeAreRecordedAsGrouped) {
+  index_.sample_group = {0, 0, 1, 1};
+  EXPECT_TRUE(import("path,fold\na/1.jpg,0\na/2.jpg,0\nb/3.jpg,1\nb/4.jpg,1\n").grouped);
+  EXPECT_FALSE(import("path,fold\na/1.jpg,0\na/2.jpg,1\nb/3.jpg,1\nb/4.jpg,1\n").grouped);
+  index_.sample_label = {-1, -1, -1, -1};
+  EXPECT_FALSE(import("path,fold\na/1.jpg,0\na/2.jpg,0\nb/3.jpg,1\nb/4.jpg,1\n").stratified);
 }
 
 TEST_F(SplitImportTest, ColumnsCanBeNamed) {
