@@ -250,7 +250,7 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   adopt_names(request, plan, plan.list, index, result);
   plan.order = write_order(options, plan.list.samples.size());
   plan.uuid = index.uuid;
-  result.input_warnings = lossy_mask_warnings(options, plan);
+  result.input_warnings = input_warnings(options, plan);
 
   if (!index.has_file_stamps()) {
     index.sample_size.resize(old_samples, 0);

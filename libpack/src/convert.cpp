@@ -164,7 +164,7 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   result.height = plan.shape.height;
   result.channels = plan.shape.channels;
   result.uuid = plan.uuid;
-  result.input_warnings = lossy_mask_warnings(options, plan);
+  result.input_warnings = input_warnings(options, plan);
   std::string damage;
   if (options.resume && !options.overwrite && output_is_complete(options, plan)) {
     damage = discard_if_damaged(options);

@@ -237,8 +237,9 @@ void plan_masks(const ConvertOptions& options, ConversionPlan& plan) {
 
 }  // namespace
 
-std::vector<std::string> lossy_mask_warnings(const ConvertOptions& options,
-                                             const ConversionPlan& plan) {
+std::vector<std::string> input_warnings(const ConvertOptions& options, const ConversionPlan& plan) {
+  std::vector<std::string> warnings =
+      box_warnings(plan.list, plan.order, options.src, options.boxes);
   std::size_t count = 0;
   const SourceSample* first = nullptr;
   for (const std::size_t s : plan.order) {
@@ -249,13 +250,14 @@ std::vector<std::string> lossy_mask_warnings(const ConvertOptions& options,
     if (ext != ".jpg" && ext != ".jpeg" && ext != ".jpe" && ext != ".jfif") continue;
     if (++count == 1 || sample.path < first->path) first = &sample;
   }
-  if (count == 0) return {};
+  if (count == 0) return warnings;
   const fs::path root = !options.masks.dir.empty() ? options.masks.dir : options.src;
-  return {std::to_string(count) + " of the " + std::to_string(plan.order.size()) +
-          " masks are JPEG files (the first: " + (root / first->mask_path).string() +
-          "): JPEG's lossy compression changes the labels along every edge and puts labels "
-          "between them that no pixel had; they are stored as they decode. Save label maps "
-          "as PNG"};
+  warnings.push_back(std::to_string(count) + " of the " + std::to_string(plan.order.size()) +
+                     " masks are JPEG files (the first: " + (root / first->mask_path).string() +
+                     "): JPEG's lossy compression changes the labels along every edge and puts "
+                     "labels between them that no pixel had; they are stored as they decode. "
+                     "Save label maps as PNG");
+  return warnings;
 }
 
 ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,

@@ -53,12 +53,11 @@ ConversionPlan make_plan(const ConvertOptions& options, tbb::task_arena& arena,
                          const InputSelector& keep = {}, const std::filesystem::path& listed = {},
                          const HeldTargets* held = nullptr);
 
-// A warning for the masks of the inputs `plan` converts that are JPEG files:
-// the compression changes labels along every edge and invents labels
-// between them, which the conversion stores as they decode. None where no
-// mask is a JPEG.
-std::vector<std::string> lossy_mask_warnings(const ConvertOptions& options,
-                                             const ConversionPlan& plan);
+// The warnings about the inputs `plan` converts: masks that are JPEG files
+// (the compression changes labels along every edge and invents labels
+// between them, which the conversion stores as they decode) and objects
+// left out for having no area inside their image. None where all is well.
+std::vector<std::string> input_warnings(const ConvertOptions& options, const ConversionPlan& plan);
 
 // The write order of `samples` listed samples (ConvertOptions::order,
 // seeded by ConvertOptions::seed): indices into the listing.

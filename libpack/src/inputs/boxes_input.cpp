@@ -1,5 +1,8 @@
 #include "inputs/boxes_input.hpp"
 
+#include <string>
+#include <vector>
+
 #include "imgpack/error.hpp"
 #include "inputs/coco_input.hpp"
 #include "inputs/yolo_input.hpp"
@@ -32,6 +35,40 @@ void attach_boxes(SourceList& list, const fs::path& src, const BoxOptions& optio
     sample.boxes.clear();
     sample.keypoints.clear();
   }
+}
+
+std::vector<std::string> box_warnings(const SourceList& list, std::span<const std::size_t> order,
+                                      const fs::path& src, const BoxOptions& options) {
+  std::vector<std::string> warnings;
+  if (options.yolo && list.label_files == 0 && !order.empty()) {
+    warnings.push_back(
+        "no image has a YOLO label file beside it (" +
+        yolo_label_path(src, list.samples[order.front()].path).string() + " for " +
+        (src / list.samples[order.front()].path).string() +
+        "), so every image is stored without objects; where the labels lie in a folder of "
+        "their own (images/ and labels/), put each beside its image");
+  }
+  uint64_t count = 0;
+  const SourceSample* first = nullptr;
+  for (const std::size_t s : order) {
+    const SourceSample& sample = list.samples[s];
+    if (sample.dropped_boxes == 0 || !sample.box_problem.empty()) continue;
+    count += sample.dropped_boxes;
+    if (first == nullptr || sample.path < first->path) first = &sample;
+  }
+  if (count == 0) return warnings;
+  const std::string where =
+      options.yolo
+          ? yolo_label_path(src, first->path).string() + ":" + std::to_string(first->first_dropped)
+          : options.coco.string() + ": annotations[" + std::to_string(first->first_dropped) +
+                "] (of " + first->path + ")";
+  const bool one = count == 1;
+  warnings.push_back(
+      std::to_string(count) +
+      (one ? " object has no area inside its image" : " objects have no area inside their image") +
+      " (an empty box, or one wholly outside the image) and " + (one ? "was" : "were") +
+      " left out; the first: " + where);
+  return warnings;
 }
 
 }  // namespace imgpack

@@ -83,6 +83,14 @@ struct HeldTargets {
 void attach_boxes(SourceList& list, const std::filesystem::path& src, const BoxOptions& options,
                   const HeldTargets* held = nullptr);
 
+// The warnings about the boxes of the samples `order` lists (indices into
+// list.samples): the annotations attach_boxes() left out because they have
+// no area inside their image, naming the first (skipped samples passed
+// over), and YOLO labels of which no image has a file. None where all is
+// well.
+std::vector<std::string> box_warnings(const SourceList& list, std::span<const std::size_t> order,
+                                      const std::filesystem::path& src, const BoxOptions& options);
+
 // The keypoint that each of `names` becomes under a horizontal flip: entry k
 // is the index of keypoint k's partner, or k where it has none. From
 // `flip_map` ("a:b,c:d", names or indices, spaces around them ignored) when

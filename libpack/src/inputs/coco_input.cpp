@@ -342,20 +342,17 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
     problem(bbox() + " (x, y, width, height) is too large to compute with");
     return;
   }
-  if (!(w > 0 && h > 0)) {
-    problem("empty " + bbox() + " (x, y, width, height)");
+  if (w < 0 || h < 0) {
+    problem(bbox() + " (x, y, width, height) has a negative size");
     return;
   }
   const SourceBox box = clipped_box(x / width, y / height, (x + w) / width, (y + h) / height, cls,
                                     static_cast<uint8_t>(annotation.crowd ? 1 : 0));
-  if (!(box.x1 > box.x0 && box.y1 > box.y0)) {
-    const bool inside = x < width && y < height && x + w > 0 && y + h > 0;
-    problem(bbox() +
-            (inside ? " is too small to store (its corners round to the same float32 "
-                      "value in the "
-                    : " lies outside the ") +
-            std::to_string(sample.box_width) + "x" + std::to_string(sample.box_height) + " image" +
-            (inside ? ")" : ""));
+  if (!(w > 0 && h > 0) || !(box.x1 > box.x0 && box.y1 > box.y0)) {
+    // No area inside the image (empty, wholly outside, or too small for
+    // float32): left out with its keypoints, as a variant drops a box it
+    // leaves no area of.
+    sample.drop_box(static_cast<uint32_t>(at.index));
     return;
   }
   const json* keypoints = annotation.keypoints;
@@ -454,21 +451,23 @@ void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& option
   }
 
   const json& annotations = top_array(root, "annotations", file, false);
-  // An annotation's id is optional here (and only an integer one is
-  // compared), but one named twice is two files joined or one list appended
-  // twice: each of its boxes would be stored twice.
-  std::unordered_map<int64_t, std::size_t> annotation_of_id;
+  // An annotation's id is optional here, but one named twice is two files joined or one list
+  // appended twice: each of its boxes would be stored twice.
+  std::unordered_map<std::string, std::size_t> annotation_of_id;
   annotation_of_id.reserve(annotations.size());
   for (std::size_t i = 0; i < annotations.size(); ++i) {
     const CocoPlace at{file, "annotations", i};
     const json& annotation = at.object(annotations[i]);
     if (const auto id_value = annotation.find("id");
-        id_value != annotation.end() && id_value->is_number_integer()) {
-      const int64_t id = at.integer(annotation, "id");
+        id_value != annotation.end() && !id_value->is_null()) {
+      // An integer (7 and 7.0 alike), or a string some tools write, whole.
+      const bool text = id_value->is_string();
+      const std::string id = text ? "\"" + id_value->get<std::string>() + "\""
+                                  : std::to_string(at.integer(annotation, "id"));
       const auto [seen, inserted] = annotation_of_id.emplace(id, i);
       if (!inserted) {
-        at.fail("id", "annotation id " + std::to_string(id) + " is also annotations[" +
-                          std::to_string(seen->second) + "]'s");
+        at.fail("id", "annotation id " + (text ? json_excerpt(*id_value) : id) +
+                          " is also annotations[" + std::to_string(seen->second) + "]'s");
       }
     }
     const int64_t image_id = at.integer(annotation, "image_id");

@@ -74,12 +74,23 @@ struct SourceSample {
   // (COCO), is checked against the decoded image's upright size; 0 where
   // they do not (YOLO). `box_problem` says why the sample's annotations
   // cannot be used (an unreadable label file, a malformed line): the
-  // conversion then skips the sample with that reason.
+  // conversion then skips the sample with that reason. An annotation with
+  // no area inside the image (an empty box, or one wholly outside it) is
+  // left out, not a problem: the sample keeps its other objects, and
+  // `dropped_boxes` counts such annotations, `first_dropped` names the first
+  // (its index in the COCO file's annotations, or its line in the label
+  // file), for the conversion's warning.
   std::vector<SourceBox> boxes;
   std::vector<float> keypoints;
   uint32_t box_width = 0;
   uint32_t box_height = 0;
+  uint32_t dropped_boxes = 0;
+  uint32_t first_dropped = 0;
   std::string box_problem;
+
+  void drop_box(uint32_t where) {
+    if (dropped_boxes++ == 0) first_dropped = where;
+  }
 };
 
 // The stamp of a file from its stat().
@@ -98,6 +109,7 @@ struct SourceList {
   std::vector<std::string> box_class_names;
   std::vector<std::string> keypoint_names;
   std::vector<int32_t> keypoint_flip;
+  uint64_t label_files = 0;           // BoxOptions::yolo: the samples with a label file beside them
   std::vector<SkippedInput> skipped;  // found but unusable (e.g. outside a class folder)
   uint64_t ignored_files = 0;         // files without an image extension
   uint64_t unselected = 0;            // usable inputs an InputSelector left out

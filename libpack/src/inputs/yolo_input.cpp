@@ -27,6 +27,14 @@ namespace imgpack {
 
 namespace fs = std::filesystem;
 
+fs::path yolo_label_path(const fs::path& src, const std::string& sample_path) {
+  const std::size_t slash = sample_path.rfind('/');
+  const std::size_t dot = sample_path.rfind('.');
+  const std::size_t name = slash == std::string::npos ? 0 : slash + 1;
+  const std::size_t stem_end = dot == std::string::npos || dot <= name ? sample_path.size() : dot;
+  return src / (sample_path.substr(0, stem_end) + ".txt");
+}
+
 namespace {
 
 // How far a YOLO value may lie outside [0, 1] and still be taken (clamped):
@@ -68,19 +76,11 @@ std::vector<std::string> read_class_names(const fs::path& path) {
 // What the label files say that decides the whole dataset's reading: the
 // classes used, and the numbers per line (5, or 5 + 3 per keypoint).
 struct YoloFileSummary {
+  bool has_file = false;  // a label file was found (and read or not)
   double max_class = -1;
   uint32_t first_line = 0;   // the first object line, 0 where none
   std::size_t per_line = 0;  // numbers on each object line (all alike)
 };
-
-// "SRC/a/b.jpg" -> "SRC/a/b.txt"
-fs::path yolo_label_path(const fs::path& src, const std::string& sample_path) {
-  const std::size_t slash = sample_path.rfind('/');
-  const std::size_t dot = sample_path.rfind('.');
-  const std::size_t name = slash == std::string::npos ? 0 : slash + 1;
-  const std::size_t stem_end = dot == std::string::npos || dot <= name ? sample_path.size() : dot;
-  return src / (sample_path.substr(0, stem_end) + ".txt");
-}
 
 // Parses one label file's lines into `sample`, or sets its box_problem at the
 // first bad line. `class_count` is 0 where the ids name the classes;
@@ -102,9 +102,24 @@ void parse_yolo_labels(std::string_view text, const fs::path& file, std::size_t 
       double value = 0;
       const auto [next, error] = std::from_chars(token.data(), token.data() + token.size(), value);
       if (error != std::errc{} || next != token.data() + token.size() || !std::isfinite(value)) {
-        // Appended rather than "'" + std::string(token): GCC 12 -O3 takes
-        // that operator+ for an overlapping memcpy (a false -Wrestrict).
-        return fail(std::string("'").append(token).append("' is not a number"));
+        // A control character is shown escaped (a CR inside a token is a
+        // file whose lines end in CR alone, which this reads as one line).
+        std::string shown = "'";
+        for (const char c : token) {
+          if (c == '\r') {
+            shown += "\\r";
+          } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+            static constexpr char kHex[] = "0123456789abcdef";
+            shown.append("\\x").append(1, kHex[(c >> 4) & 0xf]).append(1, kHex[c & 0xf]);
+          } else {
+            shown += c;
+          }
+        }
+        shown += "' is not a number";
+        if (token.find('\r') != std::string_view::npos) {
+          shown += " (lines that end in a carriage return alone: save the file with LF line ends)";
+        }
+        return fail(shown);
       }
       values.push_back(value);
       content = trim(content.substr(end));
@@ -156,14 +171,11 @@ void parse_yolo_labels(std::string_view text, const fs::path& file, std::size_t 
     // Within the tolerance: clamped, before the corners are computed from them.
     const double cx = std::clamp(values[1], 0.0, 1.0), cy = std::clamp(values[2], 0.0, 1.0);
     const double w = std::clamp(values[3], 0.0, 1.0), h = std::clamp(values[4], 0.0, 1.0);
-    if (!(w > 0 && h > 0)) {
-      return fail("empty box (w = " + number_text(w) + ", h = " + number_text(h) + ")");
-    }
     const SourceBox box =
         clipped_box(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, static_cast<int32_t>(cls), 0);
-    if (!(box.x1 > box.x0 && box.y1 > box.y0)) {
-      return fail("box too small to store (w = " + number_text(w) + ", h = " + number_text(h) +
-                  ": its corners round to the same float32 value)");
+    if (!(w > 0 && h > 0) || !(box.x1 > box.x0 && box.y1 > box.y0)) {
+      sample.drop_box(line);  // no area: left out, with its keypoints
+      return true;
     }
     summary.max_class = std::max(summary.max_class, cls);
     sample.boxes.push_back(box);
@@ -226,6 +238,7 @@ void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& option
       }
       return;
     }
+    summaries[i].has_file = true;
     // A FIFO found beside an image would block the read for ever.
     if (st.st_mode != 0 && !S_ISREG(st.st_mode)) {
       sample.box_problem = path.string() + ": not a regular file";
@@ -243,6 +256,9 @@ void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& option
   read.fork();
   tbb::parallel_for(std::size_t{0}, list.samples.size(), read);
   read.join();
+  list.label_files = static_cast<uint64_t>(
+      std::count_if(summaries.begin(), summaries.end(),
+                    [](const YoloFileSummary& summary) { return summary.has_file; }));
 
   // K: from the names, else from the first file (in listing order) with keypoints.
   std::size_t per_line = known_per_line;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 #include "imgpack/convert_options.hpp"
 #include "inputs/boxes_input.hpp"
@@ -17,6 +18,10 @@ namespace imgpack {
 // (oneTBB). Expects those of the samples cleared; a sample given a
 // box_problem may keep boxes added before it, which attach_boxes() then
 // drops. Throws UsageError as attach_boxes() does.
+// The label file of SRC-relative `sample_path`: SRC/a/b.jpg -> SRC/a/b.txt.
+std::filesystem::path yolo_label_path(const std::filesystem::path& src,
+                                      const std::string& sample_path);
+
 void attach_yolo(SourceList& list, const std::filesystem::path& src, const BoxOptions& options,
                  const HeldTargets* held);
 

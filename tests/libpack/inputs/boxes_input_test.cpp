@@ -264,9 +264,9 @@ TEST_F(CocoBoxes, AnImageWithoutAnnotationsHasNoBoxesAndNoProblem) {
   EXPECT_EQ(list.box_class_names, (std::vector<std::string>{"car"}));
 }
 
-// Too small for float32 and too large to compute with are named as such,
-// not as outside the image or empty.
-TEST_F(CocoBoxes, ABoxTooSmallOrTooLargeIsAProblemSayingSo) {
+// Too small for float32 has no area to store: left out, as an empty box is.
+// Too large to compute with is a problem named as such.
+TEST_F(CocoBoxes, ABoxTooSmallIsLeftOutAndOneTooLargeIsAProblem) {
   write_coco(R"({"categories": [{"id": 1, "name": "car"}],
     "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10},
                {"id": 2, "file_name": "b.jpg", "width": 10, "height": 10}],
@@ -274,33 +274,50 @@ TEST_F(CocoBoxes, ABoxTooSmallOrTooLargeIsAProblemSayingSo) {
                     {"id": 42, "image_id": 2, "category_id": 1, "bbox": [1e308, 1, 1e308, 2]}]})");
   SourceList list = listing({"a.jpg", "b.jpg"});
   attach_boxes(list, src(), options());
-  EXPECT_EQ(sample(list, "a.jpg").box_problem,
-            coco().string() +
-                ": annotations[0] (annotation id 41): bbox [1, 1, 1e-300, 2] is too small to "
-                "store (its corners round to the same float32 value in the 10x10 image)");
+  EXPECT_EQ(sample(list, "a.jpg").box_problem, "");
+  EXPECT_TRUE(sample(list, "a.jpg").boxes.empty());
+  EXPECT_EQ(sample(list, "a.jpg").dropped_boxes, 1u);
   EXPECT_EQ(sample(list, "b.jpg").box_problem,
             coco().string() +
                 ": annotations[1] (annotation id 42): bbox [1e+308, 1, 1e+308, 2] (x, y, width, "
                 "height) is too large to compute with");
 }
 
-TEST_F(CocoBoxes, AnEmptyOrOutsideBoxIsAProblemNamingTheAnnotation) {
+// An annotation with no area inside its image (empty, or wholly outside) is
+// left out and counted; the image keeps its other boxes. A negative size is
+// a malformed annotation: a problem naming it.
+TEST_F(CocoBoxes, AnEmptyOrOutsideBoxIsLeftOutAndANegativeOneIsAProblem) {
   write_coco(R"({"categories": [{"id": 1, "name": "car"}],
     "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10},
                {"id": 2, "file_name": "b.jpg", "width": 10, "height": 10},
-               {"id": 3, "file_name": "c.jpg", "width": 10, "height": 10}],
+               {"id": 3, "file_name": "c.jpg", "width": 10, "height": 10},
+               {"id": 4, "file_name": "d.jpg", "width": 10, "height": 10}],
     "annotations": [{"id": 41, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2]},
                     {"id": 42, "image_id": 1, "category_id": 1, "bbox": [1, 1, 0, 2]},
                     {"id": 43, "image_id": 2, "category_id": 1, "bbox": [12, 1, 2, 2]},
-                    {"id": 44, "image_id": 3, "category_id": 1, "bbox": [8, -1, 4, 3]}]})");
-  SourceList list = listing({"a.jpg", "b.jpg", "c.jpg"});
+                    {"id": 44, "image_id": 3, "category_id": 1, "bbox": [8, -1, 4, 3]},
+                    {"id": 45, "image_id": 4, "category_id": 1, "bbox": [1, 1, -2, 2]}]})");
+  SourceList list = listing({"a.jpg", "b.jpg", "c.jpg", "d.jpg"});
   attach_boxes(list, src(), options());
+  EXPECT_EQ(sample(list, "d.jpg").box_problem,
+            coco().string() +
+                ": annotations[4] (annotation id 45): bbox [1, 1, -2, 2] (x, y, width, height) "
+                "has a negative size");
   const SourceSample& a = sample(list, "a.jpg");
-  EXPECT_EQ(a.box_problem, coco().string() +
-                               ": annotations[1] (annotation id 42): empty bbox [1, 1, 0, 2] "
-                               "(x, y, width, height)");
-  EXPECT_TRUE(a.boxes.empty());
-  EXPECT_NE(sample(list, "b.jpg").box_problem.find("annotation id 43"), std::string::npos);
+  EXPECT_EQ(a.box_problem, "");
+  ASSERT_EQ(a.boxes.size(), 1u);  // annotation 41; 42 is empty
+  EXPECT_EQ(a.dropped_boxes, 1u);
+  EXPECT_EQ(a.first_dropped, 1u);  // annotations[1]
+  const SourceSample& b = sample(list, "b.jpg");
+  EXPECT_EQ(b.box_problem, "");
+  EXPECT_TRUE(b.boxes.empty());
+  EXPECT_EQ(b.dropped_boxes, 1u);
+  const std::vector<std::size_t> order = {0, 1, 2};
+  EXPECT_EQ(box_warnings(list, order, src(), options()),
+            (std::vector<std::string>{
+                "2 objects have no area inside their image (an empty box, or one wholly outside "
+                "the image) and were left out; the first: " +
+                coco().string() + ": annotations[1] (of a.jpg)"}));
   // Partly outside: clamped to the image, with the share of it inside (2 x 2 of 4 x 3).
   const SourceSample& c = sample(list, "c.jpg");
   EXPECT_EQ(c.box_problem, "");
@@ -459,6 +476,17 @@ TEST_F(CocoBoxes, WrongFieldsAreUsageErrorsNamingTheJsonPlace) {
                                  {"id": 8, "image_id": 1, "category_id": 1, "bbox": [2, 2, 1, 1]},
                                  {"id": 7, "image_id": 1, "category_id": 1, "bbox": [1, 1, 1, 1]}])"),
             file + ": annotations[2].id: annotation id 7 is also annotations[0]'s");
+  // 7.0 is 7; a string id some tools write is compared as a string.
+  EXPECT_EQ(error_for(image, R"([{"id": 7.0, "image_id": 1, "category_id": 1, "bbox": [1, 1, 1, 1]},
+                                 {"id": 7, "image_id": 1, "category_id": 1, "bbox": [1, 1, 1, 1]}])"),
+            file + ": annotations[1].id: annotation id 7 is also annotations[0]'s");
+  EXPECT_EQ(error_for(image, R"([{"id": "7", "image_id": 1, "category_id": 1, "bbox": [1, 1, 1, 1]},
+                                 {"id": 7, "image_id": 1, "category_id": 1, "bbox": [2, 2, 1, 1]},
+                                 {"id": "7", "image_id": 1, "category_id": 1, "bbox": [1, 1, 1, 1]}])"),
+            file + ": annotations[2].id: annotation id \"7\" is also annotations[0]'s");
+  EXPECT_EQ(
+      error_for(image, R"([{"id": 7.5, "image_id": 1, "category_id": 1, "bbox": [1, 1, 1, 1]}])"),
+      file + ": annotations[0].id: expected an integer, not 7.5");
   EXPECT_EQ(error_for(image, R"([{"image_id": 2, "category_id": 1, "bbox": [1, 1, 1, 1]}])"),
             file + ": annotations[0].image_id: 2 is not the id of any of images[]");
   EXPECT_EQ(error_for(image, R"([{"image_id": 1, "category_id": "3", "bbox": [1, 1, 1, 1]}])"),
@@ -575,6 +603,22 @@ TEST_F(YoloBoxes, ALabelFileThatIsNoRegularFileIsAProblemOfItsImage) {
             label("classes.txt") + ": not a regular file (BoxOptions::yolo_names names another)");
 }
 
+// No label file beside any image (the labels in a folder of their own) is
+// warned about: every image would be stored without objects.
+TEST_F(YoloBoxes, NoLabelFileAtAllIsWarnedAbout) {
+  SourceList list = listing({"a.jpg", "b.jpg"});
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(list.label_files, 0u);
+  const std::vector<std::size_t> order = {0, 1};
+  const std::vector<std::string> warnings = box_warnings(list, order, src(), options());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(label("a.txt") + " for "), std::string::npos) << warnings[0];
+  write_label("b.txt", "");  // an empty file: an image without objects, as meant
+  attach_boxes(list, src(), options());
+  EXPECT_EQ(list.label_files, 1u);
+  EXPECT_TRUE(box_warnings(list, order, src(), options()).empty());
+}
+
 TEST_F(YoloBoxes, TheNamesFileComesBeforeClassesTxt) {
   write_bytes(src() / "classes.txt", "cat\n");
   write_bytes(dir_ / "names.txt", "person\n traffic light \nstop sign");
@@ -631,13 +675,20 @@ TEST_F(YoloBoxes, AMalformedLineIsAProblemNamingFileAndLine) {
   write_label("bad.txt", "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2\n");
   write_label("word.txt", "\n0 0.5 abc 0.2 0.2\n");
   write_label("good.txt", "0 0.5 0.5 0.2 0.2\n");
-  SourceList list = listing({"bad.jpg", "word.jpg", "good.jpg"});
+  write_label("mac.txt", "0 0.5 0.5 0.2 0.2\r0 0.5 0.5 0.2 0.2\r");
+  SourceList list = listing({"bad.jpg", "word.jpg", "good.jpg", "mac.jpg"});
   attach_boxes(list, src(), options());
   EXPECT_EQ(sample(list, "bad.jpg").box_problem,
             label("bad.txt") +
                 ":2: 4 numbers; a YOLO line is 'class cx cy w h', then 'x y v' per keypoint");
   EXPECT_TRUE(sample(list, "bad.jpg").boxes.empty());
   EXPECT_EQ(sample(list, "word.jpg").box_problem, label("word.txt") + ":2: 'abc' is not a number");
+  // Lines ending in CR alone: the CR is shown, not printed (it would
+  // return the terminal's cursor over the message).
+  EXPECT_EQ(sample(list, "mac.jpg").box_problem,
+            label("mac.txt") +
+                ":1: '0.2\\r0' is not a number (lines that end in a carriage return alone: save "
+                "the file with LF line ends)");
   EXPECT_EQ(sample(list, "good.jpg").box_problem, "");
   EXPECT_EQ(sample(list, "good.jpg").boxes.size(), 1u);
 }
@@ -675,17 +726,21 @@ TEST_F(YoloBoxes, ValuesMayLeaveTheUnitRangeByTheToleranceOnly) {
                 ":1: cy = 1.01 is outside [0, 1] (YOLO values are fractions of the image)");
 }
 
-// A box narrower than float32 can tell its corners apart would be stored
-// with no area: a problem of its image, as an empty one is.
-TEST_F(YoloBoxes, ABoxTooSmallToStoreIsAProblem) {
-  write_label("tiny.txt", "0 0.25 0.4 1e-300 0.5\n");
+// A box narrower than float32 can tell its corners apart, or empty, would
+// be stored with no area: left out and counted, the other lines kept.
+TEST_F(YoloBoxes, ABoxWithoutAreaIsLeftOut) {
+  write_label("tiny.txt", "0 0.25 0.4 0.2 0.5\n0 0.25 0.4 1e-300 0.5\n0 0.5 0.5 0 0.1\n");
   SourceList list = listing({"tiny.jpg"});
   attach_boxes(list, src(), options());
-  EXPECT_EQ(sample(list, "tiny.jpg").box_problem,
-            label("tiny.txt") +
-                ":1: box too small to store (w = 1e-300, h = 0.5: its corners round to the same "
-                "float32 value)");
-  EXPECT_TRUE(sample(list, "tiny.jpg").boxes.empty());
+  const SourceSample& tiny = sample(list, "tiny.jpg");
+  EXPECT_EQ(tiny.box_problem, "");
+  EXPECT_EQ(tiny.boxes.size(), 1u);
+  EXPECT_EQ(tiny.dropped_boxes, 2u);
+  EXPECT_EQ(tiny.first_dropped, 2u);  // line 2
+  const std::vector<std::size_t> order = {0};
+  const std::vector<std::string> warnings = box_warnings(list, order, src(), options());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(label("tiny.txt") + ":2"), std::string::npos) << warnings[0];
 }
 
 TEST_F(YoloBoxes, PoseLinesGiveTheKeypointCountOfTheFirstSuchLine) {
