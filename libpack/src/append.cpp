@@ -267,22 +267,26 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
     result.replaced = listing.changed_ids.size();
   }
 
-  DatasetWriter writer(out, plan.shape, options.shard_size, index.uuid,
-                       uint64_t{options.variants} * plan.order.size(), options.variants,
-                       {.masks = options.has_masks(),
-                        .boxes = plan.list.boxes,
-                        .keypoints = plan.list.keypoint_names.size()});
-  writer.continue_after(index.records, index.shards);
+  std::optional<DatasetWriter> writer;
+  writer.emplace(out, plan.shape, options.shard_size, index.uuid,
+                 uint64_t{options.variants} * plan.order.size(), options.variants,
+                 RecordExtras{.masks = options.has_masks(),
+                              .boxes = plan.list.boxes,
+                              .keypoints = plan.list.keypoint_names.size()});
+  writer->continue_after(index.records, index.shards);
   const std::size_t old_shards = index.num_shards();
   const std::size_t old_records = index.num_records();
   result.plan_s = std::chrono::duration<double>(Clock::now() - start).count();
   ConvertResult converted;
   converted.skipped = plan.list.skipped;  // counted with those of the conversion
   try {
-    ConversionPipeline pipeline(options, plan, threads, index, writer, nullptr, converted);
+    ConversionPipeline pipeline(options, plan, threads, index, *writer, nullptr, converted);
     pipeline.run(arena, 0, 0, progress);
-    writer.finish(index);
+    writer->finish(index);
   } catch (...) {
+    // The writer's files closed first: short of open files (the error may
+    // be just that), removing what it wrote needs them.
+    writer.reset();
     // Shards of no generation: nothing lists them; the next change removes
     // them too, should this process die before they go.
     abandon_change(out, began_at, "nothing was appended");

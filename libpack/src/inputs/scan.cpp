@@ -105,11 +105,17 @@ class Walker {
     std::vector<Entry> entries;
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-      skip(rel, std::string("cannot list directory: ") + std::strerror(errno));
+      const int error = errno;
+      if (is_resource_shortage(error)) throw_resource_shortage(dir, "cannot list directory", error);
+      skip(rel, std::string("cannot list directory: ") + std::strerror(error));
       return;
     }
-    if (std::string problem = list_directory(fd, entries); !problem.empty()) {
-      skip(rel, "cannot list directory: " + problem);
+    if (const int error = list_directory(fd, entries); error != 0) {
+      if (is_resource_shortage(error)) {
+        ::close(fd);
+        throw_resource_shortage(dir, "cannot list directory", error);
+      }
+      skip(rel, std::string("cannot list directory: ") + std::strerror(error));
     }
     std::sort(entries.begin(), entries.end(),
               [](const Entry& a, const Entry& b) { return a.name < b.name; });
@@ -131,6 +137,9 @@ class Walker {
     for (const Entry* entry : to_stat) {
       std::string child = rel.empty() ? entry->name : rel + "/" + entry->name;
       if (entry->error != 0) {
+        if (is_resource_shortage(entry->error)) {
+          throw_resource_shortage(dir / entry->name, "cannot stat", entry->error);
+        }
         if (entry->image) skip(child, std::string("cannot stat: ") + std::strerror(entry->error));
       } else if (S_ISDIR(entry->mode)) {
         walk(dir / entry->name, child);
@@ -201,22 +210,23 @@ class Walker {
     }  // joins the helpers
   }
 
-  // The names in the directory open as `fd` but hidden ones; "" or why
-  // listing it failed (with the entries read until then). Leaves `fd` open.
-  static std::string list_directory(int fd, std::vector<Entry>& entries) {
+  // The names in the directory open as `fd` but hidden ones; 0 or the errno
+  // of why listing it failed (with the entries read until then). Leaves `fd`
+  // open.
+  static int list_directory(int fd, std::vector<Entry>& entries) {
     const int listing = ::dup(fd);
     DIR* stream = listing < 0 ? nullptr : ::fdopendir(listing);
     if (stream == nullptr) {
       const int error = errno;
       if (listing >= 0) ::close(listing);
-      return std::strerror(error);
+      return error;
     }
-    std::string problem;
+    int problem = 0;
     for (;;) {
       errno = 0;
       const dirent* entry = ::readdir(stream);
       if (entry == nullptr) {
-        if (errno != 0) problem = std::strerror(errno);
+        problem = errno;
         break;
       }
       if (entry->d_name[0] == '.') continue;  // hidden files and folders, "." and ".."

@@ -140,10 +140,29 @@ void write_all_at(int fd, const std::filesystem::path& path, const void* data, s
   }
 }
 
+bool is_resource_shortage(int error) {
+  return error == EMFILE || error == ENFILE || error == ENOMEM;
+}
+
+void throw_resource_shortage(const std::filesystem::path& path, const std::string& what,
+                             int error) {
+  throw Error(path.string() + ": " + what + ": " + std::strerror(error) +
+              (error == ENOMEM
+                   ? " (the machine ran short of memory, not a fault of the file: free memory "
+                     "or use fewer threads, then run again)"
+                   : " (a limit of this process or of the system, not a fault of the file: "
+                     "raise the open-file limit, ulimit -n, or use fewer threads, then run "
+                     "again)"));
+}
+
 std::string read_file(const std::filesystem::path& path, std::vector<uint8_t>& out,
                       std::size_t prefix) {
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return std::string("cannot open: ") + std::strerror(errno);
+  if (!fd) {
+    const int error = errno;
+    if (is_resource_shortage(error)) throw_resource_shortage(path, "cannot open", error);
+    return std::string("cannot open: ") + std::strerror(error);
+  }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return std::string("cannot stat: ") + std::strerror(errno);
   const auto size = static_cast<uint64_t>(st.st_size);
@@ -164,7 +183,11 @@ std::string read_file(const std::filesystem::path& path, std::vector<uint8_t>& o
     }
     const ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::string("cannot read: ") + std::strerror(errno);
+    if (n < 0) {
+      const int error = errno;
+      if (is_resource_shortage(error)) throw_resource_shortage(path, "cannot read", error);
+      return std::string("cannot read: ") + std::strerror(error);
+    }
     if (n == 0) break;  // the end (for a sized file: it shrank while reading)
     done += static_cast<std::size_t>(n);
   }

@@ -134,6 +134,17 @@ void write_all(int fd, const std::filesystem::path& path, std::string_view bytes
 void write_all_at(int fd, const std::filesystem::path& path, const void* data, std::size_t size,
                   uint64_t offset, const std::string& what = "write failed");
 
+// True for an errno that says the process or the machine ran short (open
+// files, memory), not that the file is at fault: a conversion stops on it
+// rather than skipping the input, so that what a dataset holds never
+// depends on what else ran at the time.
+bool is_resource_shortage(int error);
+
+// Throws Error "PATH: WHAT: REASON (...)" for such a shortage, saying what
+// to raise.
+[[noreturn]] void throw_resource_shortage(const std::filesystem::path& path,
+                                          const std::string& what, int error);
+
 // Inputs larger than this are refused unread by read_file(): no image needs
 // it, and reading it whole would hold that much memory per thread.
 inline constexpr uint64_t kMaxInputBytes = uint64_t{2} << 30;
@@ -144,8 +155,10 @@ inline constexpr uint64_t kMaxInputBytes = uint64_t{2} << 30;
 // regular file is read as long as its size says; anything else (a pipe, as
 // `--paths <(grep ...)` gives, a device) and a regular file whose size says
 // 0 (/proc) until its end. For inputs that are skipped rather than fatal, it
-// never throws: it returns "" or the reason it failed, without the path
-// ("cannot open: No such file or directory").
+// returns "" or the reason it failed, without the path ("cannot open: No
+// such file or directory"); it throws (throw_resource_shortage()) only when
+// the process runs short of open files or memory, which is no fault of the
+// file.
 std::string read_file(const std::filesystem::path& path, std::vector<uint8_t>& out,
                       std::size_t prefix = 0);
 

@@ -2,9 +2,12 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -158,6 +161,35 @@ TEST(Files, ReadFileReadsRegularFilesPipesAndProcFiles) {
 
   EXPECT_NE(read_file(dir / "missing", bytes).find("cannot open: "), std::string::npos);
   EXPECT_NE(read_file(dir.path(), bytes).find("cannot read: "), std::string::npos);
+}
+
+// A process out of open files is no fault of the file: read_file() throws
+// (a conversion stops, resumable) instead of returning a reason to skip it.
+TEST(Files, ReadFileThrowsWhenTheProcessRunsOutOfOpenFiles) {
+  test::TempDir dir;
+  test::write_bytes(dir / "a.jpg", "bytes");
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = std::min<rlim_t>(old.rlim_cur, 256);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> taken;
+  for (int fd = ::dup(0); fd >= 0; fd = ::dup(0)) taken.push_back(fd);
+  const int error = errno;
+  std::vector<uint8_t> bytes;
+  std::string message;
+  try {
+    read_file(dir / "a.jpg", bytes);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  for (int fd : taken) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  ASSERT_EQ(error, EMFILE);
+  EXPECT_NE(message.find((dir / "a.jpg").string() + ": cannot open: "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("ulimit -n"), std::string::npos) << message;
+  EXPECT_EQ(read_file(dir / "a.jpg", bytes), "");  // with files to spare, it reads
 }
 
 TEST(Files, OpenForReadingGivesSizeAndIdentityOfThatFile) {
