@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli_common.hpp"
+#include "cli_wording.hpp"
 #include "imgpack/verify.hpp"
 #include "progress.hpp"
 
@@ -50,7 +51,9 @@ nlohmann::ordered_json report_json(const VerifyReport& report) {
                    {"mask", b.mask}});
   }
   j["bad_records"] = std::move(bad);
-  j["errors"] = report.errors;
+  nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+  for (const std::string& error : report.errors) errors.push_back(cli_wording(error));
+  j["errors"] = std::move(errors);
   j["bad_shards"] = report.bad_shards;
   j["shards"] = report.shards;
   j["bytes"] = report.bytes_checked;
@@ -79,7 +82,9 @@ int run_verify(const VerifyArgs& args) {
   }
 
   // Problems go to stderr, one line each, naming the file.
-  for (const std::string& error : report.errors) std::cerr << "imgpack verify: " << error << "\n";
+  for (const std::string& error : report.errors) {
+    std::cerr << "imgpack verify: " << error_text(error) << "\n";
+  }
   for (std::size_t i = 0; i < report.bad_records.size() && i < kListedBadRecords; ++i) {
     std::cerr << "imgpack verify: " << bad_record_text(args.dataset, report.bad_records[i]) << "\n";
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -14,6 +15,7 @@
 #include "record_check.hpp"
 #include "shard_check.hpp"
 #include "shard_validation.hpp"
+#include "splits_file.hpp"
 
 namespace imgpack {
 
@@ -49,8 +51,9 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
   std::shared_ptr<const detail::IndexStrings> strings;
   detail::StorageTable table;
   try {
-    detail::DeferredIndex read =
-        detail::read_index_deferred(dir, {.sample_paths = false, .group_names = false}, false);
+    // splits.h5 on its own below: the shards do not depend on it.
+    detail::DeferredIndex read = detail::read_index_deferred(
+        dir, {.sample_paths = false, .group_names = false}, false, false);
     index = std::move(read.index);
     strings = std::move(read.strings);
     strings->verify();
@@ -64,9 +67,19 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     report.errors.emplace_back(e.what());
     return finish();
   }
+  bool splits_read = true;
+  if (index.format_version >= 2) {
+    try {
+      (void)detail::read_splits_of(dir, index, false);
+    } catch (const Error& e) {
+      report.errors.emplace_back(e.what());
+      splits_read = false;
+    }
+  }
   // HDF5 metadata the reads above do not use, as h5py reads it; the shards
   // are checked all the same.
   for (const char* file : {format::kIndexFile, format::kSplitsFile}) {
+    if (!splits_read && std::string_view(file) == format::kSplitsFile) continue;
     try {
       std::error_code ec;
       if (fs::exists(dir / file, ec)) h5::File::open_read(dir / file).check_metadata();

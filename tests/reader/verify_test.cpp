@@ -168,10 +168,13 @@ TEST(Verify, IndexOfAnotherDatasetFailsEveryShard) {
   test::write_synthetic_dataset(dir / "a", SyntheticOptions{});
   test::write_foreign_twin(dir / "b", SyntheticOptions{});
   fs::copy_file(dir / "b/index.h5", dir / "a/index.h5", fs::copy_options::overwrite_existing);
-  // Alone, it does not match the splits.h5 beside it: one error, naming both.
+  // Alone, it matches neither the splits.h5 beside it nor a shard: an error
+  // for each, the splits first.
   VerifyReport alone = verify_dataset(dir / "a");
-  ASSERT_EQ(alone.errors.size(), 1u) << joined(alone.errors);
-  EXPECT_TRUE(mentions(alone.errors, "splits.h5", "belongs to dataset")) << joined(alone.errors);
+  ASSERT_EQ(alone.errors.size(), 4u) << joined(alone.errors);
+  EXPECT_NE(alone.errors[0].find("splits.h5: belongs to dataset"), std::string::npos)
+      << joined(alone.errors);
+  EXPECT_EQ(alone.records_checked, 0u);
   fs::copy_file(dir / "b/splits.h5", dir / "a/splits.h5", fs::copy_options::overwrite_existing);
   VerifyReport report = verify_dataset(dir / "a");
   EXPECT_FALSE(report.ok());
@@ -180,6 +183,23 @@ TEST(Verify, IndexOfAnotherDatasetFailsEveryShard) {
     EXPECT_TRUE(mentions(report.errors, shard, "belongs to dataset")) << joined(report.errors);
   }
   EXPECT_EQ(report.records_checked, 0u);
+}
+
+// The shards do not depend on splits.h5: a damaged one is an error of its
+// own, and every record is checked all the same.
+TEST(Verify, ADamagedSplitsFileIsOneErrorAndTheRecordsAreChecked) {
+  TempDir dir;
+  test::write_synthetic_dataset(dir.path(), SyntheticOptions{});
+  const VerifyReport clean = verify_dataset(dir.path());
+  ASSERT_TRUE(clean.ok()) << joined(clean.errors);
+  fs::resize_file(dir / "splits.h5", 2000);
+  const VerifyReport report = verify_dataset(dir.path());
+  ASSERT_EQ(report.errors.size(), 1u) << joined(report.errors);
+  EXPECT_NE(report.errors[0].find("splits.h5"), std::string::npos) << report.errors[0];
+  EXPECT_NE(report.errors[0].find("do not depend on it"), std::string::npos) << report.errors[0];
+  EXPECT_EQ(report.records_checked, clean.records_checked);
+  EXPECT_GT(report.records_checked, 0u);
+  EXPECT_TRUE(report.bad_records.empty());
 }
 
 TEST(Verify, UnreadableIndexIsOneErrorNamingIt) {

@@ -348,6 +348,8 @@ void expect_every_command_fails_cleanly(const fs::path& pristine, const fs::path
           << "stderr does not name " << damage.file << ":\n"
           << r.err;
     }
+    // The way on is said in the CLI's words, never a library function's.
+    EXPECT_EQ(r.err.find("()"), std::string::npos) << r.err;
   }
 }
 

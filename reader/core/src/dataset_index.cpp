@@ -408,17 +408,7 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   detail::read_growth_tables(tables, growth, index);
 
   if (format2 && splits) {
-    try {
-      index.splits = detail::read_splits_file(dataset_dir, index.uuid, index.sample_label.size(),
-                                              index.generation, map);
-    } catch (const UsageError&) {
-      throw;
-    } catch (const Error& e) {
-      // The way on: the index and the shards do not need the splits file.
-      throw Error(std::string(e.what()) + " (" + format::kIndexFile +
-                  " and the shards do not depend on it: restore it from a copy, or "
-                  "reset_splits_file() writes it anew without splits, to be made again)");
-    }
+    index.splits = detail::read_splits_of(dataset_dir, index, map);
   } else if (!format2) {
     index.splits = detail::read_split_groups(tables);
   }
@@ -503,9 +493,24 @@ DatasetIndex read_index(const fs::path& dataset_dir, const IndexReadOptions& opt
 
 namespace detail {
 
-DeferredIndex read_index_deferred(const fs::path& dataset_dir, const IndexReadOptions& options,
+std::vector<Split> read_splits_of(const fs::path& dataset_dir, const DatasetIndex& index,
                                   bool map) {
-  IndexRead read = read_index_files(dataset_dir, options, map, true);
+  try {
+    return read_splits_file(dataset_dir, index.uuid, index.sample_label.size(), index.generation,
+                            map);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    // The way on: the index and the shards do not need the splits file.
+    throw Error(std::string(e.what()) + " (" + format::kIndexFile +
+                " and the shards do not depend on it: restore it from a copy, or "
+                "reset_splits_file() writes it anew without splits, to be made again)");
+  }
+}
+
+DeferredIndex read_index_deferred(const fs::path& dataset_dir, const IndexReadOptions& options,
+                                  bool map, bool splits) {
+  IndexRead read = read_index_files(dataset_dir, options, map, true, splits);
   return {std::move(read.index), std::move(read.strings)};
 }
 

@@ -22,7 +22,8 @@ struct DeferredIndex {
 // shared by every process that maps the same files, never anonymous memory;
 // and a format 2 index's strings stay in the mapping. Without it (verify,
 // which maps nothing), everything read is copied. Throws as read_index().
+// Without `splits`, splits.h5 is not read (index.splits stays empty).
 DeferredIndex read_index_deferred(const std::filesystem::path& dataset_dir,
-                                  const IndexReadOptions& options, bool map);
+                                  const IndexReadOptions& options, bool map, bool splits = true);
 
 }  // namespace imgpack::detail

@@ -41,6 +41,12 @@ std::vector<Split> read_splits_file(const std::filesystem::path& dataset_dir,
                                     const std::string& uuid, uint64_t samples, uint64_t generation,
                                     bool map);
 
+// read_splits_file() for `index` (format 2), as read_index() reads it: its
+// errors, but UsageError, say the way on (the index and the shards do not
+// depend on splits.h5; restore it or reset_splits_file()).
+std::vector<Split> read_splits_of(const std::filesystem::path& dataset_dir,
+                                  const DatasetIndex& index, bool map);
+
 // read_index() without DIR/splits.h5 (index.splits empty): what the index
 // says where its splits file is missing or damaged (inspect --force).
 DatasetIndex read_index_without_splits(const std::filesystem::path& dataset_dir,
