@@ -235,9 +235,14 @@ ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan&
   result.resize_notes = crop_notes(options, plan.shape, pipeline.source_sizes());
 
   if (index.num_samples() == 0 && !options.part) {
-    throw Error(options.src.string() + ": none of the " + std::to_string(plan.order.size()) +
-                " images could be converted (the first: " + result.skipped.back().path + ": " +
-                result.skipped.back().reason + ")");
+    const std::string failure =
+        options.src.string() + ": none of the " + std::to_string(plan.order.size()) +
+        " images could be converted (the first: " + result.skipped.front().path + ": " +
+        result.skipped.front().reason + "; every reason in " +
+        (options.out / format::kReportFile).string() + ")";
+    timings.total_s = seconds_since(start);
+    write_report(options, plan, index.created_by, result, timings, failure);
+    throw Error(failure);
   }
   begin.journal.inputs_done(plan.order.size());
   writer.finish(index);

@@ -333,6 +333,31 @@ TEST(Convert, FailOnErrorStopsAtTheScansSkips) {
   EXPECT_EQ(convert(options).skipped.size(), 2u);
 }
 
+// Inputs that all fail (within the skip budget) leave no dataset, and
+// report.json lists why each failed, as for a run past max_skipped.
+TEST(Convert, NoImageConvertedLeavesTheReasonsInTheReport) {
+  test::TempDir dir;
+  test::write_bytes(dir / "src" / "cat" / "a.ppm", std::string("P6\n4 4\n255\n\x01\x02"));
+  test::write_bytes(dir / "src" / "cat" / "b.png", "");
+  ConvertOptions options = options_for(dir / "src", dir / "out");
+  options.max_skipped.fraction = 1.0;
+  const std::string message = runtime_failure(options);
+  EXPECT_NE(message.find("none of the 2 images could be converted"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(dir / "out" / "index.h5"));
+  const auto report = nlohmann::json::parse(test::read_bytes(dir / "out" / "report.json"));
+  ASSERT_EQ(report["skipped"].size(), 2u);
+  EXPECT_TRUE(message.starts_with(report["failed"].get<std::string>())) << message;
+  bool named = false;
+  for (const auto& skipped : report["skipped"]) {
+    if (skipped["path"] == "cat/a.ppm") {
+      EXPECT_EQ(skipped["reason"],
+                "corrupt PNM: truncated: 2 bytes of pixel data where its header declares 48");
+      named = true;
+    }
+  }
+  EXPECT_TRUE(named) << report.dump();
+}
+
 // A run stops as soon as it has skipped more inputs than max_skipped allows,
 // not after converting everything else, and leaves report.json saying why.
 TEST(Convert, MaxSkippedStopsTheRunOnceItIsPassed) {

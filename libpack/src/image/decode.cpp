@@ -314,6 +314,11 @@ cv::Mat decode_opencv(std::span<const uint8_t> bytes, ImageFormat format,
                       const DecodeOptions& options) {
   // Orientation is applied by the caller from our own EXIF parse, the same
   // way for every path.
+  if (format == ImageFormat::pnm) {
+    if (const std::string problem = pnm_data_problem(bytes); !problem.empty()) {
+      throw DecodeError("corrupt PNM: " + problem);
+    }
+  }
   cv::Mat image;
   try {
     image = codecs::decode(bytes, cv::IMREAD_UNCHANGED | cv::IMREAD_IGNORE_ORIENTATION);

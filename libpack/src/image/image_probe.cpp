@@ -283,7 +283,83 @@ class PnmHeader {
     return std::nullopt;
   }
 
+  // What is wrong with the pixel data after the header (see
+  // pnm_data_problem()); "" where it holds what the header declares.
+  std::string data_problem() {
+    const char kind = static_cast<char>(b_[1]);
+    pos_ = 2;
+    uint64_t width = 0, height = 0, depth = 1, maxval = 1;
+    if (kind == '7') {
+      for (std::string_view key = token();; key = token()) {
+        if (key.empty()) return "its header has no ENDHDR";
+        if (key == "ENDHDR") break;
+        uint64_t* field = key == "WIDTH"    ? &width
+                          : key == "HEIGHT" ? &height
+                          : key == "DEPTH"  ? &depth
+                          : key == "MAXVAL" ? &maxval
+                                            : nullptr;
+        if (field == nullptr) continue;  // TUPLTYPE and the like
+        const std::optional<uint64_t> value = number();
+        if (!value) return "its header's " + std::string(key) + " is not a number";
+        *field = *value;
+      }
+    } else {
+      const std::optional<uint64_t> w = number(), h = number();
+      if (!w || !h) return "its header's size is not two numbers";
+      width = *w;
+      height = *h;
+      depth = kind == '3' || kind == '6' ? 3 : 1;
+      if (kind != '1' && kind != '4') {
+        const std::optional<uint64_t> m = number();
+        if (!m) return "its header's maximum value is not a number";
+        maxval = *m;
+      }
+    }
+    if (maxval < 1 || maxval > 65535) {
+      return "its maximum value " + std::to_string(maxval) + " is outside 1..65535";
+    }
+    if (depth < 1 || depth > 4) return "its depth " + std::to_string(depth) + " is outside 1..4";
+    if (width > UINT32_MAX || height > UINT32_MAX || width * height > (uint64_t{1} << 40)) {
+      return "its header declares " + std::to_string(width) + "x" + std::to_string(height);
+    }
+    const uint64_t values = width * height * depth;
+    if (kind == '1' || kind == '2' || kind == '3') return ascii_problem(kind, values, maxval);
+    // Binary: one whitespace byte after the header, then the samples.
+    if (pos_ < b_.size()) ++pos_;
+    const uint64_t bytes = kind == '4' ? (width + 7) / 8 * height : values * (maxval > 255 ? 2 : 1);
+    const uint64_t held = b_.size() - std::min<uint64_t>(pos_, b_.size());
+    if (held < bytes) {
+      return "truncated: " + std::to_string(held) + " bytes of pixel data where its header " +
+             "declares " + std::to_string(bytes);
+    }
+    return "";
+  }
+
  private:
+  // Plain (ASCII) samples: `values` decimal numbers up to `maxval` (P1: the
+  // digits 0 and 1, which need no space between them).
+  std::string ascii_problem(char kind, uint64_t values, uint64_t maxval) {
+    for (uint64_t read = 0; read < values; ++read) {
+      skip_space_and_comments();
+      if (pos_ >= b_.size()) {
+        return "truncated: " + std::to_string(read) + " of the " + std::to_string(values) +
+               " values its header declares";
+      }
+      if (kind == '1') {
+        if (b_[pos_] != '0' && b_[pos_] != '1') return "a value that is not 0 or 1";
+        ++pos_;
+        continue;
+      }
+      const std::optional<uint64_t> value = number();
+      if (!value) return "value " + std::to_string(read + 1) + " is not a number";
+      if (*value > maxval) {
+        return "value " + std::to_string(*value) + " is above its maximum value " +
+               std::to_string(maxval);
+      }
+    }
+    return "";
+  }
+
   static bool is_space(uint8_t c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
   void skip_space_and_comments() {
@@ -324,6 +400,11 @@ class PnmHeader {
 };
 
 }  // namespace
+
+std::string pnm_data_problem(std::span<const uint8_t> bytes) {
+  if (sniff_format(bytes) != ImageFormat::pnm) return "";
+  return PnmHeader(bytes).data_problem();
+}
 
 const char* format_name(ImageFormat format) {
   switch (format) {

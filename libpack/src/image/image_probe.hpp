@@ -45,6 +45,13 @@ struct ImageInfo {
 // The format, from magic bytes alone.
 ImageFormat sniff_format(std::span<const uint8_t> bytes);
 
+// For a Netpbm file (PNM, PAM): what keeps its pixel data from holding what
+// its header declares (too few bytes, a plain value that is no number or
+// above the maximum), else "". "" for every other format. OpenCV's reader
+// prints its own complaint about such a file on stderr before failing, so
+// the decoder asks this first.
+std::string pnm_data_problem(std::span<const uint8_t> bytes);
+
 // Header information, or std::nullopt if the format is unknown or the header
 // is damaged or truncated before the size is known, or declares a zero size.
 std::optional<ImageInfo> probe_image(std::span<const uint8_t> bytes);

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,9 +44,20 @@ class CocoDomBuilder : public nlohmann::json_sax<json> {
     key_ = std::move(name);
     return true;
   }
-  bool parse_error(std::size_t /*position*/, const std::string& /*token*/,
+  bool parse_error(std::size_t position, const std::string& /*token*/,
                    const nlohmann::detail::exception& failure) override {
-    error_ = failure.what();
+    // The library's message less its "[json.exception.parse_error.101] "
+    // tag, with the place where it names none (a number overflow).
+    std::string_view text = failure.what();
+    if (text.starts_with("[json.exception.")) {
+      if (const std::size_t end = text.find("] "); end != std::string_view::npos) {
+        text.remove_prefix(end + 2);
+      }
+    }
+    error_ = std::string(text);
+    if (error_.find(" at line ") == std::string::npos) {
+      error_ = "at byte " + std::to_string(position) + ": " + error_;
+    }
     return false;
   }
 

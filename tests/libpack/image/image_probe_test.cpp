@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <random>
 
 #include "image_fixtures.hpp"
@@ -69,6 +70,42 @@ TEST(ImageProbeTest, ReadsTheSizeOfEveryFormatOpenCvWrites) {
     EXPECT_EQ(info->width, 37u);
     EXPECT_EQ(info->height, 23u);
   }
+}
+
+// Every Netpbm kind OpenCV writes holds its data; cut short, or with a
+// plain value that is no number or above the maximum, it does not, and
+// the problem says why (OpenCV's reader would print its own complaint).
+TEST(ImageProbeTest, NetpbmDataIsCheckedAgainstItsHeader) {
+  const cv::Mat rgb = make_rgb_image(37, 23, 1);
+  cv::Mat gray;
+  cv::cvtColor(rgb, gray, cv::COLOR_RGB2GRAY);
+  cv::Mat deep(23, 37, CV_16UC1, cv::Scalar(40000));
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"P6", encode_image(".ppm", rgb)},
+      {"P3", encode_image(".ppm", rgb, {cv::IMWRITE_PXM_BINARY, 0})},
+      {"P5", encode_image(".pgm", gray)},
+      {"P2", encode_image(".pgm", gray, {cv::IMWRITE_PXM_BINARY, 0})},
+      {"P5 16-bit", encode_image(".pgm", deep)},
+      {"P4", encode_image(".pbm", gray)},
+      {"P1", encode_image(".pbm", gray, {cv::IMWRITE_PXM_BINARY, 0})},
+      {"P7", encode_image(".pam", rgb)},
+  };
+  for (const auto& [kind, bytes] : files) {
+    SCOPED_TRACE(kind);
+    EXPECT_EQ(pnm_data_problem(as_bytes(bytes)), "");
+    const std::string cut = bytes.substr(0, bytes.size() - 7);
+    EXPECT_NE(pnm_data_problem(as_bytes(cut)).find("truncated"), std::string::npos)
+        << pnm_data_problem(as_bytes(cut));
+  }
+  EXPECT_EQ(pnm_data_problem(as_bytes(std::string("P6\n4 4\n255\n\x01\x02"))),
+            "truncated: 2 bytes of pixel data where its header declares 48");
+  EXPECT_EQ(pnm_data_problem(as_bytes(std::string("P2\n2 1\n255\n3 x\n"))),
+            "value 2 is not a number");
+  EXPECT_EQ(pnm_data_problem(as_bytes(std::string("P2\n2 1\n255\n3 256\n"))),
+            "value 256 is above its maximum value 255");
+  EXPECT_EQ(pnm_data_problem(as_bytes(std::string("P6\n4 4\n0\n"))),
+            "its maximum value 0 is outside 1..65535");
+  EXPECT_EQ(pnm_data_problem(as_bytes(encode_image(".png", rgb))), "");  // not Netpbm
 }
 
 TEST(ImageProbeTest, JpegComponentsAndCmyk) {

@@ -444,6 +444,11 @@ TEST_F(CocoBoxes, MalformedJsonIsAUsageErrorNamingTheFileAndLine) {
   const std::string error = usage_error([&] { attach_boxes(list, src(), options()); });
   EXPECT_TRUE(error.starts_with(coco().string() + ": not valid JSON: ")) << error;
   EXPECT_NE(error.find("line 2"), std::string::npos) << error;
+  EXPECT_EQ(error.find("json.exception"), std::string::npos) << error;  // the library's tag
+  // A number past double's range: the library names no place, the byte does.
+  write_coco("{\"images\": [1e999]}");
+  EXPECT_EQ(usage_error([&] { attach_boxes(list, src(), options()); }),
+            coco().string() + ": not valid JSON: at byte 17: number overflow parsing '1e999'");
   write_coco("[]");
   EXPECT_EQ(usage_error([&] { attach_boxes(list, src(), options()); }),
             coco().string() + ": not a JSON object (COCO)");
