@@ -27,6 +27,13 @@ int run_merge(const MergeArgs& args) {
   }
   if (args.json) {
     print_json(merge_json(result, args.out));
+  } else if (!args.quiet && result.already_merged) {
+    std::fprintf(stderr,
+                 "%s: merged already (%llu records from %llu images in %llu shard%s): "
+                 "nothing to do\n",
+                 args.out.c_str(), static_cast<unsigned long long>(result.records),
+                 static_cast<unsigned long long>(result.samples),
+                 static_cast<unsigned long long>(result.shards), result.shards == 1 ? "" : "s");
   } else if (!args.quiet) {
     std::fprintf(stderr, "%s: merged %u parts: %llu records from %llu images in %llu shard%s%s\n",
                  args.out.c_str(), result.parts, static_cast<unsigned long long>(result.records),

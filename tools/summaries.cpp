@@ -102,6 +102,7 @@ nlohmann::ordered_json merge_json(const MergeResult& result, const std::string& 
   j["seconds"] = result.seconds;
   j["dataset_uuid"] = result.uuid;
   j["resumed"] = result.resumed;
+  j["already_merged"] = result.already_merged;
   j["out"] = out;
   return j;
 }

@@ -129,7 +129,9 @@ TEST_F(MergeCli, TasksRunAgainAfterTheMergeConvertNothing) {
     EXPECT_EQ(test::directory_snapshot(out), before) << "a task wrote into the merged OUT";
     auto merged = test::run_imgpack("merge " + q(out) + " --json");
     ASSERT_EQ(merged.exit_code, 0) << merged.err;
-    EXPECT_TRUE(nlohmann::json::parse(merged.out)["resumed"].get<bool>());
+    const nlohmann::json summary = nlohmann::json::parse(merged.out);
+    EXPECT_EQ(summary["already_merged"].get<bool>(), point.empty());
+    EXPECT_EQ(summary["resumed"].get<bool>(), !point.empty());
     expect_like_single(out);
   }
   // The inputs grown since (a weekly append, say), the tasks run again: the

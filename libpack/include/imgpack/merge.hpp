@@ -39,6 +39,7 @@ struct MergeResult {
   std::string uuid;
   std::vector<std::string> split_warnings;  // e.g. classes smaller than the folds
   bool resumed = false;                     // continued a merge that was interrupted
+  bool already_merged = false;              // OUT held the merged dataset: nothing was done
   double seconds = 0;
 };
 

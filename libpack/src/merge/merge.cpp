@@ -301,7 +301,7 @@ MergeResult merge(const MergeOptions& options) {
       result.samples = done.num_samples();
       result.shards = done.num_shards();
       result.uuid = done.uuid;
-      result.resumed = true;
+      result.already_merged = true;
       return result;
     }
     throw UsageError(out.string() + ": no parts to merge (" + (out / kPartsFolder).string() +
