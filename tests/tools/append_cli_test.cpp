@@ -671,6 +671,16 @@ TEST_F(AppendCli, RemoveMarksSamplesAndTheirFoldsAndRefusesUnknownPaths) {
   const DatasetIndex before = read_index(out);
   test::write_bytes(dir_ / "gone.txt",
                     "# bad images\n" + before.sample_path[0] + "\n" + before.sample_path[5] + "\n");
+  // A date the history cannot write (past the year 9999, past long long) is
+  // refused before anything changes.
+  for (const char* date : {"253402300800", "99999999999999999999"}) {
+    const test::CommandResult refused =
+        run_command(std::string("SOURCE_DATE_EPOCH=") + date + " " + imgpack() + " remove " +
+                    q(out) + " --paths " + q(dir_ / "gone.txt"));
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_NE(refused.err.find("past the end of the year 9999"), std::string::npos) << refused.err;
+  }
+  EXPECT_EQ(read_index(out).generation, 0u);
   test::CommandResult r = run_command(kDate + imgpack() + " remove " + q(out) + " --paths " +
                                       q(dir_ / "gone.txt") + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -1,5 +1,6 @@
 #include "growth/dataset_change.hpp"
 
+#include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <optional>
@@ -132,10 +133,18 @@ std::string change_date() {
   const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
   if (epoch == nullptr || *epoch == '\0') return utc_timestamp();
   char* end = nullptr;
+  errno = 0;
   const long long seconds = std::strtoll(epoch, &end, 10);
   if (*end != '\0' || seconds < 0) {
     throw UsageError(std::string("SOURCE_DATE_EPOCH='") + epoch +
                      "' is not a count of seconds since 1970");
+  }
+  // The history's dates have four-digit years.
+  constexpr long long kLastSecondOf9999 = 253402300799;
+  if (errno == ERANGE || seconds > kLastSecondOf9999) {
+    throw UsageError(std::string("SOURCE_DATE_EPOCH='") + epoch +
+                     "' is past the end of the year 9999 (" + std::to_string(kLastSecondOf9999) +
+                     ")");
   }
   const auto when = static_cast<std::time_t>(seconds);
   std::tm tm{};
