@@ -459,8 +459,8 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->capture_default_str()
       ->check(CLI::Range(1U, 1000000U));
   cmd->add_option("--seed", args->seed, "Order seed")->check(whole_number())->capture_default_str();
-  cmd->add_option("--split", args->split, "Split to select from");
-  cmd->add_option("--fold", args->fold, "Fold of the split")->capture_default_str();
+  CLI::Option* split = cmd->add_option("--split", args->split, "Split to select from");
+  cmd->add_option("--fold", args->fold, "Fold of the split")->capture_default_str()->needs(split);
   cmd->add_option("--role", args->role, "train, val, test or all")
       ->capture_default_str()
       ->check(CLI::IsMember({"train", "val", "test", "all"}));

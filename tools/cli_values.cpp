@@ -13,15 +13,18 @@ namespace imgpack::cli {
 namespace {
 
 uint64_t parse_unsigned(const std::string& text, const std::string& what) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(), ::isdigit) || text.size() > 19) {
+  if (text.empty() || !std::all_of(text.begin(), text.end(), ::isdigit)) {
     throw UsageError(what + " '" + text + "' is not a non-negative integer");
   }
+  // 19 digits always fit in 64 bits; more are far past any size or count.
+  if (text.size() > 19) throw UsageError(what + " '" + text + "' is too large");
   return std::stoull(text);
 }
 
 }  // namespace
 
-std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text, const std::string& option) {
+std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text, const std::string& option,
+                                               uint32_t smallest, uint32_t largest) {
   auto x = text.find_first_of("xX");
   uint64_t w, h;
   if (x == std::string::npos) {
@@ -30,8 +33,9 @@ std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text, const st
     w = parse_unsigned(text.substr(0, x), option + " width");
     h = parse_unsigned(text.substr(x + 1), option + " height");
   }
-  if (w == 0 || h == 0 || w > 65535 || h > 65535) {
-    throw UsageError(option + " '" + text + "': each side must be between 1 and 65535");
+  if (w < smallest || h < smallest || w > largest || h > largest) {
+    throw UsageError(option + " '" + text + "': each side must be between " +
+                     std::to_string(smallest) + " and " + std::to_string(largest));
   }
   return {static_cast<uint32_t>(w), static_cast<uint32_t>(h)};
 }

@@ -11,10 +11,12 @@
 
 namespace imgpack::cli {
 
-// "224" -> 224x224, "320x240" -> width 320, height 240 (each side 1..65535);
-// a UsageError names `option`, the flag the text was given with.
+// "224" -> 224x224, "320x240" -> width 320, height 240 (each side
+// smallest..largest); a UsageError names `option`, the flag the text was
+// given with, and the range.
 std::pair<uint32_t, uint32_t> parse_image_size(const std::string& text,
-                                               const std::string& option = "--size");
+                                               const std::string& option = "--size",
+                                               uint32_t smallest = 1, uint32_t largest = 65535);
 // "1G", "512M", "64K", "4096", "2MB" -> bytes (powers of 1024).
 uint64_t parse_byte_size(const std::string& text);
 // "0", "128", "255,255,255" -> RGB.

@@ -487,13 +487,15 @@ void add_convert_command(CLI::App& app, Action& action) {
                   "(decompression bombs)")
       ->check(whole_number())
       ->capture_default_str();
-  cmd->add_flag("--no-dct-scaling", args->no_dct_scaling,
-                "Decode JPEGs at full size before resizing (slower; for comparisons)");
+  CLI::Option* no_dct_scaling =
+      cmd->add_flag("--no-dct-scaling", args->no_dct_scaling,
+                    "Decode JPEGs at full size before resizing (slower; for comparisons)");
   cmd->add_option("--dct-scales", args->dct_scales,
                   "Reduced JPEG scales: halvings (1/2, 1/4, 1/8); eighths (also 3/8 and 5/8, "
                   "slower; the records of datasets converted before halvings)")
       ->check(CLI::IsMember({"halvings", "eighths"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->excludes(no_dct_scaling);
   cmd->add_option("--split", args->splits,
                   "Also store a split NAME:KIND:K (holdout: NAME:holdout:VAL_FRACTION), seeded "
                   "with --seed; repeatable")

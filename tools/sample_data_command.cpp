@@ -19,7 +19,7 @@ struct SampleDataArgs {
 };
 
 int run_sample_data(SampleDataArgs& args) {
-  auto [w, h] = parse_image_size(args.size);
+  auto [w, h] = parse_image_size(args.size, "--size", 16, 8192);  // write_sample_data()'s range
   args.options.width = w;
   args.options.height = h;
   SampleDataResult result = write_sample_data(args.out, args.options);

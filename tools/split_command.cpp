@@ -45,6 +45,7 @@ struct SplitArgs {
   bool json = false;
   bool quiet = false;
   CLI::Option* folds_option = nullptr;
+  CLI::Option* val_option = nullptr;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -117,7 +118,7 @@ int run_create(const SplitArgs& args) {
         "--folds does not apply to --kind holdout (it has one validation part: "
         "give its size with --val)");
   }
-  if (spec.kind == SplitKind::holdout && args.val == 0) {
+  if (spec.kind == SplitKind::holdout && args.val == 0 && args.val_option->count() == 0) {
     throw UsageError("--kind holdout needs --val FRACTION");
   }
   spec.folds = args.folds;
@@ -214,6 +215,11 @@ int run_export(const SplitArgs& args) {
     csv += '\n';
   }
   if (args.out == "-") {
+    if (args.json) {
+      throw UsageError(
+          "--json with --out -: the CSV takes stdout, which leaves no place for the JSON "
+          "summary; give --out FILE");
+    }
     std::cout << csv << std::flush;
   } else {
     refuse_dataset_file_as_output(args.out, args.dataset, "--out");
@@ -379,7 +385,8 @@ void add_split_command(CLI::App& app, Action& action) {
       ->check(not_empty());
   args->folds_option =
       cmd->add_option("--folds", args->folds, "Folds for k-fold kinds")->capture_default_str();
-  cmd->add_option("--val", args->val, "holdout: validation fraction of all samples");
+  args->val_option =
+      cmd->add_option("--val", args->val, "holdout: validation fraction of all samples");
   cmd->add_option("--test", args->test,
                   "Fraction of all samples carved first as a test set that is in no fold")
       ->capture_default_str();

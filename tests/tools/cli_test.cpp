@@ -62,6 +62,28 @@ TEST_F(Cli, SampleDataConvertInspectEndToEnd) {
 // Output that cannot be written (a full disk: /dev/full) fails the command,
 // in the front CLI and in the complete one, rather than ending in exit 0 with
 // the output cut short.
+// A class named with a control character (a folder "new\nline") keeps its
+// one line in inspect's table, escaped; --json keeps the name as it is.
+TEST_F(Cli, InspectShowsControlCharactersInNamesEscaped) {
+  const std::filesystem::path src = dir_ / "odd";
+  std::filesystem::create_directories(src / "new\nline");
+  std::filesystem::create_directories(src / "plain");
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_ / "src")) {
+    if (entry.path().extension() != ".jpg") continue;
+    std::filesystem::copy_file(entry.path(), src / "new\nline" / "a.jpg");
+    std::filesystem::copy_file(entry.path(), src / "plain" / "a.jpg");
+    break;
+  }
+  ASSERT_EQ(run_imgpack("convert " + q(src) + " " + q(dir_ / "odd-out") + " --size 8 -q").exit_code,
+            0);
+  auto text = run_imgpack("inspect " + q(dir_ / "odd-out"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("    new\\nline  1\n"), std::string::npos) << text.out;
+  auto json = run_imgpack("inspect " + q(dir_ / "odd-out") + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["classes"][0]["name"], "new\nline");
+}
+
 TEST_F(Cli, OutputThatCannotBeWrittenFailsTheCommand) {
   const std::string out = q(dir_ / "out");
   auto convert = run_imgpack("convert " + q(dir_ / "src") + " " + out +
@@ -175,6 +197,22 @@ TEST_F(Cli, UsageErrorsExitTwoWithAOneLineReason) {
       {"preview " + q(dir_ / "src") + " --out ''", "--out: an empty value"},
       // Sample data never writes into a folder holding files.
       {"sample-data " + q(dir_ / "src"), "not empty"},
+      {"sample-data " + q(dir_ / "s2") + " --size 8x8", "between 16 and 8192"},
+      // Too large is said so, not "not an integer".
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o14") +
+           " --size 8 --shard-size 184467440737095516150",
+       "is too large"},
+      // A holdout's fraction named as the option gives it.
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o15") + " --size 8 --split a:holdout:5",
+       "the validation fraction 5 is outside (0, 1)"},
+      // Options that contradict each other are refused, not one ignored.
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o16") +
+           " --size 8 --dct-scales eighths --no-dct-scaling",
+       "excludes"},
+      {"bench " + q(dir_ / "src") + " --fold 2", "--fold requires --split"},
+      // An append onto a file: not a directory, rather than "no such".
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "src" / "labels.csv") + " --append",
+       "labels.csv: not a directory"},
   };
   for (const Case& c : cases) {
     auto r = run_imgpack(c.args);

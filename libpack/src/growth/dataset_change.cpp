@@ -78,7 +78,13 @@ FileTally remove_leftovers(const fs::path& dir, const DatasetIndex& index) {
 }
 
 DatasetChange begin_change(const fs::path& dir, const std::string& change) {
-  if (!fs::is_directory(dir)) throw UsageError(dir.string() + ": no such dataset directory");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw UsageError(dir.string() + (fs::exists(dir, ec)
+                                         ? ": not a directory (a dataset is the folder holding " +
+                                               std::string(format::kIndexFile) + ")"
+                                         : ": no such dataset directory"));
+  }
   std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(dir);
   if (!lock) {
     throw UsageError(dir.string() +

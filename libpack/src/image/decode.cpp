@@ -18,7 +18,9 @@ namespace imgpack {
 
 namespace {
 
+// "24.0 Mpx"; below 0.1 Mpx, which would print as 0.0, the pixels themselves.
 std::string megapixels(uint64_t pixels) {
+  if (pixels < 100'000) return std::to_string(pixels) + " pixels";
   char text[32];
   std::snprintf(text, sizeof text, "%.1f Mpx", static_cast<double>(pixels) / 1e6);
   return text;

@@ -524,6 +524,10 @@ NamedSplitSpec parse_split_option(const std::string& text, uint64_t seed) {
                        std::to_string(kMaxFolds));
     }
     out.spec.folds = static_cast<int32_t>(folds);
+  } else if (!(out.spec.val_fraction > 0 && out.spec.val_fraction < 1)) {
+    // Named as the option gives it: a holdout's fraction, not a field.
+    throw UsageError("parse_split_option: '" + text + "': the validation fraction " + value +
+                     " is outside (0, 1)");
   }
   out.spec.validate();
   return out;
