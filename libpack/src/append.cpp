@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "augment_spec.hpp"
 #include "conversion/conversion_plan.hpp"
 #include "conversion/output_directory.hpp"
 #include "conversion_pipeline.hpp"
@@ -251,6 +252,9 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   plan.order = write_order(options, plan.list.samples.size());
   plan.uuid = index.uuid;
   result.input_warnings = input_warnings(options, plan);
+  std::string reflected =
+      reflected_objects_warning(options.augment, options.variants, plan.list.boxes);
+  if (!reflected.empty()) result.input_warnings.push_back(std::move(reflected));
 
   if (!index.has_file_stamps()) {
     index.sample_size.resize(old_samples, 0);

@@ -231,4 +231,15 @@ std::string augment_spec_help() {
   return text;
 }
 
+std::string reflected_objects_warning(std::string_view augment, uint32_t variants, bool boxes) {
+  if (!boxes || variants < 2) return "";
+  const AugmentSpec spec = parse_augment_spec(augment);
+  const bool uncovers = spec.rotate > 0 || spec.shift > 0 || spec.zoom_min < 1 || spec.shear > 0;
+  if (!uncovers || spec.fill != FillMode::reflect) return "";
+  return "ConvertOptions::augment '" + std::string(augment) +
+         "' fills what a rotation, shift, shear or zoom-out uncovers with a mirror of the image "
+         "(fill=reflect, the default), where objects appear again without boxes; for boxes add "
+         "fill=constant (or fill=edge)";
+}
+
 }  // namespace imgpack

@@ -4,6 +4,8 @@
 // imgpack::pack). Plain values and pure functions.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace imgpack {
@@ -50,5 +52,12 @@ struct AugmentSpec {
 AugmentSpec parse_augment_spec(std::string_view text);
 
 // augment_spec_help() (convert_options.hpp) lists the keys, one line each.
+
+// For a conversion with boxes and augmented variants: the warning that
+// `augment` (a spec as parse_augment_spec() reads it) fills what a rotation,
+// shift, shear or zoom-out uncovers with a mirror of the image
+// (fill=reflect), where objects appear again without boxes; "" where it
+// does not, or without boxes or variants.
+std::string reflected_objects_warning(std::string_view augment, uint32_t variants, bool boxes);
 
 }  // namespace imgpack

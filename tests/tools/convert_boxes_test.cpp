@@ -157,6 +157,14 @@ TEST_F(ConvertBoxesTest, YoloBoxesFollowEveryVariantsGeometry) {
                             "'hflip,vflip,rotate=30,zoom=0.8:1.2,shift=0.1,fill=constant' "
                             "--box-min-visible 0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("fill=reflect"), std::string::npos) << r.err;
+  // The default fill mirrors objects into what the warp uncovers, without
+  // boxes: said on stderr.
+  CommandResult mirrored =
+      convert(dir_.path() / "mirrored", "--yolo --variants 2 --augment rotate=30");
+  ASSERT_EQ(mirrored.exit_code, 0) << mirrored.err;
+  EXPECT_NE(mirrored.err.find("warning: --augment 'rotate=30' fills"), std::string::npos)
+      << mirrored.err;
   const DatasetIndex index = read_index(out);
   EXPECT_TRUE(index.boxes);
   EXPECT_EQ(index.box_class_names, (std::vector<std::string>{"cat", "dog"}));
