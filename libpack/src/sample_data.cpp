@@ -149,6 +149,8 @@ void make_directory(const fs::path& dir) {
   if (ec) throw file_error(dir, "cannot create directory: " + ec.message());
 }
 
+SampleDataResult write_sample_files(const fs::path& out, const SampleDataOptions& options);
+
 }  // namespace
 
 std::string sample_class_name(uint32_t class_id) {
@@ -175,8 +177,28 @@ SampleDataResult write_sample_data(const fs::path& out, const SampleDataOptions&
                                            "empty folder, where it overwrites nothing"
                                          : ": not a folder"));
   }
+  const bool existed = fs::exists(out, ec);
   make_directory(out);
+  try {
+    return write_sample_files(out, options);
+  } catch (...) {
+    // Nothing half-written stays (the folder was new or empty), so the same
+    // command runs again once the disk has room.
+    std::error_code ignored;
+    if (existed) {
+      for (const fs::directory_entry& entry : fs::directory_iterator(out, ignored)) {
+        fs::remove_all(entry.path(), ignored);
+      }
+    } else {
+      fs::remove_all(out, ignored);
+    }
+    throw;
+  }
+}
 
+namespace {
+
+SampleDataResult write_sample_files(const fs::path& out, const SampleDataOptions& options) {
   SampleDataResult result;
   // Mask labels number the classes as a conversion does (names sorted), from 1.
   std::vector<std::string> sorted_names;
@@ -251,5 +273,7 @@ SampleDataResult write_sample_data(const fs::path& out, const SampleDataOptions&
   }
   return result;
 }
+
+}  // namespace
 
 }  // namespace imgpack

@@ -1,6 +1,9 @@
 #include "imgpack/sample_data.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <opencv2/imgcodecs.hpp>
@@ -85,6 +88,29 @@ TEST(SampleData, WritesIntoANewOrEmptyFolderOnly) {
   EXPECT_THROW(write_sample_data(dir / "empty", options), UsageError);  // not empty now
   write_sample_data(dir / "new" / "deeper", options);
   EXPECT_TRUE(fs::exists(dir / "new" / "deeper" / "labels.csv"));
+}
+
+// A write that fails (here a file size limit, as a full disk would) leaves
+// nothing behind: a new folder is gone, an empty one empty again, so the
+// same command runs again once there is room.
+TEST(SampleData, AFailedWriteLeavesNothingBehind) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir / "empty");
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = 4096;
+  void (*previous)(int) = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG rather than the signal
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &low), 0);
+  SampleDataOptions options;
+  options.per_class = 5;
+  EXPECT_THROW(write_sample_data(dir / "new", options), Error);
+  EXPECT_THROW(write_sample_data(dir / "empty", options), Error);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_FALSE(std::filesystem::exists(dir / "new"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir / "empty"));
+  EXPECT_EQ(write_sample_data(dir / "new", options).images, 20u);
 }
 
 TEST(SampleData, RejectsInvalidOptions) {

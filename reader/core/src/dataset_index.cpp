@@ -328,6 +328,15 @@ IndexRead read_index_files(const fs::path& dataset_dir, const IndexReadOptions& 
   require_dataset_directory(dataset_dir);
   std::error_code ec;
   if (!fs::exists(path, ec)) {
+    if (ec == std::errc::too_many_symbolic_link_levels) {
+      throw file_error(path, "cannot open: " + ec.message());
+    }
+    // A merge stopped before its index has left its journal.
+    if (fs::exists(dataset_dir / "merge.journal", ec)) {
+      throw file_error(path,
+                       "missing: a merge of parts into this folder stopped before it was done "
+                       "(merge.journal); merge() finishes the merge");
+    }
     throw file_error(path, "missing: not a complete imgpack dataset (conversion unfinished?)");
   }
   h5::File file = h5::File::open_read(path);
