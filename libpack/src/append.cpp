@@ -223,7 +223,8 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   tbb::task_arena& arena = conversion_threads.arena();
 
   Listing listing(index);
-  const HeldTargets held{index.sample_path, index.box_class_names, index.keypoint_names};
+  const HeldTargets held{index.sample_path, index.box_class_names, index.keypoint_names,
+                         index.keypoint_flip};
   ConversionPlan plan = make_plan(
       options, arena,
       [&](const std::string& path, const FileStamp& stamp) { return listing.take(path, stamp); },

@@ -37,6 +37,7 @@ struct HeldTargets {
   std::span<const std::string> sample_paths;  // the dataset's samples (relative paths)
   std::vector<std::string> box_class_names;   // its box classes
   std::vector<std::string> keypoint_names;    // its keypoints
+  std::vector<int32_t> keypoint_flip;         // its flip pairs (kept where no map is given)
 };
 
 // Attaches boxes (and keypoints) as `options` says to every sample of `list`
@@ -49,7 +50,9 @@ struct HeldTargets {
 // missing, and a file name that a held sample shares with a listed one
 // names neither. YOLO class ids and keypoints without a names file or
 // BoxOptions::yolo_keypoints are the held ones (ids past them are a
-// problem of the line), not inferred from the new files.
+// problem of the line), not inferred from the new files; without
+// BoxOptions::keypoint_flip_map the flip pairs of the same keypoints are
+// the held ones (the dataset's, whatever pairs a later build would find).
 //
 // COCO: the categories sorted by id are the classes (their names the class
 // names); the categories' `keypoints` names (all that have them must agree)
@@ -96,7 +99,8 @@ std::vector<std::string> box_warnings(const SourceList& list, std::span<const st
 // `flip_map` ("a:b,c:d", names or indices, spaces around them ignored) when
 // it is not empty, else from the names: two names that are the same but
 // for "left" in one where the other has "right" (case-insensitive, anywhere
-// in the name: left_eye / right_eye, LeftHand / RightHand) swap. Throws
+// in the name: left_eye / right_eye, LeftHand / RightHand), or "l" and "r"
+// as words of their own (l_eye / r_eye, eye.L / eye.R), swap. Throws
 // UsageError quoting the map for an entry that is not "a:b", a name or index
 // that is not a keypoint, and a keypoint paired twice or with itself.
 std::vector<int32_t> keypoint_flip_table(const std::vector<std::string>& names,

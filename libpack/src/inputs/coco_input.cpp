@@ -408,7 +408,10 @@ void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& option
   const std::size_t keypoint_count = categories.keypoint_names.size();
   list.box_class_names = std::move(categories.names);
   list.keypoint_names = std::move(categories.keypoint_names);
-  list.keypoint_flip = keypoint_flip_table(list.keypoint_names, options.keypoint_flip_map);
+  list.keypoint_flip = held != nullptr && options.keypoint_flip_map.empty() &&
+                               list.keypoint_names == held->keypoint_names
+                           ? held->keypoint_flip
+                           : keypoint_flip_table(list.keypoint_names, options.keypoint_flip_map);
 
   const json& images = top_array(root, "images", file, true);
   std::unordered_map<int64_t, std::size_t> image_of_id;

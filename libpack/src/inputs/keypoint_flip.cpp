@@ -10,6 +10,7 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "imgpack/error.hpp"
@@ -89,8 +90,20 @@ std::vector<int32_t> flip_from_map(const std::vector<std::string>& names,
   return table;
 }
 
-// Pairs the names that are the same but for "left" where the other has
-// "right" (case-insensitive); a name with two such partners keeps none.
+// Whether `text` holds the side word `word` at `at`: "left" anywhere, "l"
+// only as a word of its own (between start, end, '_', '-', ' ' or '.').
+bool side_at(const std::string& text, std::size_t at, std::string_view word) {
+  if (text.compare(at, word.size(), word) != 0) return false;
+  if (word.size() > 1) return true;
+  auto delimiter = [&](std::size_t i) {
+    return i >= text.size() || text[i] == '_' || text[i] == '-' || text[i] == ' ' || text[i] == '.';
+  };
+  return (at == 0 || delimiter(at - 1)) && delimiter(at + word.size());
+}
+
+// Pairs the names that are the same but for "left" (or a word "l") where the
+// other has "right" ("r"), case-insensitive: left_eye / right_eye, l_eye /
+// r_eye, eye.L / eye.R; a name with two such partners keeps none.
 std::vector<int32_t> flip_from_names(const std::vector<std::string>& names) {
   std::vector<std::string> lower;
   lower.reserve(names.size());
@@ -105,14 +118,19 @@ std::vector<int32_t> flip_from_names(const std::vector<std::string>& names) {
   for (std::size_t k = 0; k < lower.size(); ++k) {
     int32_t partner = -1;
     int partners = 0;
-    for (std::size_t at = lower[k].find("left"); at != std::string::npos;
-         at = lower[k].find("left", at + 1)) {
-      std::string candidate = lower[k];
-      candidate.replace(at, 4, "right");
-      const auto it = index_of.find(candidate);
-      if (it != index_of.end() && it->second >= 0 && it->second != partner) {
-        partner = it->second;
-        ++partners;
+    for (const auto& [left, right] :
+         {std::pair<std::string_view, std::string_view>{"left", "right"},
+          std::pair<std::string_view, std::string_view>{"l", "r"}}) {
+      for (std::size_t at = lower[k].find(left); at != std::string::npos;
+           at = lower[k].find(left, at + 1)) {
+        if (!side_at(lower[k], at, left)) continue;
+        std::string candidate = lower[k];
+        candidate.replace(at, left.size(), right);
+        const auto it = index_of.find(candidate);
+        if (it != index_of.end() && it->second >= 0 && it->second != partner) {
+          partner = it->second;
+          ++partners;
+        }
       }
     }
     const auto p = static_cast<std::size_t>(partner);

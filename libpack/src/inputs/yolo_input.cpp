@@ -298,7 +298,10 @@ void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& option
   }
   list.box_class_names = std::move(class_names);
   list.keypoint_names = std::move(keypoint_names);
-  list.keypoint_flip = keypoint_flip_table(list.keypoint_names, options.keypoint_flip_map);
+  list.keypoint_flip = held != nullptr && options.keypoint_flip_map.empty() &&
+                               list.keypoint_names == held->keypoint_names
+                           ? held->keypoint_flip
+                           : keypoint_flip_table(list.keypoint_names, options.keypoint_flip_map);
 }
 
 }  // namespace imgpack

@@ -796,11 +796,33 @@ TEST_F(YoloBoxes, KeypointNamesFixTheCountAndTheFlip) {
                 "keypoint)");
 }
 
+// An append keeps the dataset's flip pairs of the same keypoints when no
+// map is given (a dataset whose build paired them otherwise stays as it is),
+// and the classes and keypoints it holds.
+TEST_F(YoloBoxes, AnAppendKeepsTheHeldFlipPairsAndKeypoints) {
+  write_label("a.txt", "1 0.5 0.5 0.2 0.2 0.1 0.2 2 0.3 0.4 2\n");
+  SourceList list = listing({"a.jpg"});
+  const std::vector<std::string> held_paths = {"old.jpg"};
+  const HeldTargets held{held_paths, {"cat", "dog"}, {"l_eye", "r_eye"}, {0, 1}};
+  attach_boxes(list, src(), options(), &held);
+  EXPECT_EQ(list.box_class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(list.keypoint_names, (std::vector<std::string>{"l_eye", "r_eye"}));
+  EXPECT_EQ(list.keypoint_flip, (std::vector<int32_t>{0, 1}));  // held, not the name rule's
+  BoxOptions mapped = options();
+  mapped.keypoint_flip_map = "l_eye:r_eye";
+  attach_boxes(list, src(), mapped, &held);
+  EXPECT_EQ(list.keypoint_flip, (std::vector<int32_t>{1, 0}));  // a map given decides
+}
+
 TEST(KeypointFlipTable, PairsNamesThatDifferByLeftAndRight) {
   const std::vector<std::string> names = {"nose",      "left_eye", "right_eye", "LeftHand",
                                           "RightHand", "l_foot",   "r_foot",    "left_only",
                                           "Left_Ear",  "right_ear"};
-  EXPECT_EQ(keypoint_flip_table(names, ""), (std::vector<int32_t>{0, 2, 1, 4, 3, 5, 6, 7, 9, 8}));
+  EXPECT_EQ(keypoint_flip_table(names, ""), (std::vector<int32_t>{0, 2, 1, 4, 3, 6, 5, 7, 9, 8}));
+  // "l" and "r" pair as words of their own only: not inside "lip" / "rip".
+  EXPECT_EQ(keypoint_flip_table(
+                {"eye.L", "eye.R", "l ankle", "r ankle", "lip", "rip", "L-hip", "R-hip"}, ""),
+            (std::vector<int32_t>{1, 0, 3, 2, 4, 5, 7, 6}));
   EXPECT_TRUE(keypoint_flip_table({}, "").empty());
 }
 
