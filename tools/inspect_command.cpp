@@ -266,7 +266,10 @@ struct BoxCounts {
 BoxCounts count_boxes(const Dataset& dataset) {
   BoxCounts counts;
   counts.per_class.assign(dataset.index().box_class_names.size(), 0);
+  const DatasetIndex& index = dataset.index();
   for (uint64_t r = 0; r < dataset.num_records(); ++r) {
+    // Removed images are left out of every count, as the summary says.
+    if (index.is_removed(static_cast<std::size_t>(dataset.record_sample(r)))) continue;
     const Dataset::BoxRows rows = dataset.record_boxes(r);
     for (int32_t c : rows.classes) ++counts.per_class[static_cast<std::size_t>(c)];
     counts.boxes += rows.size();

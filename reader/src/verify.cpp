@@ -63,6 +63,8 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     report.masks = index.masks;
     table = detail::build_storage_table(index, dir / format::kIndexFile);
     (void)detail::build_sample_table(index, dir / format::kIndexFile);
+  } catch (const ResourceShortage&) {
+    throw;
   } catch (const Error& e) {
     report.errors.emplace_back(e.what());
     return finish();
@@ -71,6 +73,8 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
   if (index.format_version >= 2) {
     try {
       (void)detail::read_splits_of(dir, index, false);
+    } catch (const ResourceShortage&) {
+      throw;  // the machine's, not the dataset's: no verdict
     } catch (const Error& e) {
       report.errors.emplace_back(e.what());
       splits_read = false;
@@ -83,6 +87,8 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
     try {
       std::error_code ec;
       if (fs::exists(dir / file, ec)) h5::File::open_read(dir / file).check_metadata();
+    } catch (const ResourceShortage&) {
+      throw;  // the machine's, not the dataset's: no verdict
     } catch (const Error& e) {
       report.errors.emplace_back(e.what());
     }
@@ -103,12 +109,16 @@ VerifyReport verify_dataset(const fs::path& dir, const VerifyOptions& options) {
                         std::move(contents.checksums.values()), index.mask_bytes(),
                         contents.masks_offset, std::move(contents.mask_checksums.values())});
       intact_shard.push_back(static_cast<uint32_t>(k));
+    } catch (const ResourceShortage&) {
+      throw;  // the machine's, not the dataset's: no verdict
     } catch (const Error& e) {
       problems.push_back({k, e.what()});
       continue;
     }
     try {
       h5::File::open_read(path).check_metadata();  // its records are checked all the same
+    } catch (const ResourceShortage&) {
+      throw;  // the machine's, not the dataset's: no verdict
     } catch (const Error& e) {
       problems.push_back({k, e.what()});
     }

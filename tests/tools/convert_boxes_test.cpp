@@ -429,6 +429,27 @@ TEST_F(ConvertBoxesTest, AnAppendKeepsTheDatasetsClassesAndFindsItsCocoImages) {
   EXPECT_NE(r.err.find("so it names none of them"), std::string::npos) << r.err;
 }
 
+// inspect counts the boxes of the images a dataset still holds: removed
+// ones are left out, as of every other count.
+TEST_F(ConvertBoxesTest, InspectLeavesRemovedImagesOutOfTheBoxCounts) {
+  const fs::path out = dir_.path() / "out";
+  ASSERT_EQ(convert(out, "--yolo").exit_code, 0);
+  auto counts = [&] {
+    CommandResult r = run_imgpack("inspect " + q(out) + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["boxes"];
+  };
+  EXPECT_EQ(counts()["boxes"], 4);  // a: 1, b: 2, c: 1, d: none
+  write_bytes(dir_.path() / "gone.txt", "c/b.png\n");
+  CommandResult r = run_imgpack("remove " + q(out) + " --paths " + q(dir_.path() / "gone.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json after = counts();
+  EXPECT_EQ(after["boxes"], 2);
+  EXPECT_EQ(after["images_without"], 1);
+  EXPECT_EQ(after["classes"][0]["count"], 1);  // cat: c's; b's is gone
+  EXPECT_EQ(after["classes"][1]["count"], 1);  // dog: a's
+}
+
 TEST_F(ConvertBoxesTest, VerifyFindsADamagedBoxAndPartsMergeToTheSameBoxes) {
   const fs::path out = dir_.path() / "out";
   ASSERT_EQ(convert(out, "--yolo --order sorted").exit_code, 0);

@@ -350,8 +350,15 @@ class PnmHeader {
         ++pos_;
         continue;
       }
+      const std::size_t start = pos_;
       const std::optional<uint64_t> value = number();
-      if (!value) return "value " + std::to_string(read + 1) + " is not a number";
+      if (!value) {
+        pos_ = start;
+        std::string shown(token().substr(0, 20));
+        for (char& c : shown) c = (c >= 32 && c < 127) ? c : '?';
+        return "its value number " + std::to_string(read + 1) + ", '" + shown +
+               "', is not a number";
+      }
       if (*value > maxval) {
         return "value " + std::to_string(*value) + " is above its maximum value " +
                std::to_string(maxval);

@@ -509,6 +509,8 @@ std::vector<Split> read_splits_of(const fs::path& dataset_dir, const DatasetInde
                             map);
   } catch (const UsageError&) {
     throw;
+  } catch (const ResourceShortage&) {
+    throw;  // no fault of the file
   } catch (const Error& e) {
     // The way on: the index and the shards do not need the splits file.
     throw Error(std::string(e.what()) + " (" + format::kIndexFile +

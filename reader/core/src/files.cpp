@@ -22,7 +22,11 @@ namespace imgpack {
 
 FileDescriptor::FileDescriptor(const std::filesystem::path& path, int flags, unsigned mode)
     : fd_(::open(path.c_str(), flags | O_CLOEXEC, mode)) {
-  if (fd_ < 0) throw system_error(path, "cannot open", errno);
+  if (fd_ < 0) {
+    const int error = errno;
+    if (is_resource_shortage(error)) throw_resource_shortage(path, "cannot open", error);
+    throw system_error(path, "cannot open", error);
+  }
 }
 
 void FileDescriptor::reset() {
@@ -146,13 +150,13 @@ bool is_resource_shortage(int error) {
 
 void throw_resource_shortage(const std::filesystem::path& path, const std::string& what,
                              int error) {
-  throw Error(path.string() + ": " + what + ": " + std::strerror(error) +
-              (error == ENOMEM
-                   ? " (the machine ran short of memory, not a fault of the file: free memory "
-                     "or use fewer threads, then run again)"
-                   : " (a limit of this process or of the system, not a fault of the file: "
-                     "raise the open-file limit, ulimit -n, or use fewer threads, then run "
-                     "again)"));
+  throw ResourceShortage(
+      path.string() + ": " + what + ": " + std::strerror(error) +
+      (error == ENOMEM ? " (the machine ran short of memory, not a fault of the file: free memory "
+                         "or use fewer threads, then run again)"
+                       : " (a limit of this process or of the system, not a fault of the file: "
+                         "raise the open-file limit, ulimit -n, or use fewer threads, then run "
+                         "again)"));
 }
 
 std::string read_file(const std::filesystem::path& path, std::vector<uint8_t>& out,

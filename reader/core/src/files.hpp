@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "imgpack/error.hpp"
+
 namespace imgpack {
 
 // Which file a descriptor refers to (st_dev, st_ino): tells the file that was
@@ -134,14 +136,21 @@ void write_all(int fd, const std::filesystem::path& path, std::string_view bytes
 void write_all_at(int fd, const std::filesystem::path& path, const void* data, std::size_t size,
                   uint64_t offset, const std::string& what = "write failed");
 
+// The process or the machine ran short (open files, memory): no fault of
+// the file named, so never a reason to skip it or to call it damaged.
+class ResourceShortage : public Error {
+ public:
+  using Error::Error;
+};
+
 // True for an errno that says the process or the machine ran short (open
 // files, memory), not that the file is at fault: a conversion stops on it
 // rather than skipping the input, so that what a dataset holds never
 // depends on what else ran at the time.
 bool is_resource_shortage(int error);
 
-// Throws Error "PATH: WHAT: REASON (...)" for such a shortage, saying what
-// to raise.
+// Throws ResourceShortage "PATH: WHAT: REASON (...)" for such a shortage,
+// saying what to raise.
 [[noreturn]] void throw_resource_shortage(const std::filesystem::path& path,
                                           const std::string& what, int error);
 

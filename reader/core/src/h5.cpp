@@ -12,6 +12,7 @@
 #include <mutex>
 #include <new>
 
+#include "files.hpp"
 #include "h5_heaps.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -153,8 +154,11 @@ File File::open_read(const std::filesystem::path& path) {
   // Not a FIFO either: HDF5 would block opening it.
   if (!S_ISREG(st.st_mode)) throw file_error(path, "not a regular file");
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  errno = 0;
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (id < 0) {
+    const int error = errno;
+    if (is_resource_shortage(error)) throw_resource_shortage(path, "cannot open", error);
     std::string detail = last_error_message();
     std::string message = path.string() + ": cannot open as HDF5";
     if (!detail.empty()) message += ": " + detail;

@@ -229,6 +229,8 @@ class ChecksumPass {
           }
           records += unit.rows;
           done_records_.fetch_add(unit.rows, std::memory_order_relaxed);
+        } catch (const ResourceShortage&) {
+          throw;  // the machine's, not the shard's: the check stops
         } catch (const Error& e) {
           // The first read problem of a shard is reported; its other units are skipped.
           if (!failed_[unit.shard].exchange(true)) {

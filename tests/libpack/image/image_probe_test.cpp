@@ -100,7 +100,7 @@ TEST(ImageProbeTest, NetpbmDataIsCheckedAgainstItsHeader) {
   EXPECT_EQ(pnm_data_problem(as_bytes(std::string("P6\n4 4\n255\n\x01\x02"))),
             "truncated: 2 bytes of pixel data where its header declares 48");
   EXPECT_EQ(pnm_data_problem(as_bytes(std::string("P2\n2 1\n255\n3 x\n"))),
-            "value 2 is not a number");
+            "its value number 2, 'x', is not a number");
   EXPECT_EQ(pnm_data_problem(as_bytes(std::string("P2\n2 1\n255\n3 256\n"))),
             "value 256 is above its maximum value 255");
   EXPECT_EQ(pnm_data_problem(as_bytes(std::string("P6\n4 4\n0\n"))),

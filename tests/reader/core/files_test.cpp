@@ -180,10 +180,18 @@ TEST(Files, ReadFileThrowsWhenTheProcessRunsOutOfOpenFiles) {
   std::string message;
   try {
     read_file(dir / "a.jpg", bytes);
-  } catch (const Error& e) {
+  } catch (const ResourceShortage& e) {
     message = e.what();
   }
+  // Every open of a file says so alike: a reader, verify, never "damaged".
+  bool shortage = false;
+  try {
+    const FileDescriptor fd(dir / "a.jpg", O_RDONLY);
+  } catch (const ResourceShortage&) {
+    shortage = true;
+  }
   for (int fd : taken) ::close(fd);
+  EXPECT_TRUE(shortage);
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
   ASSERT_EQ(error, EMFILE);
   EXPECT_NE(message.find((dir / "a.jpg").string() + ": cannot open: "), std::string::npos)
