@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "augment_spec.hpp"
 #include "conversion/conversion_plan.hpp"
 #include "conversion/output_directory.hpp"
 #include "conversion_pipeline.hpp"
@@ -252,10 +251,7 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   adopt_names(request, plan, plan.list, index, result);
   plan.order = write_order(options, plan.list.samples.size());
   plan.uuid = index.uuid;
-  result.input_warnings = input_warnings(options, plan);
-  std::string reflected =
-      reflected_objects_warning(options.augment, options.variants, plan.list.boxes);
-  if (!reflected.empty()) result.input_warnings.push_back(std::move(reflected));
+  result.input_warnings = run_warnings(options, plan);
 
   if (!index.has_file_stamps()) {
     index.sample_size.resize(old_samples, 0);

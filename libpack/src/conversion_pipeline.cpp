@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "augment_spec.hpp"
 #include "conversion/resume.hpp"
 #include "files.hpp"
 #include "image/decode.hpp"
@@ -87,6 +88,14 @@ void check_skip_limit(const ConvertOptions& options, const ConversionPlan& plan,
                "ConvertOptions::max_skipped to accept them";
   }
   throw TooManySkipped(message);
+}
+
+std::vector<std::string> run_warnings(const ConvertOptions& options, const ConversionPlan& plan) {
+  std::vector<std::string> warnings = input_warnings(options, plan);
+  std::string reflected =
+      reflected_objects_warning(options.augment, options.variants, plan.list.boxes);
+  if (!reflected.empty()) warnings.push_back(std::move(reflected));
+  return warnings;
 }
 
 ConversionPipeline::ConversionPipeline(const ConvertOptions& options, const ConversionPlan& plan,

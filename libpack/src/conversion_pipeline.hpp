@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -60,6 +61,11 @@ enum class SkipLimitOf : uint8_t { conversion, append };
 // a class folder), naming the first.
 void check_skip_limit(const ConvertOptions& options, const ConversionPlan& plan,
                       const std::vector<SkippedInput>& skipped, SkipLimitOf run);
+
+// What a conversion or an append warns of before it runs: input_warnings()
+// and, for boxes in variants that fill uncovered areas with a mirror of the
+// image, reflected_objects_warning(). None where all is well.
+std::vector<std::string> run_warnings(const ConvertOptions& options, const ConversionPlan& plan);
 
 // The oneTBB pipeline over the inputs still to convert: a serial source hands
 // out the write positions in order (and lets ReadAhead ask for the files of

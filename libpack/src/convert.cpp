@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "augment_spec.hpp"
 #include "conversion/conversion_plan.hpp"
 #include "conversion/conversion_report.hpp"
 #include "conversion/output_directory.hpp"
@@ -165,10 +164,7 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   result.height = plan.shape.height;
   result.channels = plan.shape.channels;
   result.uuid = plan.uuid;
-  result.input_warnings = input_warnings(options, plan);
-  std::string reflected =
-      reflected_objects_warning(options.augment, options.variants, plan.list.boxes);
-  if (!reflected.empty()) result.input_warnings.push_back(std::move(reflected));
+  result.input_warnings = run_warnings(options, plan);
   std::string damage;
   if (options.resume && !options.overwrite && output_is_complete(options, plan)) {
     damage = discard_if_damaged(options);

@@ -165,6 +165,17 @@ TEST_F(ConvertBoxesTest, YoloBoxesFollowEveryVariantsGeometry) {
   ASSERT_EQ(mirrored.exit_code, 0) << mirrored.err;
   EXPECT_NE(mirrored.err.find("warning: --augment 'rotate=30' fills"), std::string::npos)
       << mirrored.err;
+  // An append makes the same variants of its new images, and says so too.
+  const fs::path more = dir_.path() / "more";
+  fs::create_directories(more / "c");
+  fs::copy(src_ / "c" / "a.png", more / "c" / "new.png");
+  fs::copy(src_ / "c" / "a.txt", more / "c" / "new.txt");
+  fs::copy(src_ / "classes.txt", more / "classes.txt");
+  CommandResult appended =
+      run_imgpack("convert " + q(more) + " " + q(dir_.path() / "mirrored") + " --append --quiet");
+  ASSERT_EQ(appended.exit_code, 0) << appended.err;
+  EXPECT_NE(appended.err.find("warning: --augment 'rotate=30' fills"), std::string::npos)
+      << appended.err;
   const DatasetIndex index = read_index(out);
   EXPECT_TRUE(index.boxes);
   EXPECT_EQ(index.box_class_names, (std::vector<std::string>{"cat", "dog"}));
