@@ -16,6 +16,7 @@
 
 #include "cli_common.hpp"
 #include "cli_wording.hpp"
+#include "escaped_text.hpp"
 #include "files.hpp"
 #include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
@@ -156,33 +157,10 @@ void print_masks(const DatasetIndex& index, const std::optional<MaskLabelCounts>
 }
 
 // The names padded to the longest of them, for listings in columns.
-// A name as one line of text: control characters (a class folder named
-// "a\nb") shown escaped, so the table keeps a line per name. --json keeps
-// the names as they are.
-std::string one_line(const std::string& name) {
-  std::string out;
-  for (const char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (u < 0x20 || u == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out.append("\\x").append(1, kHex[u >> 4]).append(1, kHex[u & 0xf]);
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::vector<std::string> padded(const std::vector<std::string>& names) {
   std::vector<std::string> out;
   out.reserve(names.size());
-  for (const std::string& name : names) out.push_back(one_line(name));
+  for (const std::string& name : names) out.push_back(with_controls_escaped(name));
   std::size_t width = 0;
   for (const std::string& name : out) width = std::max(width, name.size());
   for (std::string& name : out) name.resize(width, ' ');
@@ -282,7 +260,8 @@ BoxCounts count_boxes(const Dataset& dataset) {
 
 std::string names_text(const std::vector<std::string>& names) {
   std::string text;
-  for (std::size_t i = 0; i < names.size(); ++i) text += (i > 0 ? ", " : "") + one_line(names[i]);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    text += (i > 0 ? ", " : "") + with_controls_escaped(names[i]);
   return text;
 }
 
