@@ -80,23 +80,42 @@ ConvertOptions append_options(const AppendOptions& request, const DatasetIndex& 
   return options;
 }
 
-// Ids of `names` (the listing's) among `into` (the dataset's), adding the
-// names it lacks at its end, and to `added`.
-std::vector<int32_t> map_names(const std::vector<std::string>& names,
+// Ids of `names` (the listing's) among `into` (the dataset's), adding at its
+// end (and to `added`) the names it lacks that `used` marks: a name only
+// held rows give (a newer CSV's label of an image the dataset holds) is no
+// name of the dataset's. An unused name the dataset lacks maps to -1.
+std::vector<int32_t> map_names(const std::vector<std::string>& names, const std::vector<bool>& used,
                                std::vector<std::string>& into, std::vector<std::string>* added) {
   std::unordered_map<std::string, int32_t> ids;
   for (std::size_t i = 0; i < into.size(); ++i) ids.emplace(into[i], static_cast<int32_t>(i));
   std::vector<int32_t> map;
   map.reserve(names.size());
-  for (const std::string& name : names) {
-    auto [it, inserted] = ids.emplace(name, static_cast<int32_t>(into.size()));
-    if (inserted) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    auto it = ids.find(name);
+    if (it == ids.end()) {
+      if (!used[i]) {
+        map.push_back(-1);
+        continue;
+      }
+      it = ids.emplace(name, static_cast<int32_t>(into.size())).first;
       into.push_back(name);
       if (added) added->push_back(name);
     }
     map.push_back(it->second);
   }
   return map;
+}
+
+// Which of `count` ids the samples' `id` gives (-1: none).
+template <typename Id>
+std::vector<bool> ids_used(const std::vector<SourceSample>& samples, std::size_t count, Id id) {
+  std::vector<bool> used(count, false);
+  for (const SourceSample& sample : samples) {
+    const int32_t i = id(sample);
+    if (i >= 0) used[static_cast<std::size_t>(i)] = true;
+  }
+  return used;
 }
 
 void require_same(const std::vector<std::string>& listing, const std::vector<std::string>& dataset,
@@ -124,12 +143,24 @@ void adopt_names(const AppendOptions& request, const ConversionPlan& plan, Sourc
   }
   require_same(plan.mask_class_names, index.mask_class_names, "mask classes", request);
 
+  // The names the new samples use (the scan numbers those of every row).
+  const std::vector<bool> used_classes = ids_used(list.samples, list.class_names.size(),
+                                                  [](const SourceSample& s) { return s.label; });
+  const std::vector<bool> used_groups = ids_used(list.samples, list.group_names.size(),
+                                                 [](const SourceSample& s) { return s.group; });
+  std::vector<bool> used_columns(list.multilabel_names.size(), false);
+  for (const SourceSample& sample : list.samples) {
+    for (std::size_t c = 0; c < sample.multilabel.size(); ++c) {
+      if (sample.multilabel[c] != 0) used_columns[c] = true;
+    }
+  }
   const std::vector<int32_t> classes =
-      map_names(list.class_names, index.class_names, &result.new_classes);
-  const std::vector<int32_t> groups = map_names(list.group_names, index.group_names, nullptr);
+      map_names(list.class_names, used_classes, index.class_names, &result.new_classes);
+  const std::vector<int32_t> groups =
+      map_names(list.group_names, used_groups, index.group_names, nullptr);
   const std::size_t old_columns = index.multilabel_names.size();
   const std::vector<int32_t> columns =
-      map_names(list.multilabel_names, index.multilabel_names, nullptr);
+      map_names(list.multilabel_names, used_columns, index.multilabel_names, nullptr);
   const std::size_t new_columns = index.multilabel_names.size();
   if (new_columns != old_columns) {  // widen every old row
     std::vector<uint8_t> widened(index.sample_label.size() * new_columns, 0);
@@ -145,7 +176,8 @@ void adopt_names(const AppendOptions& request, const ConversionPlan& plan, Sourc
     if (!sample.multilabel.empty()) {
       std::vector<uint8_t> row(new_columns, 0);
       for (std::size_t c = 0; c < sample.multilabel.size(); ++c) {
-        row[static_cast<std::size_t>(columns[c])] = sample.multilabel[c];
+        if (sample.multilabel[c] != 0)
+          row[static_cast<std::size_t>(columns[c])] = sample.multilabel[c];
       }
       sample.multilabel = std::move(row);
     }

@@ -234,6 +234,55 @@ TEST_F(StateFarmCsv, MultilabelAndTargetsLandInTheIndexAndSurviveAMerge) {
   EXPECT_FALSE(fs::exists(dir_ / "other"));
 }
 
+// An append takes from a newer CSV the rows of new images only: the names
+// of a held image's new label, tags or group are no names of the dataset's.
+TEST_F(StateFarmCsv, AnAppendTakesNamesFromTheRowsOfNewImagesOnly) {
+  auto row = [](int n, const std::string& cls, const std::string& subject,
+                const std::string& tags) {
+    return "imgs/train/c" + std::to_string(n % 3) + "/img_" + std::to_string(100 + n) + ".jpg," +
+           cls + "," + subject + "," + tags + "\n";
+  };
+  std::string csv = "file,classname,subject,tags\n";
+  for (int n = 0; n < 8; ++n) {
+    csv +=
+        row(n, "c" + std::to_string(n % 3), "p00" + std::to_string(n / 3), n % 2 ? "cat" : "dog");
+  }
+  write_bytes(csv_, csv);
+  const std::string args =
+      "--csv-path file --csv-label classname --csv-group subject --csv-multilabel tags";
+  CommandResult r = convert(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const DatasetIndex before = read_index(out_);
+  ASSERT_EQ(before.num_samples(), 8u);
+
+  // img_100 relabelled (class, group and tags the dataset lacks); img_108 new.
+  std::string newer = "file,classname,subject,tags\n" + row(0, "kite", "p999", "ghost");
+  for (int n = 1; n < 8; ++n) {
+    newer +=
+        row(n, "c" + std::to_string(n % 3), "p00" + std::to_string(n / 3), n % 2 ? "cat" : "dog");
+  }
+  newer += row(8, "c2", "p002", "dog;bird");
+  const fs::path newer_csv = dir_ / "newer.csv";
+  write_bytes(newer_csv, newer);
+  r = run_imgpack("convert " + q(src_) + " " + q(out_) + " --append --csv " + q(newer_csv) +
+                  " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const DatasetIndex after = read_index(out_);
+  ASSERT_EQ(after.num_samples(), 9u);
+  EXPECT_EQ(after.class_names, before.class_names);
+  EXPECT_EQ(after.group_names, before.group_names);
+  EXPECT_EQ(after.multilabel_names, (std::vector<std::string>{"cat", "dog", "bird"}));
+  EXPECT_EQ(after.sample_label[0], before.sample_label[0]);
+  const std::span<const uint8_t> held = after.multilabel_of(0), added = after.multilabel_of(8);
+  EXPECT_EQ(std::vector<uint8_t>(held.begin(), held.end()), (std::vector<uint8_t>{0, 1, 0}));
+  EXPECT_EQ(std::vector<uint8_t>(added.begin(), added.end()), (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_EQ(after.class_names[static_cast<std::size_t>(after.sample_label[8])], "c2");
+  r = run_imgpack("inspect " + q(out_));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("kite"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("ghost"), std::string::npos) << r.out;
+}
+
 TEST_F(StateFarmCsv, LabelsNoneGivesUnlabeledSamples) {
   CommandResult r = convert(
       "--csv-path 'imgs/train/{classname}/{img}' --csv-group subject "

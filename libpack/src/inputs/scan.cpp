@@ -405,9 +405,10 @@ float target_cell(const std::string& cell, const std::string& where, const std::
     refuse(error == std::errc::result_out_of_range ? "is beyond float32's range (about 3.4e38)"
                                                    : "is not a finite number");
   }
-  if (std::abs(value) > std::numeric_limits<float>::max()) {
-    refuse("is beyond float32's range (about 3.4e38)");
-  }
+  // What rounds to float32's largest value is in range: 3.4028235e+38, as
+  // NumPy prints it, lies above it but below half a step past it.
+  constexpr double kRoundsPastFloatMax = 0x1.ffffffp127;
+  if (std::abs(value) >= kRoundsPastFloatMax) refuse("is beyond float32's range (about 3.4e38)");
   return static_cast<float>(value);
 }
 

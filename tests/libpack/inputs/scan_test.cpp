@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -228,7 +229,10 @@ TEST_F(StateFarmLayout, BadTargetCellsAndColumnsAreUsageErrorsNamingTheLine) {
   EXPECT_NE(error.find("list.csv:3: 'thirty' in target column 'age' is not a finite number"),
             std::string::npos)
       << error;
-  for (const char* bad : {"1.5x", "inf", "nan", "1e99", "--1", "1e39", "-1e400"}) {
+  // Past float32's largest value by half a step or more (it would round to
+  // infinity): 3.4028235677973366e38 is that half step.
+  for (const char* bad :
+       {"1.5x", "inf", "nan", "1e99", "--1", "1e39", "-1e400", "3.4028235677973366e38"}) {
     write_bytes(dir_ / "list.csv",
                 std::string("subject,classname,img,age\np021,c1,img_4.jpg,") + bad + "\n");
     error = usage_error([&] { scan_csv(src(), o); });
@@ -237,6 +241,15 @@ TEST_F(StateFarmLayout, BadTargetCellsAndColumnsAreUsageErrorsNamingTheLine) {
     EXPECT_NE(error.find(large ? "is beyond float32's range" : "is not a finite number"),
               std::string::npos)
         << bad << ": " << error;
+  }
+  // Its largest value as NumPy prints it (3.4028235e+38, above the value
+  // itself), and anything below the half step, round to it.
+  for (const char* largest : {"3.4028235e+38", "-3.4028235e38", "3.40282356e38"}) {
+    write_bytes(dir_ / "list.csv",
+                std::string("subject,classname,img,age\np021,c1,img_4.jpg,") + largest + "\n");
+    SourceList list = scan_csv(src(), o);
+    EXPECT_EQ(std::abs(list.samples[0].targets.at(0)), std::numeric_limits<float>::max())
+        << largest;
   }
   // Finite but smaller than float32 holds: rounded, to 0 where nothing nearer.
   for (const char* tiny :
