@@ -176,7 +176,7 @@ void print_named_counts(const std::vector<std::string>& names,
   }
 }
 
-// Per multi-label class: the samples that have it; and the samples with none.
+// Per multi-label class: the samples not removed that have it; and those with none.
 struct MultilabelCounts {
   std::vector<uint64_t> per_class;
   uint64_t none = 0;
@@ -186,6 +186,7 @@ MultilabelCounts count_multilabel(const DatasetIndex& index) {
   MultilabelCounts counts;
   counts.per_class.assign(index.multilabel_names.size(), 0);
   for (std::size_t s = 0; s < index.num_samples() && index.has_multilabel(); ++s) {
+    if (index.is_removed(s)) continue;  // counted as removed, nowhere else
     bool any = false;
     const std::span<const uint8_t> row = index.multilabel_of(s);
     for (std::size_t c = 0; c < row.size(); ++c) {
@@ -197,7 +198,7 @@ MultilabelCounts count_multilabel(const DatasetIndex& index) {
   return counts;
 }
 
-// One numeric target over the samples that have a value (not NaN).
+// One numeric target over the samples not removed that have a value (not NaN).
 struct TargetSummary {
   uint64_t values = 0;
   double min = 0, mean = 0, max = 0;
@@ -207,6 +208,7 @@ std::vector<TargetSummary> summarize_targets(const DatasetIndex& index) {
   std::vector<TargetSummary> out(index.target_names.size());
   std::vector<double> sums(out.size(), 0);
   for (std::size_t s = 0; s < index.num_samples() && index.has_targets(); ++s) {
+    if (index.is_removed(s)) continue;
     const std::span<const float> row = index.targets_of(s);
     for (std::size_t t = 0; t < row.size(); ++t) {
       if (std::isnan(row[t])) continue;

@@ -300,6 +300,8 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
     result.replaced = listing.changed_ids.size();
   }
 
+  // The next shard numbers may hold the files of an interrupted change.
+  clear_leftovers(out, change);
   std::optional<DatasetWriter> writer;
   writer.emplace(out, plan.shape, options.shard_size, index.uuid,
                  uint64_t{options.variants} * plan.order.size(), options.variants,

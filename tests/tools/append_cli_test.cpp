@@ -874,6 +874,30 @@ TEST_F(AppendCli, CompactDropsRemovedRecordsAndFinishesWhenRunAgain) {
   }
   r = test::run_imgpack("verify " + q(reference) + " -q");
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // Commands that change nothing leave them: an append with nothing new, one
+  // refused (an input changed), a removal of what is removed already.
+  const auto unlisted_now = [&] {
+    return nlohmann::json::parse(
+               test::run_imgpack("inspect " + q(reference) + " --json").out)["unlisted_shard_files"]
+        .get<uint64_t>();
+  };
+  r = test::run_imgpack("convert " + q(dir_ / "first") + " " + q(reference) + " --append -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const fs::path changed = dir_ / "changed";
+  fs::copy(dir_ / "first", changed, fs::copy_options::recursive);
+  for (const auto& entry : fs::recursive_directory_iterator(changed)) {
+    if (entry.is_regular_file()) {
+      fs::last_write_time(entry.path(), fs::last_write_time(entry.path()) + std::chrono::hours(1));
+      break;
+    }
+  }
+  r = test::run_imgpack("convert " + q(changed) + " " + q(reference) + " --append -q");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = run_command(kDate + imgpack() + " remove " + q(reference) + remove);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(unlisted_now(), unlisted_files);
+  EXPECT_EQ(read_index(reference).generation, 2u);
+
   // Nothing left to drop: no new generation, and the replaced files go.
   r = test::run_imgpack("compact " + q(reference) + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -191,6 +191,21 @@ TEST_F(StateFarmCsv, MultilabelAndTargetsLandInTheIndexAndSurviveAMerge) {
   EXPECT_EQ(j["targets"][1]["values"], 9);
   EXPECT_EQ(j["targets"][1]["min"], -8.0);
 
+  // A removed image leaves the counts: img_100 (cat;outdoor, age 0, score 0).
+  const fs::path removed = dir_ / "removed.txt";
+  write_bytes(removed, "imgs/train/c0/img_100.jpg\n");
+  r = run_imgpack("remove " + q(out_) + " --paths " + q(removed) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_imgpack("inspect " + q(out_) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json after_removal = nlohmann::json::parse(r.out);
+  EXPECT_EQ(after_removal["multilabel"]["classes"][0]["count"], 4);
+  EXPECT_EQ(after_removal["multilabel"]["none"], 2);
+  EXPECT_EQ(after_removal["targets"][0]["values"], 7);
+  EXPECT_EQ(after_removal["targets"][0]["min"], 1.5);
+  EXPECT_EQ(after_removal["targets"][1]["values"], 8);
+  EXPECT_EQ(after_removal["targets"][1]["max"], -1.0);
+
   // In two parts, merged: the same rows for the same paths.
   const fs::path parts = dir_ / "parts";
   for (int part = 0; part < 2; ++part) {

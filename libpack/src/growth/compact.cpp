@@ -161,6 +161,9 @@ void write_compacted(const fs::path& dataset, DatasetIndex& index,
 
 CompactResult compact_dataset(const fs::path& dataset) {
   DatasetChange change = begin_change(dataset, "compact");
+  // Run again once the readers of the replaced files are done, it removes
+  // them, whether or not anything is left to drop.
+  clear_leftovers(dataset, change);
   DatasetIndex& index = change.index;
   CompactResult result;
   result.generation = index.generation;

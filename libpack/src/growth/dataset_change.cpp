@@ -104,8 +104,11 @@ DatasetChange begin_change(const fs::path& dir, const std::string& change) {
                      "then " +
                      change + " on the merged dataset");
   }
-  begun.leftovers_removed = remove_leftovers(dir, begun.index);
   return begun;
+}
+
+void clear_leftovers(const fs::path& dir, DatasetChange& change) {
+  change.leftovers_removed = remove_leftovers(dir, change.index);
 }
 
 namespace {

@@ -19,15 +19,23 @@ namespace imgpack {
 struct DatasetChange {
   DirectoryLock lock;
   DatasetIndex index;
-  FileTally leftovers_removed;  // by remove_leftovers() as the change began
+  FileTally leftovers_removed;  // by clear_leftovers()
 };
 
-// Takes the lock on `dir` (never waits), reads its index, refuses a format 1
-// index (`change` names the command in the message: "append") and removes
-// what an interrupted change left (remove_leftovers()). Throws UsageError
-// for a missing directory, a lock held by another command or a format 1
-// index; Error naming the file for a damaged one.
+// Takes the lock on `dir` (never waits), reads its index and refuses a
+// format 1 index (`change` names the command in the message: "append").
+// Removes nothing: what an interrupted change left, and the files a
+// compaction replaced (which readers opened before may still read), stay
+// until the change is sure to be made (clear_leftovers()). Throws
+// UsageError for a missing directory, a lock held by another command or a
+// format 1 index; Error naming the file for a damaged one.
 DatasetChange begin_change(const std::filesystem::path& dir, const std::string& change);
+
+// Removes what `change`'s index does not list (remove_leftovers()), into
+// change.leftovers_removed: called once a change has found its request good
+// and is about to write, so that a change refused or with nothing to do
+// leaves the dataset's files as they were.
+void clear_leftovers(const std::filesystem::path& dir, DatasetChange& change);
 
 // Removes what an interrupted change left in `dir` that `index` does not
 // list: shard files of no generation and temporary files (NAME.tmp) of

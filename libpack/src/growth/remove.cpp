@@ -89,6 +89,7 @@ RemoveResult remove_samples(const fs::path& dataset, std::span<const std::string
       index.sample_removed[s] = 1;
     }
     std::vector<std::string> warnings;
+    clear_leftovers(dataset, change);
     try {
       commit_change(dataset, index, "remove", 0, result.removed, samples, warnings);
     } catch (...) {
