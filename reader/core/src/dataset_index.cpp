@@ -132,24 +132,7 @@ void DatasetIndex::validate(const std::string& where) const {
   detail::validate_growth(*this, where);
   if (has_records) validate_records(*this, where);
   for (const Split& split : splits) {
-    if (split.assign.size() != s) {
-      fail("split " + split.name + " assigns " + std::to_string(split.assign.size()) +
-           " samples, the dataset has " + std::to_string(s));
-    }
-    if (split.folds < 1) fail("split " + split.name + " has no folds");
-    // A fold is an int16 of /assign: no more than 32767 of them.
-    if (split.folds > std::numeric_limits<int16_t>::max()) {
-      fail("split " + split.name + " has " + std::to_string(split.folds) +
-           " folds, more than the 32767 an assignment can name");
-    }
-    for (const int16_t a : split.assign) {
-      // kRemovedFold: in no role (a removed sample, or one a change being
-      // committed removes: read_splits_file()).
-      if (a < format::kRemovedFold || a >= split.folds) {
-        fail("split " + split.name + " assigns fold " + std::to_string(a) + " of " +
-             std::to_string(split.folds));
-      }
-    }
+    if (std::string problem = detail::split_problem(split, s); !problem.empty()) fail(problem);
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
+#include <string>
 
 #include "files.hpp"
 #include "imgpack/error.hpp"
@@ -32,6 +34,28 @@ std::shared_ptr<const FileMapping> map_file(const h5::File& file) {
   mapping->region =
       std::make_shared<const MappedRegion>(fd, file.path(), 0, static_cast<uint64_t>(st.st_size));
   return mapping;
+}
+
+std::string split_problem(const Split& split, uint64_t samples) {
+  if (split.assign.size() != samples) {
+    return "split " + split.name + " assigns " + std::to_string(split.assign.size()) +
+           " samples, the dataset has " + std::to_string(samples);
+  }
+  if (split.folds < 1) return "split " + split.name + " has no folds";
+  // A fold is an int16 of /assign: no more than 32767 of them.
+  if (split.folds > std::numeric_limits<int16_t>::max()) {
+    return "split " + split.name + " has " + std::to_string(split.folds) +
+           " folds, more than the 32767 an assignment can name";
+  }
+  for (const int16_t a : split.assign) {
+    // kRemovedFold: in no role (a removed sample, or one a change being
+    // committed removes: read_splits_file()).
+    if (a < format::kRemovedFold || a >= split.folds) {
+      return "split " + split.name + " assigns fold " + std::to_string(a) + " of " +
+             std::to_string(split.folds);
+    }
+  }
+  return "";
 }
 
 std::vector<Split> read_split_groups(const TableReader& tables) {
@@ -163,6 +187,12 @@ std::vector<Split> read_splits_file(const fs::path& dataset_dir, const std::stri
         }
       }
       split.assign = std::move(prefix);
+    }
+  }
+  // Checked here, not only with the index: the fault is this file's.
+  for (const Split& split : splits) {
+    if (std::string problem = split_problem(split, samples); !problem.empty()) {
+      throw file_error(path, problem);
     }
   }
   return splits;

@@ -22,6 +22,11 @@
 
 namespace imgpack::detail {
 
+// What is wrong with `split` over a dataset of `samples` samples: an
+// assignment of another length, no folds or more than an int16 names, or a
+// sample assigned outside -2 (removed) .. folds - 1; "" where nothing is.
+std::string split_problem(const Split& split, uint64_t samples);
+
 // Every split under /splits of the file `tables` reads (none without the group).
 std::vector<Split> read_split_groups(const TableReader& tables);
 

@@ -328,6 +328,34 @@ TEST(DatasetIndex, Format2StringTablesWithBadOffsetsAreRefused) {
   expect_refused_naming(dir.path(), "/classes/name/offsets", "index.h5", "decreases");
 }
 
+// An assignment outside the split's folds, with a checksum to match (a
+// writer other than imgpack): the fault is splits.h5's, and said so, with
+// the way on (the index and the shards do not depend on it).
+TEST(DatasetIndex, Format2SplitAssigningAFoldItLacksIsRefusedNamingSplitsH5) {
+  test::TempDir dir;
+  write_index(dir.path(), small_index());
+  {
+    h5::File file = h5::File::open_write(dir / "splits.h5");
+    std::vector<int16_t> assign = file.read<int16_t>("/splits/cv5/assign");
+    assign[0] = 7;
+    file.unlink("/splits/cv5/assign");
+    file.write("/splits/cv5/assign", assign);
+    file.write_uint64_attr("/splits/cv5/assign", format::kAttrChecksum,
+                           index_checksum::of_numbers(assign));
+    file.close();
+  }
+  try {
+    read_index(dir.path());
+    ADD_FAILURE() << "read a split assigning fold 7";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find((dir / "splits.h5").string() + ": split cv5 assigns fold 7 of"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("do not depend on it"), std::string::npos) << message;
+  }
+}
+
 // A format 2 dataset keeps its splits in splits.h5: one that is missing, or
 // that belongs to another index (another uuid, another sample count), is
 // refused naming it; a format 1 index ignores a splits.h5 beside it.
