@@ -208,23 +208,80 @@ bool File::exists(const std::string& object) const {
   if (object == "/") return true;
   // H5Lexists fails (rather than returning false) when a parent is missing,
   // so walk the path one component at a time.
+  // A link to another file is refused before anything follows it (HDF5
+  // would open that file, which may be anything: a FIFO blocks).
   std::size_t pos = 0;
   while (pos != std::string::npos) {
     pos = object.find('/', pos + 1);
     std::string prefix = object.substr(0, pos);
     if (H5Lexists(id(), prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    H5L_info_t link{};
+    if (H5Lget_info(id(), prefix.c_str(), &link, H5P_DEFAULT) >= 0 && link.type != H5L_TYPE_HARD &&
+        link.type != H5L_TYPE_SOFT) {
+      throw Error(path_.string() + ": " + prefix +
+                  " is a link to another file (an external link); an imgpack file holds its "
+                  "objects itself");
+    }
   }
   return H5Oexists_by_name(id(), object.c_str(), H5P_DEFAULT) > 0;
 }
 
+void File::check_held_here(hid_t object, const std::string& name) const {
+  // The file an object lies in is the one its own name resolves through:
+  // a soft link may still lead into a group that another file holds.
+  auto file_name = [&](hid_t file) {
+    const ssize_t length = H5Fget_name(file, nullptr, 0);
+    if (length < 0) check(H5I_INVALID_HID, "H5Fget_name", name);
+    std::string text(static_cast<std::size_t>(length) + 1, '\0');
+    check_status(static_cast<herr_t>(H5Fget_name(file, text.data(), text.size())), "H5Fget_name",
+                 name);
+    text.resize(static_cast<std::size_t>(length));
+    return text;
+  };
+  Handle holder(check(H5Iget_file_id(object), "H5Iget_file_id", name));
+  if (file_name(holder.get()) != file_name(id())) {
+    throw Error(path_.string() + ": " + name + " lies in another file (" + file_name(holder.get()) +
+                ", through a link); an imgpack file holds its objects itself");
+  }
+  if (H5Iget_type(object) != H5I_DATASET) return;
+  Handle dcpl(check(H5Dget_create_plist(object), "H5Dget_create_plist", name));
+  if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL || H5Pget_external_count(dcpl.get()) != 0) {
+    throw Error(path_.string() + ": " + name +
+                " keeps its data in other files (a virtual dataset or external storage); an "
+                "imgpack file holds its data itself");
+  }
+}
+
+void File::check_declared_size(hid_t dataset, const std::string& name, uint64_t n,
+                               size_t size) const {
+  // Deflate, the filter h5py and HDF5 offer everywhere, shrinks data at most
+  // about 1032-fold; beyond twice that, no filter made the data this small.
+  constexpr uint64_t kMostCompression = 2048;
+  Handle dcpl(check(H5Dget_create_plist(dataset), "H5Dget_create_plist", name));
+  const bool filtered = H5Pget_nfilters(dcpl.get()) > 0;
+  const uint64_t stored = H5Dget_storage_size(dataset);
+  const uint64_t can_hold =
+      filtered ? (stored > UINT64_MAX / kMostCompression ? UINT64_MAX : stored * kMostCompression)
+               : stored;
+  if (n > can_hold / size) {
+    throw Error(path_.string() + ": " + name + " declares " + std::to_string(n) +
+                " elements, but its storage in the file holds " + std::to_string(stored) +
+                " bytes" + (filtered ? ", compressed" : "") + " (never written or cut short)");
+  }
+}
+
 Handle File::open_dataset(const std::string& name) const {
   if (!exists(name)) throw Error(path_.string() + ": missing dataset " + name);
-  return Handle(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "H5Dopen2", name));
+  Handle dataset(check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), "H5Dopen2", name));
+  check_held_here(dataset.get(), name);
+  return dataset;
 }
 
 Handle File::open_group(const std::string& name) const {
   if (!exists(name)) throw Error(path_.string() + ": missing group " + name);
-  return Handle(check(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), "H5Gopen2", name));
+  Handle group(check(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), "H5Gopen2", name));
+  check_held_here(group.get(), name);
+  return group;
 }
 
 Handle File::create_group(const std::string& name) {
@@ -262,11 +319,20 @@ uint64_t File::length(const std::string& name) const {
   return dims[0];
 }
 
+uint64_t File::readable(uint64_t n, const std::string& name, size_t size) const {
+  if (n > 0) {
+    Handle dataset = open_dataset(name);
+    check_declared_size(dataset.get(), name, n, size);
+  }
+  return n;
+}
+
 void File::read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed,
                     bool is_float, void* out, uint64_t n) const {
   Handle dataset = open_dataset(name);
   check_element_type(dataset.get(), name, size, is_signed, is_float);
   if (n == 0) return;
+  check_declared_size(dataset.get(), name, n, size);
   check_status(H5Dread(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread",
                name);
 }
@@ -453,6 +519,8 @@ std::vector<std::string> File::read_strings(const std::string& name) const {
   }
   if (detail::GlobalHeaps* heaps = this->heaps()) heaps->check_references(dataset.get(), name);
   uint64_t n = length(name);
+  // Each string's reference takes several bytes in the dataset's storage.
+  if (n > 0) check_declared_size(dataset.get(), name, n, 1);
   std::vector<char*> raw(n, nullptr);
   Handle mem_type = utf8_string_type();
   VlenAllocations strings;

@@ -137,7 +137,7 @@ class File {
   // Whole 1-D datasets. read() checks the stored class and size match T.
   template <class T>
   std::vector<T> read(const std::string& name) const {
-    std::vector<T> out(length(name));
+    std::vector<T> out(readable(length(name), name, sizeof(T)));
     read_raw(name, native_type<T>(), sizeof(T), std::is_signed_v<T> ? 1 : 0,
              std::is_floating_point_v<T>, out.data(), out.size());
     return out;
@@ -155,7 +155,7 @@ class File {
   // stored class and size match T.
   template <class T>
   std::vector<T> read_shaped(const std::string& name, const std::vector<uint64_t>& expected) const {
-    std::vector<T> out(require_shape(name, expected));
+    std::vector<T> out(readable(require_shape(name, expected), name, sizeof(T)));
     read_raw(name, native_type<T>(), sizeof(T), std::is_signed_v<T> ? 1 : 0,
              std::is_floating_point_v<T>, out.data(), out.size());
     return out;
@@ -227,6 +227,19 @@ class File {
   // Throws naming the dataset unless its shape is `expected`; returns the
   // number of elements.
   uint64_t require_shape(const std::string& name, const std::vector<uint64_t>& expected) const;
+  // `n`, the elements of dataset `name`, once its storage can hold them
+  // (check_declared_size()): what a read may allocate.
+  uint64_t readable(uint64_t n, const std::string& name, size_t size) const;
+  // Throws naming the object unless this file holds it: not reached through
+  // a link to another file, nor a dataset whose data lies elsewhere (a
+  // virtual dataset's sources, external storage). imgpack reads and maps
+  // only what its own file holds, and writes to no other.
+  void check_held_here(hid_t object, const std::string& name) const;
+  // Throws naming the dataset where its `n` elements of `size` bytes are more
+  // than its storage in the file can hold (never written, cut short, or more
+  // than any compression gives): no read then allocates for what a small
+  // file only declares.
+  void check_declared_size(hid_t dataset, const std::string& name, uint64_t n, size_t size) const;
   // Throws unless the dataset's element type is of this class, size and sign.
   void check_element_type(hid_t dataset, const std::string& name, size_t size, int is_signed,
                           bool is_float) const;

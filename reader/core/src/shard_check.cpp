@@ -218,8 +218,12 @@ void check_boxes(const h5::File& file, const ShardExpectation& expected, ShardCo
     contents.box_crowd = file.read_shaped<uint8_t>(format::kBoxCrowd, {b});
     if (k > 0) contents.keypoints = file.read_shaped<float>(format::kKeypoints, {b, k, 3});
   } catch (const Error& e) {
-    throw file_error(
-        path, std::string("box tables disagree with ") + format::kBoxOffsets + ": " + e.what());
+    // The table's own message, without the path it repeats.
+    std::string problem = e.what();
+    const std::string prefix = path.string() + ": ";
+    if (problem.starts_with(prefix)) problem.erase(0, prefix.size());
+    throw file_error(path, "box tables, for the " + std::to_string(b) + " boxes " +
+                               format::kBoxOffsets + " counts: " + problem);
   }
   if (k == 0 && file.exists(format::kKeypoints)) {
     throw file_error(path, std::string("has ") + format::kKeypoints + ", but " +

@@ -126,6 +126,105 @@ TEST(H5File, TypeMismatchIsAnError) {
   EXPECT_THROW(file.read<int32_t>("/missing"), Error);
 }
 
+// The message of what `read` throws; "" where it throws nothing.
+template <class Read>
+std::string error_of(Read read) {
+  try {
+    read();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// What a file refers to elsewhere (a link to another file, directly or
+// behind a soft link; data in external storage) is refused naming it:
+// imgpack reads, maps and writes only what its own file holds.
+TEST(H5File, ObjectsHeldByOtherFilesAreRefusedNamingThem) {
+  test::TempDir dir;
+  {
+    File other = File::create(dir / "other.h5");
+    other.write<int32_t>("/g/x", std::vector<int32_t>{1, 2, 3});
+    other.close();
+    File file = File::create(dir / "t.h5");
+    file.write<int32_t>("/own", std::vector<int32_t>{4, 5});
+    ASSERT_GE(
+        H5Lcreate_external("other.h5", "/g/x", file.id(), "/linked", H5P_DEFAULT, H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_external("other.h5", "/g", file.id(), "/group", H5P_DEFAULT, H5P_DEFAULT),
+              0);
+    ASSERT_GE(H5Lcreate_soft("/group/x", file.id(), "/soft", H5P_DEFAULT, H5P_DEFAULT), 0);
+    // A dataset whose data is the raw file data.bin.
+    test::write_bytes(dir / "data.bin", std::string(8, '\1'));
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    ASSERT_GE(H5Pset_external(dcpl.get(), "data.bin", 0, 8), 0);
+    const hsize_t dims[] = {2};
+    Handle space(H5Screate_simple(1, dims, nullptr));
+    Handle stored(H5Dcreate2(file.id(), "/external", H5T_STD_I32LE, space.get(), H5P_DEFAULT,
+                             dcpl.get(), H5P_DEFAULT));
+    ASSERT_TRUE(stored);
+    file.close();
+  }
+  const File file = File::open_read(dir / "t.h5");
+  EXPECT_EQ(file.read<int32_t>("/own"), (std::vector<int32_t>{4, 5}));
+  std::string error = error_of([&] { file.read<int32_t>("/linked"); });
+  EXPECT_NE(error.find("t.h5: /linked is a link to another file"), std::string::npos) << error;
+  error = error_of([&] { file.read<int32_t>("/group/x"); });
+  EXPECT_NE(error.find("t.h5: /group is a link to another file"), std::string::npos) << error;
+  error = error_of([&] { file.read<int32_t>("/soft"); });
+  EXPECT_NE(error.find("t.h5: /soft lies in another file"), std::string::npos) << error;
+  error = error_of([&] { file.read<int32_t>("/external"); });
+  EXPECT_NE(error.find("t.h5: /external keeps its data in other files"), std::string::npos)
+      << error;
+}
+
+// A dataset that declares more elements than its storage holds (never
+// written, or chunks left out) is refused before a read allocates for it;
+// compressed data within what compression gives reads.
+TEST(H5File, DatasetsDeclaringMoreThanTheyStoreAreRefusedBeforeAllocating) {
+  test::TempDir dir;
+  constexpr hsize_t kDeclared = hsize_t{1} << 34;  // 64 GiB of int32, were it allocated
+  {
+    File file = File::create(dir / "t.h5");
+    const hsize_t dims[] = {kDeclared};
+    const hsize_t unlimited[] = {H5S_UNLIMITED};
+    Handle space(H5Screate_simple(1, dims, unlimited));
+    Handle chunked(H5Pcreate(H5P_DATASET_CREATE));
+    const hsize_t chunk[] = {1024};
+    ASSERT_GE(H5Pset_chunk(chunked.get(), 1, chunk), 0);
+    Handle sparse(H5Dcreate2(file.id(), "/sparse", H5T_STD_I32LE, space.get(), H5P_DEFAULT,
+                             chunked.get(), H5P_DEFAULT));
+    ASSERT_TRUE(sparse);
+    Handle fixed_space(H5Screate_simple(1, dims, nullptr));
+    Handle unwritten(H5Dcreate2(file.id(), "/unwritten", H5T_STD_I32LE, fixed_space.get(),
+                                H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_TRUE(unwritten);
+    // 1 MiB of zeros, deflated: far smaller on disk, and whole.
+    const hsize_t zeros_dims[] = {hsize_t{1} << 18};
+    Handle zeros_space(H5Screate_simple(1, zeros_dims, nullptr));
+    Handle deflated(H5Pcreate(H5P_DATASET_CREATE));
+    const hsize_t zeros_chunk[] = {hsize_t{1} << 16};
+    ASSERT_GE(H5Pset_chunk(deflated.get(), 1, zeros_chunk), 0);
+    ASSERT_GE(H5Pset_deflate(deflated.get(), 9), 0);
+    Handle zeros(H5Dcreate2(file.id(), "/zeros", H5T_STD_I32LE, zeros_space.get(), H5P_DEFAULT,
+                            deflated.get(), H5P_DEFAULT));
+    const std::vector<int32_t> values(zeros_dims[0], 0);
+    ASSERT_GE(H5Dwrite(zeros.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+              0);
+    ASSERT_LT(H5Dget_storage_size(zeros.get()), values.size() * sizeof(int32_t) / 100);
+    file.close();
+  }
+  const File file = File::open_read(dir / "t.h5");
+  for (const char* name : {"/sparse", "/unwritten"}) {
+    const std::string error = error_of([&] { file.read<int32_t>(name); });
+    EXPECT_NE(error.find(std::string("t.h5: ") + name + " declares 17179869184 elements"),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error_of([&] { file.read_shaped<int32_t>(name, {kDeclared}); }).find("declares"),
+              std::string::npos);
+  }
+  EXPECT_EQ(file.read<int32_t>("/zeros"), std::vector<int32_t>(hsize_t{1} << 18, 0));
+}
+
 TEST(H5File, OpeningAForeignFileNamesIt) {
   test::TempDir dir;
   test::write_bytes(dir / "not.h5", "this is not HDF5");
