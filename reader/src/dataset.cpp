@@ -74,7 +74,8 @@ Error shard_replaced(const fs::path& path) {
 }  // namespace
 
 struct Dataset::State {
-  fs::path dir;
+  fs::path dir;        // as given: path()
+  fs::path files_dir;  // absolute: where its files are opened
   DatasetIndex index;  // numeric tables viewed in the mappings of index.h5 and splits.h5
   std::shared_ptr<const detail::IndexStrings> strings;  // paths and names left out of `index`
   std::size_t record_bytes = 0;
@@ -105,7 +106,7 @@ void Dataset::State::build_tables() {
   shards.resize(index.num_shards());
   shard_fds = std::make_unique<std::atomic<int>[]>(shards.size());
   for (std::size_t k = 0; k < shards.size(); ++k) {
-    shards[k].path = dir / index.shards.file[k];
+    shards[k].path = files_dir / index.shards.file[k];
     shards[k].records = index.shards.records[k];
     shard_fds[k] = -1;
   }
@@ -180,9 +181,16 @@ void Dataset::State::build_sample_table() {
 Dataset Dataset::open(const fs::path& dir, const DatasetOpenOptions& options) {
   auto state = std::make_shared<State>();
   state->dir = dir;
+  // Every file opened later (a shard read through the read path, the paths
+  // left out of index(), a shard reopened) by a path that a change of the
+  // working directory leaves as it is.
+  std::error_code ec;
+  const fs::path where = dir.is_absolute() ? dir : fs::absolute(dir, ec);
+  if (ec) throw system_error(dir, "cannot make the path absolute", ec.value());
+  state->files_dir = where;
   IndexReadOptions what = options.index;
   what.records = true;  // the mapping and every check need them
-  detail::DeferredIndex read = detail::read_index_deferred(dir, what, true);
+  detail::DeferredIndex read = detail::read_index_deferred(where, what, true);
   state->index = std::move(read.index);
   state->strings = std::move(read.strings);
   state->record_bytes = state->index.record_bytes();

@@ -826,6 +826,36 @@ TEST_F(LoaderTest, ReadPathsDeliverTheSameBatches) {
   }
 }
 
+// A dataset opened by a relative path keeps reading after the working
+// directory changes (a training script's chdir, Hydra's output folder): the
+// read path opens each shard when it first reads from it, and the paths
+// left out of the index are read on first use, both by absolute paths.
+TEST_F(LoaderTest, ARelativePathKeepsWorkingAfterTheWorkingDirectoryChanges) {
+  const fs::path before = fs::current_path();
+  fs::current_path(dir_.path().parent_path());
+  const fs::path relative = dir_.path().filename();
+  Dataset dataset = Dataset::open(relative);
+  EXPECT_EQ(dataset.path(), relative);
+  LoaderOptions o = base_options();
+  o.read_path = ReadPath::read;
+  o.direct_io = DirectIo::off;
+  Loader loader(dataset, o);
+  fs::current_path("/");
+  uint64_t images = 0;
+  while (std::optional<Batch> batch = loader.next()) {
+    for (std::size_t i = 0; i < batch->size(); ++i) {
+      const uint8_t* image = batch->data_as<uint8_t>() + i * dataset.record_bytes();
+      EXPECT_EQ(checksum(image, dataset.record_bytes()),
+                dataset.record_checksum(batch->records()[i]));
+    }
+    images += batch->size();
+  }
+  const std::string first_path = dataset.sample_path(0);
+  fs::current_path(before);
+  EXPECT_EQ(images, loader.images_per_epoch());
+  EXPECT_FALSE(first_path.empty());
+}
+
 // Records of a multiple of 4096 bytes at aligned offsets are read with
 // O_DIRECT straight into the slot; on tmpfs, which refuses O_DIRECT, every
 // read goes through the page cache instead. Both deliver the stored pixels.
