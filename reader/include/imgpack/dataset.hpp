@@ -141,6 +141,9 @@ class Dataset {
 
   Dataset() = default;  // an empty handle; only assignment and destruction are valid
 
+  // DIR as given to open(). Files opened later (shards the read path opens on
+  // first use, the paths left out of index()) are opened by the absolute path
+  // DIR named then: a change of the working directory does not move them.
   const std::filesystem::path& path() const;
   // The index (samples, records, shards, splits) as read at open(), without
   // the sample paths and group names unless DatasetOpenOptions::index asked
