@@ -115,11 +115,11 @@ void register_batch(py::module_& m);
 // imgpack.Loader, its epoch iterator and imgpack.Pairs.
 void register_loader(py::module_& m);
 // Makes `cls.__new__(cls)` raise TypeError, naming `how_to_make`, while
-// `cls(...)` and Python subclasses are made as before. pybind11 (2.10, as
-// Debian ships it) lets Python make an object by __new__ alone, whose C++
-// value no constructor has made; the first method called on it then reads
-// raw memory, and the interpreter dies. Called once per class, after every
-// register_* above.
+// `cls(...)` and Python subclasses are made as before (a subclass's own
+// __new__ refused alike). pybind11 (2.10, as Debian ships it) lets Python
+// make an object by __new__ alone, whose C++ value no constructor has made;
+// the first method called on it then reads raw memory, and the interpreter
+// dies. Called once per class, after every register_* above.
 void refuse_bare_new(const py::handle& cls, const char* how_to_make);
 
 // A Python Batch wrapping a delivered batch.

@@ -90,10 +90,15 @@ std::vector<float> per_channel(const py::object& value, const char* name, uint32
 
 // A probability in [0, 1].
 double probability(const py::object& value, const char* name) {
-  if (!py::isinstance<py::float_>(value) && !py::isinstance<py::int_>(value)) {
-    throw py::type_error(std::string(name) + " must be a number");
+  // A float, an int, or what stands for one (NumPy's scalars, a 0-d tensor).
+  const PyNumberMethods* number = Py_TYPE(value.ptr())->tp_as_number;
+  if (number == nullptr || (number->nb_float == nullptr && number->nb_index == nullptr)) {
+    throw py::type_error(std::string(name) + " must be a number, not " +
+                         Py_TYPE(value.ptr())->tp_name);
   }
-  const double p = value.cast<double>();
+  const auto converted = py::reinterpret_steal<py::object>(PyNumber_Float(value.ptr()));
+  if (!converted) throw py::error_already_set();
+  const double p = PyFloat_AsDouble(converted.ptr());
   if (!(p >= 0 && p <= 1)) {
     throw UsageError(std::string(name) + " must be between 0 and 1, not " +
                      std::string(py::str(value)));

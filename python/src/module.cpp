@@ -43,25 +43,38 @@ void register_errors(py::module_& m) {
   });
 }
 
-void refuse_bare_new(const py::handle& cls, const char* how_to_make) {
+namespace {
+
+// Points `type`'s __new__ at a refusal, and its slot, which type(...)
+// calls, at `make`: only an explicit TYPE.__new__(...) meets the refusal.
+void guard_new(const py::handle& cls, newfunc make, const std::string& how_to_make) {
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
-  const newfunc make = type->tp_new;  // what cls(...) and subclasses allocate with
   const std::string message = std::string(type->tp_name) + ".__new__() alone makes no usable " +
                               type->tp_name + ": " + how_to_make;
-  const py::cpp_function refuse([type, make, message](const py::handle& subtype,
-                                                      const py::args& args,
-                                                      const py::kwargs& kwargs) -> py::object {
-    // A Python subclass is made through here, its __init__ checked by
-    // pybind11's metaclass; only the bound class itself is refused.
-    if (subtype.ptr() == reinterpret_cast<PyObject*>(type)) throw py::type_error(message);
-    PyObject* made = make(reinterpret_cast<PyTypeObject*>(subtype.ptr()), args.ptr(), kwargs.ptr());
-    if (made == nullptr) throw py::error_already_set();
-    return py::reinterpret_steal<py::object>(made);
-  });
-  // Setting __new__ points the type's slot at it; cls(...) reads the slot,
-  // so it is put back: only an explicit cls.__new__ meets the refusal.
+  const py::cpp_function refuse(
+      [message](const py::handle&, const py::args&, const py::kwargs&) -> py::object {
+        throw py::type_error(message);
+      });
+  // Setting __new__ points the type's slot at it; type(...) reads the slot,
+  // so it is put back.
   py::setattr(cls, "__new__", py::staticmethod(refuse));
   type->tp_new = make;
+}
+
+}  // namespace
+
+void refuse_bare_new(const py::handle& cls, const char* how_to_make) {
+  const newfunc make = reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_new;
+  const std::string how(how_to_make);
+  guard_new(cls, make, how);
+  // Each Python subclass alike, as it is made (its __init__ is checked by
+  // pybind11's metaclass when it is called; its __new__ alone would make an
+  // object no constructor made).
+  const py::cpp_function guard_subclass([make, how](const py::handle& subclass, const py::kwargs&) {
+    guard_new(subclass, make, how);
+  });
+  py::setattr(cls, "__init_subclass__",
+              py::module_::import("builtins").attr("classmethod")(guard_subclass));
 }
 
 }  // namespace imgpack::python

@@ -71,7 +71,16 @@ def test_bad_crops_are_value_errors(dataset_dir, kwargs, message):
         imgpack.Loader(dataset_dir, **kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [dict(crop="10"), dict(crop=10.0), dict(hflip="often")])
+@pytest.mark.parametrize("kwargs", [dict(crop="10"), dict(crop=10.0), dict(hflip="often"),
+                                    dict(vflip=None)])
 def test_bad_crop_types_are_type_errors(dataset_dir, kwargs):
     with pytest.raises(TypeError):
         imgpack.Loader(dataset_dir, **kwargs)
+
+
+def test_flip_probabilities_take_what_stands_for_a_number(dataset_dir):
+    # NumPy's scalars (a config read with NumPy, a sweep's value), 0-d arrays.
+    for value in (np.float32(0.5), np.float64(1.0), np.int64(0), np.array(0.25), True):
+        imgpack.Loader(dataset_dir, hflip=value, vflip=value)
+    with pytest.raises(ValueError, match="hflip"):
+        imgpack.Loader(dataset_dir, hflip=np.float32(1.5))

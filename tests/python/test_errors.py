@@ -89,6 +89,12 @@ def test_new_without_init_is_a_type_error_not_a_crash(name):
     cls = getattr(imgpack, name)
     with pytest.raises(TypeError, match=r"imgpack\.%s\.__new__\(\) alone makes no usable" % name):
         cls.__new__(cls)
+    # A Python subclass's, and the class's own made for a subclass, alike.
+    sub = type("Sub" + name, (cls,), {})
+    subsub = type("SubSub" + name, (sub,), {})
+    for made, by in ((sub, sub), (subsub, subsub), (sub, cls), (subsub, sub)):
+        with pytest.raises(TypeError, match=r"__new__\(\) alone makes no usable"):
+            by.__new__(made)
 
 
 def test_subclasses_are_made_as_before(dataset_dir):
