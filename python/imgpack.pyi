@@ -210,7 +210,9 @@ class Loader:
         """Where the loader is, as plain values for a checkpoint (json.dumps and
         torch.save(weights_only=True) take it): 'format', 'version', 'epoch',
         'consumed', the world_size and batch_size it was saved with, the
-        fingerprint of its options, and 'state' (the state() bytes, base64)."""
+        fingerprint of its options, and 'state' (the state() bytes, base64).
+        It is where the next iteration starts: after an iteration left before
+        its end (a break), the start of the next epoch."""
     def load_state_dict(self, state_dict: dict[str, int | str]) -> None:
         """Continues from a state_dict(): the next iteration delivers the rest of the
         saved epoch. imgpack.Error for a damaged or hand-edited dict, ValueError for

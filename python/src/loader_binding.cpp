@@ -86,6 +86,13 @@ class PyLoader {
     return ++generation_;
   }
 
+  // What an iteration holds while it may go on: state() sees it end.
+  std::shared_ptr<const void> hold_iteration() {
+    auto held = std::make_shared<int>(0);
+    iteration_ = held;
+    return held;
+  }
+
   // The next batch of the iteration `generation`, or nullptr at the end of the epoch.
   std::shared_ptr<BatchState> next(uint64_t generation) {
     Loader& loader = open_loader();
@@ -115,8 +122,20 @@ class PyLoader {
     return std::make_shared<BatchState>(std::move(*batch), live_);
   }
 
-  // The loader's position, for a checkpoint.
-  LoaderState state() const { return open_loader().state(); }
+  // The loader's position, for a checkpoint: where the next iteration
+  // starts. An iteration left before its end (a break, a cap on the steps
+  // of an epoch) is over: the next one reads the next epoch, so that is the
+  // position saved, and a run resumed from it goes on as this one would.
+  LoaderState state() {
+    Loader& loader = open_loader();
+    if (!started_ && iteration_.expired() && next_epoch_ <= kLastEpoch &&
+        loader.batches_left() > 0) {
+      const Busy busy(busy_);
+      without_gil([&] { loader.set_epoch(next_epoch_); });  // as the next iteration would
+      started_ = true;
+    }
+    return loader.state();
+  }
 
   // Continues from `state`: the next iteration reads the rest of the saved
   // epoch (as does set_epoch() of that epoch right after).
@@ -173,16 +192,23 @@ class PyLoader {
   std::unique_ptr<Loader> loader_;
   std::shared_ptr<std::atomic<std::size_t>> live_ = std::make_shared<std::atomic<std::size_t>>(0);
   std::atomic<bool> busy_{false};
-  uint64_t epoch_ = 0;       // of the current (or last) iteration, or as set
-  uint64_t next_epoch_ = 0;  // what the next iteration reads
-  bool started_ = false;     // set_epoch(next_epoch_) already issued to the Loader
-  uint64_t generation_ = 0;  // bumped by every iteration start and set_epoch()
+  uint64_t epoch_ = 0;                   // of the current (or last) iteration, or as set
+  uint64_t next_epoch_ = 0;              // what the next iteration reads
+  bool started_ = false;                 // set_epoch(next_epoch_) already issued to the Loader
+  uint64_t generation_ = 0;              // bumped by every iteration start and set_epoch()
+  std::weak_ptr<const void> iteration_;  // the last iteration's, while its iterator lives
 };
 
 // One epoch's iteration over a loader.
 struct EpochIterator {
+  explicit EpochIterator(std::shared_ptr<PyLoader> of)
+      : loader(std::move(of)),
+        generation(loader->begin_iteration()),
+        held(loader->hold_iteration()) {}
+
   std::shared_ptr<PyLoader> loader;
   uint64_t generation = 0;
+  std::shared_ptr<const void> held;  // PyLoader::hold_iteration()
   bool done = false;
 };
 
@@ -526,7 +552,7 @@ void register_loader(py::module_& m) {
                     "checkpoints its iterables saves the loader's position.")
       .def("__iter__",
            [](const Pairs& p) {
-             return PairsIterator{EpochIterator{p.loader, p.loader->begin_iteration()}, p.convert};
+             return PairsIterator{EpochIterator(p.loader), p.convert};
            })
       .def("__len__", [](const Pairs& p) { return p.loader->open_loader().batches_per_epoch(); })
       .def(
@@ -602,24 +628,23 @@ void register_loader(py::module_& m) {
           "weights"_a = py::none(), "epoch_length"_a = py::none(), "verify_checksums"_a = false,
           "read_path"_a = "auto", "reads_in_flight"_a = 16, "direct_io"_a = "auto")
       .def(
-          "__iter__",
-          [](const std::shared_ptr<PyLoader>& l) {
-            return EpochIterator{l, l->begin_iteration()};
-          },
+          "__iter__", [](const std::shared_ptr<PyLoader>& l) { return EpochIterator(l); },
           "Reads one epoch: the one set_epoch() named, else the one after the last iterated.")
       .def(
           "__len__", [](const PyLoader& l) { return l.open_loader().batches_per_epoch(); },
           "Batches per epoch (for this rank, after the last-batch policy).")
       .def(
-          "state_dict", [](const PyLoader& l) { return state_dict_of(l.state()); },
+          "state_dict", [](PyLoader& l) { return state_dict_of(l.state()); },
           "Where the loader is, for a checkpoint, as a dict of plain values (str and int: "
           "json.dumps and torch.save(weights_only=True) take it as it is): 'format' "
           "('imgpack.loader_state'), 'version', the epoch and 'consumed' (global positions "
           "of the epoch the batches taken so far cover, on every rank), the world_size and "
           "batch_size it was saved with, the fingerprint of the dataset (its uuid and "
           "'generation': Dataset.generation), selection, order and batch options, and 'state': "
-          "the state() bytes in base64. Rank 0's dict serves every rank. torchdata's "
-          "StatefulDataLoader and Lightning call this name.")
+          "the state() bytes in base64. It is where the next iteration starts: after an iteration "
+          "left before its end (a break), the start of the next epoch, as the next iteration "
+          "reads it. Rank 0's dict serves every rank. torchdata's StatefulDataLoader and "
+          "Lightning call this name.")
       .def(
           "load_state_dict",
           [](PyLoader& l, const py::object& state_dict) { l.restore(state_of_dict(state_dict)); },
@@ -635,7 +660,7 @@ void register_loader(py::module_& m) {
           "another type, or disagreeing with its 'state'); TypeError for something other than "
           "a dict.")
       .def(
-          "state", [](const PyLoader& l) { return bytes_of(l.state()); },
+          "state", [](PyLoader& l) { return bytes_of(l.state()); },
           "The state of state_dict() as bytes (imgpack::LoaderState::to_bytes(), which the C++ "
           "reader reads too): the epoch and the positions the batches taken so far cover on "
           "every rank, with a fingerprint of the dataset, selection, order and batch options. "

@@ -173,6 +173,62 @@ def test_a_state_saved_at_the_end_of_an_epoch_continues_with_the_next(dataset_di
         assert target.epoch == source.epoch == 1
 
 
+def test_a_state_saved_after_leaving_an_epoch_early_resumes_as_the_run_goes_on(dataset_dir):
+    """A loop that caps the steps of an epoch (break) and checkpoints after it:
+    the uninterrupted loader's next iteration is the next epoch, and so is
+    the resumed one's, with the README's set_epoch loop and without it. A
+    checkpoint taken inside the loop still continues that epoch."""
+    steps = 2
+
+    def run(loader, epochs, stop_after=None):
+        seen = []
+        for epoch in range(loader.epoch, epochs):
+            loader.set_epoch(epoch)
+            for step, batch in enumerate(loader):
+                seen.append((epoch, tuple(np.from_dlpack(batch.samples).tolist())))
+                if step + 1 == steps:
+                    break
+            if epoch == stop_after:
+                return seen, loader.state_dict()
+        return seen, None
+
+    whole, _ = run(imgpack.Loader(dataset_dir, **RESUMABLE), 3)
+    first, saved = run(imgpack.Loader(dataset_dir, **RESUMABLE), 3, stop_after=0)
+    resumed = imgpack.Loader(dataset_dir, **RESUMABLE)
+    resumed.load_state_dict(saved)
+    assert resumed.epoch == 1
+    rest, _ = run(resumed, 3)
+    assert first + rest == whole
+
+    # Without set_epoch: each iteration reads the epoch after the last.
+    def capped(loader, iterations):
+        seen = []
+        for _ in range(iterations):
+            for step, batch in enumerate(loader):
+                seen.append(contents_of([batch]))
+                if step + 1 == steps:
+                    break
+        return seen
+
+    plain = imgpack.Loader(dataset_dir, **RESUMABLE)
+    expected = capped(plain, 3)
+    source = imgpack.Loader(dataset_dir, **RESUMABLE)
+    before = capped(source, 1)
+    target = imgpack.Loader(dataset_dir, **RESUMABLE)
+    target.load_state_dict(source.state_dict())
+    assert before + capped(target, 2) == expected
+
+    # Saved inside the loop, the iteration still going: the rest of that epoch.
+    inside = imgpack.Loader(dataset_dir, **RESUMABLE)
+    it = iter(inside)
+    next(it)
+    saved_inside = inside.state_dict()
+    rest_of_epoch = contents_of(it)
+    again = imgpack.Loader(dataset_dir, **RESUMABLE)
+    again.load_state_dict(saved_inside)
+    assert contents_of(again) == rest_of_epoch
+
+
 def test_pairs_checkpoint_their_loader(dataset_dir):
     """Lightning is given loader.pairs(...) and checkpoints it when it has
     state_dict() and load_state_dict() (its _Stateful protocol)."""
