@@ -300,8 +300,6 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
     result.replaced = listing.changed_ids.size();
   }
 
-  // The next shard numbers may hold the files of an interrupted change.
-  clear_leftovers(out, change);
   std::optional<DatasetWriter> writer;
   writer.emplace(out, plan.shape, options.shard_size, index.uuid,
                  uint64_t{options.variants} * plan.order.size(), options.variants,
@@ -323,8 +321,9 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
     // be just that), removing what it wrote needs them.
     writer.reset();
     // Shards of no generation: nothing lists them; the next change removes
-    // them too, should this process die before they go.
-    abandon_change(out, began_at, "nothing was appended");
+    // them too, should this process die before they go. What the dataset
+    // held unlisted before (files a compaction kept for readers) stays.
+    abandon_change(out, began_at, "nothing was appended", change.found_unlisted);
   }
   result.skipped = converted.skipped;
   result.added = index.num_samples() - old_samples;
@@ -337,6 +336,10 @@ AppendResult append(const AppendOptions& request, const ProgressFn& progress) {
   if (!index.sample_removed.empty()) index.sample_removed.resize(index.num_samples(), 0);
 
   result.convert_s = std::chrono::duration<double>(Clock::now() - start).count() - result.plan_s;
+  // The change is made: what the index did not list goes (files a
+  // compaction kept for readers, an interrupted change's), as it is
+  // committed.
+  clear_leftovers(out, change);
   try {
     commit_change(out, index, "append", result.added, result.replaced, old_samples,
                   result.split_warnings);

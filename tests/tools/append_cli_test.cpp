@@ -893,6 +893,17 @@ TEST_F(AppendCli, CompactDropsRemovedRecordsAndFinishesWhenRunAgain) {
   }
   r = test::run_imgpack("convert " + q(changed) + " " + q(reference) + " --append -q");
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  // One stopped while converting (more inputs undecodable than it allows).
+  const fs::path broken = dir_ / "broken";
+  ASSERT_EQ(run_command("cp -a " + q(dir_ / "first") + " " + q(broken)).exit_code, 0);
+  const fs::path class_dir = fs::directory_iterator(broken)->path();
+  for (int i = 0; i < 3; ++i) {
+    test::write_bytes(class_dir / ("g09_zz-broken-" + std::to_string(i) + ".jpg"), "not a JPEG");
+  }
+  r = test::run_imgpack("convert " + q(broken) + " " + q(reference) +
+                        " --append --max-skipped 0 -q");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("nothing was appended"), std::string::npos) << r.err;
   r = run_command(kDate + imgpack() + " remove " + q(reference) + remove);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(unlisted_now(), unlisted_files);

@@ -61,9 +61,11 @@ FileTally unlisted_shard_files(const fs::path& dataset, const DatasetIndex& inde
   return tally;
 }
 
-FileTally remove_leftovers(const fs::path& dir, const DatasetIndex& index) {
+FileTally remove_leftovers(const fs::path& dir, const DatasetIndex& index,
+                           const std::set<std::string>& spare) {
   FileTally removed;
   for_each_unlisted(dir, index, true, [&](const fs::directory_entry& entry, uint64_t bytes) {
+    if (spare.count(entry.path().filename().string()) > 0) return;
     std::error_code remove_ec;
     fs::remove(entry.path(), remove_ec);
     if (remove_ec) {
@@ -91,7 +93,7 @@ DatasetChange begin_change(const fs::path& dir, const std::string& change) {
                      ": another command is changing this dataset now; wait for it to finish, "
                      "then run this one again");
   }
-  DatasetChange begun{std::move(*lock), read_index(dir), {}};
+  DatasetChange begun{std::move(*lock), read_index(dir), {}, {}};
   if (begun.index.format_version < 2) {
     throw UsageError(dir.string() + ": index format 1; run `imgpack upgrade` on it first, then " +
                      change);
@@ -104,6 +106,9 @@ DatasetChange begin_change(const fs::path& dir, const std::string& change) {
                      "then " +
                      change + " on the merged dataset");
   }
+  for_each_unlisted(dir, begun.index, false, [&](const fs::directory_entry& entry, uint64_t) {
+    begun.found_unlisted.insert(entry.path().filename().string());
+  });
   return begun;
 }
 
@@ -115,7 +120,8 @@ namespace {
 
 // Removes what a failed change of generation `generation` left, if the index
 // on disk is still that generation; returns whether it is.
-bool discard_uncommitted(const fs::path& dir, uint64_t generation) {
+bool discard_uncommitted(const fs::path& dir, uint64_t generation,
+                         const std::set<std::string>& spare) {
   DatasetIndex on_disk;
   try {
     on_disk = read_index(dir, {.sample_paths = false, .group_names = false, .records = false});
@@ -124,7 +130,7 @@ bool discard_uncommitted(const fs::path& dir, uint64_t generation) {
   }
   if (on_disk.generation != generation) return false;
   try {
-    remove_leftovers(dir, on_disk);
+    remove_leftovers(dir, on_disk, spare);
   } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the change's error matters
   }
   return true;
@@ -132,8 +138,9 @@ bool discard_uncommitted(const fs::path& dir, uint64_t generation) {
 
 }  // namespace
 
-void abandon_change(const fs::path& dir, uint64_t generation, const std::string& what_not_done) {
-  if (!discard_uncommitted(dir, generation)) throw;
+void abandon_change(const fs::path& dir, uint64_t generation, const std::string& what_not_done,
+                    const std::set<std::string>& spare) {
+  if (!discard_uncommitted(dir, generation, spare)) throw;
   rethrow_with_note(what_not_done + ": " + dir.string() + " stays at generation " +
                     std::to_string(generation));
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct DatasetChange {
   DirectoryLock lock;
   DatasetIndex index;
   FileTally leftovers_removed;  // by clear_leftovers()
+  // The shard files the index did not list as the change began: those a
+  // compaction kept for readers opened before, or an interrupted change
+  // left. A change that fails leaves them (abandon_change()).
+  std::set<std::string> found_unlisted;
 };
 
 // Takes the lock on `dir` (never waits), reads its index and refuses a
@@ -39,14 +44,17 @@ void clear_leftovers(const std::filesystem::path& dir, DatasetChange& change);
 
 // Removes what an interrupted change left in `dir` that `index` does not
 // list: shard files of no generation and temporary files (NAME.tmp) of
-// shards, index.h5 and splits.h5. No reader sees them: index.h5 lists the
-// shards a reader opens. Returns what it removed. Throws imgpack::Error
-// naming a file it cannot remove.
-FileTally remove_leftovers(const std::filesystem::path& dir, const DatasetIndex& index);
+// shards, index.h5 and splits.h5, but the shard files named in `spare`. No
+// reader opened since sees them: index.h5 lists the shards a reader opens.
+// Returns what it removed. Throws imgpack::Error naming a file it cannot
+// remove.
+FileTally remove_leftovers(const std::filesystem::path& dir, const DatasetIndex& index,
+                           const std::set<std::string>& spare = {});
 
 // For a catch block of a change that began at generation `generation` of
-// `dir` and failed: removes the files it wrote (remove_leftovers()) if the
-// index on disk is still that generation, then rethrows the exception being
+// `dir` and failed: removes the files it wrote (remove_leftovers(), sparing
+// `spare`: DatasetChange::found_unlisted) if the index on disk is still that
+// generation, then rethrows the exception being
 // handled: a plain imgpack::Error (not a UsageError or another subclass) as
 // one with "(WHAT_NOT_DONE: DIR stays at generation N)" added, where that
 // holds. Once the index is
@@ -54,7 +62,8 @@ FileTally remove_leftovers(const std::filesystem::path& dir, const DatasetIndex&
 // readers opened before still read. An error removing them is left for the
 // next change, which removes the same files.
 [[noreturn]] void abandon_change(const std::filesystem::path& dir, uint64_t generation,
-                                 const std::string& what_not_done);
+                                 const std::string& what_not_done,
+                                 const std::set<std::string>& spare = {});
 
 // The date of a change, as the history records it: SOURCE_DATE_EPOCH (the
 // reproducible-builds convention: seconds since 1970) where set, else now;
