@@ -8,9 +8,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <mutex>
 #include <new>
+#include <string_view>
+#include <vector>
 
 #include "files.hpp"
 #include "h5_heaps.hpp"
@@ -206,43 +209,60 @@ void File::close() {
 
 bool File::exists(const std::string& object) const {
   if (object == "/") return true;
-  // H5Lexists fails (rather than returning false) when a parent is missing,
-  // so walk the path one component at a time.
-  // A link to another file is refused before anything follows it (HDF5
-  // would open that file, which may be anything: a FIFO blocks).
-  std::size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = object.find('/', pos + 1);
-    std::string prefix = object.substr(0, pos);
-    if (H5Lexists(id(), prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+  // Walked one link at a time, soft links resolved here: H5Lexists fails
+  // (rather than returning false) when a parent is missing, and a link to
+  // another file must be refused before anything follows it, behind a soft
+  // link too (HDF5 would open that file, which may be anything: a FIFO
+  // blocks).
+  constexpr int kMostSoftLinks = 40;
+  std::vector<std::string> rest;  // the components still to walk, the next last
+  const auto push = [&rest](std::string_view path) {
+    std::vector<std::string> parts;
+    std::size_t begin = 0;
+    while (begin <= path.size()) {
+      const std::size_t slash = std::min(path.find('/', begin), path.size());
+      const std::string_view part = path.substr(begin, slash - begin);
+      if (!part.empty() && part != ".") parts.emplace_back(part);
+      begin = slash + 1;
+    }
+    rest.insert(rest.end(), parts.rbegin(), parts.rend());
+  };
+  push(object);
+  std::string at;  // the path walked so far, through hard links only ("" = the root)
+  int soft_links = 0;
+  while (!rest.empty()) {
+    const std::string next = at + "/" + rest.back();
+    rest.pop_back();
+    if (H5Lexists(id(), next.c_str(), H5P_DEFAULT) <= 0) return false;
     H5L_info_t link{};
-    if (H5Lget_info(id(), prefix.c_str(), &link, H5P_DEFAULT) >= 0 && link.type != H5L_TYPE_HARD &&
-        link.type != H5L_TYPE_SOFT) {
-      throw Error(path_.string() + ": " + prefix +
+    if (H5Lget_info(id(), next.c_str(), &link, H5P_DEFAULT) < 0) return false;
+    if (link.type == H5L_TYPE_HARD) {
+      at = next;
+      continue;
+    }
+    if (link.type != H5L_TYPE_SOFT) {
+      throw Error(path_.string() + ": " + next +
                   " is a link to another file (an external link); an imgpack file holds its "
                   "objects itself");
     }
+    if (++soft_links > kMostSoftLinks) {
+      throw Error(path_.string() + ": " + object + " goes through more than " +
+                  std::to_string(kMostSoftLinks) + " soft links (a loop)");
+    }
+    std::string target(link.u.val_size, '\0');
+    if (H5Lget_val(id(), next.c_str(), target.data(), target.size(), H5P_DEFAULT) < 0) {
+      return false;
+    }
+    target.resize(std::strlen(target.c_str()));
+    if (target.starts_with('/')) at.clear();  // else from the link's own group
+    push(target);
   }
-  return H5Oexists_by_name(id(), object.c_str(), H5P_DEFAULT) > 0;
+  return H5Oexists_by_name(id(), at.empty() ? "/" : at.c_str(), H5P_DEFAULT) > 0;
 }
 
 void File::check_held_here(hid_t object, const std::string& name) const {
-  // The file an object lies in is the one its own name resolves through:
-  // a soft link may still lead into a group that another file holds.
-  auto file_name = [&](hid_t file) {
-    const ssize_t length = H5Fget_name(file, nullptr, 0);
-    if (length < 0) check(H5I_INVALID_HID, "H5Fget_name", name);
-    std::string text(static_cast<std::size_t>(length) + 1, '\0');
-    check_status(static_cast<herr_t>(H5Fget_name(file, text.data(), text.size())), "H5Fget_name",
-                 name);
-    text.resize(static_cast<std::size_t>(length));
-    return text;
-  };
-  Handle holder(check(H5Iget_file_id(object), "H5Iget_file_id", name));
-  if (file_name(holder.get()) != file_name(id())) {
-    throw Error(path_.string() + ": " + name + " lies in another file (" + file_name(holder.get()) +
-                ", through a link); an imgpack file holds its objects itself");
-  }
+  // exists() walked the name through hard links only: the object is this
+  // file's. A dataset's data may still lie elsewhere.
   if (H5Iget_type(object) != H5I_DATASET) return;
   Handle dcpl(check(H5Dget_create_plist(object), "H5Dget_create_plist", name));
   if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL || H5Pget_external_count(dcpl.get()) != 0) {
@@ -319,10 +339,13 @@ uint64_t File::length(const std::string& name) const {
   return dims[0];
 }
 
-uint64_t File::readable(uint64_t n, const std::string& name, size_t size) const {
+uint64_t File::readable(uint64_t n, const std::string& name) const {
   if (n > 0) {
     Handle dataset = open_dataset(name);
-    check_declared_size(dataset.get(), name, n, size);
+    // The elements as the file stores them: a type of another size is
+    // check_element_type()'s to name.
+    Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
+    check_declared_size(dataset.get(), name, n, std::max<size_t>(H5Tget_size(type.get()), 1));
   }
   return n;
 }
@@ -460,7 +483,9 @@ Handle utf8_string_type() {
 // them on that path too.
 class VlenAllocations {
  public:
-  VlenAllocations() = default;
+  // At most `budget` bytes in all: allocate() fails past it (HDF5's read
+  // then fails too), and exceeded() says so.
+  explicit VlenAllocations(uint64_t budget) : budget_(budget) {}
   VlenAllocations(const VlenAllocations&) = delete;
   VlenAllocations& operator=(const VlenAllocations&) = delete;
   ~VlenAllocations() {
@@ -479,6 +504,11 @@ class VlenAllocations {
  private:
   static void* allocate(size_t size, void* info) {
     auto* self = static_cast<VlenAllocations*>(info);
+    if (size > self->budget_ - std::min(self->budget_, self->allocated_)) {
+      self->exceeded_ = true;
+      return nullptr;
+    }
+    self->allocated_ += size;
     void* block = std::malloc(size);
     if (block == nullptr) return nullptr;
     try {
@@ -498,6 +528,12 @@ class VlenAllocations {
   }
 
   std::vector<void*> blocks_;
+  uint64_t budget_;
+  uint64_t allocated_ = 0;  // never less on release: the budget is for the whole read
+  bool exceeded_ = false;
+
+ public:
+  bool exceeded() const { return exceeded_; }
 };
 
 }  // namespace
@@ -523,11 +559,23 @@ std::vector<std::string> File::read_strings(const std::string& name) const {
   if (n > 0) check_declared_size(dataset.get(), name, n, 1);
   std::vector<char*> raw(n, nullptr);
   Handle mem_type = utf8_string_type();
-  VlenAllocations strings;
+  // Each string lies once in the file's heaps: together, no more bytes than
+  // the file (and a terminator each). Past that, references share a string,
+  // which no writer does: a small file would make the read allocate many
+  // times its size.
+  hsize_t file_size = 0;
+  check_status(H5Fget_filesize(id(), &file_size), "H5Fget_filesize", name);
+  VlenAllocations strings(file_size + n);
   if (n > 0) {
     Handle xfer = strings.transfer_plist();
-    check_status(H5Dread(dataset.get(), mem_type.get(), H5S_ALL, H5S_ALL, xfer.get(), raw.data()),
-                 "H5Dread", name);
+    if (H5Dread(dataset.get(), mem_type.get(), H5S_ALL, H5S_ALL, xfer.get(), raw.data()) < 0) {
+      if (strings.exceeded()) {
+        throw Error(path_.string() + ": " + name + "'s " + std::to_string(n) +
+                    " strings take more bytes than the file holds (" + std::to_string(file_size) +
+                    "): they share what they point at, which no writer does");
+      }
+      check(H5I_INVALID_HID, "H5Dread", name);
+    }
   }
   std::vector<std::string> out;
   out.reserve(n);

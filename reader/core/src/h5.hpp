@@ -123,6 +123,9 @@ class File {
   // Flushes and closes, throwing on failure (the destructor closes silently).
   void close();
 
+  // Whether `object` (a path from the root) names an object, its soft links
+  // followed here; throws naming the link where the path goes through a
+  // link to another file (an external link) or more than 40 soft links.
   bool exists(const std::string& object) const;
   Handle open_dataset(const std::string& name) const;
   Handle open_group(const std::string& name) const;
@@ -137,7 +140,7 @@ class File {
   // Whole 1-D datasets. read() checks the stored class and size match T.
   template <class T>
   std::vector<T> read(const std::string& name) const {
-    std::vector<T> out(readable(length(name), name, sizeof(T)));
+    std::vector<T> out(readable(length(name), name));
     read_raw(name, native_type<T>(), sizeof(T), std::is_signed_v<T> ? 1 : 0,
              std::is_floating_point_v<T>, out.data(), out.size());
     return out;
@@ -155,7 +158,7 @@ class File {
   // stored class and size match T.
   template <class T>
   std::vector<T> read_shaped(const std::string& name, const std::vector<uint64_t>& expected) const {
-    std::vector<T> out(readable(require_shape(name, expected), name, sizeof(T)));
+    std::vector<T> out(readable(require_shape(name, expected), name));
     read_raw(name, native_type<T>(), sizeof(T), std::is_signed_v<T> ? 1 : 0,
              std::is_floating_point_v<T>, out.data(), out.size());
     return out;
@@ -228,12 +231,13 @@ class File {
   // number of elements.
   uint64_t require_shape(const std::string& name, const std::vector<uint64_t>& expected) const;
   // `n`, the elements of dataset `name`, once its storage can hold them
-  // (check_declared_size()): what a read may allocate.
-  uint64_t readable(uint64_t n, const std::string& name, size_t size) const;
-  // Throws naming the object unless this file holds it: not reached through
-  // a link to another file, nor a dataset whose data lies elsewhere (a
-  // virtual dataset's sources, external storage). imgpack reads and maps
-  // only what its own file holds, and writes to no other.
+  // (check_declared_size(), in the file's element size): what a read may
+  // allocate.
+  uint64_t readable(uint64_t n, const std::string& name) const;
+  // Throws naming the dataset where its data lies in other files (a virtual
+  // dataset's sources, external storage); exists() refuses links to other
+  // files. imgpack reads and maps only what its own file holds, and writes
+  // to no other.
   void check_held_here(hid_t object, const std::string& name) const;
   // Throws naming the dataset where its `n` elements of `size` bytes are more
   // than its storage in the file can hold (never written, cut short, or more

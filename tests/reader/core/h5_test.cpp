@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -170,8 +171,8 @@ TEST(H5File, ObjectsHeldByOtherFilesAreRefusedNamingThem) {
   EXPECT_NE(error.find("t.h5: /linked is a link to another file"), std::string::npos) << error;
   error = error_of([&] { file.read<int32_t>("/group/x"); });
   EXPECT_NE(error.find("t.h5: /group is a link to another file"), std::string::npos) << error;
-  error = error_of([&] { file.read<int32_t>("/soft"); });
-  EXPECT_NE(error.find("t.h5: /soft lies in another file"), std::string::npos) << error;
+  error = error_of([&] { file.read<int32_t>("/soft"); });  // to /group/x
+  EXPECT_NE(error.find("t.h5: /group is a link to another file"), std::string::npos) << error;
   error = error_of([&] { file.read<int32_t>("/external"); });
   EXPECT_NE(error.find("t.h5: /external keeps its data in other files"), std::string::npos)
       << error;
@@ -291,6 +292,72 @@ TEST(H5File, AStringPointingInsideAHeapCollectionIsAnErrorNamingTheDataset) {
     EXPECT_NE(std::string(e.what()).find("/names[3]: global heap collection"), std::string::npos)
         << e.what();
   }
+}
+
+// Strings whose references all point at one long string (no writer shares
+// them) would make a small file's read allocate many times its size: refused
+// naming the dataset.
+TEST(H5File, StringsSharingWhatTheyPointAtAreRefusedBeforeTheyTakeMemory) {
+  test::TempDir dir;
+  std::vector<std::string> names(50, "b");
+  names[0] = std::string(4000, 'x');
+  {
+    File file = File::create(dir / "t.h5");
+    file.write_strings("/names", names);
+    file.close();
+  }
+  EXPECT_EQ(File::open_read(dir / "t.h5").read_strings("/names"), names);
+  std::string bytes = test::read_bytes(dir / "t.h5");
+  const std::size_t heap = bytes.find("GCOL");
+  ASSERT_NE(heap, std::string::npos);
+  auto u64_at = [&](std::size_t pos) {
+    uint64_t value = 0;
+    for (int i = 7; i >= 0; --i) value = value << 8 | static_cast<uint8_t>(bytes[pos + i]);
+    return value;
+  };
+  std::vector<std::size_t> references;  // (length u32, heap address u64, index u32)
+  for (std::size_t pos = 0; pos + 16 <= heap; ++pos) {
+    if (u64_at(pos + 4) == heap) references.push_back(pos);
+  }
+  ASSERT_EQ(references.size(), names.size());
+  for (std::size_t i = 1; i < references.size(); ++i) {
+    bytes.replace(references[i], 16, bytes, references[0], 16);
+  }
+  test::write_bytes(dir / "t.h5", bytes);
+  ASSERT_LT(bytes.size(), names.size() * 4000);
+
+  const File file = File::open_read(dir / "t.h5");
+  const std::string error = error_of([&] { file.read_strings("/names"); });
+  EXPECT_NE(error.find("t.h5: /names's 50 strings take more bytes than the file holds"),
+            std::string::npos)
+      << error;
+}
+
+// A soft link whose target goes through a link to another file is refused
+// before HDF5 opens that file: here a FIFO, which would block the open.
+TEST(H5File, ALinkToAnotherFileBehindASoftLinkIsRefusedUnopened) {
+  test::TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  {
+    File file = File::create(dir / "t.h5");
+    file.write<int32_t>("/own", std::vector<int32_t>{1});
+    ASSERT_GE(H5Lcreate_external((dir / "fifo").c_str(), "/x", file.id(), "/far", H5P_DEFAULT,
+                                 H5P_DEFAULT),
+              0);
+    ASSERT_GE(H5Lcreate_soft("/far/y", file.id(), "/soft", H5P_DEFAULT, H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_soft("soft", file.id(), "/relative", H5P_DEFAULT, H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_soft("/own", file.id(), "/good", H5P_DEFAULT, H5P_DEFAULT), 0);
+    ASSERT_GE(H5Lcreate_soft("/loop", file.id(), "/loop", H5P_DEFAULT, H5P_DEFAULT), 0);
+    file.close();
+  }
+  const File file = File::open_read(dir / "t.h5");
+  for (const char* name : {"/soft", "/relative"}) {
+    const std::string error = error_of([&] { file.read<int32_t>(name); });
+    EXPECT_NE(error.find("t.h5: /far is a link to another file"), std::string::npos) << error;
+  }
+  EXPECT_EQ(file.read<int32_t>("/good"), std::vector<int32_t>{1});
+  EXPECT_NE(error_of([&] { file.read<int32_t>("/loop"); }).find("soft links (a loop)"),
+            std::string::npos);
 }
 
 }  // namespace
