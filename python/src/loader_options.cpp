@@ -90,15 +90,20 @@ std::vector<float> per_channel(const py::object& value, const char* name, uint32
 
 // A probability in [0, 1].
 double probability(const py::object& value, const char* name) {
-  // A float, an int, or what stands for one (NumPy's scalars, a 0-d tensor).
-  const PyNumberMethods* number = Py_TYPE(value.ptr())->tp_as_number;
-  if (number == nullptr || (number->nb_float == nullptr && number->nb_index == nullptr)) {
-    throw py::type_error(std::string(name) + " must be a number, not " +
+  // A real number: a float, an int, NumPy's scalars (numbers.Real knows
+  // them), or a 0-d array or tensor holding one. Not complex, not an array
+  // of one element.
+  const py::object real = py::module_::import("numbers").attr("Real");
+  py::object number = value;
+  if (!py::isinstance(number, real) && py::hasattr(value, "ndim") && py::hasattr(value, "item") &&
+      py::int_(0).equal(value.attr("ndim"))) {
+    number = value.attr("item")();
+  }
+  if (!py::isinstance(number, real)) {
+    throw py::type_error(std::string(name) + " must be a real number, not " +
                          Py_TYPE(value.ptr())->tp_name);
   }
-  const auto converted = py::reinterpret_steal<py::object>(PyNumber_Float(value.ptr()));
-  if (!converted) throw py::error_already_set();
-  const double p = PyFloat_AsDouble(converted.ptr());
+  const double p = number.cast<double>();
   if (!(p >= 0 && p <= 1)) {
     throw UsageError(std::string(name) + " must be between 0 and 1, not " +
                      std::string(py::str(value)));

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <exception>
+#include <set>
 #include <string>
 
 #include "bindings.hpp"
@@ -45,20 +46,49 @@ void register_errors(py::module_& m) {
 
 namespace {
 
-// Points `type`'s __new__ at a refusal, and its slot, which type(...)
-// calls, at `make`: only an explicit TYPE.__new__(...) meets the refusal.
+// The __new__ functions guard_new() installed, to tell them from a
+// subclass's own.
+std::set<PyObject*>& guards() {
+  static std::set<PyObject*> installed;
+  return installed;
+}
+
+// Points `type`'s __new__ at a function that refuses to make a `type` (a
+// subclass it makes with `make`, as a subclass's own __new__ asks through
+// super()), and its slot, which type(...) calls, at `make`: only an
+// explicit TYPE.__new__(TYPE) meets the refusal.
 void guard_new(const py::handle& cls, newfunc make, const std::string& how_to_make) {
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   const std::string message = std::string(type->tp_name) + ".__new__() alone makes no usable " +
                               type->tp_name + ": " + how_to_make;
-  const py::cpp_function refuse(
-      [message](const py::handle&, const py::args&, const py::kwargs&) -> py::object {
-        throw py::type_error(message);
-      });
+  const py::cpp_function refuse([type, make, message](const py::handle& subtype,
+                                                      const py::args& args,
+                                                      const py::kwargs& kwargs) -> py::object {
+    if (subtype.ptr() == reinterpret_cast<PyObject*>(type)) throw py::type_error(message);
+    PyObject* made = make(reinterpret_cast<PyTypeObject*>(subtype.ptr()), args.ptr(), kwargs.ptr());
+    if (made == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(made);
+  });
+  guards().insert(refuse.ptr());
+  refuse.inc_ref();  // kept for the interpreter's life, as the class is
   // Setting __new__ points the type's slot at it; type(...) reads the slot,
   // so it is put back.
   py::setattr(cls, "__new__", py::staticmethod(refuse));
   type->tp_new = make;
+}
+
+// Whether `subclass.__new__` is a guard: the first class after it in its
+// MRO that defines __new__ defines one of guards(), not its own.
+bool inherits_a_guard(const py::handle& subclass) {
+  const py::tuple mro = subclass.attr("__mro__");
+  for (std::size_t i = 1; i < mro.size(); ++i) {
+    const py::dict defined = mro[i].attr("__dict__");
+    if (!defined.contains("__new__")) continue;
+    const py::object found = defined["__new__"];
+    return py::isinstance(found, py::module_::import("builtins").attr("staticmethod")) &&
+           guards().count(found.attr("__func__").ptr()) > 0;
+  }
+  return false;
 }
 
 }  // namespace
@@ -67,11 +97,19 @@ void refuse_bare_new(const py::handle& cls, const char* how_to_make) {
   const newfunc make = reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_new;
   const std::string how(how_to_make);
   guard_new(cls, make, how);
-  // Each Python subclass alike, as it is made (its __init__ is checked by
-  // pybind11's metaclass when it is called; its __new__ alone would make an
-  // object no constructor made).
-  const py::cpp_function guard_subclass([make, how](const py::handle& subclass, const py::kwargs&) {
-    guard_new(subclass, make, how);
+  // Each Python subclass alike, as it is made, unless it (or a class
+  // between) has a __new__ of its own, which its author answers for. Its
+  // __init__ is checked by pybind11's metaclass when it is called. Then the
+  // next __init_subclass__ in its MRO, as every one should call.
+  const py::object base = py::reinterpret_borrow<py::object>(cls);
+  const py::cpp_function guard_subclass([make, how, base](const py::handle& subclass,
+                                                          const py::kwargs& kwargs) {
+    if (!py::dict(subclass.attr("__dict__")).contains("__new__") && inherits_a_guard(subclass)) {
+      guard_new(subclass, make, how);
+    }
+    py::module_::import("builtins")
+        .attr("super")(base, subclass)
+        .attr("__init_subclass__")(**kwargs);
   });
   py::setattr(cls, "__init_subclass__",
               py::module_::import("builtins").attr("classmethod")(guard_subclass));

@@ -2,6 +2,7 @@
 every delivered image is a window of its record as h5py reads it, centered
 for validation, fresh every epoch and the same for any thread count."""
 import numpy as np
+import torch
 import pytest
 
 import imgpack
@@ -72,7 +73,8 @@ def test_bad_crops_are_value_errors(dataset_dir, kwargs, message):
 
 
 @pytest.mark.parametrize("kwargs", [dict(crop="10"), dict(crop=10.0), dict(hflip="often"),
-                                    dict(vflip=None)])
+                                    dict(vflip=None), dict(hflip=np.array([0.5])),
+                                    dict(hflip=np.complex64(0.5)), dict(vflip=0.5j)])
 def test_bad_crop_types_are_type_errors(dataset_dir, kwargs):
     with pytest.raises(TypeError):
         imgpack.Loader(dataset_dir, **kwargs)
@@ -80,7 +82,8 @@ def test_bad_crop_types_are_type_errors(dataset_dir, kwargs):
 
 def test_flip_probabilities_take_what_stands_for_a_number(dataset_dir):
     # NumPy's scalars (a config read with NumPy, a sweep's value), 0-d arrays.
-    for value in (np.float32(0.5), np.float64(1.0), np.int64(0), np.array(0.25), True):
+    for value in (np.float32(0.5), np.float64(1.0), np.int64(0), np.array(0.25), True,
+                  np.bool_(False), torch.tensor(0.5)):
         imgpack.Loader(dataset_dir, hflip=value, vflip=value)
     with pytest.raises(ValueError, match="hflip"):
         imgpack.Loader(dataset_dir, hflip=np.float32(1.5))

@@ -89,12 +89,13 @@ def test_new_without_init_is_a_type_error_not_a_crash(name):
     cls = getattr(imgpack, name)
     with pytest.raises(TypeError, match=r"imgpack\.%s\.__new__\(\) alone makes no usable" % name):
         cls.__new__(cls)
-    # A Python subclass's, and the class's own made for a subclass, alike.
+    # A Python subclass's alike, and its subclass's. (CLS.__new__(SUBCLASS)
+    # is what a subclass's own __new__ asks for through super().)
     sub = type("Sub" + name, (cls,), {})
     subsub = type("SubSub" + name, (sub,), {})
-    for made, by in ((sub, sub), (subsub, subsub), (sub, cls), (subsub, sub)):
-        with pytest.raises(TypeError, match=r"__new__\(\) alone makes no usable"):
-            by.__new__(made)
+    for made in (sub, subsub):
+        with pytest.raises(TypeError, match=r"%s\.__new__\(\) alone makes no usable" % made.__name__):
+            made.__new__(made)
 
 
 def test_subclasses_are_made_as_before(dataset_dir):
@@ -119,6 +120,39 @@ def test_subclasses_are_made_as_before(dataset_dir):
 
     with pytest.raises(TypeError, match="__init__"):
         Forgetful(dataset_dir)
+
+    # A subclass's own __new__ runs, super().__new__ included; its
+    # subclasses inherit it.
+    made = []
+
+    class Counted(imgpack.Dataset):
+        def __new__(cls, *args, **kwargs):
+            made.append(cls.__name__)
+            return super().__new__(cls)
+
+    class CountedToo(Counted):
+        pass
+
+    assert len(Counted(dataset_dir)) == len(CountedToo(dataset_dir)) == len(dataset)
+    assert made == ["Counted", "CountedToo"]
+
+    # The next __init_subclass__ in the MRO runs (a mixin's registry), and a
+    # class keyword nobody takes is a TypeError, as for any class.
+    registry = []
+
+    class Registering:
+        def __init_subclass__(cls, **kwargs):
+            super().__init_subclass__(**kwargs)
+            registry.append(cls.__name__)
+
+    class Mixed(imgpack.Dataset, Registering):
+        pass
+
+    assert registry == ["Mixed"]
+    assert len(Mixed(dataset_dir)) == len(dataset)
+    with pytest.raises(TypeError):
+        class Keyworded(imgpack.Dataset, bogus=1):
+            pass
 
 
 # The issue's own reproduction: a shard truncated after the loader started.
