@@ -66,25 +66,33 @@ double timed_reads(unsigned threads, std::size_t request, double seconds, uint64
   std::atomic<bool> stop{false};
   std::exception_ptr failure;
   std::atomic<bool> failed{false};
-  std::vector<std::thread> workers;
+  // Joined however this ends: a thread that cannot start (ulimit -u)
+  // throws, after telling those started to stop.
+  std::vector<std::jthread> workers;
   const Clock::time_point start = Clock::now();
-  for (unsigned t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      try {
-        const IoBuffer buffer = allocate_io_buffer(request);
-        std::mt19937_64 rng(0x5eed + t);
-        while (!stop.load(std::memory_order_relaxed)) {
-          const std::size_t got = read_one(buffer.get(), rng);
-          if (got == 0) break;
-          if (total.fetch_add(got) + got >= budget || since(start) >= seconds) stop = true;
-        }
-      } catch (...) {
-        if (!failed.exchange(true)) failure = std::current_exception();
-        stop = true;
+  const auto work = [&](unsigned t) {
+    try {
+      const IoBuffer buffer = allocate_io_buffer(request);
+      std::mt19937_64 rng(0x5eed + t);
+      while (!stop.load(std::memory_order_relaxed)) {
+        const std::size_t got = read_one(buffer.get(), rng);
+        if (got == 0) break;
+        if (total.fetch_add(got) + got >= budget || since(start) >= seconds) stop = true;
       }
-    });
+    } catch (...) {
+      if (!failed.exchange(true)) failure = std::current_exception();
+      stop = true;
+    }
+  };
+  for (unsigned t = 0; t < threads; ++t) {
+    try {
+      workers.emplace_back(work, t);
+    } catch (...) {
+      stop = true;
+      throw;
+    }
   }
-  for (std::thread& w : workers) w.join();
+  for (std::jthread& w : workers) w.join();
   if (failure) std::rethrow_exception(failure);
   const double elapsed = since(start);
   return elapsed > 0 ? static_cast<double>(total.load()) / elapsed / 1e9 : 0;

@@ -82,7 +82,9 @@ double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned thre
   double timed = 0;
   for (int pass = 0; pass < 3 || timed < seconds_to_time; ++pass) {
     std::atomic<std::size_t> next{0};
-    std::vector<std::thread> workers;
+    // Joined however this ends: a thread that cannot start (ulimit -u)
+    // throws, and those started finish their copies first.
+    std::vector<std::jthread> workers;
     const Clock::time_point start = Clock::now();
     for (unsigned t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
@@ -91,7 +93,7 @@ double memcpy_bandwidth(const Dataset& dataset, std::size_t piece, unsigned thre
         }
       });
     }
-    for (std::thread& w : workers) w.join();
+    for (std::jthread& w : workers) w.join();
     const double seconds = since(start);
     if (pass > 0) {
       rates.push_back(static_cast<double>(total) / seconds);

@@ -7,7 +7,11 @@
 #include <opencv2/core/utils/logger.hpp>
 #endif
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -17,6 +21,7 @@
 #include "cli_common.hpp"
 #include "cli_wording.hpp"
 #include "complete_cli.hpp"
+#include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/version.hpp"
 
@@ -87,8 +92,11 @@ int run(int argc, char** argv) {
   } catch (const std::bad_alloc&) {  // where no step named what it was doing
     std::cerr << "imgpack: out of memory (std::bad_alloc)\n";
     return kExitFailure;
-  } catch (const std::exception& e) {
+  } catch (const imgpack::Error& e) {  // its message says it all
     std::cerr << "imgpack: " << error_text(e.what()) << "\n";
+    return kExitFailure;
+  } catch (const std::exception& e) {
+    std::cerr << "imgpack: " << error_text(e.what()) << imgpack::thread_start_note(e) << "\n";
     return kExitFailure;
   }
 }
@@ -108,9 +116,27 @@ int with_output_checked(int code) {
   return code == kExitOk ? kExitFailure : code;
 }
 
+// Standard input, output and error held where the caller closed them
+// (`imgpack convert ... >&- 2>&-`): else the next files opened take their
+// numbers, and what is printed lands in them (a progress line in
+// convert.journal). /dev/null read-only: writing there still fails, as to a
+// closed descriptor, so output that went nowhere is still reported.
+void hold_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int opened = ::open("/dev/null", O_RDONLY);
+    if (opened != fd && opened >= 0) ::close(opened);  // a gap below: nothing to hold
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  hold_standard_descriptors();
+  // A file-size limit (ulimit -f) reached: the write fails with EFBIG, which
+  // the command reports naming the file as any write error, rather than the
+  // signal ending the process with no word and a temporary file left.
+  ::signal(SIGXFSZ, SIG_IGN);
   try {
     return with_output_checked(run(argc, argv));
   } catch (const std::exception& e) {  // e.g. out of memory while setting up the commands

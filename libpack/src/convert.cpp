@@ -65,6 +65,13 @@ std::vector<std::string> crop_notes(
   return notes;
 }
 
+// Where a run that stopped left its work, and how to go on.
+std::string journaled_note(const ConvertOptions& options) {
+  return "the shards written so far are journaled in " + (options.out / kJournalFile).string() +
+         ": the same conversion with ConvertOptions::resume continues from them once that is "
+         "fixed";
+}
+
 // --resume on an OUT that already holds this very dataset (a run stopped
 // between writing index.h5 and removing its journal): nothing to convert.
 ConvertResult already_complete(const ConvertOptions& options, ConvertResult result) {
@@ -181,10 +188,14 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   try {
     return write_dataset(options, plan, resume, timings, arena, std::move(result), start, progress);
   } catch (const Error&) {
-    rethrow_with_note("the shards written so far are journaled in " +
-                      (options.out / kJournalFile).string() +
-                      ": the same conversion with ConvertOptions::resume continues from them "
-                      "once that is fixed");
+    rethrow_with_note(journaled_note(options));
+  } catch (const std::exception& e) {
+    // A thread that could not start (std::thread's, oneTBB's error) stopped
+    // the run as any error does; anything else (a progress callback's own)
+    // goes on as it is.
+    const std::string note = thread_start_note(e);
+    if (note.empty()) throw;
+    throw Error(std::string(e.what()) + note + "; " + journaled_note(options));
   }
 }
 

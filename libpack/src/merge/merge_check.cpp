@@ -127,6 +127,8 @@ void check_adopted_shards(const fs::path& out, const MergePlan& plan, bool resum
     try {
       check_structure(out, plan, plan.moves[m], resuming, records);
       record_move.push_back(m);
+    } catch (const ResourceShortage&) {
+      throw;  // the process ran short, no fault of the part
     } catch (const Error& e) {
       problems.push_back({m, e.what()});
     }

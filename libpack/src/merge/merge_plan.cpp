@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/merge.hpp"
@@ -110,6 +111,8 @@ PartDataset read_part(const fs::path& dir, const ConvertPart& part,
     result.index = read_index(dir);
   } catch (const UsageError&) {
     throw;
+  } catch (const ResourceShortage&) {
+    throw;  // the process ran short, no fault of the part
   } catch (const Error& e) {
     // A damaged index is a damaged part, refused as one with a damaged shard.
     throw damaged_part(dir, part, e.what());
@@ -117,6 +120,8 @@ PartDataset read_part(const fs::path& dir, const ConvertPart& part,
   try {
     result.report = read_text(dir / format::kReportFile);
   } catch (const UsageError&) {
+    throw;
+  } catch (const ResourceShortage&) {
     throw;
   } catch (const Error& e) {
     throw damaged_part(dir, part, e.what());

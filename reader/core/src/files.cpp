@@ -12,8 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <string>
+#include <string_view>
+#include <system_error>
 
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -142,6 +145,16 @@ void write_all_at(int fd, const std::filesystem::path& path, const void* data, s
     if (n < 0) throw system_error(path, what, errno);
     done += static_cast<std::size_t>(n);
   }
+}
+
+std::string thread_start_note(const std::exception& e) {
+  const auto* system = dynamic_cast<const std::system_error*>(&e);
+  const bool thread =
+      (system != nullptr && system->code() == std::errc::resource_unavailable_try_again) ||
+      std::string_view(e.what()).starts_with("pthread_create");  // oneTBB's words
+  if (!thread) return "";
+  return " (starting a thread: the limit of processes and threads, ulimit -u, or memory ran "
+         "short, not a fault of any file; use fewer threads or raise the limit, then run again)";
 }
 
 bool is_resource_shortage(int error) {

@@ -154,6 +154,12 @@ bool is_resource_shortage(int error);
 [[noreturn]] void throw_resource_shortage(const std::filesystem::path& path,
                                           const std::string& what, int error);
 
+// For an exception a thread that could not start threw (std::thread's
+// std::system_error EAGAIN; oneTBB's "pthread_create has failed"): " (starting
+// a thread: ...)", saying it is a limit of the process or the machine, not
+// a fault of any file, and what to do; else "".
+std::string thread_start_note(const std::exception& e);
+
 // Inputs larger than this are refused unread by read_file(): no image needs
 // it, and reading it whole would hold that much memory per thread.
 inline constexpr uint64_t kMaxInputBytes = uint64_t{2} << 30;

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -250,4 +252,19 @@ TEST(Files, DirectoryLockIsExclusiveUntilReleased) {
 }
 
 }  // namespace
+// A thread that could not start (std::thread's EAGAIN, oneTBB's words) is
+// said to be a limit of the process or machine, with what to do; any other
+// error gets no such note.
+TEST(Files, AThreadThatCouldNotStartIsNamedAsALimit) {
+  const std::system_error no_thread(
+      std::make_error_code(std::errc::resource_unavailable_try_again));
+  EXPECT_NE(thread_start_note(no_thread).find("ulimit -u"), std::string::npos);
+  EXPECT_NE(thread_start_note(std::runtime_error("pthread_create has failed: Resource "
+                                                 "temporarily unavailable"))
+                .find("not a fault of any file"),
+            std::string::npos);
+  EXPECT_EQ(thread_start_note(std::runtime_error("something else")), "");
+  EXPECT_EQ(thread_start_note(std::system_error(std::make_error_code(std::errc::io_error))), "");
+}
+
 }  // namespace imgpack
