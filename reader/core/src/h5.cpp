@@ -319,8 +319,12 @@ void File::unlink(const std::string& name) {
 }
 
 std::vector<uint64_t> File::shape(const std::string& name) const {
-  Handle dataset = open_dataset(name);
-  Handle space(check(H5Dget_space(dataset.get()), "H5Dget_space", name));
+  const Handle dataset = open_dataset(name);
+  return shape_of(dataset.get(), name);
+}
+
+std::vector<uint64_t> File::shape_of(hid_t dataset, const std::string& name) const {
+  Handle space(check(H5Dget_space(dataset), "H5Dget_space", name));
   int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank < 0) check(H5I_INVALID_HID, "H5Sget_simple_extent_ndims", name);
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
@@ -339,24 +343,36 @@ uint64_t File::length(const std::string& name) const {
   return dims[0];
 }
 
-uint64_t File::readable(uint64_t n, const std::string& name) const {
-  if (n > 0) {
-    Handle dataset = open_dataset(name);
-    // The elements as the file stores them: a type of another size is
-    // check_element_type()'s to name.
-    Handle type(check(H5Dget_type(dataset.get()), "H5Dget_type", name));
-    check_declared_size(dataset.get(), name, n, std::max<size_t>(H5Tget_size(type.get()), 1));
+File::CheckedRead File::open_for_read(const std::string& name,
+                                      const std::vector<uint64_t>* expected, size_t size,
+                                      int is_signed, bool is_float) const {
+  CheckedRead read{open_dataset(name), 0};
+  const std::vector<uint64_t> dims = shape_of(read.dataset.get(), name);
+  if (expected != nullptr) {
+    if (dims != *expected) {
+      auto text = [](const std::vector<uint64_t>& d) {
+        std::string t = "[";
+        for (std::size_t i = 0; i < d.size(); ++i) t += (i ? ", " : "") + std::to_string(d[i]);
+        return t + "]";
+      };
+      throw Error(path_.string() + ": " + name + " has shape " + text(dims) + ", expected " +
+                  text(*expected));
+    }
+  } else if (dims.size() != 1) {
+    throw Error(path_.string() + ": " + name + " has rank " + std::to_string(dims.size()) +
+                ", expected 1");
   }
-  return n;
+  read.elements = 1;
+  for (uint64_t d : dims) read.elements *= d;
+  check_element_type(read.dataset.get(), name, size, is_signed, is_float);
+  if (read.elements > 0) check_declared_size(read.dataset.get(), name, read.elements, size);
+  return read;
 }
 
-void File::read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed,
-                    bool is_float, void* out, uint64_t n) const {
-  Handle dataset = open_dataset(name);
-  check_element_type(dataset.get(), name, size, is_signed, is_float);
-  if (n == 0) return;
-  check_declared_size(dataset.get(), name, n, size);
-  check_status(H5Dread(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread",
+void File::read_raw(const CheckedRead& read, const std::string& name, hid_t mem_type,
+                    void* out) const {
+  if (read.elements == 0) return;
+  check_status(H5Dread(read.dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread",
                name);
 }
 
@@ -425,22 +441,6 @@ FileIdentity File::identity() const {
   const int fd = descriptor();
   if (fd < 0 || ::fstat(fd, &st) != 0) throw system_error(path_, "cannot stat", errno);
   return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
-}
-
-uint64_t File::require_shape(const std::string& name, const std::vector<uint64_t>& expected) const {
-  const std::vector<uint64_t> dims = shape(name);
-  if (dims != expected) {
-    auto text = [](const std::vector<uint64_t>& d) {
-      std::string t = "[";
-      for (std::size_t i = 0; i < d.size(); ++i) t += (i ? ", " : "") + std::to_string(d[i]);
-      return t + "]";
-    };
-    throw Error(path_.string() + ": " + name + " has shape " + text(dims) + ", expected " +
-                text(expected));
-  }
-  uint64_t n = 1;
-  for (uint64_t d : dims) n *= d;
-  return n;
 }
 
 void File::write_raw(const std::string& name, hid_t mem_type, const void* data, uint64_t n) {

@@ -140,10 +140,7 @@ class File {
   // Whole 1-D datasets. read() checks the stored class and size match T.
   template <class T>
   std::vector<T> read(const std::string& name) const {
-    std::vector<T> out(readable(length(name), name));
-    read_raw(name, native_type<T>(), sizeof(T), std::is_signed_v<T> ? 1 : 0,
-             std::is_floating_point_v<T>, out.data(), out.size());
-    return out;
+    return read_checked<T>(name, nullptr);
   }
   template <class T>
   void write(const std::string& name, std::span<const T> values) {
@@ -158,10 +155,7 @@ class File {
   // stored class and size match T.
   template <class T>
   std::vector<T> read_shaped(const std::string& name, const std::vector<uint64_t>& expected) const {
-    std::vector<T> out(readable(require_shape(name, expected), name));
-    read_raw(name, native_type<T>(), sizeof(T), std::is_signed_v<T> ? 1 : 0,
-             std::is_floating_point_v<T>, out.data(), out.size());
-    return out;
+    return read_checked<T>(name, &expected);
   }
   // `values` holds the product of `shape` elements.
   template <class T>
@@ -222,18 +216,33 @@ class File {
  private:
   File(Handle handle, std::filesystem::path path)
       : handle_(std::move(handle)), path_(std::move(path)) {}
-  void read_raw(const std::string& name, hid_t mem_type, size_t size, int is_signed, bool is_float,
-                void* out, uint64_t n) const;
+  // A dataset opened for a whole read, and its number of elements once
+  // open_for_read() has checked them.
+  struct CheckedRead {
+    Handle dataset;
+    uint64_t elements = 0;
+  };
+  // Opens dataset `name` once and checks, before anything is allocated for
+  // it: its shape (`*expected`, or rank 1 where `expected` is null), its
+  // element type (this class, size and sign), and that its storage in the
+  // file can hold what it declares (check_declared_size()).
+  CheckedRead open_for_read(const std::string& name, const std::vector<uint64_t>* expected,
+                            size_t size, int is_signed, bool is_float) const;
+  void read_raw(const CheckedRead& read, const std::string& name, hid_t mem_type, void* out) const;
+  template <class T>
+  std::vector<T> read_checked(const std::string& name,
+                              const std::vector<uint64_t>* expected) const {
+    const CheckedRead read = open_for_read(name, expected, sizeof(T), std::is_signed_v<T> ? 1 : 0,
+                                           std::is_floating_point_v<T>);
+    std::vector<T> out(read.elements);
+    read_raw(read, name, native_type<T>(), out.data());
+    return out;
+  }
+  // The dimensions of an open dataset.
+  std::vector<uint64_t> shape_of(hid_t dataset, const std::string& name) const;
   void write_raw(const std::string& name, hid_t mem_type, const void* data, uint64_t n);
   void write_raw(const std::string& name, hid_t mem_type, const void* data,
                  const std::vector<uint64_t>& shape);
-  // Throws naming the dataset unless its shape is `expected`; returns the
-  // number of elements.
-  uint64_t require_shape(const std::string& name, const std::vector<uint64_t>& expected) const;
-  // `n`, the elements of dataset `name`, once its storage can hold them
-  // (check_declared_size(), in the file's element size): what a read may
-  // allocate.
-  uint64_t readable(uint64_t n, const std::string& name) const;
   // Throws naming the dataset where its data lies in other files (a virtual
   // dataset's sources, external storage); exists() refuses links to other
   // files. imgpack reads and maps only what its own file holds, and writes

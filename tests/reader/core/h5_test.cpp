@@ -250,13 +250,35 @@ TEST(H5File, CreatedFilesAreByteIdentical) {
   EXPECT_EQ(test::read_bytes(dir / "a.h5"), test::read_bytes(dir / "b.h5"));
 }
 
-// A string whose global-heap reference is damaged makes the read fail after
-// HDF5 has converted the strings before it. That is an Error naming the
-// dataset, and (checked by LeakSanitizer in the sanitizer build) the strings
-// already converted are freed, though HDF5 does not hand them back.
+// Where a file's variable-length strings point: the offset of its first
+// global heap collection, and the offset of each stored reference to it
+// (length u32, heap address u64, object index u32, little-endian), in file
+// order.
+struct StringReferences {
+  std::size_t heap = std::string::npos;
+  std::vector<std::size_t> references;
+};
+
+uint64_t u64_at(const std::string& bytes, std::size_t pos) {
+  uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = value << 8 | static_cast<uint8_t>(bytes[pos + i]);
+  return value;
+}
+
+StringReferences string_references(const std::string& bytes) {
+  StringReferences found;
+  found.heap = bytes.find("GCOL");
+  if (found.heap == std::string::npos) return found;
+  for (std::size_t pos = 0; pos + 16 <= found.heap; ++pos) {
+    if (u64_at(bytes, pos + 4) == found.heap) found.references.push_back(pos);
+  }
+  return found;
+}
+
 // A string that points into the middle of the file's heap collection: the
 // global heap check refuses it before HDF5 reads the strings (HDF5 itself
-// would fail part-way through the read, after converting the first three).
+// would fail part-way through the read, after converting the first three),
+// with an Error naming the dataset.
 TEST(H5File, AStringPointingInsideAHeapCollectionIsAnErrorNamingTheDataset) {
   test::TempDir dir;
   {
@@ -265,23 +287,12 @@ TEST(H5File, AStringPointingInsideAHeapCollectionIsAnErrorNamingTheDataset) {
     file.close();
   }
   std::string bytes = test::read_bytes(dir / "t.h5");
-  const std::size_t heap = bytes.find("GCOL");
+  const auto [heap, references] = string_references(bytes);
   ASSERT_NE(heap, std::string::npos);
-  // Each stored string is (length u32, heap address u64, object index u32),
-  // little-endian: find the five references to the heap, in file order.
-  auto u64_at = [&](std::size_t pos) {
-    uint64_t value = 0;
-    for (int i = 7; i >= 0; --i) value = value << 8 | static_cast<uint8_t>(bytes[pos + i]);
-    return value;
-  };
-  std::vector<std::size_t> references;
-  for (std::size_t pos = 0; pos + 16 <= heap; ++pos) {
-    if (u64_at(pos + 4) == heap) references.push_back(pos);
-  }
   ASSERT_EQ(references.size(), 5u);
   // The fourth points 8 bytes into the heap, where no collection starts.
   bytes[references[3] + 4] = static_cast<char>(static_cast<uint8_t>(bytes[references[3] + 4]) + 8);
-  ASSERT_EQ(u64_at(references[3] + 4), heap + 8);
+  ASSERT_EQ(u64_at(bytes, references[3] + 4), heap + 8);
   test::write_bytes(dir / "t.h5", bytes);
 
   File file = File::open_read(dir / "t.h5");
@@ -308,17 +319,8 @@ TEST(H5File, StringsSharingWhatTheyPointAtAreRefusedBeforeTheyTakeMemory) {
   }
   EXPECT_EQ(File::open_read(dir / "t.h5").read_strings("/names"), names);
   std::string bytes = test::read_bytes(dir / "t.h5");
-  const std::size_t heap = bytes.find("GCOL");
+  const auto [heap, references] = string_references(bytes);
   ASSERT_NE(heap, std::string::npos);
-  auto u64_at = [&](std::size_t pos) {
-    uint64_t value = 0;
-    for (int i = 7; i >= 0; --i) value = value << 8 | static_cast<uint8_t>(bytes[pos + i]);
-    return value;
-  };
-  std::vector<std::size_t> references;  // (length u32, heap address u64, index u32)
-  for (std::size_t pos = 0; pos + 16 <= heap; ++pos) {
-    if (u64_at(pos + 4) == heap) references.push_back(pos);
-  }
   ASSERT_EQ(references.size(), names.size());
   for (std::size_t i = 1; i < references.size(); ++i) {
     bytes.replace(references[i], 16, bytes, references[0], 16);
