@@ -20,6 +20,7 @@ const CLI::Validator& not_empty() {
 const CLI::Validator& dataset_directory() {
   static const CLI::Validator validator(
       [](const std::string& text) -> std::string {
+        if (text.empty()) return "an empty value";
         try {
           require_dataset_directory(text);
           return "";

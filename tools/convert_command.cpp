@@ -371,15 +371,19 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("SRC", args->src,
                   "Input directory: class folders below it, or the root that --csv paths are "
                   "relative to")
-      ->required();
-  cmd->add_option("OUT", args->out, "Output dataset directory (new or empty)")->required();
-  cmd->add_option("--size", args->size,
-                  "Output size N or WxH (default: the size all inputs share)");
+      ->required()
+      ->check(not_empty());
+  cmd->add_option("OUT", args->out, "Output dataset directory (new or empty)")
+      ->required()
+      ->check(not_empty());
+  cmd->add_option("--size", args->size, "Output size N or WxH (default: the size all inputs share)")
+      ->check(not_empty());
   cmd->add_option("--resize", args->resize, "crop: cover and centre-crop; stretch; pad: letterbox")
       ->check(CLI::IsMember({"crop", "stretch", "pad"}))
       ->capture_default_str();
   cmd->add_option("--fill", args->fill, "Fill for pad and alpha: V or R,G,B")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(not_empty());
   cmd->add_option("--color", args->color, "Output colour")
       ->check(CLI::IsMember({"rgb", "gray"}))
       ->capture_default_str();
@@ -391,54 +395,66 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("--csv", args->csv,
                   "Take the images from this CSV file (header row required; quoted fields, "
                   "CRLF and a BOM are fine) instead of walking SRC. A listed file that does not "
-                  "exist is skipped and reported; a path listed twice is an error");
+                  "exist is skipped and reported; a path listed twice is an error")
+      ->check(not_empty());
   cmd->add_option("--csv-path", args->csv_path,
                   "Column holding each image's path relative to SRC (absolute paths must lie "
                   "inside SRC), or a template built from columns, e.g. "
                   "'imgs/train/{classname}/{img}' for the State Farm driver list")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(not_empty());
   cmd->add_option("--csv-label", args->csv_label,
                   "Column naming each image's class (class ids: names sorted); an empty cell "
-                  "leaves the image unlabeled (-1)");
+                  "leaves the image unlabeled (-1)")
+      ->check(not_empty());
   cmd->add_option("--csv-group", args->csv_group,
                   "Column naming each image's group (driver, patient, ...); an empty cell is an "
-                  "error unless --group-missing ok");
+                  "error unless --group-missing ok")
+      ->check(not_empty());
   cmd->add_option("--csv-targets", args->csv_targets,
                   "Numeric target columns, comma-separated ('age,score'), stored per image as "
-                  "float32 [S, T] (/samples/targets; an empty cell is NaN, no value)");
+                  "float32 [S, T] (/samples/targets; an empty cell is NaN, no value)")
+      ->check(not_empty());
   cmd->add_option("--csv-multilabel", args->csv_multilabel,
                   "Column listing each image's classes of a multi-label task, separated by ';' "
                   "('cat;outdoor'), stored as a multi-hot uint8 [S, C] over every name used "
-                  "(/samples/multilabel, names sorted)");
+                  "(/samples/multilabel, names sorted)")
+      ->check(not_empty());
   cmd->add_option("--masks", args->masks,
                   "Segmentation masks: the mask of SRC/a/b.jpg is DIR/a/b.<png|tif|bmp|...>, a "
                   "label map (8-bit gray, palette PNG indices, 16-bit values up to 255) the size "
-                  "of its image; packed beside it with the same geometry (nearest neighbour)");
+                  "of its image; packed beside it with the same geometry (nearest neighbour)")
+      ->check(not_empty());
   cmd->add_option("--mask-suffix", args->mask_suffix,
                   "Text before a mask's extension: '_mask' for DIR/a/b_mask.png (DIR may then "
                   "be SRC itself)");
   cmd->add_option("--csv-mask", args->csv_mask,
                   "Column (or template, like --csv-path) holding each image's mask path, "
-                  "relative to --masks DIR, or to SRC without it");
+                  "relative to --masks DIR, or to SRC without it")
+      ->check(not_empty());
   cmd->add_option("--mask-fill", args->mask_fill,
                   "Label of mask areas outside the image (letterbox, fill=constant warps); "
                   "default 255");
   cmd->add_option("--mask-colors", args->mask_colors,
                   "CSV with columns r,g,b,label (and name) mapping the colours of RGB masks to "
-                  "labels");
+                  "labels")
+      ->check(not_empty());
   cmd->add_option("--mask-classes", args->mask_classes,
-                  "Text file naming the mask labels, one per line (line i names label i)");
+                  "Text file naming the mask labels, one per line (line i names label i)")
+      ->check(not_empty());
   cmd->add_option("--coco", args->coco,
                   "COCO-style JSON with the images' object boxes (bbox [x, y, w, h], iscrowd, "
                   "keypoints): each record stores its boxes moved with its geometry; the "
-                  "categories are the box classes. An image the file does not list is skipped");
+                  "categories are the box classes. An image the file does not list is skipped")
+      ->check(not_empty());
   cmd->add_flag("--yolo", args->yolo,
                 "Object boxes from YOLO label files beside the images (a/b.jpg: a/b.txt, lines "
                 "'class cx cy w h' normalised, pose keypoints 'x y v' after them); a missing "
                 "file means no objects");
   cmd->add_option("--yolo-names", args->yolo_names,
                   "With --yolo: the class names, one per line (default: SRC/classes.txt, else "
-                  "the ids)");
+                  "the ids)")
+      ->check(not_empty());
   cmd->add_option("--yolo-keypoints", args->yolo_keypoints,
                   "With --yolo: the keypoint names of pose labels, comma-separated");
   cmd->add_option("--box-min-visible", args->box_min_visible,
@@ -447,11 +463,13 @@ void add_convert_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--keypoint-flip-map", args->keypoint_flip_map,
                   "Keypoints that swap under a horizontal flip, 'a:b,c:d' (names or indices); "
-                  "'none': no swap; default: names that differ only by left/right");
+                  "'none': no swap; default: names that differ only by left/right")
+      ->check(not_empty());
   cmd->add_option("--group-regex", args->group_regex,
                   "ECMAScript regex searched in each path relative to SRC (class folder "
                   "included); its first capture names the group, e.g. '([^/_]+)_[^/]*$' for "
-                  "c0/p021_img_1.jpg");
+                  "c0/p021_img_1.jpg")
+      ->check(not_empty());
   cmd->add_option("--group-missing", args->group_missing,
                   "A path the group regex does not match, or an empty --csv-group cell: error, "
                   "or ok (group -1)")
@@ -460,7 +478,8 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("--variants", args->variants, "Records per image: 1 clean + K-1 augmented")
       ->capture_default_str();
   cmd->add_option("--augment", args->augment,
-                  "Augmentation for variants 1..K-1: comma-separated keys, listed below");
+                  "Augmentation for variants 1..K-1: comma-separated keys, listed below")
+      ->check(not_empty());
   cmd->add_option("--shard-size", args->shard_size, "Most pixel bytes per shard (K/M/G suffixes)")
       ->capture_default_str();
   cmd->add_option("--threads", args->threads, "Worker threads (0 = all cores)")
@@ -502,7 +521,8 @@ void add_convert_command(CLI::App& app, Action& action) {
       ->allow_extra_args(false);
   cmd->add_option("--part", args->part,
                   "Convert only part I of N (0 <= I < N; a hash of each path picks its part) "
-                  "into OUT/parts/I-of-N/; 'imgpack merge OUT' joins the N parts");
+                  "into OUT/parts/I-of-N/; 'imgpack merge OUT' joins the N parts")
+      ->check(not_empty());
   cmd->add_flag("--append", args->append,
                 "Add the inputs of SRC that the dataset in OUT does not hold yet, with its own "
                 "options, into new shards; its splits extend over them");
@@ -512,7 +532,8 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("--files", args->files,
                   "With --append to a dataset converted from a folder: consider only the inputs "
                   "this text file lists (one path per line, relative to SRC, as `find . -type f "
-                  "-newer STAMP` prints them inside SRC) instead of walking SRC");
+                  "-newer STAMP` prints them inside SRC) instead of walking SRC")
+      ->check(not_empty());
   cmd->add_flag("--quiet,-q", args->quiet, "No progress output");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->footer(

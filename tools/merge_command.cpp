@@ -51,7 +51,9 @@ void add_merge_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "merge",
       "Join the parts that 'convert --part I/N' wrote into OUT/parts/ into one dataset in OUT");
-  cmd->add_option("OUT", args->out, "The OUT the parts were converted into")->required();
+  cmd->add_option("OUT", args->out, "The OUT the parts were converted into")
+      ->required()
+      ->check(not_empty());
   cmd->add_option("--threads", args->threads,
                   "Threads checking the parts' records (default: all cores)");
   cmd->add_flag("--quiet,-q", args->quiet, "No summary line");

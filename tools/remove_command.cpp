@@ -60,9 +60,13 @@ void add_remove_command(CLI::App& app, Action& action) {
       ->check(dataset_directory());
   cmd->add_option("--paths", args->paths,
                   "Text file of the paths to remove, one per line, as the dataset names them "
-                  "(relative to the converted folder; '#' starts a comment line)");
-  cmd->add_option("--csv", args->csv, "CSV file whose --csv-path column names the paths");
-  cmd->add_option("--csv-path", args->csv_path, "The --csv column of paths")->capture_default_str();
+                  "(relative to the converted folder; '#' starts a comment line)")
+      ->check(not_empty());
+  cmd->add_option("--csv", args->csv, "CSV file whose --csv-path column names the paths")
+      ->check(not_empty());
+  cmd->add_option("--csv-path", args->csv_path, "The --csv column of paths")
+      ->capture_default_str()
+      ->check(not_empty());
   cmd->add_flag("--quiet,-q", args->quiet, "No summary line");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->footer(

@@ -47,14 +47,15 @@ void add_sample_data_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<SampleDataArgs>();
   CLI::App* cmd = app.add_subcommand(
       "sample-data", "Generate a labeled, grouped directory of JPEG and PNG images for demos");
-  cmd->add_option("OUT", args->out, "Directory to write")->required();
+  cmd->add_option("OUT", args->out, "Directory to write")->required()->check(not_empty());
   cmd->add_option("--classes", args->options.classes, "Number of classes")->capture_default_str();
   cmd->add_option("--groups", args->options.groups, "Number of groups (backgrounds)")
       ->capture_default_str();
   cmd->add_option("--per-class", args->options.per_class, "Images per class")
       ->capture_default_str();
   cmd->add_option("--size", args->size, "Typical image size WxH (each varies by +-25%)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(not_empty());
   cmd->add_option("--seed", args->options.seed, "Seed")
       ->check(whole_number())
       ->capture_default_str();

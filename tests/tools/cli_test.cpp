@@ -195,6 +195,17 @@ TEST_F(Cli, UsageErrorsExitTwoWithAOneLineReason) {
       {"split " + q(dir_ / "src") + " --name ''", "--name: an empty value"},
       {"split " + q(dir_ / "src") + " --export ''", "--export: an empty value"},
       {"preview " + q(dir_ / "src") + " --out ''", "--out: an empty value"},
+      // A script's unset variable: no conversion that is not in parts, no
+      // target columns silently left out, no folder named "".
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o17") + " --size 8 --part ''",
+       "--part: an empty value"},
+      {"convert " + q(dir_ / "src") + " " + q(dir_ / "o18") + " --size 8 --csv-targets ''",
+       "--csv-targets: an empty value"},
+      {"convert " + q(dir_ / "src") + " '' --size 8", "OUT: an empty value"},
+      {"convert '' " + q(dir_ / "o19") + " --size 8", "SRC: an empty value"},
+      {"merge ''", "OUT: an empty value"},
+      {"inspect ''", "DATASET: an empty value"},
+      {"remove " + q(dir_ / "src") + " --paths ''", "--paths: an empty value"},
       // Sample data never writes into a folder holding files.
       {"sample-data " + q(dir_ / "src"), "not empty"},
       {"sample-data " + q(dir_ / "s2") + " --size 8x8", "between 16 and 8192"},
