@@ -11,8 +11,10 @@ augmented variant per image per epoch when the dataset stores variants) in a
 new seeded order every epoch; evaluation reads fold F's validation part. The
 loader converts the images to normalized float32 NCHW, on the GPU with
 --device cuda (the batches arrive as CUDA tensors: no host copy, no upload in
-the training loop). Prints one line per epoch and the validation accuracy;
-exits 1 when it is below --min-accuracy.
+the training loop). Unlabeled images (label -1) are left out of the loss and
+the accuracy. Prints one line per epoch and the validation accuracy; exits 1
+when it is below --min-accuracy or imgpack refuses the dataset, 2 on an
+argument that does not fit it (a split or fold it lacks, no classes).
 
     bash scripts/build                     # builds the module into build/python
     build/tools/imgpack sample-data images/ --classes 4 --groups 8 --per-class 50
@@ -41,17 +43,27 @@ def small_cnn(channels, classes):
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes))
 
 
+UNLABELED = -1
+
+
 def tensors(batch, device):
     """The batch's images and labels as torch tensors on `device`, padding left out.
 
     images: a zero-copy view of the loader's slot (a CUDA tensor for device
     batches, ordered after the upload on the current stream); labels: int32 in
-    host memory, widened to int64 for the loss."""
+    host memory, widened to int64 for the loss (UNLABELED where an image has
+    no class)."""
     keep = len(batch) - batch.padding
     images = torch.from_dlpack(batch.images)[:keep]
     labels = torch.from_dlpack(batch.labels)[:keep].to(device, dtype=torch.int64,
                                                        non_blocking=True)
     return images, labels
+
+
+def scored(logits, labels):
+    """(correct predictions, labeled images) of a batch: unlabeled images count in neither."""
+    labeled = labels != UNLABELED
+    return int(((logits.argmax(1) == labels) & labeled).sum()), int(labeled.sum())
 
 
 def evaluate(model, loader, device):
@@ -60,12 +72,28 @@ def evaluate(model, loader, device):
     with torch.no_grad():
         for batch in loader:
             images, labels = tensors(batch, device)
-            correct += int((model(images).argmax(1) == labels).sum())
-            total += labels.shape[0]
+            right, labeled = scored(model(images), labels)
+            correct += right
+            total += labeled
     return correct / total if total else 0.0, total
 
 
+class Refused(Exception):
+    """An argument the dataset cannot serve (exit 2)."""
+
+
 def main():
+    try:
+        return train()
+    except (Refused, ValueError) as e:  # ValueError: a split or fold the dataset lacks
+        print("train_torch.py: %s" % e, file=sys.stderr)
+        return 2
+    except imgpack.Error as e:  # a missing or damaged dataset, no CUDA device
+        print("train_torch.py: %s" % e, file=sys.stderr)
+        return 1
+
+
+def train():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset")
     parser.add_argument("--split", default="cv5")
@@ -84,6 +112,9 @@ def main():
     dataset = imgpack.Dataset(args.dataset)
     height, width, channels = dataset.shape
     classes = len(dataset.classes)
+    if classes == 0:
+        raise Refused("%s has no classes (converted with --labels none?): nothing to train a "
+                      "classifier on" % args.dataset)
     common = dict(split=args.split, fold=args.fold, batch_size=args.batch_size,
                   threads=args.threads, device=device, output="float32",
                   mean=MEAN[:channels], std=STD[:channels])
@@ -95,7 +126,7 @@ def main():
 
     model = small_cnn(channels, classes).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    loss_fn = nn.CrossEntropyLoss()
+    loss_fn = nn.CrossEntropyLoss(ignore_index=UNLABELED)
     for epoch in range(args.epochs):
         start = time.perf_counter()
         train.set_epoch(epoch)  # a new seeded order (and augmented variant) per epoch
@@ -104,13 +135,19 @@ def main():
         for batch in train:
             images, labels = tensors(batch, device)
             logits = model(images)
+            right, labeled = scored(logits, labels)
+            if labeled == 0:
+                continue  # the loss over no labeled image is not a number
             loss = loss_fn(logits, labels)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            loss_sum += float(loss) * labels.shape[0]
-            correct += int((logits.argmax(1) == labels).sum())
-            seen += labels.shape[0]
+            loss_sum += float(loss) * labeled
+            correct += right
+            seen += labeled
+        if seen == 0:
+            raise Refused("fold %d of %s holds no labeled training image" % (args.fold,
+                                                                            args.split))
         accuracy, _ = evaluate(model, val, device)
         print("epoch %d: loss %.3f, train accuracy %.3f, validation accuracy %.3f, %.1f s" % (
             epoch, loss_sum / seen, correct / seen, accuracy, time.perf_counter() - start),
@@ -118,7 +155,7 @@ def main():
 
     accuracy, total = evaluate(model, val, device)
     stats = train.stats()
-    print("validation accuracy %.3f on %d images (chance %.3f); training loader starvation "
+    print("validation accuracy %.3f on %d labeled images (chance %.3f); training loader starvation "
           "%.1f%% (%.0f images/s delivered)" % (
               accuracy, total, 1.0 / classes, 100 * stats["starvation"],
               stats["images"] / stats["consumer_seconds"] if stats["consumer_seconds"] else 0))
