@@ -65,7 +65,7 @@ void add_sample_data_command(CLI::App& app, Action& action) {
   cmd->add_flag("--boxes", args->options.boxes,
                 "Also write each image's YOLO label beside it (the shape's exact box and two "
                 "keypoints, left and right) and the class names to OUT/classes.txt: convert with "
-                "--yolo --yolo-keypoints left,right");
+                "--size N --yolo --yolo-keypoints left,right");
   cmd->add_flag("--json", args->json, "Print a JSON summary on stdout");
   cmd->add_flag("--quiet,-q", args->quiet, "No summary line");
   cmd->callback([args, &action] { action = [args] { return run_sample_data(*args); }; });

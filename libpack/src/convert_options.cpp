@@ -276,8 +276,19 @@ ConvertOptions ConvertOptions::from_json(const std::string& text) {
                              ? parse_dct_scales(j.at("dct_scales").get<std::string>())
                              : DctScales::eighths;
   } catch (const json::exception& e) {
+    // e.what() is "[json.exception.KIND.ID] text": the text alone reads as
+    // one of ours, and a missing key is said so once.
+    constexpr int kKeyNotFound = 403;
+    if (e.id == kKeyNotFound && *key != '\0') {
+      throw Error(std::string("conversion options: key '") + key + "' is missing");
+    }
+    std::string reason = e.what();
+    if (const std::size_t end = reason.find("] "); reason.starts_with("[json.") &&
+                                                   end != std::string::npos) {
+      reason.erase(0, end + 2);
+    }
     throw Error(std::string("conversion options: ") +
-                (*key != '\0' ? std::string("key '") + key + "': " : std::string()) + e.what());
+                (*key != '\0' ? std::string("key '") + key + "': " : std::string()) + reason);
   } catch (const UsageError& e) {  // a name no option has (parse_resize_mode, ...)
     throw Error(std::string("conversion options: key '") + key + "': " + e.what());
   }

@@ -152,6 +152,21 @@ TEST(ConvertOptions, FromJsonRefusesWhatIsNotStoredOptionsNamingTheKey) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("resize"), std::string::npos) << e.what();
   }
+  // A key the options need, missing (options written by another program):
+  // said once, in our words, not nlohmann's "[json.exception...]".
+  const auto error_of = [](const std::string& text) {
+    try {
+      ConvertOptions::from_json(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(error_of(R"({"seed": 1})"), "conversion options: key 'width' is missing");
+  const std::string wrong_type = error_of(R"({"width": null, "height": null, "resize": 3})");
+  EXPECT_EQ(wrong_type.find("json.exception"), std::string::npos) << wrong_type;
+  EXPECT_NE(wrong_type.find("key 'resize': type must be string"), std::string::npos)
+      << wrong_type;
 }
 
 }  // namespace

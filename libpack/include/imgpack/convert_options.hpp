@@ -177,8 +177,9 @@ struct ConvertOptions {
   BoxOptions boxes;
 
   // Records per image: variant 0 is the clean resized image, variants
-  // 1..K-1 are augmented as `augment` says (parse_augment_spec() in
-  // augment.hpp lists the keys). K > 1 needs a spec and a spec needs K > 1.
+  // 1..K-1 are augmented as `augment` says (the `--augment` text, e.g.
+  // "hflip,rotate=15"; README's Augmentation section lists the keys). K > 1
+  // needs a spec and a spec needs K > 1.
   uint32_t variants = 1;
   std::string augment;  // spec; empty = none
 

@@ -74,6 +74,11 @@ void DatasetIndex::validate(const std::string& where) const {
          std::to_string(channels));
   }
   if (variants == 0) fail("variants is 0");
+  if (color != (channels == 1 ? "gray" : "rgb")) {
+    fail("color '" + color + "' with " + std::to_string(channels) +
+         (channels == 1 ? " channel" : " channels") + ", expected '" +
+         (channels == 1 ? "gray" : "rgb") + "'");
+  }
   if (!masks && !mask_class_names.empty()) fail("mask class names without masks");
   const std::size_t s = num_samples();
   if (sample_label.size() != s || sample_group.size() != s) {

@@ -384,7 +384,20 @@ void File::check_element_type(hid_t dataset, const std::string& name, size_t siz
                      : cls == H5T_INTEGER &&
                            H5Tget_sign(type.get()) == (is_signed ? H5T_SGN_2 : H5T_SGN_NONE);
   if (!ok || H5Tget_size(type.get()) != size) {
-    throw Error(path_.string() + ": " + name + " has an unexpected element type");
+    const auto bits = [](size_t bytes) { return std::to_string(bytes * 8); };
+    const auto stored = [&]() -> std::string {
+      const size_t bytes = H5Tget_size(type.get());
+      if (cls == H5T_FLOAT) return "float" + bits(bytes);
+      if (cls == H5T_INTEGER) {
+        return (H5Tget_sign(type.get()) == H5T_SGN_NONE ? "uint" : "int") + bits(bytes);
+      }
+      if (cls == H5T_STRING) return "strings";
+      return "another kind of element (HDF5 class " + std::to_string(static_cast<int>(cls)) + ")";
+    };
+    const std::string expected =
+        is_float ? "float" + bits(size) : (is_signed != 0 ? "int" : "uint") + bits(size);
+    throw Error(path_.string() + ": " + name + " has an unexpected element type: " + stored() +
+                ", expected " + expected);
   }
 }
 

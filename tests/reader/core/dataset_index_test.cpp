@@ -170,6 +170,17 @@ TEST(DatasetIndex, ValidateRejectsInconsistentTables) {
   bad = small_index();
   bad.channels = 2;
   expect_invalid(bad, "invalid image shape");
+  // The colour says what the channels hold: "gray" on three channels (or a
+  // name no converter writes) would leave a reader guessing.
+  bad = small_index();
+  bad.color = "gray";
+  expect_invalid(bad, "color 'gray' with 3 channels, expected 'rgb'");
+  bad = small_index();
+  bad.color = "bgr";
+  expect_invalid(bad, "color 'bgr' with 3 channels");
+  bad = small_index();
+  bad.channels = 1;
+  expect_invalid(bad, "color 'rgb' with 1 channel, expected 'gray'");
 }
 
 // Rewrites the elements of the string table `name` of DIR/index.h5 in place,

@@ -250,6 +250,30 @@ TEST(H5File, CreatedFilesAreByteIdentical) {
   EXPECT_EQ(test::read_bytes(dir / "a.h5"), test::read_bytes(dir / "b.h5"));
 }
 
+// A table of another element type is named with what it holds and what was
+// expected, so that a program writing the format sees what to change.
+TEST(H5File, AnElementTypeOtherThanReadIsNamedWithTheExpectedOne) {
+  test::TempDir dir;
+  {
+    File file = File::create(dir / "t.h5");
+    file.write<int64_t>("/labels", std::vector<int64_t>{1, 2, 3});
+    file.write<float>("/scores", std::vector<float>{1.0F});
+    file.write_strings("/names", {"a"});
+    file.close();
+  }
+  const File file = File::open_read(dir / "t.h5");
+  EXPECT_NE(error_of([&] { file.read<int32_t>("/labels"); })
+                .find("t.h5: /labels has an unexpected element type: int64, expected int32"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { file.read<uint64_t>("/scores"); })
+                .find("/scores has an unexpected element type: float32, expected uint64"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { file.read<double>("/names"); })
+                .find("/names has an unexpected element type: strings, expected float64"),
+            std::string::npos);
+  EXPECT_EQ(file.read<int64_t>("/labels"), (std::vector<int64_t>{1, 2, 3}));
+}
+
 // Where a file's variable-length strings point: the offset of its first
 // global heap collection, and the offset of each stored reference to it
 // (length u32, heap address u64, object index u32, little-endian), in file
