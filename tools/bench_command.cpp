@@ -192,6 +192,12 @@ void print_result_json(const Dataset& dataset, const BenchArgs& a, const Device&
   j["output"] = a.output;
   j["order"] = a.order;
   j["sampling"] = a.sampling;
+  if (a.crop.empty()) {
+    j["crop"] = nullptr;
+  } else {
+    j["crop"] = a.crop;
+  }
+  j["hflip"] = a.hflip;
   j["prefetch"] = a.prefetch;
   j["epochs"] = a.epochs;
   j["measure_seconds"] = a.measure_seconds;
@@ -294,9 +300,11 @@ void print_result_text(const Dataset& dataset, const BenchArgs& a, const Device&
             << (a.split.empty() ? "all samples"
                                 : a.split + " fold " + std::to_string(a.fold) + " " + a.role)
             << ", " << a.order << " order"
-            << (a.sampling == "uniform" ? "" : ", " + a.sampling + " sampling") << ", batch "
-            << a.batch << ", prefetch " << a.prefetch << ", " << device.name() << ", " << a.output
-            << " output" << (a.step_ms > 0 ? ", step " + fixed(a.step_ms, 1) + " ms" : "") << "\n";
+            << (a.sampling == "uniform" ? "" : ", " + a.sampling + " sampling")
+            << (a.crop.empty() ? "" : ", crop " + a.crop)
+            << (a.hflip > 0 ? ", flip " + fixed(a.hflip, 2) : "") << ", batch " << a.batch
+            << ", prefetch " << a.prefetch << ", " << device.name() << ", " << a.output << " output"
+            << (a.step_ms > 0 ? ", step " + fixed(a.step_ms, 1) + " ms" : "") << "\n";
   std::cout << "  memcpy    " << fixed(r.memcpy_bps / 1e9, 2) << " GB/s (" << a.memcpy_threads
             << " threads, same bytes, same run" << (r.storage ? ", page-cached" : "") << ")\n";
   if (r.storage) print_storage(r);

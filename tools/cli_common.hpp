@@ -61,6 +61,9 @@ void print_json(const nlohmann::ordered_json& value);
 // "1.5 GiB", "320 KiB", "12 B"
 std::string human_bytes(uint64_t bytes);
 
+// "1 shard", "2 shards": `count` and `noun`, plural by an added "s".
+std::string counted(uint64_t count, const std::string& noun);
+
 // `value` with `digits` digits after the point (printf's %.*f).
 std::string fixed(double value, int digits);
 

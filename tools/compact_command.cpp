@@ -38,24 +38,23 @@ int run_compact(const CompactArgs& args) {
     line += "nothing to compact (generation " + std::to_string(result.generation) + ")";
   } else {
     line += "generation " + std::to_string(result.generation) + ": dropped " +
-            std::to_string(result.records_dropped) + " records of removed images; " +
-            std::to_string(result.shards_rewritten) + " shards rewritten (" +
+            counted(result.records_dropped, "record") + " of removed images; " +
+            counted(result.shards_rewritten, "shard") + " rewritten (" +
             std::to_string(result.shards_moved) +
             " of them moved into the place of a dropped one), " +
             std::to_string(result.shards_dropped) + " dropped";
   }
   if (result.leftovers_removed.files > 0) {
-    line += "; removed " + std::to_string(result.leftovers_removed.files) +
-            " shard files no generation uses any more (" +
-            human_bytes(result.leftovers_removed.bytes) + ")";
+    line += "; removed " + counted(result.leftovers_removed.files, "shard file") +
+            " no generation uses any more (" + human_bytes(result.leftovers_removed.bytes) + ")";
   }
   std::fprintf(stderr, "%s\n", line.c_str());
   if (result.replaced.files > 0) {
     std::fprintf(stderr,
-                 "%s: the %llu replaced shard files (%s) stay for readers opened before; the "
+                 "%s: the replaced shard files (%s, %s) stay for readers opened before; the "
                  "dataset's next change removes them (imgpack compact again, once those "
                  "readers are done)\n",
-                 args.dataset.c_str(), static_cast<unsigned long long>(result.replaced.files),
+                 args.dataset.c_str(), counted(result.replaced.files, "file").c_str(),
                  human_bytes(result.replaced.bytes).c_str());
   }
   return kExitOk;

@@ -296,7 +296,8 @@ int run_convert(const ConvertArgs& args) {
   ConvertResult result = convert(
       options, [&](const ConvertProgress& p) { progress.update(p.done, p.total, p.skipped); });
   if (result.already_complete) {
-    if (!args.quiet && !args.json) {
+    // A part whose parts are merged already says so in its resume note.
+    if (!args.quiet && !args.json && result.resume_notes.empty()) {
       std::fprintf(stderr, "%s: already complete (%llu records); nothing to resume\n",
                    args.out.c_str(), static_cast<unsigned long long>(result.records));
     }
@@ -346,7 +347,7 @@ int run_convert(const ConvertArgs& args) {
     }
     j["out"] = args.out;
     print_json(j);
-  } else if (!args.quiet) {
+  } else if (!args.quiet && !result.already_complete) {
     std::fprintf(stderr, "%s: %llu records from %llu images (%ux%ux%u) in %llu shard%s, %.1f s",
                  args.out.c_str(), static_cast<unsigned long long>(result.records),
                  static_cast<unsigned long long>(result.samples), result.width, result.height,

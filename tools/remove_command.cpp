@@ -39,11 +39,11 @@ int run_remove(const RemoveArgs& args) {
     print_json(j);
   } else if (!args.quiet) {
     std::fprintf(stderr,
-                 "%s: generation %llu: removed %llu samples (%llu listed were removed before), "
-                 "%llu remain\n",
+                 "%s: generation %llu: removed %s (%llu listed %s removed before), %llu remain\n",
                  args.dataset.c_str(), static_cast<unsigned long long>(result.generation),
-                 static_cast<unsigned long long>(result.removed),
+                 counted(result.removed, "sample").c_str(),
                  static_cast<unsigned long long>(result.already_removed),
+                 result.already_removed == 1 ? "was" : "were",
                  static_cast<unsigned long long>(result.remaining));
   }
   return kExitOk;

@@ -283,8 +283,8 @@ ConvertOptions ConvertOptions::from_json(const std::string& text) {
       throw Error(std::string("conversion options: key '") + key + "' is missing");
     }
     std::string reason = e.what();
-    if (const std::size_t end = reason.find("] "); reason.starts_with("[json.") &&
-                                                   end != std::string::npos) {
+    if (const std::size_t end = reason.find("] ");
+        reason.starts_with("[json.") && end != std::string::npos) {
       reason.erase(0, end + 2);
     }
     throw Error(std::string("conversion options: ") +

@@ -236,6 +236,14 @@ TEST_F(BenchCommandTest, CropDeliversWindows) {
   const double bytes_per_image =
       cropped["gb_per_s"].get<double>() * 1e9 / cropped["images_per_s"].get<double>();
   EXPECT_NEAR(bytes_per_image, 16 * 16 * 3, 1);
+  // What was measured says so, in JSON and in the text.
+  EXPECT_EQ(cropped["crop"], "16");
+  EXPECT_EQ(cropped["hflip"], 0.5);
+  EXPECT_TRUE(whole["crop"].is_null());
+  EXPECT_EQ(whole["hflip"], 0.0);
+  r = bench(shell_quote(dataset_) + " --batch 8 --epochs 1 --crop 16 --flip 0.5 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(", crop 16, flip 0.50, batch 8"), std::string::npos) << r.out;
   EXPECT_EQ(bench(shell_quote(dataset_) + " --crop 64").exit_code, 2);
   EXPECT_EQ(bench(shell_quote(dataset_) + " --flip 2").exit_code, 2);
 }

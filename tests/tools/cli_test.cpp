@@ -204,6 +204,7 @@ TEST_F(Cli, UsageErrorsExitTwoWithAOneLineReason) {
       {"convert " + q(dir_ / "src") + " '' --size 8", "OUT: an empty value"},
       {"convert '' " + q(dir_ / "o19") + " --size 8", "SRC: an empty value"},
       {"merge ''", "OUT: an empty value"},
+      {"merge " + q(dir_ / "none"), "none: no such directory"},
       {"inspect ''", "DATASET: an empty value"},
       {"remove " + q(dir_ / "src") + " --paths ''", "--paths: an empty value"},
       // Sample data never writes into a folder holding files.

@@ -125,6 +125,9 @@ TEST_F(MergeCli, TasksRunAgainAfterTheMergeConvertNothing) {
                                                    "imgpack merge OUT finishes it"),
                 std::string::npos)
           << again.err;
+      // That note alone: no "already complete (0 records)", no summary of
+      // 0 records converted.
+      EXPECT_EQ(again.err.find("0 records"), std::string::npos) << again.err;
     }
     EXPECT_EQ(test::directory_snapshot(out), before) << "a task wrote into the merged OUT";
     auto merged = test::run_imgpack("merge " + q(out) + " --json");

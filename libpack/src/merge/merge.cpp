@@ -286,7 +286,12 @@ std::string parts_merged_into(const fs::path& out, const std::string& uuid) {
 MergeResult merge(const MergeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const fs::path& out = options.out;
-  if (!fs::is_directory(out)) throw UsageError(out.string() + ": not a directory");
+  if (!fs::is_directory(out)) {
+    std::error_code ec;
+    throw UsageError(out.string() + (fs::exists(fs::symlink_status(out, ec))
+                                         ? ": not a directory"
+                                         : ": no such directory"));
+  }
   std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
   if (!lock) {
     throw UsageError(out.string() + ": another merge, conversion or split is writing to it now");
