@@ -165,8 +165,7 @@ TEST(ConvertOptions, FromJsonRefusesWhatIsNotStoredOptionsNamingTheKey) {
   EXPECT_EQ(error_of(R"({"seed": 1})"), "conversion options: key 'width' is missing");
   const std::string wrong_type = error_of(R"({"width": null, "height": null, "resize": 3})");
   EXPECT_EQ(wrong_type.find("json.exception"), std::string::npos) << wrong_type;
-  EXPECT_NE(wrong_type.find("key 'resize': type must be string"), std::string::npos)
-      << wrong_type;
+  EXPECT_NE(wrong_type.find("key 'resize': type must be string"), std::string::npos) << wrong_type;
 }
 
 }  // namespace

@@ -262,14 +262,17 @@ TEST(H5File, AnElementTypeOtherThanReadIsNamedWithTheExpectedOne) {
     file.close();
   }
   const File file = File::open_read(dir / "t.h5");
-  EXPECT_NE(error_of([&] { file.read<int32_t>("/labels"); })
-                .find("t.h5: /labels has an unexpected element type: int64, expected int32"),
+  EXPECT_NE(error_of([&] {
+              file.read<int32_t>("/labels");
+            }).find("t.h5: /labels has an unexpected element type: int64, expected int32"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { file.read<uint64_t>("/scores"); })
-                .find("/scores has an unexpected element type: float32, expected uint64"),
+  EXPECT_NE(error_of([&] {
+              file.read<uint64_t>("/scores");
+            }).find("/scores has an unexpected element type: float32, expected uint64"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { file.read<double>("/names"); })
-                .find("/names has an unexpected element type: strings, expected float64"),
+  EXPECT_NE(error_of([&] {
+              file.read<double>("/names");
+            }).find("/names has an unexpected element type: strings, expected float64"),
             std::string::npos);
   EXPECT_EQ(file.read<int64_t>("/labels"), (std::vector<int64_t>{1, 2, 3}));
 }
