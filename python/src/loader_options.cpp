@@ -44,8 +44,11 @@ T integer(const py::object& value, const char* name, T low = std::numeric_limits
   const bool too_low = number < py::int_(low);
   const bool too_high = number > py::int_(high);
   if (too_low || too_high) {
-    throw UsageError(std::string(name) + " must be between " + std::to_string(low) + " and " +
-                     std::to_string(high) + ", not " +
+    const std::string range =
+        high == std::numeric_limits<T>::max()
+            ? "at least " + std::to_string(low)
+            : "between " + std::to_string(low) + " and " + std::to_string(high);
+    throw UsageError(std::string(name) + " must be " + range + ", not " +
                      std::string(py::str(static_cast<const py::object&>(number))));
   }
   return number.cast<T>();

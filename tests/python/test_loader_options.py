@@ -8,11 +8,11 @@ import imgpack
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(batch_size=0), "batch_size"),
+    (dict(batch_size=0), "batch_size must be at least 1, not 0"),
     (dict(batch_size=-3), "batch_size"),
     (dict(threads=-1), "threads"),
     (dict(threads=5000), "threads"),
-    (dict(prefetch=0), "prefetch"),
+    (dict(prefetch=0), "prefetch must be between 1 and 4096, not 0"),
     (dict(seed=-1), "seed"),
     (dict(seed=2**64), "seed"),
     (dict(world_size=0), "world_size"),
