@@ -363,7 +363,12 @@ File::CheckedRead File::open_for_read(const std::string& name,
                 ", expected 1");
   }
   read.elements = 1;
-  for (uint64_t d : dims) read.elements *= d;
+  for (uint64_t d : dims) {
+    if (d != 0 && read.elements > UINT64_MAX / d) {
+      throw Error(path_.string() + ": " + name + " declares more elements than 64 bits count");
+    }
+    read.elements *= d;
+  }
   check_element_type(read.dataset.get(), name, size, is_signed, is_float);
   if (read.elements > 0) check_declared_size(read.dataset.get(), name, read.elements, size);
   return read;

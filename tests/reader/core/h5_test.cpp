@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -275,6 +276,29 @@ TEST(H5File, AnElementTypeOtherThanReadIsNamedWithTheExpectedOne) {
             }).find("/names has an unexpected element type: strings, expected float64"),
             std::string::npos);
   EXPECT_EQ(file.read<int64_t>("/labels"), (std::vector<int64_t>{1, 2, 3}));
+}
+
+// A chunked dataset may declare dimensions whose product passes 64 bits (its
+// chunks are never written): refused, not read as the wrapped count (0 here).
+TEST(H5File, DimensionsWhoseProductPasses64BitsAreRefused) {
+  test::TempDir dir;
+  constexpr hsize_t kSide = hsize_t{1} << 32U;
+  {
+    File file = File::create(dir / "t.h5");
+    const std::array<hsize_t, 2> dims = {kSide, kSide};
+    const std::array<hsize_t, 2> chunk = {1, 1};
+    Handle space(H5Screate_simple(2, dims.data(), nullptr));
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    ASSERT_GE(H5Pset_chunk(dcpl.get(), 2, chunk.data()), 0);
+    Handle dataset(H5Dcreate2(file.id(), "/x", H5T_STD_U8LE, space.get(), H5P_DEFAULT, dcpl.get(),
+                              H5P_DEFAULT));
+    ASSERT_GE(dataset.get(), 0);
+  }
+  const File file = File::open_read(dir / "t.h5");
+  EXPECT_NE(error_of([&] {
+              file.read_shaped<uint8_t>("/x", {kSide, kSide});
+            }).find("t.h5: /x declares more elements than 64 bits count"),
+            std::string::npos);
 }
 
 // Where a file's variable-length strings point: the offset of its first
