@@ -315,8 +315,12 @@ int run_extend(const SplitArgs& args) {
     print_json(j);
   } else {
     if (!args.quiet) {
-      std::cerr << args.import_file << ": " << extended.listed << " samples kept their folds, "
-                << extended.placed << " added since placed\n";
+      uint64_t removed = 0;  // among the listed ones: in no fold now
+      for (uint64_t s = 0; s < extended.listed; ++s) removed += index.is_removed(s) ? 1 : 0;
+      std::cerr << args.import_file << ": " << extended.listed - removed
+                << " samples kept their folds"
+                << (removed > 0 ? " (" + std::to_string(removed) + " more removed since)" : "")
+                << ", " << extended.placed << " added since placed\n";
     }
     print_split(std::cout, index, stored, true);
   }

@@ -316,6 +316,20 @@ TEST_F(AppendCli, SplitExtendTakesAnExportOfAnEarlierGeneration) {
   }
   EXPECT_GT(new_in_old_groups, 0u);
 
+  // A sample the export lists, removed since, keeps no fold, and the count
+  // of those that kept theirs leaves it out.
+  test::write_bytes(dir_ / "gone.txt", index.sample_path[0] + "\n");
+  ASSERT_EQ(
+      test::run_imgpack("remove " + q(out) + " --paths " + q(dir_ / "gone.txt") + " -q").exit_code,
+      0);
+  r = test::run_imgpack("split " + q(out) + " --extend third --import " + q(earlier));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(old_samples - 1) +
+                       " samples kept their folds (1 more removed since)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_index(out).find_split("third")->assign[0], -2);
+
   // An export that lacks samples the dataset held when it was made is no
   // earlier generation.
   std::string text = test::read_bytes(earlier);
