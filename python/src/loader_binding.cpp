@@ -524,8 +524,8 @@ Errors: imgpack.Error (a RuntimeError) naming the file and record for
 damaged data; ValueError for invalid arguments or an unknown split.
 Threads: use a Loader from one thread at a time; Batches, Arrays and
 tensors may be used and dropped anywhere. close() (or leaving a `with`
-block, or dropping the loader) stops the reader threads promptly; batches
-already taken stay valid.
+block, or dropping the loader) stops the reader threads promptly and frees
+the ring; batches already taken stay valid, each keeping its own slot.
 )";
 
 }  // namespace
@@ -706,8 +706,9 @@ void register_loader(py::module_& m) {
           "reset_stats", [](PyLoader& l) { l.open_loader().reset_stats(); },
           "Zeroes the counters of stats().")
       .def("close", &PyLoader::close,
-           "Stops the reader threads (promptly: each finishes at most one chunk). Batches and "
-           "tensors already taken stay valid; using the loader afterwards raises RuntimeError.")
+           "Stops the reader threads (promptly: each finishes at most one chunk) and frees the "
+           "ring. Batches and tensors already taken stay valid, each keeping its own slot; "
+           "using the loader afterwards raises RuntimeError.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](PyLoader& l, const py::args&) { l.close(); })
       .def_property_readonly(

@@ -107,6 +107,7 @@ void LoaderCore::allocate_ring(uint64_t memory) {
   require_ring_fits(options_.prefetch, slot_capacity_, slot_layout_.host_bytes_per_image(), memory,
                     RingGrowth::initial);
   slots_.resize(max_slots_);
+  leased_.assign(max_slots_, 0);
   for (std::size_t i = 0; i < options_.prefetch; ++i) {
     slots_[i] = make_slot();
     free_slots_.push_back(static_cast<int>(i));
@@ -173,6 +174,22 @@ void LoaderCore::stop() {
     if (t.joinable()) t.join();
   }
   threads_.clear();
+  // What the loader alone used goes with it; a Batch kept past it holds its
+  // own slot, not the shard prefetcher's threads or the rest of the ring.
+  prefetch_.reset();
+  std::lock_guard lock(mu_);
+  for (std::size_t i = 0; i < slot_count_; ++i) {
+    if (leased_[i] != 0) continue;
+    Slot& slot = slots_[i];
+    if (slot.upload_done) {
+      try {
+        backend_->synchronize(*slot.upload_done);  // in-flight copies read its memory
+      } catch (...) {                              // the device is gone; nothing left to wait for
+      }
+    }
+    slot = Slot{};
+  }
+  free_slots_.clear();
 }
 
 void LoaderCore::set_epoch(uint64_t epoch) {
@@ -573,6 +590,7 @@ std::optional<Batch> LoaderCore::next(const std::shared_ptr<LoaderCore>& self) {
   const auto b = static_cast<std::size_t>(seq - base_seq_);
   const Batch::View view = batch_view(b, slots_[static_cast<std::size_t>(f.slot)]);
   Batch batch(SlotLease(self, f.slot), view);
+  leased_[static_cast<std::size_t>(f.slot)] = 1;
   f = InFlight{};
   ++next_deliver_;
   if (prefetch_) prefetch_->delivered(work_->begin(b) + view.size);
@@ -661,6 +679,7 @@ void LoaderCore::release(int slot, bool consumer_stream_event) {
     Slot& s = slots_[static_cast<std::size_t>(slot)];
     s.consumer_pending = s.consumer_pending || consumer_stream_event;
     free_slots_.push_back(slot);
+    leased_[static_cast<std::size_t>(slot)] = 0;
     --held_;
   }
   work_cv_.notify_all();

@@ -71,6 +71,9 @@ class LoaderCore {
   LoaderCore& operator=(const LoaderCore&) = delete;
 
   void start_threads();
+  // Joins the reader and upload threads and ends the shard prefetcher; frees
+  // every slot no live Batch holds (the Loader is gone: what remains serves
+  // the kept batches alone).
   void stop();
   void set_epoch(uint64_t epoch);
   LoaderState state() const;
@@ -231,8 +234,9 @@ class LoaderCore {
   // between being opened and being delivered, however many slots were added.
   std::vector<InFlight> table_;
   std::deque<int> free_slots_;
-  std::size_t slot_count_ = 0;  // slots allocated: prefetch, and those added since
-  std::size_t held_ = 0;        // slots held by live Batches
+  std::size_t slot_count_ = 0;   // slots allocated: prefetch, and those added since
+  std::size_t held_ = 0;         // slots held by live Batches
+  std::vector<uint8_t> leased_;  // [max_slots_]: 1 where a live Batch holds the slot
   uint64_t base_seq_ = 0, end_seq_ = 0;
   std::size_t next_unit_ = 0, total_units_ = 0;
   // Reading ahead: once every unit of the current epoch is claimed, reader

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -438,6 +439,66 @@ TEST_F(LoaderTest, DestroyingMidEpochJoinsAndBatchesOutliveTheLoader) {
               dataset_.record_checksum(kept->records()[i]));
   }
   kept.reset();  // returns the slot to a core whose loader is gone
+}
+
+// This process's threads, and its anonymous resident memory in bytes.
+std::size_t thread_count() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+std::size_t anonymous_resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("RssAnon:")) return std::stoull(line.substr(8)) * 1024;
+  }
+  return 0;
+}
+
+// A batch kept past its loader holds its own slot: the loader's threads (the
+// shard prefetcher's too, which sequential reads of a cached dataset start)
+// end with it, and the rest of its ring is freed. Training loops that make a
+// loader per evaluation and keep a view of its labels must not gain threads
+// and a ring per loader.
+TEST(LoaderLifetime, AKeptBatchHoldsItsSlotNotTheLoadersThreadsOrRing) {
+  TempDir dir;
+  SyntheticOptions large;
+  large.samples = 64;
+  large.height = 128;
+  large.width = 128;
+  large.records_per_shard = 16;
+  test::write_synthetic_dataset(dir.path(), large);
+  const Dataset dataset = Dataset::open(dir.path());
+  LoaderOptions o;
+  o.batch_size = 16;
+  o.threads = 2;
+  o.prefetch = 8;
+  o.order.mode = OrderMode::sequential;
+  const std::size_t threads_before = thread_count();
+  std::optional<Batch> kept;
+  std::size_t ring = 0;
+  std::size_t resident_with_loader = 0;
+  {
+    Loader loader(dataset, o);
+    loader.set_epoch(0);
+    kept = loader.next();
+    ASSERT_TRUE(kept);
+    ring = loader.ring_host_bytes();
+    ASSERT_GT(thread_count(), threads_before + 2) << "no prefetcher: the test proves less";
+    resident_with_loader = anonymous_resident_bytes();
+  }
+  EXPECT_EQ(thread_count(), threads_before);
+  const std::size_t slot = ring / o.prefetch;
+  const std::size_t resident_after = anonymous_resident_bytes();
+  EXPECT_GT(resident_with_loader, resident_after + (o.prefetch - 1) * slot / 2)
+      << "ring " << ring << " bytes, " << o.prefetch << " slots";
+  for (std::size_t i = 0; i < kept->size(); ++i) {
+    const uint8_t* image = kept->data_as<uint8_t>() + i * dataset.record_bytes();
+    EXPECT_EQ(checksum(image, dataset.record_bytes()), dataset.record_checksum(kept->records()[i]));
+  }
+  kept.reset();
 }
 
 TEST_F(LoaderTest, DestroyingWithoutReadingAndAfterAnEpoch) {

@@ -46,8 +46,9 @@
 // next, stats). Batches may be moved to and destroyed on any thread. Errors
 // in the reader threads or the upload stage are rethrown from next().
 // Destroying a Loader stops and joins its threads promptly (each finishes at
-// most one chunk); Batches still alive stay valid and return their slot
-// memory when they die.
+// most one chunk, the shard prefetcher's included) and frees the ring's
+// slots but those of Batches still alive, which stay valid and free their
+// slot when they die.
 #pragma once
 
 #include <array>
