@@ -181,11 +181,12 @@ void LoaderCore::stop() {
   for (std::size_t i = 0; i < slot_count_; ++i) {
     if (leased_[i] != 0) continue;
     Slot& slot = slots_[i];
-    if (slot.upload_done) {
-      try {
-        backend_->synchronize(*slot.upload_done);  // in-flight copies read its memory
-      } catch (...) {                              // the device is gone; nothing left to wait for
-      }
+    // In-flight copies read its memory, and so may the consumer's stream
+    // work on a batch released before.
+    try {
+      if (slot.upload_done) backend_->synchronize(*slot.upload_done);
+      if (slot.consumer_pending && slot.consumer_done) backend_->synchronize(*slot.consumer_done);
+    } catch (...) {  // the device is gone; nothing left to wait for
     }
     slot = Slot{};
   }
