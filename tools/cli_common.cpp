@@ -5,6 +5,7 @@
 #include <iostream>
 #include <system_error>
 
+#include "cli_wording.hpp"
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -67,6 +68,12 @@ void print_json(const nlohmann::ordered_json& value) {
   // Paths need not be valid UTF-8; replace bad bytes rather than fail.
   std::cout << value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
             << std::endl;
+}
+
+void print_messages(const char* kind, const std::vector<std::string>& lines) {
+  for (const std::string& line : lines) {
+    std::fprintf(stderr, "imgpack: %s: %s\n", kind, cli_wording(line).c_str());
+  }
 }
 
 std::string fixed(double value, int digits) {

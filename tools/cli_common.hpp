@@ -9,6 +9,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace imgpack::cli {
 
@@ -57,6 +58,10 @@ void refuse_dataset_file_as_output(const std::filesystem::path& out,
 
 // Prints one JSON object on stdout, followed by a newline.
 void print_json(const nlohmann::ordered_json& value);
+
+// Prints each of `lines` on stderr as "imgpack: KIND: LINE", worded for the
+// CLI (cli_wording: option names rather than the library's fields).
+void print_messages(const char* kind, const std::vector<std::string>& lines);
 
 // "1.5 GiB", "320 KiB", "12 B"
 std::string human_bytes(uint64_t bytes);

@@ -204,17 +204,9 @@ int run_append(const ConvertArgs& args) {
     progress.finish(result.added + result.skipped.size(), result.added + result.skipped.size(),
                     result.skipped.size());
   }
-  for (const std::string& warning : result.input_warnings) {
-    std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
-  }
-  for (const std::string& warning : result.split_warnings) {
-    std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
-  }
-  if (!args.quiet && !args.json) {
-    for (const std::string& note : result.notes) {
-      std::fprintf(stderr, "imgpack: note: %s\n", cli_wording(note).c_str());
-    }
-  }
+  print_messages("warning", result.input_warnings);
+  print_messages("warning", result.split_warnings);
+  if (!args.quiet && !args.json) print_messages("note", result.notes);
   if (args.json) {
     nlohmann::ordered_json j;
     j["generation"] = result.generation;
@@ -310,20 +302,10 @@ int run_convert(const ConvertArgs& args) {
                  static_cast<unsigned long long>(result.resumed_shards),
                  static_cast<unsigned long long>(result.resumed_inputs));
   }
-  for (const std::string& note : result.resume_notes) {
-    std::fprintf(stderr, "imgpack: resume: %s\n", cli_wording(note).c_str());
-  }
-  for (const std::string& warning : result.input_warnings) {
-    std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
-  }
-  for (const std::string& warning : result.split_warnings) {
-    std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
-  }
-  if (!args.quiet && !args.json) {
-    for (const std::string& note : result.resize_notes) {
-      std::fprintf(stderr, "imgpack: note: %s\n", cli_wording(note).c_str());
-    }
-  }
+  print_messages("resume", result.resume_notes);
+  print_messages("warning", result.input_warnings);
+  print_messages("warning", result.split_warnings);
+  if (!args.quiet && !args.json) print_messages("note", result.resize_notes);
   if (args.json) {
     nlohmann::ordered_json j;
     j["records"] = result.records;

@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "cli_common.hpp"
-#include "cli_wording.hpp"
 #include "imgpack/merge.hpp"
 #include "summaries.hpp"
 
@@ -22,9 +21,7 @@ int run_merge(const MergeArgs& args) {
   options.out = args.out;
   options.threads = args.threads;
   const MergeResult result = merge(options);
-  for (const std::string& warning : result.split_warnings) {
-    std::fprintf(stderr, "imgpack: warning: %s\n", cli_wording(warning).c_str());
-  }
+  print_messages("warning", result.split_warnings);
   if (args.json) {
     print_json(merge_json(result, args.out));
   } else if (!args.quiet && result.already_merged) {
