@@ -1,6 +1,7 @@
 // imgpack split, convert --split and the split objects of inspect, end to end.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -335,6 +336,50 @@ TEST_F(SplitCli, ADamagedSplitsFileIsResetAndTheSplitsMadeAgain) {
   r = split("--reset --list");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--reset takes no other action"), std::string::npos) << r.err;
+}
+
+// A splits.h5 that cannot be opened, or that another program holds HDF5's
+// lock on to write it, may be whole: --reset refuses it, naming why, rather
+// than throw away splits nothing may make again (an imported one), and the
+// reading commands do not offer --reset for it.
+TEST_F(SplitCli, ASplitsFileThatCannotBeOpenedOrIsBeingWrittenIsNotReset) {
+  ASSERT_EQ(split("--name cv --kind stratified --folds 3").exit_code, 0);
+  const fs::path splits_path = dataset() / format::kSplitsFile;
+  const std::string intact = test::read_bytes(splits_path);
+  {
+    // HDF5 takes flock(LOCK_EX) on a file it opens to write.
+    const FileDescriptor writer(splits_path, O_RDWR);
+    ASSERT_EQ(::flock(writer.get(), LOCK_EX | LOCK_NB), 0);
+    test::CommandResult r = split("--reset");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find(splits_path.string() +
+                         ": another program holds it open to write it; "
+                         "imgpack split DATASET --reset writes anew only a splits file that is "
+                         "missing or damaged"),
+              std::string::npos)
+        << r.err;
+    r = run_imgpack("inspect " + ds());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find(splits_path.string()), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("--reset"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(test::read_bytes(splits_path), intact);
+
+  // A file that cannot be opened (root opens any file, so a link that loops
+  // stands for one it may not read).
+  const fs::path aside = dataset() / "splits.h5.aside";
+  fs::rename(splits_path, aside);
+  fs::create_symlink(splits_path.filename(), splits_path);
+  test::CommandResult r = split("--reset");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(splits_path.string() + ": cannot open: Too many levels of symbolic links"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_symlink(splits_path));
+  fs::remove(splits_path);
+  fs::rename(aside, splits_path);
+  EXPECT_EQ(split("--list -q").exit_code, 0);
+  EXPECT_EQ(read_index(dataset()).find_split("cv")->folds, 3);
 }
 
 TEST_F(SplitCli, AFormat1DatasetKeepsItsSplitsInIndexH5AndStaysFormat1) {

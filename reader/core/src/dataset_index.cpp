@@ -1,6 +1,11 @@
 #include "imgpack/dataset_index.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <limits>
 
@@ -482,6 +487,25 @@ void check_writable_version(const DatasetIndex& index, const fs::path& dataset_d
   }
 }
 
+// Why DIR/splits.h5 cannot be read for a reason that is no fault of its
+// bytes: it cannot be opened (permissions, I/O), or a program holds HDF5's
+// lock on it to write it. "" where it opens or is missing.
+std::string splits_file_unreachable(const fs::path& path) {
+  const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
+    const int error = errno;
+    if (error == ENOENT) return {};
+    return path.string() + ": cannot open: " + std::strerror(error);
+  }
+  int status = 0;
+  while ((status = ::flock(fd.get(), LOCK_SH | LOCK_NB)) != 0 && errno == EINTR) {
+  }
+  if (status != 0 && errno == EWOULDBLOCK) {
+    return path.string() + ": another program holds it open to write it";
+  }
+  return {};
+}
+
 }  // namespace
 
 DatasetIndex read_index(const fs::path& dataset_dir, const IndexReadOptions& options) {
@@ -500,6 +524,8 @@ std::vector<Split> read_splits_of(const fs::path& dataset_dir, const DatasetInde
   } catch (const ResourceShortage&) {
     throw;  // no fault of the file
   } catch (const Error& e) {
+    // A file that cannot be opened or is being written may be whole.
+    if (!splits_file_unreachable(dataset_dir / format::kSplitsFile).empty()) throw;
     // The way on: the index and the shards do not need the splits file.
     throw Error(std::string(e.what()) + " (" + format::kIndexFile +
                 " and the shards do not depend on it: restore it from a copy, or "
@@ -526,6 +552,12 @@ std::string reset_splits_file(const fs::path& dataset_dir) {
   if (index.format_version < 2) {
     throw UsageError((dataset_dir / format::kIndexFile).string() + " is format " +
                      std::to_string(index.format_version) + ": it holds its splits itself");
+  }
+  // What cannot be opened or is being written may be whole: resetting it
+  // would lose splits that nothing can make again (an imported one).
+  if (const std::string unreachable = splits_file_unreachable(path); !unreachable.empty()) {
+    throw Error(unreachable + "; reset_splits_file() writes anew only a splits file that is " +
+                "missing or damaged, and this one may be whole");
   }
   std::string problem;
   try {
