@@ -129,7 +129,8 @@ void register_dataset(py::module_& m) {
       .def("__len__", &Dataset::num_samples,
            "Number of source samples (rows of the sample table: removed samples included).")
       .def_property_readonly(
-          "path", [](const Dataset& d) { return d.path().string(); }, "The dataset directory.")
+          "path", [](const Dataset& d) { return text(d.path().string()); },
+          "The dataset directory (os.fsencode() gives its bytes).")
       .def_property_readonly(
           "shape",
           [](const Dataset& d) { return py::make_tuple(d.height(), d.width(), d.channels()); },

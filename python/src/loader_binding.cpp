@@ -281,17 +281,8 @@ constexpr const char* kStateDictFormat = "imgpack.loader_state";
 // The version member of LoaderState::to_json(), "version" in the dict.
 constexpr const char* kStateJsonVersion = "imgpack_loader_state";
 
-// UTF-8 text as a str; bytes that are not UTF-8 (a split named so) become
-// lone surrogates, which json.dumps, pickle and a decode the same way keep.
-py::str text_of(const std::string& text) {
-  PyObject* decoded =
-      PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "surrogateescape");
-  if (decoded == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::str>(decoded);
-}
-
 py::dict state_dict_of(const LoaderState& state) {
-  const py::dict fields = py::module_::import("json").attr("loads")(text_of(state.to_json()));
+  const py::dict fields = py::module_::import("json").attr("loads")(text(state.to_json()));
   py::dict d;
   d["format"] = kStateDictFormat;
   d["version"] = fields[kStateJsonVersion];

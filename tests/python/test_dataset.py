@@ -77,8 +77,8 @@ def test_verify_checksums_at_open(dataset_dir):
 def test_names_that_are_not_utf8_come_back_as_os_fsdecode_gives_them(tmp_path):
     """A dataset keeps a file or folder name in another encoding (Latin-1) as its
     bytes; Python sees it surrogate-escaped, as os.listdir shows such names, and
-    os.fsencode() gives the bytes back. Paths in that encoding open, and a message
-    naming one keeps the rest of its text."""
+    os.fsencode() gives the bytes back. Paths in that encoding open (and are the
+    dataset's path), and a message naming one keeps the rest of its text."""
     src = tmp_path / "src"
     cli("sample-data", src, "--classes", 2, "--per-class", 3, "--size", "32x24", "--quiet")
     latin1_class = os.fsdecode(b"caf\xe9")
@@ -99,9 +99,12 @@ def test_names_that_are_not_utf8_come_back_as_os_fsdecode_gives_them(tmp_path):
         assert dataset.sample_path(paths.index(latin1_class + "/" + latin1_file)) == \
             latin1_class + "/" + latin1_file
         assert "donn" in repr(dataset)
+        assert dataset.path == str(out)
+        assert os.fsencode(dataset.path) == os.fsencode(out)
     loader = imgpack.Loader(out, batch_size=2)
     assert sum(len(batch) for batch in loader) == len(paths)
     assert "donn" in repr(loader)
+    assert loader.dataset.path == str(out)
 
     missing = tmp_path / os.fsdecode(b"nirgendw\xe4")
     with pytest.raises((imgpack.Error, ValueError)) as raised:
