@@ -375,7 +375,19 @@ int run_inspect(const InspectArgs& args) {
   }
   const auto held_images =
       static_cast<uint64_t>(std::count(has_records.begin(), has_records.end(), true));
-  const FileTally unlisted = unlisted_shard_files(dir, index);
+  // A folder that may be entered but not listed (mode 711) is readable
+  // otherwise: its unlisted files go uncounted rather than refuse it.
+  std::optional<FileTally> unlisted;
+  std::string unlisted_problem;
+  try {
+    unlisted = unlisted_shard_files(dir, index);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const ResourceShortage&) {
+    throw;
+  } catch (const Error& e) {
+    unlisted_problem = e.what();
+  }
   const MultilabelCounts multilabel = count_multilabel(index);
   const std::vector<TargetSummary> targets = summarize_targets(index);
 
@@ -406,8 +418,13 @@ int run_inspect(const InspectArgs& args) {
     if (index.boxes) j["boxes"] = boxes_json(index, box_counts);
     j["pixel_bytes"] = pixel_bytes;
     j["disk_bytes"] = disk_bytes;
-    j["unlisted_shard_files"] = unlisted.files;
-    j["unlisted_shard_bytes"] = unlisted.bytes;
+    if (unlisted) {
+      j["unlisted_shard_files"] = unlisted->files;
+      j["unlisted_shard_bytes"] = unlisted->bytes;
+    } else {
+      j["unlisted_shard_files"] = nullptr;
+      j["unlisted_shard_bytes"] = nullptr;
+    }
     nlohmann::ordered_json classes = nlohmann::ordered_json::array();
     for (std::size_t c = 0; c < index.class_names.size(); ++c) {
       classes.push_back({{"name", index.class_names[c]}, {"count", class_counts[c]}});
@@ -468,9 +485,11 @@ int run_inspect(const InspectArgs& args) {
             << "  size        " << human_bytes(pixel_bytes) << " of pixels, "
             << human_bytes(disk_bytes) << " on disk in " << index.num_shards() << " shard"
             << (index.num_shards() == 1 ? "" : "s") << "\n";
-  if (unlisted.files > 0) {
-    std::cout << "  unlisted    " << unlisted.files << " shard file"
-              << (unlisted.files == 1 ? "" : "s") << " (" << human_bytes(unlisted.bytes)
+  if (!unlisted) {
+    std::cout << "  unlisted    not counted (" << unlisted_problem << ")\n";
+  } else if (unlisted->files > 0) {
+    std::cout << "  unlisted    " << unlisted->files << " shard file"
+              << (unlisted->files == 1 ? "" : "s") << " (" << human_bytes(unlisted->bytes)
               << ") not in this generation (kept for readers opened before it, or left by "
                  "an interrupted change); the dataset's next change (imgpack compact, say) "
                  "removes them\n";
