@@ -113,19 +113,45 @@ std::string cli_wording(std::string_view message) {
   return out;
 }
 
+namespace {
+
+// The start of the UTF-8 character holding byte `at` of `text`.
+std::size_t character_start(std::string_view text, std::size_t at) {
+  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+  return at;
+}
+
+// `text` without its middle: the first and last `kept` bytes (whole UTF-8
+// characters) around a note of how much was left out.
+std::string cut_middle(std::string_view text, std::size_t kept, std::string_view pad) {
+  const std::size_t head = character_start(text, kept);
+  const std::size_t tail = character_start(text, text.size() - kept);
+  return std::string(text.substr(0, head)) + std::string(pad) + "[... " +
+         std::to_string(tail - head) + " bytes left out ...]" + std::string(pad) +
+         std::string(text.substr(tail));
+}
+
+}  // namespace
+
 std::string error_text(std::string_view message) {
   constexpr std::size_t kLimit = 4096;
-  constexpr std::size_t kKept = kLimit / 2;
+  constexpr std::size_t kLongWord = 1024;
+  constexpr std::size_t kWordKept = 384;
   if (message.size() <= kLimit) return cli_wording(message);
-  // Cut at UTF-8 character starts.
-  auto start = [&](std::size_t at) {
-    while (at > 0 && (static_cast<unsigned char>(message[at]) & 0xC0) == 0x80) --at;
-    return at;
-  };
-  const std::size_t head = start(kKept);
-  const std::size_t tail = start(message.size() - kKept);
-  return cli_wording(message.substr(0, head)) + " [... " + std::to_string(tail - head) +
-         " bytes left out ...] " + cli_wording(message.substr(tail));
+  // Each word over 1 KiB (a path near PATH_MAX, a huge value echoed) is cut
+  // first, so that the text between such words, the reason, stays whole.
+  std::string shortened;
+  std::size_t at = 0;
+  while (at < message.size()) {
+    std::size_t end = message.find(' ', at);
+    if (end == std::string_view::npos) end = message.size();
+    const std::string_view word = message.substr(at, end - at);
+    shortened += word.size() > kLongWord ? cut_middle(word, kWordKept, "") : std::string(word);
+    if (end < message.size()) shortened += ' ';
+    at = end + 1;
+  }
+  if (shortened.size() > kLimit) shortened = cut_middle(shortened, kLimit / 2, " ");
+  return cli_wording(shortened);
 }
 
 }  // namespace imgpack::cli

@@ -13,8 +13,10 @@ namespace imgpack::cli {
 std::string cli_wording(std::string_view message);
 
 // An error's message as the CLI prints it: cli_wording(), and a message over
-// 4 KiB (one echoing a 50 MB line of a list, say) cut to its first and last
-// 2 KiB around a note of how much was left out.
+// 4 KiB shortened around notes of how much was left out: first each word over
+// 1 KiB (a path near PATH_MAX) to its first and last 384 bytes, so that the
+// words between (the reason) stay whole; then, if still over 4 KiB (a 50 MB
+// line of a list echoed), the message to its first and last 2 KiB.
 std::string error_text(std::string_view message);
 
 }  // namespace imgpack::cli

@@ -45,8 +45,8 @@ TEST(CliWording, LeavesOtherTextAlone) {
             "std::vector and Foo::bar are not options");
 }
 
-// A message echoing a huge value is cut around its middle; names are still
-// reworded at both ends, and a name inside a word is not a name.
+// A message echoing a huge value is cut around that value's middle; names
+// are still reworded at both ends, and a name inside a word is not a name.
 TEST(CliWording, ErrorTextCutsAHugeMessage) {
   EXPECT_EQ(error_text("SplitSpec::folds 3"), "--folds 3");
   const std::string middle(50 << 20, 'a');
@@ -55,8 +55,37 @@ TEST(CliWording, ErrorTextCutsAHugeMessage) {
   EXPECT_LT(text.size(), 4200u);
   EXPECT_TRUE(text.starts_with("list.txt:2: --folds 'aaa")) << text.substr(0, 40);
   EXPECT_TRUE(text.ends_with("aaa' ends --test")) << text.substr(text.size() - 40);
-  EXPECT_NE(text.find(" bytes left out ...] "), std::string::npos);
+  EXPECT_NE(text.find("aaa[... " + std::to_string(middle.size() + 2 - std::size_t{768}) +
+                      " bytes left out ...]aaa"),
+            std::string::npos);
   EXPECT_EQ(cli_wording("xSplitSpec::folds"), "xSplitSpec::folds");
+
+  // Many words, none long: the message is cut around its middle.
+  std::string words;
+  for (int i = 0; i < 2000; ++i) words += "word" + std::to_string(i) + " ";
+  const std::string cut = error_text("SplitSpec::folds " + words + "SplitSpec::test_fraction");
+  EXPECT_LT(cut.size(), 4200u);
+  EXPECT_TRUE(cut.starts_with("--folds word0 word1 ")) << cut.substr(0, 40);
+  EXPECT_TRUE(cut.ends_with("word1999 --test")) << cut.substr(cut.size() - 40);
+  EXPECT_NE(cut.find(" bytes left out ...] "), std::string::npos);
+}
+
+// A message naming a path near PATH_MAX twice keeps the reason between the
+// two: each long word is cut around its own middle.
+TEST(CliWording, ErrorTextKeepsTheReasonBetweenTwoLongPaths) {
+  std::string path = "out";
+  while (path.size() < 4000) path += "/" + std::string(250, 'o');
+  const std::string journal = path + "/convert.journal";
+  const std::string text = error_text(journal + ": cannot open: File name too long (the shards " +
+                                      "written so far are journaled in " + journal + ")");
+  EXPECT_LT(text.size(), 2000u);
+  EXPECT_TRUE(text.starts_with("out/ooo")) << text.substr(0, 40);
+  EXPECT_NE(text.find("oooo/convert.journal: cannot open: File name too long (the shards "
+                      "written so far are journaled in out/ooo"),
+            std::string::npos)
+      << text;
+  EXPECT_TRUE(text.ends_with("oooo/convert.journal)")) << text.substr(text.size() - 40);
+  EXPECT_NE(text.find("bytes left out ...]"), std::string::npos);
 }
 
 struct Case {
