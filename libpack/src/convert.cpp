@@ -65,8 +65,11 @@ std::vector<std::string> crop_notes(
   return notes;
 }
 
-// Where a run that stopped left its work, and how to go on.
+// Where a run that stopped left its work, and how to go on; "" where it left
+// no journal (it stopped creating it, in an OUT it may not write, say).
 std::string journaled_note(const ConvertOptions& options) {
+  std::error_code ec;
+  if (!fs::exists(options.out / kJournalFile, ec)) return {};
   return "the shards written so far are journaled in " + (options.out / kJournalFile).string() +
          ": the same conversion with ConvertOptions::resume continues from them once that is "
          "fixed";
@@ -188,14 +191,17 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   try {
     return write_dataset(options, plan, resume, timings, arena, std::move(result), start, progress);
   } catch (const Error&) {
-    rethrow_with_note(journaled_note(options));
+    const std::string journaled = journaled_note(options);
+    if (journaled.empty()) throw;
+    rethrow_with_note(journaled);
   } catch (const std::exception& e) {
     // A thread that could not start (std::thread's, oneTBB's error) stopped
     // the run as any error does; anything else (a progress callback's own)
     // goes on as it is.
     const std::string note = thread_start_note(e);
     if (note.empty()) throw;
-    throw Error(std::string(e.what()) + note + "; " + journaled_note(options));
+    const std::string journaled = journaled_note(options);
+    throw Error(std::string(e.what()) + note + (journaled.empty() ? "" : "; " + journaled));
   }
 }
 

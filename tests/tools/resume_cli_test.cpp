@@ -141,6 +141,35 @@ TEST_F(ResumeCli, AKeptShardWithADamagedLabelIsConvertedAgain) {
   test::expect_same_dataset_bytes(dir_ / "killed", dir_ / "reference");
 }
 
+// An OUT the user may not write fails on the journal itself, naming it; the
+// message does not then send the user to shards journaled there, since none
+// are.
+TEST_F(ResumeCli, AnOutThatCannotBeWrittenIsNamedWithoutAJournalToResumeFrom) {
+  const fs::path out = dir_ / "read-only";
+  fs::create_directories(out);
+  ASSERT_EQ(::chmod(out.c_str(), 0555), 0);
+  // Root writes anywhere unless it drops CAP_DAC_OVERRIDE, if setpriv can.
+  const std::string drop = "setpriv --bounding-set=-dac_override,-dac_read_search ";
+  std::string prefix;
+  if (::access(out.c_str(), W_OK) == 0) {
+    if (test::run_command(drop + "touch " + q(out / "probe") + " 2>/dev/null").exit_code == 0) {
+      ::chmod(out.c_str(), 0755);
+      GTEST_SKIP() << "a mode-555 folder stays writable here and setpriv cannot drop "
+                      "CAP_DAC_OVERRIDE: such a folder cannot be made";
+    }
+    prefix = drop;
+  }
+  const test::CommandResult r = test::run_command(prefix + test::shell_quote(test::imgpack_cli()) +
+                                                  " " + convert_args("read-only"));
+  ::chmod(out.c_str(), 0755);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find((out / "convert.journal").string() + ": cannot open: Permission denied"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("journaled in"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(out));
+}
+
 TEST_F(ResumeCli, AFullDiskFailsCleanlyNamingTheFile) {
   // Writes past 30 KiB of a file fail, as on a full disk; a shard here is
   // 54 KiB of pixels.
