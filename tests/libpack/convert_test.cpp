@@ -592,6 +592,31 @@ TEST(Convert, AConcurrentConversionIntoTheSameOutIsRefused) {
   EXPECT_GT(convert(resumed).samples, 0u);  // the lock released, the run goes on
 }
 
+// An OUT that is a link leading to no directory (its target missing, or a
+// loop) is the request's fault, named as such; nothing is created.
+TEST(Convert, AnOutThatIsALinkToNothingIsRefusedNamingTheLink) {
+  test::TempDir dir;
+  make_tree(dir / "src");
+  fs::create_directory_symlink(dir / "nowhere", dir / "dangling");
+  fs::create_directory_symlink(dir / "loop", dir / "loop");
+  for (const char* name : {"dangling", "loop"}) {
+    SCOPED_TRACE(name);
+    try {
+      convert(options_for(dir / "src", dir / name));
+      FAIL() << "expected a usage error";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), (dir / name).string() + ": a link to " +
+                                           fs::read_symlink(dir / name).string() +
+                                           " that leads to no directory; create the directory "
+                                           "it names, or give another OUT");
+    }
+  }
+  EXPECT_FALSE(fs::exists(dir / "nowhere"));
+  fs::create_directory(dir / "nowhere");  // the way on it names
+  EXPECT_GT(convert(options_for(dir / "src", dir / "dangling")).samples, 0u);
+  EXPECT_TRUE(fs::exists(dir / "nowhere" / "index.h5"));
+}
+
 TEST(Convert, ReportsProgressInOrder) {
   test::TempDir dir;
   make_tree(dir / "src");

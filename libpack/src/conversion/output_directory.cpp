@@ -257,6 +257,11 @@ DirectoryLock lock_output(const ConvertOptions& options) {
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {
     throw UsageError(out.string() + ": exists and is not a directory");
   }
+  if (!fs::exists(out, ec) && fs::is_symlink(fs::symlink_status(out, ec))) {
+    throw UsageError(out.string() + ": a link to " + fs::read_symlink(out, ec).string() +
+                     " that leads to no directory; create the directory it names, or give "
+                     "another OUT");
+  }
   if (!fs::exists(out, ec)) {
     fs::create_directories(out, ec);
     if (ec) {
