@@ -113,6 +113,20 @@ ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capaci
   if (capacity_ == 0 || shape_.bytes() == 0) throw Error("ShardWriter: empty shard requested");
   tmp_path_ = final_path_;
   tmp_path_ += format::kTmpSuffix;
+  try {
+    create_file(pixel_writes);
+  } catch (...) {
+    discard();  // a file created before the failure (a full disk) goes too
+    throw;
+  }
+  labels_.reserve(capacity_);
+  samples_.reserve(capacity_);
+  variants_.reserve(capacity_);
+  checksums_.reserve(capacity_);
+  if (masks_) mask_checksums_.reserve(capacity_);
+}
+
+void ShardWriter::create_file(RegionWriter::Mode pixel_writes) {
   file_ = h5::File::create(tmp_path_, alignment_threshold(shape_, capacity_, masks_));
   images_ = create_images(file_, shape_, capacity_);
   if (masks_) masks_dataset_ = create_masks(file_, shape_, capacity_);
@@ -127,14 +141,11 @@ ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capaci
     mask_pixels_.emplace(tmp_path_, masks_offset_, mask_bytes,
                          std::min<uint64_t>(kWriteBytes, mask_bytes), pixel_writes);
   }
-  labels_.reserve(capacity_);
-  samples_.reserve(capacity_);
-  variants_.reserve(capacity_);
-  checksums_.reserve(capacity_);
-  if (masks_) mask_checksums_.reserve(capacity_);
 }
 
-ShardWriter::~ShardWriter() {
+ShardWriter::~ShardWriter() { discard(); }
+
+void ShardWriter::discard() noexcept {
   pixels_.reset();  // waits for a write in flight
   mask_pixels_.reset();
   if (syncing_.valid()) syncing_.wait();  // it uses writeback_fd_

@@ -103,6 +103,10 @@ class ShardWriter {
   // kBackgroundSyncBytes since the last one, starts an fdatasync on its own
   // thread unless one still runs.
   void sync_in_background(uint64_t bytes);
+  // Creates the temporary file and its pixel tables (the constructor's work).
+  void create_file(RegionWriter::Mode pixel_writes);
+  // Stops the writes in flight and, unless committed, removes the files.
+  void discard() noexcept;
   // Waits for the fdatasync started last; throws naming the file if it failed.
   void finish_background_sync();
   void write_columns_and_attrs(h5::File& file);

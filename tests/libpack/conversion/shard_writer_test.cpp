@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <csignal>
+
 #include <numeric>
 #include <string>
 #include <thread>
@@ -189,6 +193,33 @@ TEST(ShardWriter, AbandonedShardLeavesNothing) {
     std::vector<uint8_t> r = record(shape, 1);
     writer.append(r.data(), checksum(r), 0, 0, 0);
   }
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+// A shard whose creation fails part-way (the disk full as HDF5 writes the
+// file's first blocks, here a file size limit) leaves no file behind: the
+// temporary file was created before the failure.
+TEST(ShardWriter, AShardThatCannotBeCreatedLeavesNothing) {
+  test::TempDir dir;
+  const RecordShape shape{64, 64, 3};
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG rather than the signal
+  rlimit tiny = saved;
+  tiny.rlim_cur = 8;  // less than HDF5's superblock
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  std::string failure;
+  try {
+    ShardWriter writer(dir / "shard-00000.h5", shape, 64, "u", 0);
+    std::vector<uint8_t> r = record(shape, 1);
+    writer.append(r.data(), checksum(r), 0, 0, 0);
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_NE(failure.find((dir / "shard-00000.h5.tmp").string() + ": "), std::string::npos)
+      << failure;
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
