@@ -37,9 +37,9 @@ std::vector<std::string> complete_cli_candidates() {
     list.push_back(
         (self.parent_path() / IMGPACK_COMPLETE_CLI_FROM_BIN).lexically_normal().string());
   }
-  list.emplace_back(IMGPACK_COMPLETE_CLI_BUILD_PATH);
+  // No build tree's copy: run from the build tree, the first place is it, and
+  // an installed or moved front end must not run another build's.
   list.emplace_back(IMGPACK_COMPLETE_CLI_INSTALL_PATH);
-  // Run from the build tree, the first place is also the build path: each once.
   std::vector<std::string> unique;
   for (std::string& candidate : list) {
     if (std::find(unique.begin(), unique.end(), candidate) == unique.end()) {

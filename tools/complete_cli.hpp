@@ -18,8 +18,9 @@ bool runs_in_front(int argc, char** argv);
 
 // Where the complete CLI is looked for, in order: $IMGPACK_COMPLETE_CLI alone
 // when set; else imgpack-complete beside this program (a build tree), the
-// installed layout's place relative to this program, then the build's and
-// the installation's absolute paths; each place once.
+// installed layout's place relative to this program, then the installation's
+// absolute path; each place once. Never another build tree's: a moved or
+// partly installed front end says what it lacks.
 std::vector<std::string> complete_cli_candidates();
 
 // Replaces this process with the first executable candidate, given `argv`

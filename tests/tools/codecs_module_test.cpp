@@ -113,5 +113,49 @@ TEST_F(CodecsModule, AForeignLibraryIsRefusedNamingIt) {
   EXPECT_NE(r.err.find("libz.so.1: not imgpack's image codecs module"), std::string::npos) << r.err;
 }
 
+// A copy of the programs outside the build tree (a moved or partly installed
+// one) loads the module beside it or by the installed layout, and otherwise
+// says it is missing: never the build tree's copy, whatever name the program
+// was started under (argv[0] is the caller's to choose).
+TEST_F(CodecsModule, AProgramOutsideTheBuildTreeNeverLoadsTheBuildTreesModule) {
+  const std::filesystem::path front(test::imgpack_cli());
+  const std::filesystem::path build_tree = front.parent_path().parent_path();
+  const std::filesystem::path bin = dir_ / "bin";
+  std::filesystem::create_directories(bin);
+  for (const char* program : {"imgpack", "imgpack-complete"}) {
+    std::filesystem::copy_file(front.parent_path() / program, bin / program);
+  }
+  const cv::Mat pixels(24, 24, CV_8UC3, cv::Scalar(10, 200, 30));
+  ASSERT_TRUE(cv::imwrite((dir_ / "src" / "circle" / "extra.bmp").string(), pixels));
+  const std::string convert =
+      " convert " + q(dir_ / "src") + " " + q(dir_ / "out") + " --size 16 -q --overwrite";
+  for (const std::string& start : {shell_quote((bin / "imgpack").string()),
+                                   "exec -a " + shell_quote(test::imgpack_cli()) + " " +
+                                       shell_quote((bin / "imgpack").string())}) {
+    SCOPED_TRACE(start);
+    const test::CommandResult r =
+        run_command("env -u IMGPACK_CODECS_MODULE -u IMGPACK_COMPLETE_CLI " +
+                    std::string("bash -c ") + shell_quote(start + convert));
+    if (r.exit_code == 0) {
+      GTEST_SKIP() << "an installed libimgpack_codecs.so was found outside the build tree";
+    }
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("the image codecs module libimgpack_codecs.so was not found"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find((bin / "libimgpack_codecs.so").string() + ": not found"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find(build_tree.string()), std::string::npos) << r.err;
+  }
+  // Beside the program, the module is found there.
+  std::filesystem::copy_file(build_tree / "libpack" / "libimgpack_codecs.so",
+                             bin / "libimgpack_codecs.so");
+  const test::CommandResult r =
+      run_command("env -u IMGPACK_CODECS_MODULE -u IMGPACK_COMPLETE_CLI " +
+                  shell_quote((bin / "imgpack").string()) + convert);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 }  // namespace
 }  // namespace imgpack

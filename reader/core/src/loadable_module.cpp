@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <system_error>
@@ -82,13 +83,31 @@ Found load_first(const std::vector<std::string>& candidates, const Kind& kind) {
 
 std::filesystem::path directory_of_this_object() {
   Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&directory_of_this_object), &info) != 0 &&
-      info.dli_fname != nullptr && info.dli_fname[0] == '/') {
-    return std::filesystem::path(info.dli_fname).parent_path();
+  void* extra = nullptr;
+  if (::dladdr1(reinterpret_cast<void*>(&directory_of_this_object), &info, &extra,
+                RTLD_DL_LINKMAP) != 0) {
+    // A shared object's own file as the dynamic linker opened it. The main
+    // program's is empty there (and dli_fname its argv[0], which whoever
+    // started it chose), so the main program is found by /proc/self/exe.
+    const auto* map = static_cast<const link_map*>(extra);
+    if (map != nullptr && map->l_name != nullptr && map->l_name[0] != '\0') {
+      std::error_code ec;
+      const std::filesystem::path file = std::filesystem::absolute(map->l_name, ec);
+      if (!ec) return file.parent_path();
+    }
   }
-  std::error_code ec;  // the main program's name may be relative or empty
-  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::filesystem::path() : exe.parent_path();
+}
+
+bool is_within(const std::filesystem::path& dir, const std::filesystem::path& root) {
+  std::error_code ec;
+  const std::filesystem::path d = std::filesystem::weakly_canonical(dir, ec);
+  if (ec || root.empty()) return false;
+  const std::filesystem::path r = std::filesystem::weakly_canonical(root, ec);
+  if (ec) return false;
+  return std::mismatch(r.begin(), r.end(), d.begin(), d.end()).first == r.end();
 }
 
 std::vector<std::string> candidates(const char* path_variable, const char* file_name,
@@ -101,7 +120,10 @@ std::vector<std::string> candidates(const char* path_variable, const char* file_
   const std::filesystem::path here = directory_of_this_object();
   if (!here.empty()) list.push_back((here / file_name).string());
   list.emplace_back(file_name);
-  list.emplace_back(build_path);
+  // The build tree's copy only for code running from the build tree (its
+  // tests): an installed or moved program that lacks its own module must say
+  // so, not load another build's.
+  if (is_within(here, IMGPACK_BUILD_TREE)) list.emplace_back(build_path);
   list.emplace_back(install_path);
   return list;
 }

@@ -57,13 +57,20 @@ struct Kind {
 Found load_first(const std::vector<std::string>& candidates, const Kind& kind);
 
 // The directory of the executable or shared object this code is linked into
-// (where an installed program's modules sit beside it); empty if unknown.
+// (where an installed program's modules sit beside it): a shared object's
+// file as the dynamic linker opened it, the main program's /proc/self/exe
+// (never its argv[0]); empty if unknown.
 std::filesystem::path directory_of_this_object();
+
+// Whether `dir` lies in `root` or is it, both taken with their links
+// resolved; false for an empty `root` or a path that cannot be resolved.
+bool is_within(const std::filesystem::path& dir, const std::filesystem::path& root);
 
 // The usual search for a module file named `file_name`: $`path_variable`
 // alone when it is set and not empty; otherwise beside the executable or
 // shared object holding this code, the dynamic linker's search, the build
-// tree's copy and the install prefix's, in that order.
+// tree's copy (only for code that runs from the build tree this was built
+// in, IMGPACK_BUILD_TREE) and the install prefix's, in that order.
 std::vector<std::string> candidates(const char* path_variable, const char* file_name,
                                     const char* build_path, const char* install_path);
 
