@@ -10,9 +10,9 @@ folder has the same name on every build of the same source tree, in the
 user's cache folder (~/.cache/imgpack; held by a lock while in use, removed
 after), so that the compiler cache (cmake/compiler_cache.cmake) finds what an
 earlier build compiled: the generated headers' paths are part of what it
-compares. Not in /tmp under a fixed name: the reader built there also looks
-for its CUDA module in that folder, so it must be one only this user can
-write to.
+compares. Not in /tmp under a fixed name: another user could make that
+folder first and put there what this build would use, so it must be one only
+this user can write to.
 
 Needs CMake, a C++20 compiler, HDF5, libxxhash, DLPack's header and pybind11
 (CMake's package, or the `pybind11` the interpreter imports); offline:
