@@ -7,6 +7,7 @@
 #pragma once
 
 #include <pybind11/pybind11.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstddef>
@@ -50,12 +51,31 @@ inline py::list texts(const std::vector<std::string>& values) {
   return list;
 }
 
+// Takes the interpreter lock back for a thread that released it. At
+// interpreter exit, a daemon thread asking for the lock is ended by
+// pthread_exit, whose unwinding passes through pybind11's frames, which free
+// the call's arguments (a keyword dict) without the lock: a fatal error. A
+// thread that finds the interpreter finalizing waits here instead until the
+// process ends, as Python 3.14's daemon threads do. (Finalizing can still
+// begin between the check and the call; the window is that short.)
+inline void restore_thread(PyThreadState* state) {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing() != 0;
+#else
+  const bool finalizing = _Py_IsFinalizing() != 0;
+#endif
+  if (finalizing) {
+    for (;;) ::pause();
+  }
+  PyEval_RestoreThread(state);
+}
+
 // Runs `work()` with the interpreter lock released, takes the lock back and
 // returns what `work` returned (or throws what it threw). The lock is taken
-// back in plain code, never in a destructor: at interpreter exit, a daemon
-// thread asking for the lock is ended by pthread_exit, whose unwinding must
-// pass through every frame, and reaching a noexcept one (such as
-// py::gil_scoped_release's destructor) is std::terminate.
+// back in plain code, never in a destructor: a daemon thread ended at
+// interpreter exit (see restore_thread) unwinds through every frame, and
+// reaching a noexcept one (such as py::gil_scoped_release's destructor) is
+// std::terminate.
 template <class Work>
 auto without_gil(Work&& work) -> std::invoke_result_t<Work&> {
   using Result = std::invoke_result_t<Work&>;
@@ -67,7 +87,7 @@ auto without_gil(Work&& work) -> std::invoke_result_t<Work&> {
     } catch (...) {
       error = std::current_exception();
     }
-    PyEval_RestoreThread(state);
+    restore_thread(state);
     if (error) std::rethrow_exception(error);
   } else {
     std::optional<Result> result;
@@ -76,7 +96,7 @@ auto without_gil(Work&& work) -> std::invoke_result_t<Work&> {
     } catch (...) {
       error = std::current_exception();
     }
-    PyEval_RestoreThread(state);
+    restore_thread(state);
     if (error) std::rethrow_exception(error);
     return std::move(*result);
   }

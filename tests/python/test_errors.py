@@ -186,9 +186,10 @@ def test_a_shard_truncated_while_a_loader_reads_raises_not_sigbus(damaged, read_
     assert "holds its slot" not in done.stdout  # the hint belongs to held slots only
 
 
-# A daemon thread still iterating when the interpreter exits: Python ends it
-# when it next asks for the interpreter lock (pthread_exit), which must pass
-# through the module's frames instead of aborting the process.
+# A daemon thread still iterating when the interpreter exits: Python would end
+# it when it next asks for the interpreter lock (pthread_exit, whose unwinding
+# must pass through the module's frames); the module's calls wait for the
+# process to end instead, and the process exits cleanly either way.
 DAEMON_AT_EXIT = r"""
 import sys, threading, time
 import imgpack
@@ -208,3 +209,28 @@ def test_interpreter_exit_while_a_daemon_thread_iterates_is_clean(dataset_dir):
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, (attempt, done.returncode, done.stderr)
         assert "terminate called" not in done.stderr, done.stderr
+
+
+# Threads opening datasets and making loaders with keyword arguments when the
+# interpreter exits: pybind11 frees a call's keyword dict as its frame unwinds,
+# which without the interpreter lock was a fatal error.
+KEYWORDS_AT_EXIT = r"""
+import sys, threading, time
+import imgpack
+dataset = imgpack.Dataset(sys.argv[1])
+def open_many():
+    while True:
+        imgpack.Dataset(sys.argv[1], verify_checksums=False)
+        imgpack.Loader(dataset, batch_size=4)
+for _ in range(4):
+    threading.Thread(target=open_many, daemon=True).start()
+time.sleep(0.1)
+"""
+
+
+def test_interpreter_exit_while_daemon_threads_make_loaders_with_keywords_is_clean(dataset_dir):
+    for attempt in range(12):
+        done = subprocess.run([sys.executable, "-c", KEYWORDS_AT_EXIT, dataset_dir],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (attempt, done.returncode, done.stderr)
+        assert "Fatal Python error" not in done.stderr, done.stderr

@@ -289,3 +289,27 @@ def test_a_loader_made_before_fork_refuses_work_in_the_child(dataset_dir):
     # One made in the child works there.
     assert _in_child(lambda: 0 if len(next(iter(imgpack.Loader(dataset_dir, batch_size=4)))) == 4
                      else 1) == 0
+
+
+def test_a_child_forked_while_another_thread_opens_a_dataset_opens_one_too(dataset_dir):
+    """HDF5 holds one global lock inside every call: a fork while another thread
+    opens a dataset (an evaluation thread, say) waits until that thread is out
+    of HDF5, so that a torch worker making its loader in the child does not
+    wait for that lock forever."""
+    import threading
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            imgpack.Dataset(dataset_dir)
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        statuses = [_in_child(lambda: 0 if len(imgpack.Loader(dataset_dir, batch_size=4)) > 0
+                              else 1) for _ in range(8)]
+    finally:
+        stop.set()
+        thread.join()
+    assert statuses == [0] * 8, statuses
+

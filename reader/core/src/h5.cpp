@@ -3,10 +3,13 @@
 // operation the format needs, each short.
 #include "h5.hpp"
 
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -149,7 +152,88 @@ void File::check_status(herr_t status, const char* call, const std::string& obje
   if (status < 0) check(H5I_INVALID_HID, call, object);
 }
 
+namespace {
+
+// The fork barrier: how many passes are held, whether a fork waits for them
+// to be released, and how many this thread holds. Never destroyed (a fork
+// may come while the process exits); a forked child, whose only thread is
+// the one that forked, starts with a new one.
+struct ForkBarrier {
+  std::mutex mutex;
+  std::condition_variable changed;
+  uint64_t held = 0;
+  bool forking = false;
+};
+std::atomic<ForkBarrier*> barrier{nullptr};
+thread_local uint64_t held_here = 0;
+
+void before_fork() {
+  ForkBarrier& b = *barrier.load();
+  std::unique_lock lock(b.mutex);
+  b.forking = true;
+  // This thread's own passes: it is calling fork(), not HDF5.
+  b.changed.wait(lock, [&] { return b.held == held_here; });
+  (void)lock.release();  // held across the fork
+}
+
+void after_fork_in_parent() {
+  ForkBarrier& b = *barrier.load();
+  b.forking = false;
+  b.mutex.unlock();
+  b.changed.notify_all();
+}
+
+void after_fork_in_child() {
+  // The old barrier's waiters were other threads, which the child has not.
+  auto* fresh = new ForkBarrier();
+  fresh->held = held_here;
+  barrier.store(fresh);
+}
+
+ForkBarrier& fork_barrier() {
+  static ForkBarrier* const first = [] {
+    auto* made = new ForkBarrier();
+    barrier.store(made);
+    ::pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+    return made;
+  }();
+  (void)first;
+  return *barrier.load();
+}
+
+}  // namespace
+
+ForkPass ForkPass::take() {
+  ForkBarrier& b = fork_barrier();
+  std::unique_lock lock(b.mutex);
+  if (held_here == 0) b.changed.wait(lock, [&] { return !b.forking; });
+  ++b.held;
+  ++held_here;
+  ForkPass pass;
+  pass.held_ = true;
+  return pass;
+}
+
+void ForkPass::release() noexcept {
+  if (!held_) return;
+  held_ = false;
+  ForkBarrier& b = fork_barrier();
+  {
+    const std::lock_guard lock(b.mutex);
+    --b.held;
+    if (held_here > 0) --held_here;
+  }
+  b.changed.notify_all();
+}
+
+uint64_t fork_passes_held() {
+  ForkBarrier& b = fork_barrier();
+  const std::lock_guard lock(b.mutex);
+  return b.held;
+}
+
 File File::open_read(const std::filesystem::path& path) {
+  ForkPass pass = ForkPass::take();
   silence_errors();
   // HDF5's own message for a missing file is a dump of open(2)'s arguments.
   struct stat st {};
@@ -171,19 +255,21 @@ File File::open_read(const std::filesystem::path& path) {
     }
     throw Error(message);
   }
-  return File(Handle(id), path);
+  return File(std::move(pass), Handle(id), path);
 }
 
 File File::open_write(const std::filesystem::path& path) {
+  ForkPass pass = ForkPass::take();
   silence_errors();
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   if (id < 0) {
     throw Error(path.string() + ": cannot open for writing: " + last_error_message());
   }
-  return File(Handle(id), path);
+  return File(std::move(pass), Handle(id), path);
 }
 
 File File::create(const std::filesystem::path& path, uint64_t alignment_threshold) {
+  ForkPass pass = ForkPass::take();
   silence_errors();
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   if (!fapl || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
@@ -198,7 +284,7 @@ File File::create(const std::filesystem::path& path, uint64_t alignment_threshol
   }
   hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
   if (id < 0) throw Error(path.string() + ": cannot create: " + last_error_message());
-  return File(Handle(id), path);
+  return File(std::move(pass), Handle(id), path);
 }
 
 void File::close() {

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "files.hpp"
@@ -39,6 +40,38 @@ void silence_errors();
 // when the operating system refused a call, what failed with the system's
 // reason ("file write failed (No space left on device)"); "" if empty.
 std::string last_error_message();
+
+// A hold on the process's fork barrier, which every File takes while it is
+// open. HDF5's thread-safe build guards every call with one global lock, and
+// a child forked while another thread held it would find it locked forever:
+// a fork() waits (pthread_atfork) until no File is open in another thread,
+// and a File opened meanwhile waits for the fork. Move-only. A File is used
+// and closed on the thread that opened it.
+class ForkPass {
+ public:
+  ForkPass() = default;
+  // Waits while a fork is under way, unless this thread holds a pass already
+  // (it would wait for itself).
+  static ForkPass take();
+  ~ForkPass() { release(); }
+  ForkPass(ForkPass&& other) noexcept : held_(std::exchange(other.held_, false)) {}
+  ForkPass& operator=(ForkPass&& other) noexcept {
+    if (this != &other) {
+      release();
+      held_ = std::exchange(other.held_, false);
+    }
+    return *this;
+  }
+  ForkPass(const ForkPass&) = delete;
+  ForkPass& operator=(const ForkPass&) = delete;
+  void release() noexcept;
+
+ private:
+  bool held_ = false;
+};
+
+// How many passes are held now in the process (for tests).
+uint64_t fork_passes_held();
 
 class Handle {
  public:
@@ -214,8 +247,8 @@ class File {
   void check_status(herr_t status, const char* call, const std::string& object) const;
 
  private:
-  File(Handle handle, std::filesystem::path path)
-      : handle_(std::move(handle)), path_(std::move(path)) {}
+  File(ForkPass pass, Handle handle, std::filesystem::path path)
+      : pass_(std::move(pass)), handle_(std::move(handle)), path_(std::move(path)) {}
   // A dataset opened for a whole read, and its number of elements once
   // open_for_read() has checked them.
   struct CheckedRead {
@@ -264,6 +297,7 @@ class File {
   // The checked global heaps, made on the first string read (read-only files only).
   detail::GlobalHeaps* heaps() const;
 
+  ForkPass pass_;  // first: released after the file is closed
   Handle handle_;
   std::filesystem::path path_;
   mutable std::shared_ptr<detail::GlobalHeaps> heaps_;

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -16,6 +18,59 @@
 
 namespace imgpack::h5 {
 namespace {
+
+// HDF5's thread-safe build holds one global lock in every call: a fork while
+// another thread is inside HDF5 would leave the child that lock, locked
+// forever. A fork waits until no other thread has a file open; a file open in
+// the forking thread itself does not hold it back.
+TEST(H5ForkBarrier, AForkWaitsForTheFilesOtherThreadsHaveOpen) {
+  test::TempDir dir;
+  const std::filesystem::path path = dir / "a.h5";
+  {
+    h5::File file = h5::File::create(path);
+    file.write("/x", std::vector<int32_t>{1, 2, 3});
+  }
+  ASSERT_EQ(h5::fork_passes_held(), 0u);
+  std::atomic<bool> open{false};
+  std::atomic<bool> closing{false};
+  std::thread reader([&] {
+    h5::File file = h5::File::open_read(path);
+    open = true;
+    // Long enough that a fork not held back would come first.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    closing = true;
+    file = h5::File();
+  });
+  while (!open) std::this_thread::yield();
+  EXPECT_EQ(h5::fork_passes_held(), 1u);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // The child reads HDF5 too: its lock is free.
+    int status = closing ? 0 : 1;
+    try {
+      if (h5::File::open_read(path).read<int32_t>("/x") != std::vector<int32_t>{1, 2, 3})
+        status = 2;
+    } catch (...) {
+      status = 3;
+    }
+    ::_exit(status);
+  }
+  ASSERT_GT(pid, 0);
+  reader.join();
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: forked while another thread had a file open";
+  EXPECT_EQ(h5::fork_passes_held(), 0u);
+
+  // This thread's own open file: the fork goes ahead.
+  const h5::File mine = h5::File::open_read(path);
+  const pid_t again = ::fork();
+  if (again == 0) ::_exit(h5::fork_passes_held() == 1 ? 0 : 1);
+  ASSERT_GT(again, 0);
+  ASSERT_EQ(::waitpid(again, &status, 0), again);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
 
 TEST(H5File, RoundTripsVectorsStringsAndAttributes) {
   test::TempDir dir;
