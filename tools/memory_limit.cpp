@@ -1,10 +1,13 @@
 #include "memory_limit.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 #include <system_error>
 
 #include "imgpack/error.hpp"
@@ -35,6 +38,25 @@ uint64_t read_number(const fs::path& path) {
   return in >> value ? value : 0;
 }
 
+// Removes the cgroups earlier runs made in `parent` and left behind when
+// they were stopped (Ctrl-C, a timeout, kill): those whose process is gone
+// and that hold none. Another process's that still runs stays.
+void remove_stale_cgroups(const fs::path& parent) {
+  constexpr std::string_view kPrefix = "imgpack-bench-";
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(kPrefix) || name.size() == kPrefix.size() ||
+        name.find_first_not_of("0123456789", kPrefix.size()) != std::string::npos) {
+      continue;
+    }
+    const long pid = std::strtol(name.c_str() + kPrefix.size(), nullptr, 10);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    (void)::rmdir(entry.path().c_str());  // fails, and stays, while it holds a process
+  }
+}
+
 }  // namespace
 
 MemoryLimit::MemoryLimit(uint64_t bytes) : bytes_(bytes) {
@@ -53,6 +75,7 @@ MemoryLimit::MemoryLimit(uint64_t bytes) : bytes_(bytes) {
                   parent_.string() + " (cgroup.subtree_control)" + kElsewise);
     }
   }
+  remove_stale_cgroups(parent_);
   made_ = parent_ / ("imgpack-bench-" + std::to_string(::getpid()));
   std::error_code error;
   if (!fs::create_directory(made_, error) || error) {

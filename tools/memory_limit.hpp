@@ -13,7 +13,9 @@ class MemoryLimit {
  public:
   // Creates a child of this process's memory cgroup (cgroup v2: memory.max;
   // v1: memory.limit_in_bytes) limited to `bytes` and moves this process
-  // into it. Needs the right to create cgroups there (root, or a delegated
+  // into it; first removes the cgroups of earlier runs that were stopped
+  // before they could (their process gone, none left in them). Needs the
+  // right to create cgroups there (root, or a delegated
   // v2 subtree whose memory controller is enabled). Throws imgpack::Error
   // saying what failed and how else to run under a limit (systemd-run
   // --scope -p MemoryMax=...).

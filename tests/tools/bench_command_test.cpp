@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <linux/magic.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -333,6 +334,24 @@ TEST_F(BenchCommandTest, MemoryLimitRunsInACgroupOfThatSize) {
   EXPECT_EQ(j["images"].get<uint64_t>(), j["records"].get<uint64_t>());
   const std::filesystem::path cgroup = j["memory_cgroup"].get<std::string>().substr(10);
   EXPECT_FALSE(std::filesystem::exists(cgroup)) << cgroup << " was left behind";
+
+  // A run stopped before it could remove its cgroup (Ctrl-C) leaves it; the
+  // next run removes it, and leaves that of a run still going.
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ::waitpid(gone, nullptr, 0);
+  const std::filesystem::path stale =
+      cgroup.parent_path() / ("imgpack-bench-" + std::to_string(gone));
+  const std::filesystem::path running =
+      cgroup.parent_path() / ("imgpack-bench-" + std::to_string(::getpid()));
+  ASSERT_TRUE(std::filesystem::create_directory(stale));
+  ASSERT_TRUE(std::filesystem::create_directory(running));
+  r = bench(shell_quote(dataset_) + " --memory-limit 512M --batch 4 --epochs 1 -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(stale)) << stale << " was left behind";
+  EXPECT_TRUE(std::filesystem::exists(running)) << running << " was removed while its process runs";
+  std::filesystem::remove(running);
   EXPECT_EQ(bench(shell_quote(dataset_) + " --memory-limit lots").exit_code, 2);
   // A limit the process or its batches cannot fit in is refused, not met by
   // the kernel killing it without a word: below what the process holds,
