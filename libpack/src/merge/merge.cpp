@@ -208,6 +208,16 @@ bool merged_already(const fs::path& out) {
   return report.is_object() && report.contains("parts");
 }
 
+// How many parts OUT/report.json, which a merge writes before index.h5, says
+// were merged; 0 where it does not say.
+uint32_t parts_in_report(const fs::path& out) {
+  std::vector<uint8_t> bytes;
+  if (!read_file(out / format::kReportFile, bytes).empty()) return 0;
+  const json report = json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  if (!report.is_object() || !report.contains("parts") || !report["parts"].is_array()) return 0;
+  return static_cast<uint32_t>(report["parts"].size());
+}
+
 // Refuses an OUT holding anything but the parts (and what a merge that was
 // interrupted left: its journal, shards and temporary files).
 void check_output(const fs::path& out, bool resuming) {
@@ -317,6 +327,7 @@ MergeResult merge(const MergeOptions& options) {
     // Stopped after index.h5: only the parts' folders are left to remove.
     const DatasetIndex done = read_index(out);
     remove_parts(out);
+    result.parts = parts_in_report(out);
     result.records = done.num_records();
     result.samples = done.num_samples();
     result.shards = done.num_shards();
