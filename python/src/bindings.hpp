@@ -39,10 +39,15 @@ inline py::str text(std::string_view bytes) {
 }
 
 // A path given from Python (str, bytes or os.PathLike) as the bytes the file
-// system takes: os.fsencode(), which turns surrogate escapes back into the
-// bytes they stand for.
+// system takes, as os.fsencode() gives them (surrogate escapes turned back
+// into the bytes they stand for); a TypeError for anything else. Through the
+// C API rather than os.fsencode: Python code run here, inside a call, is where
+// a daemon thread may be ended at interpreter exit (see restore_thread).
 inline std::string file_path(const py::handle& path) {
-  return py::bytes(py::module_::import("os").attr("fsencode")(path));
+  PyObject* encoded = nullptr;
+  if (PyUnicode_FSConverter(path.ptr(), &encoded) == 0) throw py::error_already_set();
+  const py::bytes bytes = py::reinterpret_steal<py::bytes>(encoded);
+  return bytes;
 }
 
 inline py::list texts(const std::vector<std::string>& values) {

@@ -162,7 +162,7 @@ struct ForkBarrier {
   std::mutex mutex;
   std::condition_variable changed;
   uint64_t held = 0;
-  bool forking = false;
+  unsigned forking = 0;  // threads in fork() now
 };
 std::atomic<ForkBarrier*> barrier{nullptr};
 thread_local uint64_t held_here = 0;
@@ -170,7 +170,7 @@ thread_local uint64_t held_here = 0;
 void before_fork() {
   ForkBarrier& b = *barrier.load();
   std::unique_lock lock(b.mutex);
-  b.forking = true;
+  ++b.forking;
   // This thread's own passes: it is calling fork(), not HDF5.
   b.changed.wait(lock, [&] { return b.held == held_here; });
   (void)lock.release();  // held across the fork
@@ -178,7 +178,7 @@ void before_fork() {
 
 void after_fork_in_parent() {
   ForkBarrier& b = *barrier.load();
-  b.forking = false;
+  --b.forking;
   b.mutex.unlock();
   b.changed.notify_all();
 }
@@ -206,7 +206,7 @@ ForkBarrier& fork_barrier() {
 ForkPass ForkPass::take() {
   ForkBarrier& b = fork_barrier();
   std::unique_lock lock(b.mutex);
-  if (held_here == 0) b.changed.wait(lock, [&] { return !b.forking; });
+  if (held_here == 0) b.changed.wait(lock, [&] { return b.forking == 0; });
   ++b.held;
   ++held_here;
   ForkPass pass;
