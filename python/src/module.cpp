@@ -140,6 +140,10 @@ PYBIND11_MODULE(imgpack, m) {
       "and Lightning expect. Errors are imgpack.Error (a RuntimeError naming the file) and "
       "ValueError for invalid arguments.";
   m.attr("__version__") = imgpack::kVersionString;
+  // The modules the bindings call into, imported now rather than at first
+  // use: a fork while another thread imports one leaves the child waiting on
+  // that module's import lock forever.
+  for (const char* used : {"numbers", "json", "base64", "os"}) py::module_::import(used);
   register_errors(m);
   register_dataset(m);
   register_batch(m);

@@ -313,3 +313,29 @@ def test_a_child_forked_while_another_thread_opens_a_dataset_opens_one_too(datas
         thread.join()
     assert statuses == [0] * 8, statuses
 
+
+FIRST_OPEN_AND_FORK = r"""
+import os, sys, threading
+import imgpack
+threading.Thread(target=imgpack.Dataset, args=(sys.argv[1],), daemon=True).start()
+pid = os.fork()
+if pid == 0:
+    imgpack.Dataset(sys.argv[1])
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.WEXITSTATUS(status))
+"""
+
+
+def test_a_fork_during_the_first_dataset_opened_in_the_process_leaves_a_working_child(
+        dataset_dir):
+    """The fork barrier is set up when the module loads, not by the first file
+    opened: a fork while another thread set it up left the child waiting on
+    the setup's guard forever."""
+    import subprocess
+    import sys
+    for attempt in range(10):
+        done = subprocess.run([sys.executable, "-c", FIRST_OPEN_AND_FORK, dataset_dir],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (attempt, done.returncode, done.stderr)
+

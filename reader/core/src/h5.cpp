@@ -190,16 +190,26 @@ void after_fork_in_child() {
   barrier.store(fresh);
 }
 
+// Installs the barrier and its fork handlers once, without a static's init
+// guard: a fork while another thread held such a guard would leave the child
+// waiting on it forever. Where two threads race here, one barrier wins and the
+// other is dropped unused.
 ForkBarrier& fork_barrier() {
-  static ForkBarrier* const first = [] {
-    auto* made = new ForkBarrier();
-    barrier.store(made);
-    ::pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
-    return made;
-  }();
-  (void)first;
-  return *barrier.load();
+  ForkBarrier* current = barrier.load();
+  if (current != nullptr) return *current;
+  auto* made = new ForkBarrier();
+  if (!barrier.compare_exchange_strong(current, made)) {
+    delete made;
+    return *current;
+  }
+  ::pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+  return *made;
 }
+
+// Installed as the library is loaded, before its threads (or a program's)
+// open files; fork_barrier() installs it first where another static
+// initializer opens a file earlier.
+[[maybe_unused]] const ForkBarrier& installed_at_load = fork_barrier();
 
 }  // namespace
 
