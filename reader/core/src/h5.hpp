@@ -151,6 +151,23 @@ class File {
                      uint64_t alignment_threshold = format::kAlignmentThreshold);
 
   File() = default;
+  ~File() = default;  // members in reverse: the file closed, then its fork pass released
+  File(File&&) noexcept = default;
+  // Closes this file before its fork pass goes (a member-wise assignment
+  // would release the pass first, and a fork could come while HDF5 closes it).
+  File& operator=(File&& other) noexcept {
+    if (this != &other) {
+      heaps_.reset();
+      handle_.reset();
+      handle_ = std::move(other.handle_);
+      path_ = std::move(other.path_);
+      heaps_ = std::move(other.heaps_);
+      pass_ = std::move(other.pass_);
+    }
+    return *this;
+  }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
   hid_t id() const { return handle_.get(); }
   const std::filesystem::path& path() const { return path_; }
   // Flushes and closes, throwing on failure (the destructor closes silently).
