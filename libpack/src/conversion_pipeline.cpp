@@ -72,7 +72,7 @@ void check_skip_limit(const ConvertOptions& options, const ConversionPlan& plan,
   if (skipped.size() <= allowed) return;
   std::string message = options.src.string() + ": " + std::to_string(skipped.size()) + " of the " +
                         std::to_string(inputs) + (append ? " new" : "") +
-                        " inputs were skipped, more than ConvertOptions::max_skipped " +
+                        " inputs skipped so far, more than ConvertOptions::max_skipped " +
                         options.max_skipped.text() + " allows (" + std::to_string(allowed) + "); " +
                         unchanged + ". The first: ";
   for (std::size_t i = 0; i < std::min<std::size_t>(skipped.size(), 3); ++i) {

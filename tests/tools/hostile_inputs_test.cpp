@@ -398,7 +398,7 @@ TEST_F(HostileInputsTest, MoreSkippedThanMaxSkippedFailsLoudly) {
   add("c/bad-2.png", "");
   r = run_limited(convert + " --overwrite");
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find("2 of the 102 inputs were skipped, more than --max-skipped 1% allows (1)"),
+  EXPECT_NE(r.err.find("2 of the 102 inputs skipped so far, more than --max-skipped 1% allows (1)"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("c/bad-1.jpg: not an image"), std::string::npos) << r.err;
