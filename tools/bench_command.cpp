@@ -56,15 +56,16 @@ struct BenchResult {
   double reader_vs(double gb_per_s) const { return gb_per_s > 0 ? run.gb_per_s() / gb_per_s : 0; }
 };
 
-// One batch's bytes (images and masks) as the loader's slots hold them.
-uint64_t batch_bytes_of(const Dataset& dataset, const BenchArgs& a) {
-  return a.batch * (dataset.record_bytes() + dataset.mask_bytes());
+// One batch's bytes (images and masks) as the loader's slots hold them: a
+// slot holds at most the records of an epoch, whatever --batch asks.
+uint64_t batch_bytes_of(const Dataset& dataset, const BenchArgs& a, uint64_t epoch_size) {
+  return std::min<uint64_t>(a.batch, epoch_size) * (dataset.record_bytes() + dataset.mask_bytes());
 }
 
 // The anonymous memory the reader may grow by: its ring of prefetch + 2
 // batches, and 64 MiB besides.
-uint64_t reader_memory_bound(const Dataset& dataset, const BenchArgs& a) {
-  return (a.prefetch + 2) * batch_bytes_of(dataset, a) + (uint64_t{64} << 20);
+uint64_t reader_memory_bound(const Dataset& dataset, const BenchArgs& a, uint64_t epoch_size) {
+  return (a.prefetch + 2) * batch_bytes_of(dataset, a, epoch_size) + (uint64_t{64} << 20);
 }
 
 // The references first, then the reader alone at each thread count of the
@@ -72,11 +73,12 @@ uint64_t reader_memory_bound(const Dataset& dataset, const BenchArgs& a) {
 // --threads when there is a step to compare with), then the main run.
 // Moving the result keeps `recommendation` and `capacity` valid: a moved
 // vector keeps its elements where they are.
-BenchResult measure(const Dataset& dataset, const BenchArgs& a, const Device& device) {
+BenchResult measure(const Dataset& dataset, const BenchArgs& a, const Device& device,
+                    uint64_t epoch_size) {
   const bool say = !a.json && !a.quiet;
   BenchResult r;
-  const std::size_t batch_bytes = batch_bytes_of(dataset, a);
-  r.memory_bound = reader_memory_bound(dataset, a);
+  const std::size_t batch_bytes = batch_bytes_of(dataset, a, epoch_size);
+  r.memory_bound = reader_memory_bound(dataset, a, epoch_size);
   r.cores = detail::cores_available();
   r.step_images_per_s = a.step_ms > 0 ? static_cast<double>(a.batch) * 1000.0 / a.step_ms : 0;
   r.memcpy_bps = memcpy_bandwidth(dataset, batch_bytes, a.memcpy_threads, a.measure_seconds / 2);
@@ -386,22 +388,10 @@ int run_bench(const BenchArgs& a) {
   const Clock::time_point open_start = Clock::now();
   Dataset dataset = Dataset::open(a.dataset);
   const double open_seconds = since(open_start);
-  if (limit) {
-    // The loader's ring and the memcpy reference's buffers, besides what the
-    // process holds with the dataset open.
-    const uint64_t batch_bytes = batch_bytes_of(dataset, a);
-    const uint64_t need =
-        anon_rss_bytes() + reader_memory_bound(dataset, a) + a.memcpy_threads * batch_bytes;
-    if (limit->bytes() < need) {
-      throw UsageError("--memory-limit " + a.memory_limit + " is below the " + human_bytes(need) +
-                       " the reader needs besides the page cache (" +
-                       std::to_string(a.prefetch + 2 + a.memcpy_threads) + " batches of " +
-                       human_bytes(batch_bytes) +
-                       ", the dataset's index and 64 MiB): a smaller --batch or --prefetch fits");
-    }
-  }
+  // What the loader checks of the selection and the sampling, before the
+  // measurements; and how many records an epoch holds, which bounds a batch.
+  uint64_t epoch_size = 0;
   {
-    // What the loader checks of the selection and the sampling, before the measurements.
     LoaderOptions o = loader_options(a, a.threads);
     const EpochOrder order(dataset, select_samples(dataset.index(), o.selection),
                            resolve_variant_policy(o.selection.variants, o.selection.role), o.order);
@@ -412,12 +402,35 @@ int run_bench(const BenchArgs& a) {
                                               " " + a.role + " is empty") +
                        ")");
     }
+    epoch_size = order.epoch_size();
+  }
+  {
+    // The loader's ring and the memcpy reference's buffers, besides what the
+    // process holds with the dataset open: refused where they could not be
+    // held, rather than found out by the kernel's OOM killer mid-run.
+    const uint64_t batch_bytes = batch_bytes_of(dataset, a, epoch_size);
+    const uint64_t need = anon_rss_bytes() + reader_memory_bound(dataset, a, epoch_size) +
+                          a.memcpy_threads * batch_bytes;
+    const std::string needs = " the reader needs besides the page cache (" +
+                              std::to_string(a.prefetch + 2 + a.memcpy_threads) + " batches of " +
+                              human_bytes(batch_bytes) + ", the dataset's index and 64 MiB)";
+    // Under --memory-limit this process's cgroup is the limit's.
+    const uint64_t memory = limit ? limit->bytes() : detail::memory_for_page_cache();
+    if (memory < need) {
+      throw UsageError(
+          (limit ? "--memory-limit " + a.memory_limit + " is below the " + human_bytes(need) + needs
+                 : "--batch " + std::to_string(a.batch) + " and --prefetch " +
+                       std::to_string(a.prefetch) + ": " + human_bytes(need) + needs +
+                       ", more than the " + human_bytes(memory) +
+                       " this process may use (physical memory or its memory cgroup's limit)") +
+          ": a smaller --batch or --prefetch fits");
+    }
   }
   if (!a.json && !a.quiet) {
     std::fprintf(stderr, "bench: opened %zu records in %zu shards in %.3f s; memcpy reference...\n",
                  dataset.num_records(), dataset.num_shards(), open_seconds);
   }
-  BenchResult result = measure(dataset, a, device);
+  BenchResult result = measure(dataset, a, device, epoch_size);
   result.open_seconds = open_seconds;
   if (limit) {
     result.memory_limit = limit->bytes();

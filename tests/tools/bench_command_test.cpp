@@ -358,10 +358,24 @@ TEST_F(BenchCommandTest, MemoryLimitRunsInACgroupOfThatSize) {
   r = bench(shell_quote(dataset_) + " --memory-limit 0 -q");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--memory-limit 0 is below"), std::string::npos) << r.err;
-  // and below the ring and the memcpy buffers (8 batches of 117 MiB here).
-  r = bench(shell_quote(dataset_) + " --memory-limit 400M --batch 40000 -q");
+  // and below the ring and the memcpy buffers (4100 batches of the whole
+  // epoch here, 30 records of 3 KiB: a batch holds at most an epoch).
+  r = bench(shell_quote(dataset_) + " --memory-limit 200M --batch 40000 --prefetch 4096 -q");
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("8 batches of 117.2 MiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("batches of 90.0 KiB"), std::string::npos) << r.err;
+}
+
+// A batch larger than the epoch costs what the epoch's records cost: the
+// loader's slots hold at most an epoch, and the memcpy reference's buffers
+// are sized as they are (--batch 1048576 once took every byte of the machine
+// for a dataset of a few MiB).
+TEST_F(BenchCommandTest, ABatchLargerThanTheEpochCostsTheEpoch) {
+  const test::CommandResult r =
+      bench(shell_quote(dataset_) + " --batch 1048576 --prefetch 4 --epochs 1 --json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const uint64_t epoch_bytes = uint64_t{30} * j.at("record_bytes").get<uint64_t>();
+  EXPECT_EQ(j.at("memory_bound_bytes").get<uint64_t>(), 6 * epoch_bytes + (uint64_t{64} << 20));
 }
 
 TEST_F(BenchCommandTest, BadRequestsExitTwo) {
