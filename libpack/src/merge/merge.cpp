@@ -42,33 +42,20 @@ bool path_exists(const fs::path& path) {
   return fs::exists(path, ec);
 }
 
-// Opens a committed part shard for writing. A merge killed while it had the
-// shard open leaves HDF5's "open for writing" mark in its superblock, which
-// makes every later open fail; the shard's contents are whole (only its
-// /sample column and an attribute are rewritten, with values a rerun writes
-// again), so the mark is cleared, as h5clear does.
-h5::Handle open_shard_for_patch(const fs::path& path) {
-  h5::silence_errors();
-  h5::Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
-  hbool_t clear = 1;
-  if (fapl.get() < 0 || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
-      H5Pset(fapl.get(), "clear_status_flags", &clear) < 0) {
-    throw file_error(path, "cannot set up HDF5 file access: " + h5::last_error_message());
-  }
-  h5::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get()));
-  if (!file) throw file_error(path, "cannot open for writing: " + h5::last_error_message());
-  return file;
-}
-
 // Gives a part shard its place in the merged dataset: its /sample column the
 // merged sample ids, its shard_index attribute the merged shard number.
+//
+// A merge killed while it had the shard open leaves HDF5's "open for writing"
+// mark in its superblock, which makes every later open fail; the shard's
+// contents are whole (only its /sample column and an attribute are
+// rewritten, with values a rerun writes again), so the mark is cleared.
 void patch_shard(const fs::path& path, const ShardMove& move) {
-  h5::Handle file = open_shard_for_patch(path);
+  h5::File file = h5::File::open_write_clearing_mark(path);
   auto fail = [&](const char* call) {
     throw file_error(path, std::string(call) + " failed: " + h5::last_error_message());
   };
   {
-    h5::Handle samples(H5Dopen2(file.get(), format::kSample, H5P_DEFAULT));
+    h5::Handle samples(H5Dopen2(file.id(), format::kSample, H5P_DEFAULT));
     if (!samples) fail("H5Dopen2 /sample");
     h5::Handle space(H5Dget_space(samples.get()));
     if (!space ||
@@ -79,14 +66,14 @@ void patch_shard(const fs::path& path, const ShardMove& move) {
                                           H5P_DEFAULT, move.samples.data()) < 0) {
       fail("H5Dwrite /sample");
     }
-    h5::Handle attr(H5Aopen(file.get(), format::kAttrShardIndex, H5P_DEFAULT));
+    h5::Handle attr(H5Aopen(file.id(), format::kAttrShardIndex, H5P_DEFAULT));
     if (!attr) fail("H5Aopen shard_index");
     const int64_t shard = move.shard;
     if (H5Awrite(attr.get(), H5T_NATIVE_INT64, &shard) < 0) fail("H5Awrite shard_index");
   }
-  if (H5Fflush(file.get(), H5F_SCOPE_LOCAL) < 0) fail("H5Fflush");
+  if (H5Fflush(file.id(), H5F_SCOPE_LOCAL) < 0) fail("H5Fflush");
   crash_point("merge-patch", move.shard);  // the shard still marked open for writing
-  if (file.close() < 0) fail("H5Fclose");
+  file.close();
 }
 
 // Moves one part shard to its place in OUT. Done already (a rerun after a

@@ -36,14 +36,11 @@ struct ShardProblem {
 // else in the file changes. Best effort: a shard that still does not open is
 // reported by read_shard().
 void clear_write_mark(const fs::path& path) {
-  h5::silence_errors();
-  h5::Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
-  hbool_t clear = 1;
-  if (fapl.get() < 0 || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
-      H5Pset(fapl.get(), "clear_status_flags", &clear) < 0) {
-    return;
+  try {
+    h5::File::open_write_clearing_mark(path);
+  } catch (const Error&) {
+    return;  // read_shard() names the file and what is wrong with it
   }
-  h5::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get()));
 }
 
 // The structure and columns of the shard of `move`, found where the merge

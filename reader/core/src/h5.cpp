@@ -278,6 +278,22 @@ File File::open_write(const std::filesystem::path& path) {
   return File(std::move(pass), Handle(id), path);
 }
 
+File File::open_write_clearing_mark(const std::filesystem::path& path) {
+  ForkPass pass = ForkPass::take();
+  silence_errors();
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  hbool_t clear = 1;
+  if (!fapl || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
+      H5Pset(fapl.get(), "clear_status_flags", &clear) < 0) {
+    throw Error(path.string() + ": cannot set file access properties: " + last_error_message());
+  }
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get());
+  if (id < 0) {
+    throw Error(path.string() + ": cannot open for writing: " + last_error_message());
+  }
+  return File(std::move(pass), Handle(id), path);
+}
+
 File File::create(const std::filesystem::path& path, uint64_t alignment_threshold) {
   ForkPass pass = ForkPass::take();
   silence_errors();

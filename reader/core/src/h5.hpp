@@ -144,6 +144,10 @@ class File {
   static File open_read(const std::filesystem::path& path);
   // Opens for reading and writing.
   static File open_write(const std::filesystem::path& path);
+  // Opens for reading and writing a file that a writer killed while it had
+  // it open left marked as open for writing in its superblock (which makes
+  // every other open fail), clearing the mark as h5clear does.
+  static File open_write_clearing_mark(const std::filesystem::path& path);
   // Creates (truncating) with the format's settings: HDF5 1.10 object format
   // bounds, and every allocation of at least `alignment_threshold` bytes
   // aligned to 4096.
