@@ -54,9 +54,28 @@ void check_fractions(const char* what, std::span<const double> fractions) {
 }
 
 void check_labels(const char* what, const LabelRows& labels) {
-  if (labels.columns != 0 && labels.values.size() % labels.columns != 0) {
-    throw UsageError(std::string(what) + ": " + std::to_string(labels.values.size()) +
-                     " label values are not rows of " + std::to_string(labels.columns));
+  const auto refuse = [&](const std::string& problem) {
+    throw UsageError(std::string(what) + ": " + problem);
+  };
+  if (labels.begin.empty() || labels.begin.front() != 0 ||
+      labels.begin.back() != labels.label.size()) {
+    refuse("the label rows' offsets do not span their " + std::to_string(labels.label.size()) +
+           " labels");
+  }
+  for (std::size_t i = 0; i < labels.rows(); ++i) {
+    if (labels.begin[i + 1] < labels.begin[i]) {
+      refuse("the label row of sample " + std::to_string(i) + " ends before it begins");
+    }
+    for (std::size_t e = labels.begin[i]; e < labels.begin[i + 1]; ++e) {
+      const int32_t l = labels.label[e];
+      if (l < 0 || static_cast<std::size_t>(l) >= labels.columns) {
+        refuse("sample " + std::to_string(i) + " has label " + std::to_string(l) + ", outside 0.." +
+               std::to_string(labels.columns) + "-1");
+      }
+      if (e > labels.begin[i] && l <= labels.label[e - 1]) {
+        refuse("the labels of sample " + std::to_string(i) + " are not ascending");
+      }
+    }
   }
 }
 
@@ -93,10 +112,10 @@ detail::LabelUnits make_units(const LabelRows& labels, std::span<const int32_t> 
   for (std::size_t u = 0; u < count; ++u) {
     units.size[u] = static_cast<int64_t>(start[u + 1] - start[u]);
     for (std::size_t m = start[u]; m < start[u + 1]; ++m) {
-      const auto row = labels.values.subspan(members[m] * columns, columns);
-      for (std::size_t l = 0; l < columns; ++l) {
-        if (row[l] == 0) continue;
-        if (scratch[l]++ == 0) touched.push_back(static_cast<int32_t>(l));
+      const std::size_t i = members[m];
+      for (std::size_t e = labels.begin[i]; e < labels.begin[i + 1]; ++e) {
+        const int32_t l = labels.label[e];
+        if (scratch[static_cast<std::size_t>(l)]++ == 0) touched.push_back(l);
       }
     }
     std::sort(touched.begin(), touched.end());
@@ -207,6 +226,24 @@ std::vector<int32_t> greedy_parts(const detail::LabelUnits& units,
 
 }  // namespace
 
+LabelRows LabelRows::from_dense(std::span<const uint8_t> values, std::size_t columns) {
+  if (columns == 0 ? !values.empty() : values.size() % columns != 0) {
+    throw UsageError("LabelRows: " + std::to_string(values.size()) +
+                     " label values are not rows of " + std::to_string(columns));
+  }
+  LabelRows rows;
+  rows.columns = columns;
+  const std::size_t samples = columns == 0 ? 0 : values.size() / columns;
+  rows.begin.reserve(samples + 1);
+  for (std::size_t i = 0; i < samples; ++i) {
+    for (std::size_t l = 0; l < columns; ++l) {
+      if (values[i * columns + l] != 0) rows.label.push_back(static_cast<int32_t>(l));
+    }
+    rows.end_row();
+  }
+  return rows;
+}
+
 std::vector<int32_t> iterative_stratification(const LabelRows& labels,
                                               std::span<const int32_t> groups,
                                               std::span<const double> fractions, uint64_t seed) {
@@ -258,9 +295,8 @@ MultilabelQuality multilabel_quality(const LabelRows& labels, std::span<const in
     }
     const auto j = static_cast<std::size_t>(parts[i]);
     ++size[j];
-    const auto row = labels.values.subspan(i * columns, columns);
-    for (std::size_t l = 0; l < columns; ++l) {
-      if (row[l] == 0) continue;
+    for (std::size_t e = labels.begin[i]; e < labels.begin[i + 1]; ++e) {
+      const auto l = static_cast<std::size_t>(labels.label[e]);
       ++count[j * columns + l];
       ++total[l];
     }

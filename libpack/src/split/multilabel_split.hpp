@@ -16,12 +16,21 @@
 
 namespace imgpack {
 
-// S samples x L labels, row-major: a nonzero value means the sample has the
-// label. Borrows `values`, which must outlive the LabelRows.
+// The labels of S samples out of `columns` labels, by sample (compressed
+// rows): sample i has the labels label[begin[i]] .. label[begin[i + 1] - 1],
+// each below `columns`, ascending. What it costs is the labels the samples
+// have, not S x columns: thousands of classes over millions of samples fit.
 struct LabelRows {
-  std::span<const uint8_t> values;  // S * columns
+  std::vector<std::size_t> begin{0};  // S + 1 offsets into `label`
+  std::vector<int32_t> label;
   std::size_t columns = 0;
-  std::size_t rows() const { return columns == 0 ? 0 : values.size() / columns; }
+
+  std::size_t rows() const { return begin.size() - 1; }
+  // Ends the current sample's row: the labels added since the last call.
+  void end_row() { begin.push_back(label.size()); }
+  // From an S x columns row-major matrix whose nonzero values mark the labels
+  // a sample has. Throws UsageError where its size is not a multiple of columns.
+  static LabelRows from_dense(std::span<const uint8_t> values, std::size_t columns);
 };
 
 // Assigns every sample to one of fractions.size() parts, part j receiving
@@ -59,13 +68,13 @@ struct LabelRows {
 //
 // The greedy pass and the search run from 4 seeded starts up to 10,000
 // units, fewer above, one above 20,000, and the lowest LD is kept (ties:
-// lower ED). Cost: O(S L) to read the labels, then per start O(nnz log nnz) for
+// lower ED). Cost: O(S + nnz) to read the labels, then per start O(nnz log nnz) for
 // the greedy and O(passes x units x (k + swap partners) x labels per unit +
 // moves x L) for the search.
 //
 // Throws UsageError for empty or negative fractions, fractions not summing to
-// 1 within 1e-9, a label matrix whose size is not a multiple of its columns,
-// or groups of another length than the samples.
+// 1 within 1e-9, label rows that are not as LabelRows describes, or groups of
+// another length than the samples.
 std::vector<int32_t> iterative_stratification(const LabelRows& labels,
                                               std::span<const int32_t> groups,
                                               std::span<const double> fractions, uint64_t seed);

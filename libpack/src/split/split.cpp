@@ -281,20 +281,23 @@ SplitResult split_multilabel(std::span<const int32_t> labels, std::span<const in
   const bool has_labels =
       std::any_of(labels.begin(), labels.end(), [](int32_t l) { return l >= 0; });
   const std::size_t class_columns = has_labels ? static_cast<std::size_t>(classes.count()) : 0;
-  const std::size_t columns = multilabel.classes + class_columns;
-  std::vector<uint8_t> rows(s * columns, 0);
+  LabelRows rows;
+  rows.columns = multilabel.classes + class_columns;
+  rows.begin.reserve(s + 1);
   for (std::size_t i = 0; i < s; ++i) {
-    uint8_t* row = rows.data() + i * columns;
     for (std::size_t c = 0; c < multilabel.classes; ++c) {
-      row[c] = multilabel.values[i * multilabel.classes + c] != 0 ? 1 : 0;
+      if (multilabel.values[i * multilabel.classes + c] != 0) {
+        rows.label.push_back(static_cast<int32_t>(c));
+      }
     }
     if (class_columns > 0 && labels[i] >= 0) {
-      row[multilabel.classes + static_cast<std::size_t>(classes.of[i])] = 1;
+      rows.label.push_back(static_cast<int32_t>(multilabel.classes) + classes.of[i]);
     }
+    rows.end_row();
   }
   const std::vector<double> fractions = multilabel_fractions(spec);
   const std::vector<int32_t> parts = iterative_stratification(
-      {rows, columns}, grouped ? groups : std::span<const int32_t>(), fractions, spec.seed);
+      rows, grouped ? groups : std::span<const int32_t>(), fractions, spec.seed);
   SplitResult result;
   result.stratified = true;
   result.grouped = grouped;

@@ -29,7 +29,7 @@ namespace {
 std::string run(std::size_t columns, const std::vector<uint8_t>& values,
                 const std::vector<int32_t>& groups, const std::vector<double>& fractions,
                 uint64_t seed) {
-  const imgpack::LabelRows labels{values, columns};
+  const imgpack::LabelRows labels = imgpack::LabelRows::from_dense(values, columns);
   const std::vector<int32_t> parts =
       imgpack::iterative_stratification(labels, groups, fractions, seed);
   const imgpack::MultilabelQuality q = imgpack::multilabel_quality(labels, parts, fractions);

@@ -21,7 +21,7 @@ namespace {
 struct Matrix {
   std::vector<uint8_t> values;
   std::size_t columns = 0;
-  LabelRows rows() const { return {values, columns}; }
+  LabelRows rows() const { return LabelRows::from_dense(values, columns); }
   std::size_t samples() const { return values.size() / columns; }
   bool has(std::size_t i, std::size_t l) const { return values[i * columns + l] != 0; }
 };
@@ -213,7 +213,31 @@ TEST(MultilabelSplit, RejectsBadRequests) {
   EXPECT_NO_THROW(iterative_stratification(m.rows(), {}, std::vector<double>{0.5, 0.5 + 1e-12}, 0));
   EXPECT_THROW(iterative_stratification(m.rows(), std::vector<int32_t>(9, 0), half, 0), UsageError);
   const std::vector<uint8_t> ragged(7, 0);
-  EXPECT_THROW(iterative_stratification(LabelRows{ragged, 2}, {}, half, 0), UsageError);
+  EXPECT_THROW(LabelRows::from_dense(ragged, 2), UsageError);
+  // Label rows that are not as LabelRows describes.
+  const auto rows_of = [](std::vector<std::size_t> begin, std::vector<int32_t> label) {
+    LabelRows rows;
+    rows.begin = std::move(begin);
+    rows.label = std::move(label);
+    rows.columns = 3;
+    return rows;
+  };
+  for (const LabelRows& bad : {rows_of({0, 1}, {3}), rows_of({0, 1}, {-1}), rows_of({0, 2}, {1, 1}),
+                               rows_of({0, 2}, {2, 1}), rows_of({0, 2, 1, 2}, {0, 1}),
+                               rows_of({0, 1}, {0, 1}), rows_of({1, 2}, {0, 1})}) {
+    EXPECT_THROW(iterative_stratification(bad, {}, half, 0), UsageError);
+    EXPECT_THROW(multilabel_quality(bad, std::vector<int32_t>(bad.rows(), 0), half), UsageError);
+  }
+  // Rows built one by one are what the dense matrix gives.
+  LabelRows built;
+  built.columns = 2;
+  for (std::size_t i = 0; i < m.samples(); ++i) {
+    for (int32_t l = 0; l < 2; ++l)
+      if (m.has(i, static_cast<std::size_t>(l))) built.label.push_back(l);
+    built.end_row();
+  }
+  EXPECT_EQ(iterative_stratification(built, {}, half, 5),
+            iterative_stratification(m.rows(), {}, half, 5));
   EXPECT_THROW(multilabel_quality(m.rows(), std::vector<int32_t>(9, 0), half), UsageError);
   EXPECT_THROW(multilabel_quality(m.rows(), std::vector<int32_t>(10, 2), half), UsageError);
   EXPECT_THROW(multilabel_quality(m.rows(), std::vector<int32_t>(10, 0), std::vector<double>{}),
