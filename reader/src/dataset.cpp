@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,9 @@ void read_row(int fd, const fs::path& path, uint64_t row, uint8_t* out, std::siz
   }
 }
 
+// A shard_fds entry: the file the dataset opened is no longer at its path.
+constexpr int kShardGone = -2;
+
 Error shard_replaced(const fs::path& path) {
   return file_error(path,
                     "is not the file the dataset opened: replaced since (a conversion over "
@@ -86,9 +90,10 @@ struct Dataset::State {
   detail::StorageTable storage;            // no table when the records are in storage order
   // The records of each sample, by ascending variant. Empty when every sample
   // s has the K records s*K .. s*K+K-1, variant by variant (as imgpack writes them).
-  std::vector<uint64_t> sample_offsets;                   // [S + 1]
-  std::vector<uint64_t> sample_records;                   // grouped by sample, ascending variant
-  mutable std::unique_ptr<std::atomic<int>[]> shard_fds;  // -1 until shard_fd() opens one
+  std::vector<uint64_t> sample_offsets;  // [S + 1]
+  std::vector<uint64_t> sample_records;  // grouped by sample, ascending variant
+  // -1 until shard_fd() opens one; kShardGone where the file is no longer there.
+  mutable std::unique_ptr<std::atomic<int>[]> shard_fds;
 
   State() = default;
   State(const State&) = delete;
@@ -145,24 +150,52 @@ void Dataset::State::open_shard(std::size_t k) {
 
 // The shard's descriptor for Dataset::read_record, opened on first use (a
 // dataset of many shards read from the page cache needs none) and kept until
-// the last handle goes. Thread-safe: threads that race each open one, and all
-// but the first close theirs.
+// the last handle goes; kShardGone where the file the dataset opened is no
+// longer at its path (removed, or another file put there). Thread-safe:
+// threads that race each open one, and all but the first close theirs.
 int Dataset::State::shard_fd(std::size_t k) const {
   std::atomic<int>& fd = shard_fds[k];
   const int known = fd.load(std::memory_order_acquire);
-  if (known >= 0) return known;
-  FileDescriptor opened = open_for_reading(shards[k].path);
-  if (opened.identity(shards[k].path) != shards[k].identity) throw shard_replaced(shards[k].path);
-  // Records are read whole, in an order the kernel cannot guess: its
-  // readahead would read past each record (up to the device's read_ahead_kb)
-  // for nothing. Advice only; a file system that ignores it still works.
-  (void)::posix_fadvise(opened.get(), 0, 0, POSIX_FADV_RANDOM);
+  if (known >= 0 || known == kShardGone) return known;
+  const fs::path& path = shards[k].path;
+  FileDescriptor opened(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  int found = opened.get();
+  if (!opened) {
+    if (errno != ENOENT) throw system_error(path, "cannot open for reading", errno);
+    found = kShardGone;
+  } else if (opened.identity(path) != shards[k].identity) {
+    found = kShardGone;
+  } else {
+    // Records are read whole, in an order the kernel cannot guess: its
+    // readahead would read past each record (up to the device's
+    // read_ahead_kb) for nothing. Advice only; a file system that ignores it
+    // still works.
+    (void)::posix_fadvise(opened.get(), 0, 0, POSIX_FADV_RANDOM);
+  }
   int expected = -1;
-  if (fd.compare_exchange_strong(expected, opened.get(), std::memory_order_acq_rel)) {
-    return opened.release();
+  if (fd.compare_exchange_strong(expected, found, std::memory_order_acq_rel)) {
+    if (found >= 0) (void)opened.release();  // kept in shard_fds
+    return found;
   }
   return expected;
 }
+
+namespace {
+
+// Copies `bytes` bytes of row `row` of the shard at `path` from its mapping
+// (read_row() for a shard whose file is gone from its path).
+void copy_from_mapping(const fs::path& path, uint32_t row, const uint8_t* from, uint8_t* out,
+                       std::size_t bytes) {
+  if (detail::read_mapped([&] { std::memcpy(out, from, bytes); }) != nullptr) {
+    throw file_error(path,
+                     "truncated or rewritten in place while the dataset was open (reading "
+                     "row " +
+                         std::to_string(row) +
+                         " from its mapping faulted with SIGBUS); reopen the dataset");
+  }
+}
+
+}  // namespace
 
 Dataset::State::~State() {
   if (!shard_fds) return;
@@ -247,14 +280,25 @@ const uint8_t* Dataset::mask_data(uint64_t r) const {
 void Dataset::read_record(uint64_t r, uint8_t* out) const {
   const State& s = *state_;
   const uint32_t k = s.index.records.shard[r];
-  read_row(s.shard_fd(k), s.shards[k].path, s.index.records.row[r], out, s.record_bytes,
+  const int fd = s.shard_fd(k);
+  if (fd == kShardGone) {
+    copy_from_mapping(s.shards[k].path, s.index.records.row[r], record_data(r), out,
+                      s.record_bytes);
+    return;
+  }
+  read_row(fd, s.shards[k].path, s.index.records.row[r], out, s.record_bytes,
            s.shards[k].images_offset);
 }
 
 void Dataset::read_mask(uint64_t r, uint8_t* out) const {
   const State& s = *state_;
   const uint32_t k = s.index.records.shard[r];
-  read_row(s.shard_fd(k), s.shards[k].path, s.index.records.row[r], out, s.mask_bytes,
+  const int fd = s.shard_fd(k);
+  if (fd == kShardGone) {
+    copy_from_mapping(s.shards[k].path, s.index.records.row[r], mask_data(r), out, s.mask_bytes);
+    return;
+  }
+  read_row(fd, s.shards[k].path, s.index.records.row[r], out, s.mask_bytes,
            s.shards[k].masks_offset);
 }
 
@@ -316,10 +360,12 @@ RecordIds Dataset::sample_records(uint64_t s) const {
 fs::path Dataset::shard_path(std::size_t k) const { return state_->shards[k].path; }
 
 void Dataset::require_opened_shard(std::size_t k, int fd) const {
+  if (!is_opened_shard(k, fd)) throw shard_replaced(state_->shards[k].path);
+}
+
+bool Dataset::is_opened_shard(std::size_t k, int fd) const {
   const ShardView& shard = state_->shards[k];
-  if (FileDescriptor::identity_of(fd, shard.path) != shard.identity) {
-    throw shard_replaced(shard.path);
-  }
+  return FileDescriptor::identity_of(fd, shard.path) == shard.identity;
 }
 
 uint64_t Dataset::shard_images_offset(std::size_t k) const {

@@ -47,22 +47,49 @@ ShardFiles::~ShardFiles() {
 
 ShardFiles::Opened ShardFiles::open_shard(std::size_t k) const {
   const std::filesystem::path path = dataset_.shard_path(k);
-  const int flags = O_RDONLY | O_CLOEXEC;
+  const Opened gone{-1, ShardAccess::gone};
   if (direct_) {
-    // Nothing where the file system has no O_DIRECT: read through the cache.
-    if (std::optional<FileDescriptor> fd = open_direct(path)) {
-      dataset_.require_opened_shard(k, fd->get());
-      return {fd->release(), true};
+    FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
+    if (fd) {
+      if (!dataset_.is_opened_shard(k, fd.get())) return gone;
+      return {fd.release(), ShardAccess::direct};
     }
+    if (errno == ENOENT) return gone;
+    // EINVAL: the file system has no O_DIRECT; read through the cache.
+    if (errno != EINVAL) throw system_error(path, "cannot open for reading", errno);
   }
-  FileDescriptor opened(::open(path.c_str(), flags));
-  if (!opened) throw system_error(path, "cannot open for reading", errno);
-  dataset_.require_opened_shard(k, opened.get());
+  FileDescriptor opened(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!opened) {
+    if (errno == ENOENT) return gone;
+    throw system_error(path, "cannot open for reading", errno);
+  }
+  if (!dataset_.is_opened_shard(k, opened.get())) return gone;
   const int fd = opened.release();
   // Records are read whole, in an order the kernel cannot guess: its
   // readahead would read past each record for nothing. Advice only.
   (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-  return {fd, false};
+  return {fd, ShardAccess::buffered};
+}
+
+ShardAccess ShardFiles::access(std::size_t k) const {
+  ShardAccess access = access_[k].load(std::memory_order_acquire);
+  if (access != ShardAccess::unopened) return access;
+  const Opened opened = open_shard(k);
+  if (opened.access == ShardAccess::gone) {
+    // Unless another thread has found the file since (and read it).
+    (void)access_[k].compare_exchange_strong(access, ShardAccess::gone, std::memory_order_acq_rel);
+    return access_[k].load(std::memory_order_acquire);
+  }
+  int expected = -1;
+  if (fds_[k].compare_exchange_strong(expected, opened.fd, std::memory_order_acq_rel)) {
+    access_[k].store(opened.access, std::memory_order_release);
+    return opened.access;
+  }
+  ::close(opened.fd);
+  // Another thread published its descriptor first; wait for its access.
+  while ((access = access_[k].load(std::memory_order_acquire)) == ShardAccess::unopened) {
+  }
+  return access;
 }
 
 ShardFiles::Extent ShardFiles::extent(uint64_t r) const {
@@ -72,21 +99,14 @@ ShardFiles::Extent ShardFiles::extent(uint64_t r) const {
       (layer_ == Layer::images
            ? static_cast<uint64_t>(dataset_.record_data(r) - dataset_.shard_images(k).data())
            : static_cast<uint64_t>(dataset_.mask_data(r) - dataset_.shard_masks(k).data()));
-  ShardAccess access = access_[k].load(std::memory_order_acquire);
-  if (access == ShardAccess::unopened) {
-    const Opened opened = open_shard(k);
-    int expected = -1;
-    if (fds_[k].compare_exchange_strong(expected, opened.fd, std::memory_order_acq_rel)) {
-      access_[k].store(opened.direct ? ShardAccess::direct : ShardAccess::buffered,
-                       std::memory_order_release);
-      return {opened.fd, offset, opened.direct};
-    }
-    ::close(opened.fd);
-    // Another thread published its descriptor first; wait for its access.
-    while ((access = access_[k].load(std::memory_order_acquire)) == ShardAccess::unopened) {
-    }
+  const ShardAccess access = this->access(k);
+  const int fd = fds_[k].load(std::memory_order_acquire);
+  if (access == ShardAccess::gone || fd < 0) {
+    throw file_error(dataset_.shard_path(k),
+                     "is no longer the file the dataset opened; its records are read from the "
+                     "dataset's mapping (ShardFiles::readable)");
   }
-  return {fds_[k].load(std::memory_order_acquire), offset, access == ShardAccess::direct};
+  return {fd, offset, access == ShardAccess::direct};
 }
 
 RecordReader::RecordReader(const ShardFiles& files, unsigned depth)

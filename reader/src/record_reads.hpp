@@ -33,7 +33,10 @@
 namespace imgpack::detail {
 
 // How a shard's descriptor reads.
-enum class ShardAccess : int8_t { unopened, direct, buffered };
+// How a shard's descriptor reads; `gone` where the file the dataset opened is
+// no longer at its path (a later change of the dataset removed it or put
+// another there), so its records are read from the dataset's mapping.
+enum class ShardAccess : int8_t { unopened, direct, buffered, gone };
 
 class ShardFiles {
  public:
@@ -58,6 +61,13 @@ class ShardFiles {
     bool direct = false;
   };
   Extent extent(uint64_t r) const;
+  // Whether the records of shard `k` can be read from its file: false where
+  // the file the dataset opened is no longer at its path. Its records are
+  // then to be copied from the dataset's mapping, which still holds that
+  // file (extent() of one throws). Opens the file on first use; throws
+  // imgpack::Error naming it where it cannot be opened for another reason.
+  // Thread-safe.
+  bool readable(std::size_t k) const { return access(k) != ShardAccess::gone; }
 
   const Dataset& dataset() const { return dataset_; }
   // Bytes of one record's layer: H * W * C, or H * W for masks.
@@ -65,10 +75,12 @@ class ShardFiles {
 
  private:
   struct Opened {
-    int fd;
-    bool direct;
+    int fd;  // -1 where the access is `gone`
+    ShardAccess access;
   };
   Opened open_shard(std::size_t k) const;
+  // How shard `k` reads, its file opened on first use.
+  ShardAccess access(std::size_t k) const;
 
   const Dataset& dataset_;
   const Layer layer_;

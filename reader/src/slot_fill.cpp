@@ -190,7 +190,7 @@ void SlotFiller::fill(const EpochBatches& work, std::size_t batch, std::size_t b
                                dataset_.record_variant(records[i]));
     }
   }
-  if (in_memory || !reads_chunk(records.front())) {
+  if (in_memory || !reads_chunk(records.front()) || !files_readable(records)) {
     copy_from_mappings(slot, begin, records, windows);
   } else {
     read_from_files(slot, begin, records, windows, readers);
@@ -293,6 +293,17 @@ void SlotFiller::place_mask(Slot& slot, std::size_t pos, uint64_t record, const 
                             const RecordWindow& window) const {
   if (options_.verify_checksums) check(record, src, Layer::masks);
   masks_->place(slot, pos, src, window);
+}
+
+bool SlotFiller::files_readable(std::span<const uint64_t> records) const {
+  uint32_t checked = UINT32_MAX;
+  for (const uint64_t r : records) {
+    const uint32_t k = dataset_.record_shard(r);
+    if (k == checked) continue;
+    if (!images_files_->readable(k) || (masks_files_ && !masks_files_->readable(k))) return false;
+    checked = k;
+  }
+  return true;
 }
 
 bool SlotFiller::reads_chunk(uint64_t first_record) const {

@@ -132,6 +132,10 @@ class SlotFiller {
  private:
   // Whether the chunk starting at `first_record` is read with pread (ReadPath).
   bool reads_chunk(uint64_t first_record) const;
+  // Whether every record of a chunk read with pread can be read from its
+  // shard's file (ShardFiles::readable): a chunk holding one whose file is
+  // gone from its path is copied from the mappings instead.
+  bool files_readable(std::span<const uint64_t> records) const;
   // Throws if `src`, a record's `layer`, does not match its stored checksum.
   void check(uint64_t record, const uint8_t* src, ShardFiles::Layer layer) const;
   // The chunk of `records` at positions [begin, begin + records.size()),

@@ -221,9 +221,12 @@ class Dataset {
   // file's readahead is advised off), and threads calling it keep that many
   // reads in flight, where faults on the mapping ask for a few pages at a
   // time plus the kernel's readaround. The shard's file is opened on first
-  // use and stays open while the Dataset lives. Thread-safe. Throws
-  // imgpack::Error naming the shard file on an open or read error or a
-  // short read.
+  // use and stays open while the Dataset lives. Where the file this Dataset
+  // opened is no longer at its path (a later change of the dataset removed
+  // it, or put another in its place), the record is copied from the mapping,
+  // which still holds that file: the Dataset keeps its view. Thread-safe.
+  // Throws imgpack::Error naming the shard file on an open or read error or
+  // a short read.
   void read_record(uint64_t r, uint8_t* out) const;
   // Reads the mask of record `r` into out[0, mask_bytes()) the same way.
   // Requires has_masks(). Thread-safe; throws like read_record().
@@ -261,6 +264,9 @@ class Dataset {
   // otherwise deliver another dataset's bytes under this index's labels.
   // Thread-safe.
   void require_opened_shard(std::size_t k, int fd) const;
+  // Whether `fd` is open on that very file: require_opened_shard() without
+  // the throw. Thread-safe.
+  bool is_opened_shard(std::size_t k, int fd) const;
   std::span<const uint8_t> shard_images(std::size_t k) const;
   // Where shard `k`'s /images starts in its file (a multiple of 4096): record
   // data lies at this offset plus its distance from shard_images(k).data(),
