@@ -127,8 +127,11 @@ void warp_mask(const cv::Mat& mask, const cv::Matx23d& image_map, cv::Size image
   }
   // Rotations and shears. Positions inside the image (most of them) take
   // the fast way: the mask index straight from the image position, by one
-  // multiply-add and a truncation (the same as flooring there: the index is
-  // never below -1 and is clamped to 0); the others go through the border rule.
+  // multiply-add and a truncation, clamped to the mask (the same as
+  // mask_index(): truncation and flooring differ only below 0). An index may
+  // fall below 0 where the image starts before the frame: the partial first
+  // pixel of a DCT-scaled decode whose axis the EXIF orientation reversed
+  // spans up to 8 frame pixels. The others go through the border rule.
   const double last_x = image_size.width - 1, last_y = image_size.height - 1;
   const double ax = 1 / frame.scale_x, ay = 1 / frame.scale_y;
   const double bx = (0.5 - frame.offset_x) / frame.scale_x + kBoundarySlack;
@@ -142,8 +145,8 @@ void warp_mask(const cv::Mat& mask, const cv::Matx23d& image_map, cv::Size image
       const double px = inverse(0, 0) * x + row_x;
       const double py = inverse(1, 0) * x + row_y;
       if (px >= 0 && px <= last_x && py >= 0 && py <= last_y) {
-        const int sx = std::min(static_cast<int>(px * ax + bx), max_x);
-        const int sy = std::min(static_cast<int>(py * ay + by), max_y);
+        const int sx = std::clamp(static_cast<int>(px * ax + bx), 0, max_x);
+        const int sy = std::clamp(static_cast<int>(py * ay + by), 0, max_y);
         row[x] = mask.ptr<uint8_t>(sy)[sx];
         continue;
       }

@@ -205,6 +205,50 @@ TEST(MaskGeometry, WarpBordersReflectExtendOrFill) {
   EXPECT_EQ(labels_of(out).count(99), 0u);
 }
 
+// A JPEG decoded at 1/8 whose EXIF orientation reversed both axes: its first
+// pixel starts 7/8 of a pixel before the upright frame, so a rotation's
+// positions in it reach mask columns and rows below 0, which count as the
+// first (as the slow path's clamp gives), never as memory before the mask.
+TEST(MaskGeometry, RotatedWarpsOfAReversedDctScaledImageStayInsideTheMask) {
+  const int width = 33, height = 41;  // upright frame; decoded: 5 x 6 pixels
+  cv::Mat mask(height, width, CV_8UC1);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      mask.at<uint8_t>(y, x) = static_cast<uint8_t>((3 * x + 5 * y) % 251);
+  DecodedImage image;
+  image.scale_num = 1;
+  image.scale_denom = 8;
+  image.orientation_applied = 3;
+  image.pixels = cv::Mat(6, 5, CV_8UC3);
+  const SourceFrame frame = decoded_frame(image, {width, height});
+  ASSERT_DOUBLE_EQ(frame.offset_x, 0.875);
+  ASSERT_DOUBLE_EQ(frame.offset_y, 0.875);
+  // Enlarged 4x and rotated by 30 degrees about the image's centre.
+  cv::Matx23d map = cv::getRotationMatrix2D(cv::Point2f(2, 2.5F), 30, 4);
+  map(0, 2) += 8;
+  map(1, 2) += 9.5;
+  cv::Matx23d inverse;
+  cv::invertAffineTransform(map, inverse);
+  cv::Mat out(24, 20, CV_8UC1);
+  warp_mask(mask, map, image.pixels.size(), frame, {0, 0, 20, 24}, cv::BORDER_CONSTANT, 255, out);
+  int inside = 0;
+  for (int y = 0; y < out.rows; ++y) {
+    for (int x = 0; x < out.cols; ++x) {
+      const double px = inverse(0, 0) * x + inverse(0, 1) * y + inverse(0, 2);
+      const double py = inverse(1, 0) * x + inverse(1, 1) * y + inverse(1, 2);
+      if (px < 0 || px > 4 || py < 0 || py > 5) continue;  // the border rule's pixels
+      const auto index = [](double p, double offset, int n) {
+        return std::clamp(static_cast<int>(std::floor((p + 0.5 - offset) * 8 + 1e-7)), 0, n - 1);
+      };
+      EXPECT_EQ(out.at<uint8_t>(y, x), mask.at<uint8_t>(index(py, frame.offset_y, height),
+                                                        index(px, frame.offset_x, width)))
+          << "output pixel " << x << ", " << y;
+      ++inside;
+    }
+  }
+  EXPECT_GT(inside, 200);
+}
+
 TEST(MaskGeometry, AugmentedVariantsWarpTheMaskWithTheImagesAffine) {
   const Scene scene = make_scene(420, 300);
   AugmentSpec spec = parse_augment_spec(
