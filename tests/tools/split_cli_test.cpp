@@ -527,6 +527,23 @@ TEST_F(SplitCli, ConvertSplitUsesTheSameCodeAndStaysByteIdentical) {
   EXPECT_NE(r.err.find("unknown split kind 'kfold'"), std::string::npos) << r.err;
 }
 
+// A split's creation date is SOURCE_DATE_EPOCH where set, as the history's
+// dates are: the same split made twice is the same file, byte for byte.
+TEST_F(SplitCli, SourceDateEpochDatesTheSplit) {
+  const std::string date = "SOURCE_DATE_EPOCH=1790000000 ";
+  const std::string make = " split " + ds() + " --name cv --kind stratified --folds 3 --force -q";
+  ASSERT_EQ(test::run_command(date + shell_quote(test::imgpack_cli()) + make).exit_code, 0);
+  EXPECT_EQ(read_index(dataset()).find_split("cv")->created, "2026-09-21T14:13:20Z");
+  const std::string first = test::read_bytes(dataset() / format::kSplitsFile);
+  ASSERT_EQ(test::run_command(date + shell_quote(test::imgpack_cli()) + make).exit_code, 0);
+  EXPECT_EQ(test::read_bytes(dataset() / format::kSplitsFile), first);
+  const test::CommandResult r =
+      test::run_command("SOURCE_DATE_EPOCH=soon " + shell_quote(test::imgpack_cli()) + make);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("SOURCE_DATE_EPOCH='soon' is not a count of seconds"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(SplitCli, InspectShowsEverySplitWithItsQuality) {
   ASSERT_EQ(split("--name cv --kind stratified-group --folds 3 --test 0.2").exit_code, 0);
   test::CommandResult r = run_imgpack("inspect " + ds() + " --json");

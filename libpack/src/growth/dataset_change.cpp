@@ -145,31 +145,6 @@ void abandon_change(const fs::path& dir, uint64_t generation, const std::string&
                     std::to_string(generation));
 }
 
-std::string change_date() {
-  const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
-  if (epoch == nullptr || *epoch == '\0') return utc_timestamp();
-  char* end = nullptr;
-  errno = 0;
-  const long long seconds = std::strtoll(epoch, &end, 10);
-  if (*end != '\0' || seconds < 0) {
-    throw UsageError(std::string("SOURCE_DATE_EPOCH='") + epoch +
-                     "' is not a count of seconds since 1970");
-  }
-  // The history's dates have four-digit years.
-  constexpr long long kLastSecondOf9999 = 253402300799;
-  if (errno == ERANGE || seconds > kLastSecondOf9999) {
-    throw UsageError(std::string("SOURCE_DATE_EPOCH='") + epoch +
-                     "' is past the end of the year 9999 (" + std::to_string(kLastSecondOf9999) +
-                     ")");
-  }
-  const auto when = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&when, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 void commit_change(const fs::path& dir, DatasetIndex& index, const std::string& change,
                    uint64_t added, uint64_t removed, std::size_t old_samples,
                    std::vector<std::string>& warnings) {
@@ -177,7 +152,7 @@ void commit_change(const fs::path& dir, DatasetIndex& index, const std::string& 
     index.history.push_back({0, "", "convert", old_samples, 0});
   }
   index.generation += 1;
-  index.history.push_back({index.generation, change_date(), change, added, removed});
+  index.history.push_back({index.generation, utc_timestamp(), change, added, removed});
   const MultilabelRows multilabel{index.sample_multilabel.span(), index.multilabel_names.size()};
   for (Split& split : index.splits) {
     SplitExtension extended =

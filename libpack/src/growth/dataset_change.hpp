@@ -65,11 +65,6 @@ FileTally remove_leftovers(const std::filesystem::path& dir, const DatasetIndex&
                                  const std::string& what_not_done,
                                  const std::set<std::string>& spare = {});
 
-// The date of a change, as the history records it: SOURCE_DATE_EPOCH (the
-// reproducible-builds convention: seconds since 1970) where set, else now;
-// ISO 8601 UTC.
-std::string change_date();
-
 // Commits `index`, changed by `change` ("append", "remove", ...), as the
 // next generation: a history row (with row 0 for the conversion where the
 // history is new), every split extended over the samples after the first

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <limits>
@@ -604,9 +605,26 @@ void write_splits(const fs::path& dataset_dir, const DatasetIndex& index) {
 }
 
 std::string utc_timestamp() {
-  std::time_t now = std::time(nullptr);
+  std::time_t when = std::time(nullptr);
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch != nullptr && *epoch != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    const long long seconds = std::strtoll(epoch, &end, 10);
+    if (*end != '\0' || seconds < 0) {
+      throw UsageError(std::string("SOURCE_DATE_EPOCH='") + epoch +
+                       "' is not a count of seconds since 1970");
+    }
+    // The dates have four-digit years.
+    constexpr long long kLastSecondOf9999 = 253402300799;
+    if (errno == ERANGE || seconds > kLastSecondOf9999) {
+      throw UsageError(std::string("SOURCE_DATE_EPOCH='") + epoch +
+                       "' is past the end of the year 9999 (" + std::to_string(kLastSecondOf9999) +
+                       ")");
+    }
+    when = static_cast<std::time_t>(seconds);
+  }
   std::tm tm{};
-  gmtime_r(&now, &tm);
+  gmtime_r(&when, &tm);
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return text;

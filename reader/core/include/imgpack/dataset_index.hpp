@@ -244,7 +244,11 @@ void write_index(const std::filesystem::path& dataset_dir, const DatasetIndex& i
 // imgpack::Error as write_index() does.
 void write_splits(const std::filesystem::path& dataset_dir, const DatasetIndex& index);
 
-// Current UTC time as "2026-11-22T03:46:16Z".
+// The date a dataset records (a split's creation, a change in the history)
+// as "2026-11-22T03:46:16Z": SOURCE_DATE_EPOCH where set (seconds since
+// 1970, the reproducible-builds convention), so that runs of the same
+// command are byte-identical, else the current UTC time. Throws UsageError
+// for a SOURCE_DATE_EPOCH that is not such a count up to the end of 9999.
 std::string utc_timestamp();
 
 }  // namespace imgpack
