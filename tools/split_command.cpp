@@ -6,6 +6,7 @@
 // rename); index.h5's sample table and the shard files are never touched. Runs that change one
 // dataset at the same time take turns (a lock on its directory), so none
 // loses another's split.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -107,6 +108,15 @@ const Split& find_or_fail(const DatasetIndex& index, const std::string& name,
   return *split;
 }
 
+// Whether `stored` is the split `made` is, its creation date aside (a split
+// an append or a removal has changed since is not).
+bool same_split(const Split& stored, const Split& made) {
+  return stored.kind == made.kind && stored.folds == made.folds && stored.seed == made.seed &&
+         stored.test_fraction == made.test_fraction && stored.val_fraction == made.val_fraction &&
+         stored.stratified == made.stratified && stored.grouped == made.grouped &&
+         stored.previous_samples.empty() && std::ranges::equal(stored.assign, made.assign);
+}
+
 int run_create(const SplitArgs& args) {
   if (args.kind.empty()) {
     throw UsageError("--name needs --kind (random, stratified, group, stratified-group, holdout)");
@@ -134,27 +144,40 @@ int run_create(const SplitArgs& args) {
   const DirectoryLock lock = lock_for_change(args.dataset, args.quiet);
   DatasetIndex index = read_for_change(args.dataset);
   const double read_s = seconds_since(start);
-  if (index.find_split(args.name) && !args.force) {
-    throw UsageError(args.dataset + ": a split named '" + args.name +
-                     "' exists; pass --force to replace it");
-  }
   Clock::time_point compute_start = Clock::now();
   std::vector<std::string> warnings;
   Split split = make_split(index, args.name, spec, utc_timestamp(), &warnings);
   const double compute_s = seconds_since(compute_start);
+  // The same command again (after a run killed once it had saved, say)
+  // finds its split there as it would make it: nothing to do.
+  const Split* existing = index.find_split(args.name);
+  const bool unchanged = existing != nullptr && same_split(*existing, split);
+  if (existing != nullptr && !args.force && !unchanged) {
+    throw UsageError(args.dataset + ": a split named '" + args.name +
+                     "' exists; pass --force to replace it");
+  }
   for (std::string& warning : warnings) {
     warning = cli_wording(warning);
     std::cerr << "imgpack: warning: " << warning << "\n";
   }
-  store_split(index, std::move(split), args.force);
-  Clock::time_point write_start = Clock::now();
-  write_splits(args.dataset, index);
-  const double write_s = seconds_since(write_start);
+  double write_s = 0;
+  if (unchanged) {
+    if (!args.quiet && !args.json) {
+      std::cerr << args.dataset << ": split " << args.name
+                << " is there already as asked; nothing changed\n";
+    }
+  } else {
+    store_split(index, std::move(split), args.force);
+    Clock::time_point write_start = Clock::now();
+    write_splits(args.dataset, index);
+    write_s = seconds_since(write_start);
+  }
   const Split& stored = *index.find_split(args.name);
 
   if (args.json) {
     nlohmann::ordered_json j = split_json(index, stored);
     j["warnings"] = warnings;
+    j["unchanged"] = unchanged;
     j["timings"] = {{"read_s", read_s},
                     {"compute_s", compute_s},
                     {"write_s", write_s},

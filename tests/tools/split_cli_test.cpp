@@ -437,7 +437,7 @@ TEST_F(SplitCli, RequestsThatCannotBeMetExitTwoAndChangeNothing) {
   const std::string splits_bytes = test::read_bytes(dataset() / "splits.h5");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--name x --kind stratfied --folds 3", "unknown split kind 'stratfied'"},
-      {"--name cv --kind group --folds 3", "exists; pass --force"},
+      {"--name cv --kind random --folds 3", "exists; pass --force"},
       {"--name x --kind random --folds 3 --test 1.5", "--test 1.5 is outside [0, 1)"},
       {"--name x --kind holdout --val 1.5", "--val 1.5 is outside (0, 1)"},
       {"--name x --kind holdout --val 0.5 --test 0.5", "leave nothing to train on"},
@@ -542,6 +542,29 @@ TEST_F(SplitCli, SourceDateEpochDatesTheSplit) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("SOURCE_DATE_EPOCH='soon' is not a count of seconds"), std::string::npos)
       << r.err;
+}
+
+// The same command again (after a run killed once it had saved the split,
+// say) finds the split there as it would make it: exit 0, nothing written.
+// Another split under that name still needs --force.
+TEST_F(SplitCli, TheSameSplitAgainChangesNothing) {
+  const std::string make = "--name cv --kind stratified-group --folds 3 --seed 2";
+  ASSERT_EQ(split(make).exit_code, 0);
+  const std::string splits_bytes = test::read_bytes(dataset() / format::kSplitsFile);
+  test::CommandResult r = split(make);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("split cv is there already as asked; nothing changed"), std::string::npos)
+      << r.err;
+  r = split(make + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["unchanged"], true);
+  EXPECT_EQ(test::read_bytes(dataset() / format::kSplitsFile), splits_bytes);
+  r = split("--name cv --kind stratified-group --folds 4 --seed 2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("exists; pass --force"), std::string::npos) << r.err;
+  r = split("--name cv --kind stratified-group --folds 4 --seed 2 --force --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["unchanged"], false);
 }
 
 TEST_F(SplitCli, InspectShowsEverySplitWithItsQuality) {
