@@ -203,12 +203,17 @@ time.sleep(0.05)
 """
 
 
-def test_interpreter_exit_while_a_daemon_thread_iterates_is_clean(dataset_dir):
+def exits_cleanly(script, dataset_dir, failure):
+    """Runs `script` 12 times; each must exit 0 without `failure` on stderr."""
     for attempt in range(12):
-        done = subprocess.run([sys.executable, "-c", DAEMON_AT_EXIT, dataset_dir],
+        done = subprocess.run([sys.executable, "-c", script, dataset_dir],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, (attempt, done.returncode, done.stderr)
-        assert "terminate called" not in done.stderr, done.stderr
+        assert failure not in done.stderr, done.stderr
+
+
+def test_interpreter_exit_while_a_daemon_thread_iterates_is_clean(dataset_dir):
+    exits_cleanly(DAEMON_AT_EXIT, dataset_dir, "terminate called")
 
 
 # Threads opening datasets and making loaders with keyword arguments when the
@@ -229,8 +234,4 @@ time.sleep(0.1)
 
 
 def test_interpreter_exit_while_daemon_threads_make_loaders_with_keywords_is_clean(dataset_dir):
-    for attempt in range(12):
-        done = subprocess.run([sys.executable, "-c", KEYWORDS_AT_EXIT, dataset_dir],
-                              capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, (attempt, done.returncode, done.stderr)
-        assert "Fatal Python error" not in done.stderr, done.stderr
+    exits_cleanly(KEYWORDS_AT_EXIT, dataset_dir, "Fatal Python error")

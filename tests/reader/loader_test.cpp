@@ -917,6 +917,34 @@ TEST_F(LoaderTest, ARelativePathKeepsWorkingAfterTheWorkingDirectoryChanges) {
   EXPECT_FALSE(first_path.empty());
 }
 
+// Options of a random-order epoch through the read path (ReadPath::read).
+LoaderOptions read_path_options(std::size_t batch_size, DirectIo direct) {
+  LoaderOptions o;
+  o.batch_size = batch_size;
+  o.threads = 2;
+  o.order.mode = OrderMode::random;
+  o.last_batch = LastBatch::partial;
+  o.read_path = ReadPath::read;
+  o.direct_io = direct;
+  return o;
+}
+
+// Calls check(record, pixels) for every record of `loader`'s epoch 0;
+// returns how many it delivered.
+template <class Check>
+std::size_t for_each_delivered(Loader& loader, const Dataset& dataset, Check&& check) {
+  loader.set_epoch(0);
+  std::size_t seen = 0;
+  while (std::optional<Batch> batch = loader.next()) {
+    for (std::size_t i = 0; i < batch->size(); ++i) {
+      check(batch->records()[i],
+            static_cast<const uint8_t*>(batch->data()) + i * dataset.record_bytes());
+      ++seen;
+    }
+  }
+  return seen;
+}
+
 // Records of a multiple of 4096 bytes at aligned offsets are read with
 // O_DIRECT straight into the slot; on tmpfs, which refuses O_DIRECT, every
 // read goes through the page cache instead. Both deliver the stored pixels.
@@ -936,27 +964,14 @@ TEST(LoaderReadPath, DirectReadsOfAlignedRecordsAndFileSystemsWithoutODirect) {
       fs::remove_all(dir);
       test::write_synthetic_dataset(dir, options);
       const Dataset dataset = Dataset::open(dir);
-      LoaderOptions o;
-      o.batch_size = 5;
-      o.threads = 2;
-      o.order.mode = OrderMode::random;
-      o.last_batch = LastBatch::partial;
-      o.read_path = ReadPath::read;
-      o.direct_io = DirectIo::on;
+      LoaderOptions o = read_path_options(5, DirectIo::on);
       o.reads_in_flight = 4;
       Loader loader(dataset, o);
-      loader.set_epoch(0);
-      std::size_t seen = 0;
-      while (std::optional<Batch> batch = loader.next()) {
-        for (std::size_t i = 0; i < batch->size(); ++i) {
-          const uint64_t record = batch->records()[i];
-          const auto* pixels =
-              static_cast<const uint8_t*>(batch->data()) + i * dataset.record_bytes();
-          ASSERT_EQ(checksum(pixels, dataset.record_bytes()), dataset.record_checksum(record))
-              << place << ", record " << record << " of " << dataset.record_bytes() << " bytes";
-          ++seen;
-        }
-      }
+      const std::size_t seen =
+          for_each_delivered(loader, dataset, [&](uint64_t record, const uint8_t* pixels) {
+            ASSERT_EQ(checksum(pixels, dataset.record_bytes()), dataset.record_checksum(record))
+                << place << ", record " << record << " of " << dataset.record_bytes() << " bytes";
+          });
       EXPECT_EQ(seen, dataset.num_records()) << place;
       // Reader threads may have gone on into epoch 1.
       EXPECT_GE(loader.stats().records_read, dataset.num_records()) << place;
@@ -998,28 +1013,15 @@ TEST(LoaderReadPath, AShardReplacedOrRemovedAfterOpenIsReadFromTheMapping) {
       ASSERT_EQ(checksum(mask.data(), mask.size()), dataset.record_mask_checksum(r)) << r;
     }
     for (const DirectIo direct : {DirectIo::off, DirectIo::on}) {
-      LoaderOptions o;
-      o.batch_size = 4;
-      o.threads = 2;
-      o.order.mode = OrderMode::random;
-      o.last_batch = LastBatch::partial;
-      o.read_path = ReadPath::read;
-      o.direct_io = direct;
+      LoaderOptions o = read_path_options(4, direct);
       o.verify_checksums = true;
       Loader loader(dataset, o);
-      loader.set_epoch(0);
-      std::size_t seen = 0;
-      while (std::optional<Batch> batch = loader.next()) {
-        for (std::size_t i = 0; i < batch->size(); ++i) {
-          const uint64_t record = batch->records()[i];
-          const auto* delivered =
-              static_cast<const uint8_t*>(batch->data()) + i * dataset.record_bytes();
-          ASSERT_TRUE(std::equal(delivered, delivered + dataset.record_bytes(),
-                                 dataset.record_data(record)))
-              << "record " << record;
-          ++seen;
-        }
-      }
+      const std::size_t seen =
+          for_each_delivered(loader, dataset, [&](uint64_t record, const uint8_t* delivered) {
+            ASSERT_TRUE(std::equal(delivered, delivered + dataset.record_bytes(),
+                                   dataset.record_data(record)))
+                << "record " << record;
+          });
       EXPECT_EQ(seen, dataset.num_records());
       // The other shards are still read from their files.
       EXPECT_GT(loader.stats().records_read, 0u);
