@@ -28,6 +28,8 @@ constexpr std::size_t kSwapAllUnits = 256;
 constexpr int kRepairPasses = 16;
 // The LD cost (in summed terms) the size repair accepts in its second pass.
 constexpr double kRepairTolerance = 1e-4;
+// Sizes per part whose summed LD terms are kept (LabelSearch::sum_at).
+constexpr std::size_t kSizedSums = 256;
 
 // Moves and swaps of units between parts that lower the summed LD terms
 // (L k times LD) within a bound on the summed ED terms (k times ED).
@@ -43,7 +45,7 @@ class LabelSearch {
         size_(parts_, 0),
         count_(parts_ * columns_, 0),
         term_sum_(parts_, 0),
-        shift_cache_(parts_),
+        sums_at_(parts_),
         target_(columns_),
         diff_(columns_, 0) {
     for (std::size_t j = 0; j < parts_; ++j)
@@ -56,7 +58,7 @@ class LabelSearch {
       for (std::size_t e = units.begin[u]; e < units.begin[u + 1]; ++e)
         count_[j * columns_ + static_cast<std::size_t>(units.label[e])] += units.count[e];
     }
-    for (std::size_t j = 0; j < parts_; ++j) refresh(j);
+    refresh();
     for (std::size_t j = 0; j < parts_; ++j) ed_sum_ += std::abs(size_deviation(j, 0));
   }
 
@@ -89,6 +91,7 @@ class LabelSearch {
     // Passes until one gains too little for another to be worth it.
     double before = label_terms();
     for (int pass = 0; pass < kSearchPasses; ++pass) {
+      refresh();
       bool changed = false;
       for (uint32_t u : order) changed |= improve(u, order, rng);
       const double after = label_terms();
@@ -201,23 +204,69 @@ class LabelSearch {
   // its label counts kept, minus now.
   double size_shift(std::size_t j, int64_t delta) {
     if (delta == 0) return 0;
-    auto& cache = shift_cache_[j];
-    for (const auto& [d, value] : cache)
-      if (d == delta) return value;
-    double sum = 0;
-    const int64_t size = size_[j] + delta;
-    for (std::size_t l = 0; l < columns_; ++l) sum += term(l, count_[j * columns_ + l], size);
-    const double value = sum - term_sum_[j];
-    if (cache.size() >= 32) cache.clear();
-    cache.emplace_back(delta, value);
-    return value;
+    return sum_at(j, size_[j] + delta) - term_sum_[j];
   }
 
-  void refresh(std::size_t j) {
+  // Part j's summed LD terms at `size` samples with its label counts as now:
+  // kept from an earlier call (up to date, see shift_part), else computed
+  // over all L labels and kept, in place of the kept size farthest from the
+  // part's own once kSizedSums are kept.
+  double sum_at(std::size_t j, int64_t size) {
+    auto& sums = sums_at_[j];
+    for (const SizedSum& s : sums)
+      if (s.size == size) return s.sum;
+    const double sum = full_sum(j, size);
+    if (sums.size() < kSizedSums) {
+      sums.push_back({size, sum});
+      return sum;
+    }
+    const auto distance = [&](const SizedSum& s) { return std::abs(s.size - size_[j]); };
+    *std::max_element(sums.begin(), sums.end(), [&](const SizedSum& a, const SizedSum& b) {
+      return distance(a) < distance(b);
+    }) = {size, sum};
+    return sum;
+  }
+
+  double full_sum(std::size_t j, int64_t size) const {
     double sum = 0;
-    for (std::size_t l = 0; l < columns_; ++l) sum += term(l, count_[j * columns_ + l], size_[j]);
-    term_sum_[j] = sum;
-    shift_cache_[j].clear();
+    for (std::size_t l = 0; l < columns_; ++l) sum += term(l, count_[j * columns_ + l], size);
+    return sum;
+  }
+
+  // Every part's summed terms computed afresh, the kept ones dropped: the
+  // kept sums are updated move by move, each update rounded, so they are
+  // started over before every pass.
+  void refresh() {
+    for (std::size_t j = 0; j < parts_; ++j) {
+      sums_at_[j].clear();
+      term_sum_[j] = full_sum(j, size_[j]);
+    }
+  }
+
+  // Part j gains `sign` times diff_ (labels touched_) and `delta` samples:
+  // its counts, its size, and its kept sums by the terms of the touched
+  // labels alone (all the labels where that costs less).
+  void shift_part(std::size_t j, int64_t sign, int64_t delta) {
+    auto& sums = sums_at_[j];
+    sum_at(j, size_[j]);  // the size it leaves, kept for a move back
+    const bool update = touched_.size() * sums.size() < columns_;
+    if (update) {
+      for (SizedSum& s : sums) {
+        double change = 0;
+        for (std::size_t l : touched_) {
+          const int64_t d = sign * diff_[l];
+          if (d == 0) continue;
+          const int64_t a = count_[j * columns_ + l];
+          change += term(l, a + d, s.size) - term(l, a, s.size);
+        }
+        s.sum += change;
+      }
+    } else {
+      sums.clear();
+    }
+    for (std::size_t l : touched_) count_[j * columns_ + l] += sign * diff_[l];
+    size_[j] += delta;
+    term_sum_[j] = sum_at(j, size_[j]);
   }
 
   // Adds `sign` times unit u's labels to diff_, listing new labels in touched_.
@@ -267,14 +316,8 @@ class LabelSearch {
   }
 
   void apply(std::size_t from, std::size_t to, int64_t size, const Change& c) {
-    for (std::size_t l : touched_) {
-      count_[from * columns_ + l] -= diff_[l];
-      count_[to * columns_ + l] += diff_[l];
-    }
-    size_[from] -= size;
-    size_[to] += size;
-    refresh(from);
-    refresh(to);
+    shift_part(from, -1, -size);
+    shift_part(to, 1, size);
     ed_sum_ += c.ed;
   }
 
@@ -336,12 +379,16 @@ class LabelSearch {
   std::vector<int32_t>& part_;
   std::size_t parts_, columns_;
   std::vector<double> desired_size_;
-  std::vector<int64_t> size_;   // per part
-  std::vector<int64_t> count_;  // per part and label
-  std::vector<double> term_sum_;
-  std::vector<std::vector<std::pair<int64_t, double>>> shift_cache_;
-  std::vector<double> target_;  // per label: D^l / (|D| - D^l)
-  std::vector<int64_t> diff_;   // per label, scratch
+  std::vector<int64_t> size_;     // per part
+  std::vector<int64_t> count_;    // per part and label
+  std::vector<double> term_sum_;  // per part: its summed LD terms
+  struct SizedSum {
+    int64_t size = 0;
+    double sum = 0;
+  };
+  std::vector<std::vector<SizedSum>> sums_at_;  // per part: see sum_at
+  std::vector<double> target_;                  // per label: D^l / (|D| - D^l)
+  std::vector<int64_t> diff_;                   // per label, scratch
   std::vector<std::size_t> touched_;
   double ed_sum_ = 0, ed_cap_ = 0;
 };

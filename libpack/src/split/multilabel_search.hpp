@@ -3,10 +3,11 @@
 // groups, with their label counts) and the moves and swaps of units between
 // parts that follow the greedy pass, lowering the Label Distribution measure
 // (LD) within a bound on the Examples Distribution (ED). Every part's summed
-// LD terms are kept up to date as units move, and the change of a part's
-// terms when only its size changes is cached, so trying a move costs the
-// moved units' labels rather than all labels. Pure functions of their
-// arguments (the seed included); safe to call from many threads at once.
+// LD terms, at its size and at each size a tried move gave it (up to 256),
+// are kept and updated by the moved units' labels when units move, and
+// computed afresh at every pass, so trying a move costs the moved units'
+// labels rather than all L labels, and so does making one. Pure functions of
+// their arguments (the seed included); safe to call from many threads at once.
 #pragma once
 
 #include <cstddef>

@@ -69,8 +69,9 @@ struct LabelRows {
 // The greedy pass and the search run from 4 seeded starts up to 10,000
 // units, fewer above, one above 20,000, and the lowest LD is kept (ties:
 // lower ED). Cost: O(S + nnz) to read the labels, then per start O(nnz log nnz) for
-// the greedy and O(passes x units x (k + swap partners) x labels per unit +
-// moves x L) for the search.
+// the greedy and O(passes x units x (k + swap partners) x labels per unit)
+// for the search, plus O(L) for each part size a pass tries first (two
+// per part where units are single samples, a few tens with groups of ten).
 //
 // Throws UsageError for empty or negative fractions, fractions not summing to
 // 1 within 1e-9, label rows that are not as LabelRows describes, or groups of
