@@ -24,6 +24,7 @@
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/version.hpp"
+#include "interrupt.hpp"
 
 namespace {
 
@@ -84,6 +85,7 @@ int run(int argc, char** argv) {
     std::cerr << "imgpack: " << error_text(e.what()) << "\n";
     return kExitUsage;
   }
+  set_interrupt_note(app);
   try {
     return action ? action() : kExitUsage;
   } catch (const imgpack::UsageError& e) {
@@ -137,6 +139,7 @@ int main(int argc, char** argv) {
   // the command reports naming the file as any write error, rather than the
   // signal ending the process with no word and a temporary file left.
   ::signal(SIGXFSZ, SIG_IGN);
+  install_interrupt_handlers();
   try {
     return with_output_checked(run(argc, argv));
   } catch (const std::exception& e) {  // e.g. out of memory while setting up the commands

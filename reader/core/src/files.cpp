@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -14,9 +16,11 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
@@ -255,36 +259,99 @@ void write_file(const std::filesystem::path& path, std::string_view contents) {
   if (::close(fd.release()) != 0) throw system_error(path, "close failed", errno);
 }
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view contents,
-                       Durability durability) {
-  std::filesystem::path tmp = path;
-  tmp += format::kTmpSuffix;
-  {
-    FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd) throw system_error(tmp, "cannot create", errno);
-    try {
-      write_all(fd.get(), tmp, contents);
-    } catch (const Error&) {
-      ::unlink(tmp.c_str());
-      throw;
-    }
-    if (durability == Durability::synced && ::fsync(fd.get()) != 0) {
-      int saved = errno;
-      ::unlink(tmp.c_str());
-      throw system_error(tmp, "fsync failed", saved);
-    }
-    if (::close(fd.release()) != 0) {
-      int saved = errno;
-      ::unlink(tmp.c_str());
-      throw system_error(tmp, "close failed", saved);
-    }
+namespace {
+
+// Writes `contents` to `tmp` (just made, open as `fd`) and puts it in place
+// of `path`; `tmp` is removed wherever that fails.
+void commit_contents(FileDescriptor fd, const std::filesystem::path& tmp,
+                     const std::filesystem::path& path, std::string_view contents,
+                     Durability durability, std::string_view written_point = {}) {
+  try {
+    write_all(fd.get(), tmp, contents);
+  } catch (const Error&) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (!written_point.empty()) crash_point(written_point);
+  if (durability == Durability::synced && ::fsync(fd.get()) != 0) {
+    int saved = errno;
+    ::unlink(tmp.c_str());
+    throw system_error(tmp, "fsync failed", saved);
+  }
+  if (::close(fd.release()) != 0) {
+    int saved = errno;
+    ::unlink(tmp.c_str());
+    throw system_error(tmp, "close failed", saved);
   }
   if (durability == Durability::synced) {
-    commit_file(tmp, path);
+    try {
+      commit_file(tmp, path);
+    } catch (const Error&) {
+      ::unlink(tmp.c_str());  // gone already where the rename succeeded
+      throw;
+    }
   } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int saved = errno;
     ::unlink(tmp.c_str());
     throw system_error(path, "cannot rename " + tmp.filename().string() + " into place", saved);
+  }
+}
+
+// Made new, never followed: a link or a file planted under the name fails
+// the open rather than being written through.
+constexpr int kNewFileFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+
+// The temporary files write_output_file() is writing, for
+// remove_temporary_outputs(): each slot a name of its own (malloc'ed), or
+// null. Lock-free, so a signal handler may take them.
+constexpr std::size_t kOutputSlots = 16;
+std::array<std::atomic<char*>, kOutputSlots> g_outputs_in_flight{};
+static_assert(std::atomic<char*>::is_always_lock_free);
+
+// Lists `path` in g_outputs_in_flight while it lives (where a slot is free).
+class OutputInFlight {
+ public:
+  explicit OutputInFlight(const std::filesystem::path& path) : name_(::strdup(path.c_str())) {
+    if (name_ == nullptr) return;
+    for (std::atomic<char*>& slot : g_outputs_in_flight) {
+      char* empty = nullptr;
+      if (slot.compare_exchange_strong(empty, name_)) {
+        slot_ = &slot;
+        return;
+      }
+    }
+  }
+  ~OutputInFlight() {
+    // A handler that took the name may still be using it: then it stays.
+    if (slot_ != nullptr && slot_->exchange(nullptr) == nullptr) return;
+    std::free(name_);  // NOLINT(cppcoreguidelines-no-malloc): strdup's
+  }
+  OutputInFlight(const OutputInFlight&) = delete;
+  OutputInFlight& operator=(const OutputInFlight&) = delete;
+
+ private:
+  char* name_;
+  std::atomic<char*>* slot_ = nullptr;
+};
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents,
+                       Durability durability) {
+  std::filesystem::path tmp = path;
+  tmp += format::kTmpSuffix;
+  // One a crash left is removed (a link itself, not what it leads to).
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) {
+    throw system_error(tmp, "cannot remove the temporary file left there", errno);
+  }
+  FileDescriptor fd(::open(tmp.c_str(), kNewFileFlags, 0644));
+  if (!fd) throw system_error(tmp, "cannot create", errno);
+  commit_contents(std::move(fd), tmp, path, contents, durability);
+}
+
+void remove_temporary_outputs() noexcept {
+  for (std::atomic<char*>& slot : g_outputs_in_flight) {
+    if (char* name = slot.exchange(nullptr)) ::unlink(name);
   }
 }
 
@@ -318,7 +385,30 @@ void write_output_file(const std::filesystem::path& path, std::string_view conte
     if (error) throw system_error(target, "cannot read the link", error.value());
     target = next.is_absolute() ? next : target.parent_path() / next;
   }
-  write_file_atomic(target, contents);
+  // Written aside under a name of this process's own, made new: a file the
+  // user has under TARGET.tmp is never touched, nor a link there followed.
+  // Listed before it exists, so that an interrupt removes it whenever it comes.
+  std::filesystem::path tmp;
+  std::optional<OutputInFlight> in_flight;
+  FileDescriptor fd;
+  for (int attempt = 0; !fd; ++attempt) {
+    // Appended piecewise: GCC 12 at -O3 reports a false -Wrestrict on "." + std::to_string().
+    std::string suffix(1, '.');
+    suffix += std::to_string(::getpid());
+    if (attempt > 0) suffix.append(1, '-').append(std::to_string(attempt));
+    suffix += format::kTmpSuffix;
+    tmp = target;
+    tmp += suffix;
+    in_flight.reset();
+    in_flight.emplace(tmp);
+    const int opened = ::open(tmp.c_str(), kNewFileFlags, 0644);
+    if (opened >= 0) {
+      fd = FileDescriptor(opened);
+    } else if (errno != EEXIST || attempt == 100) {
+      throw system_error(tmp, "cannot create", errno);
+    }
+  }
+  commit_contents(std::move(fd), tmp, target, contents, Durability::synced, "output-written");
 }
 
 uint64_t file_length(const std::filesystem::path& path) {
@@ -336,7 +426,16 @@ void crash_point(std::string_view name, uint64_t count) {
   std::string_view rest = std::string_view(target).substr(name.size());
   // Compared piecewise: GCC 12 at -O3 reports a false -Wrestrict on `":" + std::to_string(count)`.
   if (rest.empty() || (rest.starts_with(':') && rest.substr(1) == std::to_string(count))) {
-    std::raise(SIGKILL);
+    static const int signal = [] {
+      const char* value = std::getenv("IMGPACK_CRASH_SIGNAL");
+      const std::string_view chosen = value != nullptr ? value : "";
+      if (chosen == "INT") return SIGINT;
+      if (chosen == "TERM") return SIGTERM;
+      if (chosen == "HUP") return SIGHUP;
+      return SIGKILL;
+    }();
+    std::raise(signal);
+    std::raise(SIGKILL);  // a signal handled, ignored or blocked: stop all the same
   }
 }
 

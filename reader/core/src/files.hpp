@@ -198,7 +198,9 @@ enum class Durability { synced, unsynced };
 
 // Writes `contents` to `path` whole or not at all: written to path + ".tmp",
 // then renamed over `path`, so a full disk or a crash never leaves a cut file
-// under its name. The temporary file is removed where writing it fails.
+// under its name. The temporary file is removed where writing it fails. One
+// a crash left is replaced (a link there is removed, never followed): for
+// files of the program's own folders, whose ".tmp" names it owns.
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents,
                        Durability durability = Durability::synced);
 
@@ -208,12 +210,19 @@ void require_dataset_directory(const std::filesystem::path& dir);
 
 // Writes `contents` to a file a user named for it (an exported split, a
 // preview image). A regular file, or none, is written crash-safely as
-// write_file_atomic does; where `path` is a symbolic link, the file it leads
-// to is, and the link stays. Anything else that is there is written into as
-// it is, never replaced: a device (/dev/null, /dev/full), a FIFO, or
+// write_file_atomic does, but aside under a name of this process's own
+// (PATH.PID.tmp, made new, never followed), so that no file or link the user
+// has beside it is touched; where `path` is a symbolic link, the file it
+// leads to is, and the link stays. Anything else that is there is written
+// into as it is, never replaced: a device (/dev/null, /dev/full), a FIFO, or
 // /dev/stdout whatever it leads to. Throws as write_file_atomic and
-// write_file do, "PATH: is a directory" for a directory.
+// write_file do, "PATH: is a directory" for a directory. Thread-safe.
 void write_output_file(const std::filesystem::path& path, std::string_view contents);
+
+// Removes the temporary files write_output_file() is writing at this moment
+// (up to 16 at once are listed): for a handler of a signal that ends the
+// process. Async-signal-safe.
+void remove_temporary_outputs() noexcept;
 
 // Writes `contents` to `path`, created or truncated, in place: not
 // crash-safe, for files a failed run may leave behind unfinished (generated
@@ -233,7 +242,10 @@ uint64_t file_length(const std::filesystem::path& path);
 // "splits-commit" (splits.h5.tmp written, not yet renamed), "splits-committed"
 // (splits.h5 in place, index.h5 not yet written), "index-commit" (index.h5.tmp
 // written, not yet renamed), "index-committed" (index.h5 in place, journal not
-// yet removed).
+// yet removed); write_output_file: "output-written" (the temporary file
+// written, not yet renamed). With IMGPACK_CRASH_SIGNAL set to INT, TERM or
+// HUP that signal is raised instead (what Ctrl-C, kill or a closed terminal
+// sends), and SIGKILL after it should the process live on.
 void crash_point(std::string_view name, uint64_t count = 0);
 
 }  // namespace imgpack

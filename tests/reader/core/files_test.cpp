@@ -80,6 +80,39 @@ TEST(Files, WriteOutputFileKeepsLinksDevicesAndPipes) {
   EXPECT_FALSE(std::filesystem::exists(dir / "fifo.tmp"));
 }
 
+// Nothing of the user's beside an output is touched: a file named
+// OUTPUT.tmp keeps its bytes, a link there is not followed, and no temporary
+// file stays. A file of the program's own (write_file_atomic) replaces what a
+// crash left under its temporary name, a link there included, without
+// writing through it.
+TEST(Files, TemporaryNamesNeverWriteThroughWhatIsThere) {
+  test::TempDir dir;
+  test::write_bytes(dir / "out.csv.tmp", "the user's notes");
+  test::write_bytes(dir / "victim", "precious");
+  std::filesystem::create_symlink("victim", dir / "out.png.tmp");
+  write_output_file(dir / "out.csv", "path,fold\n");
+  write_output_file(dir / "out.png", "png");
+  EXPECT_EQ(test::read_bytes(dir / "out.csv"), "path,fold\n");
+  EXPECT_EQ(test::read_bytes(dir / "out.png"), "png");
+  EXPECT_FALSE(std::filesystem::is_symlink(dir / "out.png"));
+  EXPECT_EQ(test::read_bytes(dir / "out.csv.tmp"), "the user's notes");
+  EXPECT_EQ(test::read_bytes(dir / "victim"), "precious");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "out.png.tmp"));
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"out.csv", "out.csv.tmp", "out.png", "out.png.tmp",
+                                             "victim"}));
+
+  std::filesystem::create_symlink("victim", dir / "own.json.tmp");
+  write_file_atomic(dir / "own.json", "{}");
+  EXPECT_EQ(test::read_bytes(dir / "own.json"), "{}");
+  EXPECT_EQ(test::read_bytes(dir / "victim"), "precious");
+  EXPECT_FALSE(std::filesystem::exists(dir / "own.json.tmp"));
+}
+
 TEST(Files, ErrorsNameThePath) {
   test::TempDir dir;
   try {

@@ -1,0 +1,27 @@
+// What the CLI does when a signal stops it (Ctrl-C, SIGTERM, SIGHUP): it
+// removes the temporary file of an output it was writing (a preview, an
+// exported split; remove_temporary_outputs() in files.hpp), says on stderr
+// which signal stopped it and how to finish what it leaves, and ends by that
+// signal, so that a shell sees status 128 + its number and a script stops.
+// What a command leaves is what kill -9 leaves, which every command that
+// writes a dataset is built to finish when run again.
+#pragma once
+
+#include <string_view>
+
+namespace CLI {
+class App;
+}
+
+namespace imgpack::cli {
+
+// Installs the handlers of SIGINT, SIGTERM and SIGHUP; a signal ignored when
+// the process started (nohup's SIGHUP) stays ignored. Call once, first thing.
+void install_interrupt_handlers();
+
+// The note printed after "imgpack: stopped by SIGNAL" for the command `app`
+// parsed (how to finish what it leaves, or nothing for a command that writes
+// no dataset). Call from the main thread before the command starts work.
+void set_interrupt_note(const CLI::App& app);
+
+}  // namespace imgpack::cli
