@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "cli_common.hpp"
 #include "cli_wording.hpp"
@@ -33,24 +35,20 @@ double gb_per_s(const VerifyReport& report) {
   return report.seconds > 0 ? static_cast<double>(report.bytes_checked) / report.seconds / 1e9 : 0;
 }
 
+nlohmann::ordered_json bad_record_json(const BadRecord& b) {
+  return {{"shard", b.shard},      {"file", b.shard_file}, {"row", b.row},
+          {"sample", b.sample},    {"record", b.record},   {"variant", b.variant},
+          {"path", b.sample_path}, {"mask", b.mask}};
+}
+
+// The report, its bad records left for print_report_json() ("bad_records": []).
 nlohmann::ordered_json report_json(const VerifyReport& report) {
   nlohmann::ordered_json j;
   j["ok"] = report.ok();
   j["records"] = report.records;
   j["records_checked"] = report.records_checked;
   j["masks"] = report.masks;
-  nlohmann::ordered_json bad = nlohmann::ordered_json::array();
-  for (const BadRecord& b : report.bad_records) {
-    bad.push_back({{"shard", b.shard},
-                   {"file", b.shard_file},
-                   {"row", b.row},
-                   {"sample", b.sample},
-                   {"record", b.record},
-                   {"variant", b.variant},
-                   {"path", b.sample_path},
-                   {"mask", b.mask}});
-  }
-  j["bad_records"] = std::move(bad);
+  j["bad_records"] = nlohmann::ordered_json::array();
   nlohmann::ordered_json errors = nlohmann::ordered_json::array();
   for (const std::string& error : report.errors) errors.push_back(cli_wording(error));
   j["errors"] = std::move(errors);
@@ -66,6 +64,34 @@ nlohmann::ordered_json report_json(const VerifyReport& report) {
                                                        : 0.0;
   j["threads"] = report.threads;
   return j;
+}
+
+// Prints the report as print_json() prints one JSON value, the bad records
+// one at a time: a dataset damaged throughout has millions, which held as
+// one JSON value would take about a kilobyte each.
+void print_report_json(const VerifyReport& report) {
+  constexpr auto kReplace = nlohmann::ordered_json::error_handler_t::replace;
+  const std::string whole = report_json(report).dump(2, ' ', false, kReplace);
+  // No string can hold it: a newline in one is written as "\n".
+  const std::string empty = "\n  \"bad_records\": []";
+  const std::size_t at = whole.find(empty);
+  if (report.bad_records.empty() || at == std::string::npos) {
+    std::cout << whole << std::endl;
+    return;
+  }
+  std::cout << std::string_view(whole).substr(0, at) << "\n  \"bad_records\": [";
+  std::string record;
+  for (std::size_t i = 0; i < report.bad_records.size(); ++i) {
+    record = bad_record_json(report.bad_records[i]).dump(2, ' ', false, kReplace);
+    std::cout << (i == 0 ? "\n    " : ",\n    ");
+    // Each line four spaces in, as the record's place in the whole puts it.
+    std::size_t line = 0;
+    for (std::size_t end; (end = record.find('\n', line)) != std::string::npos; line = end + 1) {
+      std::cout << std::string_view(record).substr(line, end + 1 - line) << "    ";
+    }
+    std::cout << std::string_view(record).substr(line);
+  }
+  std::cout << "\n  ]" << std::string_view(whole).substr(at + empty.size()) << std::endl;
 }
 
 int run_verify(const VerifyArgs& args) {
@@ -94,7 +120,7 @@ int run_verify(const VerifyArgs& args) {
   }
 
   if (args.json) {
-    print_json(report_json(report));
+    print_report_json(report);
   } else if (!args.quiet) {
     char rate[96];
     std::snprintf(rate, sizeof rate, "%s in %.2f s, %.2f GB/s, %u thread%s",

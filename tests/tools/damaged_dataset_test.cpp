@@ -544,6 +544,16 @@ TEST_F(DamagedDatasetTest, VerifyNamesTheDamagedRecord) {
   EXPECT_EQ(j["bad_records"][0]["file"], "shard-00001.h5");
   EXPECT_NE(r.err.find("shard-00001.h5: row 2"), std::string::npos) << r.err;
 
+  // Two bad records, printed one at a time, still make the one JSON value
+  // print_json() would print, character for character.
+  flip_byte(shard, images_offset(shard) + uint64_t{4} * 3072 + 7);
+  r = run_limited("verify " + q(data) + " --json");
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  const auto two = nlohmann::ordered_json::parse(r.out);
+  ASSERT_EQ(two["bad_records"].size(), 2u) << r.out;
+  EXPECT_EQ(two["bad_records"][1]["row"], 4);
+  EXPECT_EQ(r.out, two.dump(2) + "\n");
+
   // The human form says the same on stderr, and DAMAGED on stdout.
   r = run_limited("verify " + q(data));
   EXPECT_EQ(r.exit_code, 1);
