@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <span>
 
 #include "h5.hpp"
 #include "imgpack/error.hpp"
@@ -19,6 +20,7 @@ constexpr uint64_t kCollectionAlignment = 4096;
 constexpr uint64_t kHeaderBytes = 16;        // "GCOL", version, reserved, collection size
 constexpr uint64_t kObjectHeaderBytes = 16;  // index, references, reserved, object size
 constexpr uint64_t kReferenceBytes = 16;     // sequence length, collection address, object index
+constexpr uint64_t kScanWindow = uint64_t{1} << 20;  // bytes read at a time looking for collections
 
 uint64_t load_le(const uint8_t* p, int bytes) {
   uint64_t value = 0;
@@ -78,25 +80,48 @@ GlobalHeaps::GlobalHeaps(hid_t file_id, const fs::path& path)
     supported_ = false;  // not written by imgpack; HDF5 alone checks it
     return;
   }
+  // Every byte outside the raw data is searched, a window at a time: a
+  // "GCOL" at a 4096-byte boundary is taken for a collection (imgpack puts
+  // each one there), and anywhere else one followed by version 1 and three
+  // zero bytes, as HDF5 writes a collection header (other writers, h5py
+  // among them, do not align collections; no string imgpack stores holds a
+  // NUL byte, so none can look like a header).
   const std::vector<Range> skip = raw_data_ranges(file_id);
   std::size_t next_skip = 0;
+  std::vector<uint8_t> window;
   uint64_t address = 0;
   while (address + kHeaderBytes <= file_size_) {
     while (next_skip < skip.size() && skip[next_skip].end <= address) ++next_skip;
     if (next_skip < skip.size() && skip[next_skip].begin <= address) {
-      address = (skip[next_skip].end + kCollectionAlignment - 1) / kCollectionAlignment *
-                kCollectionAlignment;
+      address = skip[next_skip].end;
       continue;
     }
-    char signature[4];
-    read(address, signature, sizeof signature);
-    if (std::memcmp(signature, "GCOL", 4) == 0) {
-      const Collection& collection = collection_at(address);
-      address += std::max(kCollectionAlignment, collection.size);
-      address = (address + kCollectionAlignment - 1) / kCollectionAlignment * kCollectionAlignment;
-    } else {
-      address += kCollectionAlignment;
+    uint64_t end = std::min(file_size_, address + kScanWindow);
+    if (next_skip < skip.size()) end = std::min(end, skip[next_skip].begin);
+    // Headers that start before `end`, read whole (they may reach past it).
+    window.resize(std::min(file_size_ - address, end - address + kHeaderBytes));
+    read(address, window.data(), window.size());
+    uint64_t next = end;  // where the next window starts
+    for (uint64_t i = 0; i < end - address;) {
+      const void* at = ::memmem(&window[i], window.size() - i, "GCOL", 4);
+      if (at == nullptr) break;
+      i = static_cast<uint64_t>(static_cast<const uint8_t*>(at) - window.data());
+      if (i >= end - address || i + kHeaderBytes > window.size()) break;
+      const bool aligned = (address + i) % kCollectionAlignment == 0;
+      const bool header = window[i + 4] == 1;
+      if (!aligned && !header) {
+        ++i;
+        continue;
+      }
+      const uint64_t size =
+          collection_at(address + i, {}, std::span<const uint8_t>(window).subspan(i)).size;
+      if (size >= end - address - i) {  // it reaches past the window
+        next = address + i + size;
+        break;
+      }
+      i += size;
     }
+    address = next;
   }
 }
 
@@ -104,7 +129,8 @@ void GlobalHeaps::read(uint64_t offset, void* out, uint64_t length) const {
   read_exact_at(fd_.get(), path_, out, length, offset);
 }
 
-GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address, const std::string& referrer) const {
+GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address, const std::string& referrer,
+                                           std::span<const uint8_t> have) const {
   const std::string where = (referrer.empty() ? "" : referrer + ": ") +
                             "global heap collection at byte " + std::to_string(address);
   auto damaged = [&](const std::string& problem) {
@@ -114,7 +140,11 @@ GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address, const std::string& 
     throw damaged("it lies past the end of the file");
   }
   uint8_t header[kHeaderBytes];
-  read(address, header, sizeof header);
+  if (have.size() >= kHeaderBytes) {
+    std::memcpy(header, have.data(), kHeaderBytes);
+  } else {
+    read(address, header, sizeof header);
+  }
   if (std::memcmp(header, "GCOL", 4) != 0) throw damaged("no GCOL signature");
   if (header[4] != 1) throw damaged("version " + std::to_string(header[4]));
   Collection collection;
@@ -123,8 +153,13 @@ GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address, const std::string& 
     throw damaged("it declares " + std::to_string(collection.size) + " bytes, the file has " +
                   std::to_string(file_size_ - address) + " from there");
   }
-  std::vector<uint8_t> bytes(collection.size);
-  read(address, bytes.data(), bytes.size());
+  std::vector<uint8_t> read_bytes;
+  std::span<const uint8_t> bytes = have.first(std::min<std::size_t>(have.size(), collection.size));
+  if (bytes.size() < collection.size) {
+    read_bytes.resize(collection.size);
+    read(address, read_bytes.data(), read_bytes.size());
+    bytes = read_bytes;
+  }
   // The walk HDF5 makes when it loads the collection, with the bounds checks
   // it leaves out, and what HDF5 guarantees when it writes one: objects
   // packed from the start, each zero-padded to 8 bytes, and the free space
@@ -187,9 +222,11 @@ GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address, const std::string& 
 }
 
 const GlobalHeaps::Collection& GlobalHeaps::collection_at(uint64_t address,
-                                                          const std::string& referrer) {
+                                                          const std::string& referrer,
+                                                          std::span<const uint8_t> have) {
   auto it = collections_.find(address);
-  if (it == collections_.end()) it = collections_.emplace(address, parse(address, referrer)).first;
+  if (it == collections_.end())
+    it = collections_.emplace(address, parse(address, referrer, have)).first;
   return it->second;
 }
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,12 @@ namespace imgpack::h5::detail {
 
 class GlobalHeaps {
  public:
-  // Finds and checks every collection of the open file `file_id` at `path`:
-  // collections are at least 4096 bytes, so imgpack's 4096-byte alignment
-  // puts each one on a 4096-byte boundary; boundaries inside the raw data
-  // of contiguous datasets are skipped. Throws imgpack::Error naming the
-  // file and the damaged collection.
+  // Finds and checks every collection of the open file `file_id` at `path`,
+  // searching every byte outside the raw data of its contiguous datasets: a
+  // "GCOL" signature on a 4096-byte boundary (imgpack's alignment puts each
+  // collection there), or anywhere with a collection header's version and
+  // reserved bytes after it (other writers, h5py among them, align none).
+  // Throws imgpack::Error naming the file and the damaged collection.
   GlobalHeaps(hid_t file_id, const std::filesystem::path& path);
 
   // Checks the heap references of variable-length dataset `name` (open as
@@ -45,9 +47,13 @@ class GlobalHeaps {
     uint64_t size = 0;
     std::vector<int64_t> object_size;  // by object index; -1 = no such object
   };
-  // `referrer` names what points to the collection in errors ("" for none).
-  const Collection& collection_at(uint64_t address, const std::string& referrer = {});
-  Collection parse(uint64_t address, const std::string& referrer) const;
+  // `referrer` names what points to the collection in errors ("" for none);
+  // `have`, the file's bytes from `address` on where they were read already
+  // (any number of them).
+  const Collection& collection_at(uint64_t address, const std::string& referrer = {},
+                                  std::span<const uint8_t> have = {});
+  Collection parse(uint64_t address, const std::string& referrer,
+                   std::span<const uint8_t> have) const;
   void read(uint64_t offset, void* out, uint64_t length) const;
 
   std::filesystem::path path_;

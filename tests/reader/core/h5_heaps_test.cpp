@@ -117,6 +117,47 @@ TEST_F(GlobalHeapTest, DamagedReferenceNamesTheElement) {
       << read_error(path_, false);
 }
 
+// A file another writer made with the HDF5 library's defaults, as h5py
+// does (an index.h5 edited as docs/FORMAT.md allows, or written by a
+// program of the user's): its collections are not on 4096-byte boundaries,
+// and a damaged one is found all the same.
+TEST(GlobalHeap, UnalignedCollectionsAreCheckedToo) {
+  test::TempDir dir;
+  const fs::path path = dir / "h5py-like.h5";
+  {
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    Handle type(H5Tcopy(H5T_C_S1));
+    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
+    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);  // as h5py writes a str
+    Handle space(H5Screate(H5S_SCALAR));
+    Handle attribute(
+        H5Acreate2(file.get(), "note", type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
+    const char* value = "first object";
+    ASSERT_GE(H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&value)), 0);
+  }
+  const std::string bytes = test::read_bytes(path);
+  const std::size_t gcol = bytes.find("GCOL");
+  ASSERT_NE(gcol, std::string::npos);
+  ASSERT_NE(gcol % 4096, 0U) << "the library's defaults aligned the collection";
+  {
+    File f = File::open_read(path);
+    EXPECT_EQ(f.read_string_attr("/", "note"), "first object");
+  }
+  std::string damaged = bytes;
+  damaged[gcol + 16 + 8 + 1] ^= 0x01;  // object 1's size: 12 -> 268
+  test::write_bytes(path, damaged);
+  try {
+    File f = File::open_read(path);
+    f.read_string_attr("/", "note");
+    FAIL() << "a damaged collection was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("global heap collection at byte " + std::to_string(gcol) +
+                                         " is damaged"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GlobalHeap, ManyAndLongStringsAcrossCollections) {
   // More than one collection, one object longer than 4096 bytes made of
   // "GCOL" (so 4096-byte boundaries inside a collection read "GCOL"), and a
