@@ -151,7 +151,9 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
     // launcher reported a failure): converting it again would fill the part's
     // folder anew beside the finished or half-merged dataset. Checked before
     // the part's folder is locked (made); parts_merged_into() refuses an OUT
-    // that holds another dataset.
+    // that holds another dataset. With --overwrite, whatever dataset OUT
+    // holds is what the parts replace: it goes first.
+    if (options.overwrite) discard_merged_dataset(whole);
     std::string merged = parts_merged_into(whole, plan.uuid);
     if (!merged.empty() && !(options.resume && !options.overwrite)) {
       throw UsageError(merged + " (this part is converted again only into another OUT)");

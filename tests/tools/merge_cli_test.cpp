@@ -159,6 +159,18 @@ TEST_F(MergeCli, TasksRunAgainAfterTheMergeConvertNothing) {
         << again.err;
   }
   EXPECT_EQ(test::directory_snapshot(out), before);
+
+  // With --overwrite the tasks replace it (what --overwrite means): the
+  // first removes the old dataset, the parts are converted and merged over
+  // the grown inputs.
+  auto tasks =
+      run_command("sh -c " + shell_quote("set -e; for I in 0 1 2; do " + imgpack() + " " +
+                                         convert_args("rerun") + " --part $I/3 --overwrite; done"));
+  ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
+  EXPECT_FALSE(fs::exists(out / "index.h5"));
+  ASSERT_EQ(test::run_imgpack("merge " + q(out) + " -q").exit_code, 0);
+  EXPECT_EQ(inspect(out)["samples"], single_["samples"].get<int>() + 3);
+  EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
 }
 
 // A part whose report.json is lost is refused by merge as damaged (exit 2,

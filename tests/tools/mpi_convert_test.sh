@@ -67,6 +67,16 @@ grep -q "nothing to convert" "$tmp/again.err" || { cat "$tmp/again.err" >&2; exi
 after=$(cd "$tmp/mpi" && find . -type f -exec sha256sum {} + | sort)
 [ "$before" = "$after" ] || { echo "the rerun changed $tmp/mpi" >&2; exit 1; }
 
+# --overwrite replaces the merged dataset, with other options and with the
+# same ones, as a conversion in one piece does.
+"${mpirun[@]}" "$imgpack" convert "$tmp/src" "$tmp/mpi" "${args[@]/16x12/20x15}" --overwrite
+"$imgpack" inspect "$tmp/mpi" --json | grep -q '"width": 20' ||
+  { echo "--overwrite under mpirun did not replace the dataset" >&2; exit 1; }
+"${mpirun[@]}" "$imgpack" convert "$tmp/src" "$tmp/mpi" "${args[@]}" --overwrite
+"$imgpack" verify "$tmp/mpi" -q
+"$imgpack" inspect "$tmp/mpi" --json | grep -q '"width": 16' ||
+  { echo "--overwrite under mpirun did not replace the dataset again" >&2; exit 1; }
+
 first_class=$(ls "$tmp/src" | sed -n 1p)
 printf 'broken' > "$tmp/src/$first_class/zz_broken.png"
 if "${mpirun[@]}" "$imgpack" convert "$tmp/src" "$tmp/fail" "${args[@]}" --on-error fail \

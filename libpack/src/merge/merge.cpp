@@ -274,10 +274,39 @@ std::string parts_merged_into(const fs::path& out, const std::string& uuid) {
     throw UsageError((out / format::kIndexFile).string() + ": " + out.string() +
                      " holds a dataset of another conversion (dataset " + held + ", this one " +
                      uuid +
-                     "; grown or changed since?), so no part of this one can be merged there: "
-                     "convert into another OUT");
+                     "; its inputs or options changed since, or it was converted in another number "
+                     "of parts?), so no part of this one can be merged there: convert into "
+                     "another OUT, or replace it (ConvertOptions::overwrite)");
   }
   return "the parts are merged into " + out.string() + " already: nothing to convert";
+}
+
+bool discard_merged_dataset(const fs::path& out) {
+  if (!fs::is_directory(out)) return false;
+  const DirectoryLock lock(out);
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& entry : fs::directory_iterator(out)) {
+    const std::string name = entry.path().filename().string();
+    if (name == kPartsFolder) continue;
+    if (name != format::kIndexFile && name != format::kSplitsFile && name != format::kReportFile &&
+        name != kMergeJournalFile && !format::is_shard_file_name(name) &&
+        !name.ends_with(format::kTmpSuffix)) {
+      throw UsageError(out.string() + ": holds " + name +
+                       ", which imgpack did not write, so the dataset there is not replaced");
+    }
+    files.push_back(entry.path());
+  }
+  if (files.empty()) return false;
+  const auto remove = [](const fs::path& path) {
+    std::error_code ec;
+    fs::remove(path, ec);
+    if (ec) throw file_error(path, "cannot remove: " + ec.message());
+  };
+  remove(out / format::kIndexFile);  // first: without it no reader accepts OUT
+  fsync_path(out);
+  for (const fs::path& path : files) remove(path);
+  fsync_path(out);
+  return true;
 }
 
 MergeResult merge(const MergeOptions& options) {
