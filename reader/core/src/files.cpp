@@ -297,6 +297,9 @@ void commit_contents(FileDescriptor fd, const std::filesystem::path& tmp,
   }
 }
 
+// The longest file name most file systems take (NAME_MAX).
+constexpr std::size_t kLongestName = 255;
+
 // Made new, never followed: a link or a file planted under the name fails
 // the open rather than being written through.
 constexpr int kNewFileFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
@@ -398,6 +401,11 @@ void write_output_file(const std::filesystem::path& path, std::string_view conte
     if (attempt > 0) suffix.append(1, '-').append(std::to_string(attempt));
     suffix += format::kTmpSuffix;
     tmp = target;
+    // A name near the file system's limit (255 bytes) has no room for the
+    // suffix: the temporary file then takes a short name of its own.
+    if (target.filename().native().size() + suffix.size() > kLongestName) {
+      tmp.replace_filename("imgpack-output");
+    }
     tmp += suffix;
     in_flight.reset();
     in_flight.emplace(tmp);

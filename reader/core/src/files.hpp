@@ -211,7 +211,8 @@ void require_dataset_directory(const std::filesystem::path& dir);
 // Writes `contents` to a file a user named for it (an exported split, a
 // preview image). A regular file, or none, is written crash-safely as
 // write_file_atomic does, but aside under a name of this process's own
-// (PATH.PID.tmp, made new, never followed), so that no file or link the user
+// (PATH.PID.tmp, or imgpack-output.PID.tmp beside it where PATH's name is too
+// long for that; made new, never followed), so that no file or link the user
 // has beside it is touched; where `path` is a symbolic link, the file it
 // leads to is, and the link stays. Anything else that is there is written
 // into as it is, never replaced: a device (/dev/null, /dev/full), a FIFO, or

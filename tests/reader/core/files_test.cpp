@@ -106,6 +106,12 @@ TEST(Files, TemporaryNamesNeverWriteThroughWhatIsThere) {
   EXPECT_EQ(names, (std::vector<std::string>{"out.csv", "out.csv.tmp", "out.png", "out.png.tmp",
                                              "victim"}));
 
+  // A name with no room for the suffix within the 255 bytes a name may have.
+  const std::string longest(255, 'n');
+  write_output_file(dir / longest, "long");
+  EXPECT_EQ(test::read_bytes(dir / longest), "long");
+  std::filesystem::remove(dir / longest);
+
   std::filesystem::create_symlink("victim", dir / "own.json.tmp");
   write_file_atomic(dir / "own.json", "{}");
   EXPECT_EQ(test::read_bytes(dir / "own.json"), "{}");
