@@ -11,7 +11,6 @@
 #include <cstring>
 
 #include "files.hpp"
-#include "mpi_convert.hpp"
 
 namespace imgpack::cli {
 
@@ -108,15 +107,13 @@ void set_interrupt_note(const CLI::App& app) {
     const bool writes = name != "split" || given(*sub, "--name") || given(*sub, "--delete") ||
                         given(*sub, "--import") || given(*sub, "--extend") ||
                         given(*sub, "--reset");
-    if (!writes) continue;
-    note = interrupt_note(name, name == "convert" && given(*sub, "--append"));
-    // Under mpirun every rank resumes its part by itself.
-    if (name == "convert" && !given(*sub, "--append") && started_by_mpi_launcher()) {
-      note =
-          "; what was converted stays in the output folder: the same mpirun command again "
-          "continues it";
-    }
+    if (writes) note = interrupt_note(name, name == "convert" && given(*sub, "--append"));
   }
+  set_interrupt_note(note);
+}
+
+void set_interrupt_note(std::string_view note) {
+  g_note_length.store(0, std::memory_order_release);  // none while it changes
   const std::size_t length = std::min(note.size(), kNoteCapacity);
   std::memcpy(g_note, note.data(), length);
   g_note_length.store(length, std::memory_order_release);

@@ -24,4 +24,8 @@ void install_interrupt_handlers();
 // no dataset). Call from the main thread before the command starts work.
 void set_interrupt_note(const CLI::App& app);
 
+// The note itself ("; ..."), for a command that knows better once it runs
+// (convert under mpirun). Call from the main thread.
+void set_interrupt_note(std::string_view note);
+
 }  // namespace imgpack::cli

@@ -10,6 +10,7 @@
 #include "imgpack/convert.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/merge.hpp"
+#include "interrupt.hpp"
 #include "summaries.hpp"
 
 #ifdef IMGPACK_HAVE_MPI
@@ -72,6 +73,10 @@ int run_convert_with_mpi(ConvertOptions options, bool quiet, bool json) {
   int size = 1;
   module.init(&rank, &size);
   options.part = ConvertPart{static_cast<uint32_t>(rank), static_cast<uint32_t>(size)};
+  // Every rank resumes its part by itself: no --resume to add.
+  set_interrupt_note(
+      "; what was converted stays in the output folder: the same mpirun command again "
+      "continues it");
   // Every rank converts its part with --resume, so a rerun of the job continues.
   options.resume = options.resume || !options.overwrite;
   ConvertResult converted;
