@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 #include "files.hpp"
@@ -63,13 +64,17 @@ extern "C" void on_interrupt(int signal) {
 }
 
 // The note for `command` (a subcommand's name) where it changes a dataset,
-// `appending` for convert --append.
-std::string_view interrupt_note(std::string_view command, bool appending) {
+// `appending` for convert --append, `overwriting` for convert --overwrite.
+std::string_view interrupt_note(std::string_view command, bool appending, bool overwriting) {
   if (command == "convert") {
-    return appending ? "; the dataset is as before the append or after it: the same command "
-                       "again finishes it"
-                     : "; what was converted stays in the output folder: the same command with "
-                       "--resume continues it (--overwrite starts over)";
+    if (appending) {
+      return "; the dataset is as before the append or after it: the same command again "
+             "finishes it";
+    }
+    return overwriting ? "; what was converted stays in the output folder: the same command "
+                         "with --resume in place of --overwrite continues it"
+                       : "; what was converted stays in the output folder: the same command "
+                         "with --resume continues it (--overwrite starts over)";
   }
   if (command == "merge") return "; the same command again finishes the merge";
   if (command == "remove" || command == "compact" || command == "upgrade" || command == "split") {
@@ -82,6 +87,29 @@ std::string_view interrupt_note(std::string_view command, bool appending) {
 
 }  // namespace
 
+// Set by hold_interrupts_for_exec() for the program it runs.
+constexpr const char* kHeldVariable = "IMGPACK_INTERRUPTS_HELD";
+
+sigset_t interrupt_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int signal : kSignals) sigaddset(&set, signal);
+  return set;
+}
+
+void hold_interrupts_for_exec() {
+  const sigset_t set = interrupt_signals();
+  ::sigprocmask(SIG_BLOCK, &set, nullptr);
+  ::setenv(kHeldVariable, "1", 1);
+}
+
+void release_held_interrupts() {
+  if (std::getenv(kHeldVariable) == nullptr) return;
+  ::unsetenv(kHeldVariable);
+  const sigset_t set = interrupt_signals();
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
 void install_interrupt_handlers() {
   g_terminal = ::isatty(STDERR_FILENO) == 1;
   for (const int signal : kSignals) {
@@ -93,6 +121,7 @@ void install_interrupt_handlers() {
     action.sa_flags = SA_RESETHAND | SA_NODEFER;
     ::sigaction(signal, &action, nullptr);
   }
+  release_held_interrupts();  // one that came meanwhile is handled now
 }
 
 void set_interrupt_note(const CLI::App& app) {
@@ -107,7 +136,11 @@ void set_interrupt_note(const CLI::App& app) {
     const bool writes = name != "split" || given(*sub, "--name") || given(*sub, "--delete") ||
                         given(*sub, "--import") || given(*sub, "--extend") ||
                         given(*sub, "--reset");
-    if (writes) note = interrupt_note(name, name == "convert" && given(*sub, "--append"));
+    if (writes) {
+      const bool convert = name == "convert";
+      note = interrupt_note(name, convert && given(*sub, "--append"),
+                            convert && given(*sub, "--overwrite"));
+    }
   }
   set_interrupt_note(note);
 }

@@ -17,7 +17,15 @@ namespace imgpack::cli {
 
 // Installs the handlers of SIGINT, SIGTERM and SIGHUP; a signal ignored when
 // the process started (nohup's SIGHUP) stays ignored. Call once, first thing.
+// Those a hold_interrupts_for_exec() before held are released then.
 void install_interrupt_handlers();
+
+// Blocks SIGINT, SIGTERM and SIGHUP across an exec (the front CLI handing a
+// command to the complete one), so that one coming while the next program
+// loads waits for its handlers rather than ending it with no word.
+void hold_interrupts_for_exec();
+// Releases what hold_interrupts_for_exec() held (where the exec failed).
+void release_held_interrupts();
 
 // The note printed after "imgpack: stopped by SIGNAL" for the command `app`
 // parsed (how to finish what it leaves, or nothing for a command that writes

@@ -33,7 +33,9 @@ using namespace imgpack::cli;
 int run(int argc, char** argv) {
 #ifdef IMGPACK_CLI_FRONT
   if (!runs_in_front(argc, argv)) {
+    hold_interrupts_for_exec();
     const std::string problem = exec_complete_cli(argv);  // returns only if nothing ran
+    release_held_interrupts();
     std::cerr << "imgpack: " << problem << "\n";
     return kExitFailure;
   }

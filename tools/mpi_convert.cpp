@@ -74,9 +74,11 @@ int run_convert_with_mpi(ConvertOptions options, bool quiet, bool json) {
   module.init(&rank, &size);
   options.part = ConvertPart{static_cast<uint32_t>(rank), static_cast<uint32_t>(size)};
   // Every rank resumes its part by itself: no --resume to add.
-  set_interrupt_note(
-      "; what was converted stays in the output folder: the same mpirun command again "
-      "continues it");
+  set_interrupt_note(options.overwrite
+                         ? "; what was converted stays in the output folder: the same mpirun "
+                           "command without --overwrite continues it"
+                         : "; what was converted stays in the output folder: the same mpirun "
+                           "command again continues it");
   // Every rank converts its part with --resume, so a rerun of the job continues.
   options.resume = options.resume || !options.overwrite;
   ConvertResult converted;

@@ -153,7 +153,7 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
     // the part's folder is locked (made); parts_merged_into() refuses an OUT
     // that holds another dataset. With --overwrite, whatever dataset OUT
     // holds is what the parts replace: it goes first.
-    if (options.overwrite) discard_merged_dataset(whole);
+    if (options.overwrite) discard_merged_dataset(whole, options.part->count);
     std::string merged = parts_merged_into(whole, plan.uuid);
     if (!merged.empty() && !(options.resume && !options.overwrite)) {
       throw UsageError(merged + " (this part is converted again only into another OUT)");

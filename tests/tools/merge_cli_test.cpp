@@ -171,6 +171,24 @@ TEST_F(MergeCli, TasksRunAgainAfterTheMergeConvertNothing) {
   ASSERT_EQ(test::run_imgpack("merge " + q(out) + " -q").exit_code, 0);
   EXPECT_EQ(inspect(out)["samples"], single_["samples"].get<int>() + 3);
   EXPECT_EQ(test::run_imgpack("verify " + q(out) + " -q").exit_code, 0);
+
+  // Unmerged parts of a conversion into 3 parts go too when 2 replace them.
+  tasks =
+      run_command("sh -c " + shell_quote("set -e; for I in 0 1; do " + imgpack() + " " +
+                                         convert_args("rerun") + " --part $I/2 --overwrite; done"));
+  ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
+  EXPECT_FALSE(fs::exists(out / "parts" / "0-of-3"));
+  ASSERT_EQ(test::run_imgpack("merge " + q(out) + " -q").exit_code, 0);
+  EXPECT_EQ(inspect(out)["samples"], single_["samples"].get<int>() + 3);
+
+  // A file of the user's in OUT, whatever its name: nothing is removed.
+  test::write_bytes(out / "notes.tmp", "mine");
+  const auto guarded = test::directory_snapshot(out);
+  auto refused = run_command(imgpack() + " " + convert_args("rerun") + " --part 0/2 --overwrite");
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("holds notes.tmp, which imgpack did not write"), std::string::npos)
+      << refused.err;
+  EXPECT_EQ(test::directory_snapshot(out), guarded);
 }
 
 // A part whose report.json is lost is refused by merge as damaged (exit 2,

@@ -78,12 +78,14 @@ std::string parts_merged_into(const std::filesystem::path& out, const std::strin
 // already in OUT"): removes the dataset OUT holds, whichever conversion made
 // it (a finished merge, one under way, or a conversion in one piece):
 // index.h5 first (no reader accepts OUT after that), then its shards,
-// splits.h5, report.json, merge.journal and temporary files. OUT/parts/
-// stays, each part's folder replaced by that part's own conversion. Holds
-// OUT's lock meanwhile, waiting for it where another part does the same, so
-// every part finds OUT with a dataset or without, never half removed.
-// Returns whether there was one. Throws UsageError where OUT holds a file
-// imgpack did not write, imgpack::Error naming the file for I/O failures.
-bool discard_merged_dataset(const std::filesystem::path& out);
+// splits.h5, report.json, the journals and their temporary files, and the
+// part folders of a conversion into another number of parts than `parts`.
+// The parts of this one stay, each replaced by that part's own conversion.
+// Holds OUT's lock meanwhile, waiting for it where another part does the
+// same, so every part finds OUT with a dataset or without, never half
+// removed. Returns whether anything was removed. Throws UsageError, having
+// removed nothing, where OUT holds anything else (a file or folder imgpack
+// did not write), imgpack::Error naming the file for I/O failures.
+bool discard_merged_dataset(const std::filesystem::path& out, uint32_t parts);
 
 }  // namespace imgpack

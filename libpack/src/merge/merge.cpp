@@ -15,11 +15,14 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "conversion/convert_journal.hpp"
 #include "error_note.hpp"
 #include "files.hpp"
 #include "h5.hpp"
@@ -281,30 +284,63 @@ std::string parts_merged_into(const fs::path& out, const std::string& uuid) {
   return "the parts are merged into " + out.string() + " already: nothing to convert";
 }
 
-bool discard_merged_dataset(const fs::path& out) {
+namespace {
+
+// A file of a dataset, a conversion or a merge in OUT, or its temporary file.
+bool is_dataset_file(std::string name) {
+  if (name.ends_with(format::kTmpSuffix))
+    name.resize(name.size() - std::strlen(format::kTmpSuffix));
+  return name == format::kIndexFile || name == format::kSplitsFile || name == format::kReportFile ||
+         name == kMergeJournalFile || name == kJournalFile || format::is_shard_file_name(name);
+}
+
+// The N of a part folder's name "I-of-N", or 0 for another name.
+uint32_t parts_of(const std::string& name) {
+  const std::size_t dash = name.find("-of-");
+  uint32_t count = 0;
+  if (dash == std::string::npos || dash == 0) return 0;
+  const char* end = name.data() + name.size();
+  if (std::from_chars(name.data() + dash + 4, end, count).ptr != end) return 0;
+  return count;
+}
+
+}  // namespace
+
+bool discard_merged_dataset(const fs::path& out, uint32_t parts) {
   if (!fs::is_directory(out)) return false;
   const DirectoryLock lock(out);
+  // Everything checked before anything is removed.
   std::vector<fs::path> files;
   for (const fs::directory_entry& entry : fs::directory_iterator(out)) {
     const std::string name = entry.path().filename().string();
     if (name == kPartsFolder) continue;
-    if (name != format::kIndexFile && name != format::kSplitsFile && name != format::kReportFile &&
-        name != kMergeJournalFile && !format::is_shard_file_name(name) &&
-        !name.ends_with(format::kTmpSuffix)) {
+    if (!is_dataset_file(name) || !entry.is_regular_file() || entry.is_symlink()) {
       throw UsageError(out.string() + ": holds " + name +
                        ", which imgpack did not write, so the dataset there is not replaced");
     }
     files.push_back(entry.path());
   }
-  if (files.empty()) return false;
+  // Parts of a conversion into another number of parts, which no merge of
+  // this one could take.
+  std::vector<fs::path> other_parts;
+  if (fs::is_directory(out / kPartsFolder)) {
+    for (const fs::directory_entry& entry : fs::directory_iterator(out / kPartsFolder)) {
+      const uint32_t count = parts_of(entry.path().filename().string());
+      if (count != 0 && count != parts && entry.is_directory() && !entry.is_symlink()) {
+        other_parts.push_back(entry.path());
+      }
+    }
+  }
+  if (files.empty() && other_parts.empty()) return false;
   const auto remove = [](const fs::path& path) {
     std::error_code ec;
-    fs::remove(path, ec);
+    fs::remove_all(path, ec);
     if (ec) throw file_error(path, "cannot remove: " + ec.message());
   };
   remove(out / format::kIndexFile);  // first: without it no reader accepts OUT
   fsync_path(out);
   for (const fs::path& path : files) remove(path);
+  for (const fs::path& path : other_parts) remove(path);
   fsync_path(out);
   return true;
 }

@@ -367,7 +367,36 @@ void require_dataset_directory(const std::filesystem::path& dir) {
                             : std::string("no such dataset directory"));
 }
 
+namespace {
+
+// The descriptor a path names by number (/dev/stdout, /dev/stderr,
+// /dev/fd/N, /proc/self/fd/N), else -1.
+int named_descriptor(const std::filesystem::path& path) {
+  const std::string& name = path.native();
+  if (name == "/dev/stdout") return STDOUT_FILENO;
+  if (name == "/dev/stderr") return STDERR_FILENO;
+  for (const std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (!name.starts_with(prefix) || name.size() == prefix.size()) continue;
+    int fd = 0;
+    for (const char c : std::string_view(name).substr(prefix.size())) {
+      if (c < '0' || c > '9' || fd > 100000) return -1;
+      fd = fd * 10 + (c - '0');
+    }
+    return fd;
+  }
+  return -1;
+}
+
+}  // namespace
+
 void write_output_file(const std::filesystem::path& path, std::string_view contents) {
+  // Written to the descriptor itself, where the shell opened it: the file
+  // it leads to is not replaced, nor, opened for appending, written over.
+  if (const int fd = named_descriptor(path); fd >= 0) {
+    if (::fcntl(fd, F_GETFD) == -1) throw system_error(path, "cannot write", errno);
+    write_all(fd, path, contents);
+    return;
+  }
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISDIR(st.st_mode)) throw file_error(path, "is a directory");

@@ -216,7 +216,8 @@ void require_dataset_directory(const std::filesystem::path& dir);
 // has beside it is touched; where `path` is a symbolic link, the file it
 // leads to is, and the link stays. Anything else that is there is written
 // into as it is, never replaced: a device (/dev/null, /dev/full), a FIFO, or
-// /dev/stdout whatever it leads to. Throws as write_file_atomic and
+// /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N, whatever they lead
+// to (written through the descriptor itself, where its offset is). Throws as write_file_atomic and
 // write_file do, "PATH: is a directory" for a directory. Thread-safe.
 void write_output_file(const std::filesystem::path& path, std::string_view contents);
 

@@ -112,6 +112,21 @@ TEST(Files, TemporaryNamesNeverWriteThroughWhatIsThere) {
   EXPECT_EQ(test::read_bytes(dir / longest), "long");
   std::filesystem::remove(dir / longest);
 
+  // A descriptor named by number (as /dev/stdout is, redirected by the
+  // shell with >>) is written through, at its offset: the file it leads to
+  // keeps what it held and its inode.
+  test::write_bytes(dir / "log.csv", "# header\n");
+  const int appending = ::open((dir / "log.csv").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  ASSERT_GE(appending, 0);
+  struct stat before {};
+  ASSERT_EQ(::stat((dir / "log.csv").c_str(), &before), 0);
+  write_output_file("/proc/self/fd/" + std::to_string(appending), "path,fold\n");
+  ::close(appending);
+  EXPECT_EQ(test::read_bytes(dir / "log.csv"), "# header\npath,fold\n");
+  struct stat after {};
+  ASSERT_EQ(::stat((dir / "log.csv").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+
   std::filesystem::create_symlink("victim", dir / "own.json.tmp");
   write_file_atomic(dir / "own.json", "{}");
   EXPECT_EQ(test::read_bytes(dir / "own.json"), "{}");
