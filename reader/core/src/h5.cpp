@@ -455,6 +455,12 @@ uint64_t File::length(const std::string& name) const {
   return dims[0];
 }
 
+uint64_t File::stored_length(const std::string& name, size_t element_bytes) const {
+  const uint64_t n = length(name);
+  if (n > 0) check_declared_size(open_dataset(name).get(), name, n, element_bytes);
+  return n;
+}
+
 File::CheckedRead File::open_for_read(const std::string& name,
                                       const std::vector<uint64_t>* expected, size_t size,
                                       int is_signed, bool is_float) const {

@@ -189,6 +189,10 @@ class File {
 
   // Number of elements of a 1-D dataset; throws if it is not 1-D.
   uint64_t length(const std::string& name) const;
+  // The same, for a count used before the dataset is read (to size what is
+  // made from it): throws where its storage in the file cannot hold that
+  // many elements of at least `element_bytes` (check_declared_size()).
+  uint64_t stored_length(const std::string& name, size_t element_bytes) const;
   std::vector<uint64_t> shape(const std::string& name) const;
 
   // Whole 1-D datasets. read() checks the stored class and size match T.

@@ -79,8 +79,10 @@ StringTable TableReader::string_table(const std::string& name) const {
 }
 
 uint64_t TableReader::string_count(const std::string& name) const {
-  if (version_ < 2) return file_.length(name);
-  const uint64_t offsets = file_.length(string_offsets_name(name));
+  // Counted before the strings are read (a count of groups, say): checked
+  // against the storage, where a damaged dimension would declare billions.
+  if (version_ < 2) return file_.stored_length(name, 1);
+  const uint64_t offsets = file_.stored_length(string_offsets_name(name), sizeof(uint64_t));
   if (offsets == 0) {
     throw file_error(file_.path(), string_offsets_name(name) +
                                        " is empty (it needs n + 1 entries): the index is damaged");

@@ -472,5 +472,32 @@ TEST(H5File, ALinkToAnotherFileBehindASoftLinkIsRefusedUnopened) {
             std::string::npos);
 }
 
+// A count taken before the data is read (inspect's number of groups) is
+// checked against the storage: a dimension that says more than the file
+// holds (a damaged one, or a dataset never written) is an error, not a
+// vector of billions.
+TEST(H5File, StoredLengthRefusesWhatTheStorageCannotHold) {
+  test::TempDir dir;
+  const auto path = dir / "declared.h5";
+  {
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    const hsize_t dims[1] = {1000};
+    Handle space(H5Screate_simple(1, dims, nullptr));
+    Handle never(H5Dcreate2(file.get(), "never", H5T_STD_U64LE, space.get(), H5P_DEFAULT,
+                            H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_TRUE(never);
+  }
+  File f = File::open_read(path);
+  EXPECT_EQ(f.length("never"), 1000U);
+  try {
+    (void)f.stored_length("never", sizeof(uint64_t));
+    FAIL() << "a dataset never written passed for 1000 elements";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("never declares 1000 elements, but its storage"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace imgpack::h5
