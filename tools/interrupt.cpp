@@ -148,7 +148,7 @@ void set_interrupt_note(const CLI::App& app) {
 void set_interrupt_note(std::string_view note) {
   g_note_length.store(0, std::memory_order_release);  // none while it changes
   const std::size_t length = std::min(note.size(), kNoteCapacity);
-  std::memcpy(g_note, note.data(), length);
+  if (length > 0) std::memcpy(g_note, note.data(), length);  // an empty view's data may be null
   g_note_length.store(length, std::memory_order_release);
 }
 
