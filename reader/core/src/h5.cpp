@@ -791,7 +791,11 @@ std::string File::read_string_attr(const std::string& object, const std::string&
     throw Error(path_.string() + ": attribute " + attr + " on " + object + " is not a string");
   }
   if (H5Tis_variable_str(type.get()) > 0) {
-    (void)heaps();  // the attribute's collection must be sound before HDF5 reads it
+    // The attribute's collection and reference must be sound before HDF5 reads them.
+    if (detail::GlobalHeaps* heaps = this->heaps()) {
+      Handle owner(check(H5Oopen(id(), object.c_str(), H5P_DEFAULT), "H5Oopen", object));
+      heaps->check_attribute_references(owner.get(), object);
+    }
     Handle mem_type = utf8_string_type();
     char* raw = nullptr;
     check_status(H5Aread(a.get(), mem_type.get(), &raw), "H5Aread", object + "@" + attr);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <set>
 #include <span>
 
 #include "h5.hpp"
@@ -233,41 +235,225 @@ const GlobalHeaps::Collection& GlobalHeaps::collection_at(uint64_t address,
 void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
   if (!supported_) return;
   Handle dcpl(H5Dget_create_plist(dataset));
-  if (!dcpl || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS) return;
   Handle space(H5Dget_space(dataset));
-  if (!space) return;
+  if (!dcpl || !space) return;  // HDF5 reports it
   const hssize_t points = H5Sget_simple_extent_npoints(space.get());
-  const haddr_t offset = H5Dget_offset(dataset);
-  if (points <= 0 || offset == HADDR_UNDEF) return;  // nothing stored: HDF5 reads no heap
+  if (points <= 0) return;  // nothing stored: HDF5 reads no heap
   const auto n = static_cast<uint64_t>(points);
-  const uint64_t bytes = H5Dget_storage_size(dataset);
-  if (n > file_size_ / kReferenceBytes || bytes != n * kReferenceBytes || offset > file_size_ ||
-      bytes > file_size_ - offset) {
-    throw file_error(path_, name + " is damaged: " + std::to_string(n) +
-                                " strings cannot be stored in " + std::to_string(bytes) +
-                                " bytes at byte " + std::to_string(offset));
+  auto check_all = [&](std::span<const uint8_t> raw, uint64_t first, uint64_t count) {
+    for (uint64_t i = 0; i < count; ++i) {
+      check_reference(raw.data() + i * kReferenceBytes,
+                      name + "[" + std::to_string(first + i) + "]");
+    }
+  };
+  auto damaged = [&](const std::string& problem) {
+    return file_error(path_, name + " is damaged: " + problem);
+  };
+  switch (H5Pget_layout(dcpl.get())) {
+    case H5D_CONTIGUOUS: {
+      const haddr_t offset = H5Dget_offset(dataset);
+      if (offset == HADDR_UNDEF) return;  // never written: HDF5 reads the fill value
+      const uint64_t bytes = H5Dget_storage_size(dataset);
+      if (n > file_size_ / kReferenceBytes || bytes != n * kReferenceBytes || offset > file_size_ ||
+          bytes > file_size_ - offset) {
+        throw damaged(std::to_string(n) + " strings cannot be stored in " + std::to_string(bytes) +
+                      " bytes at byte " + std::to_string(offset));
+      }
+      std::vector<uint8_t> raw(bytes);
+      read(offset, raw.data(), raw.size());
+      check_all(raw, 0, n);
+      return;
+    }
+    case H5D_CHUNKED: {
+      // Filtered chunks hold their references compressed; deflate's Adler-32
+      // and the Fletcher-32 filter catch damage to them. Unfiltered chunks
+      // are read as they lie, one at a time.
+      hsize_t chunk_elements = 0;
+      if (H5Pget_nfilters(dcpl.get()) != 0 || H5Sget_simple_extent_ndims(space.get()) != 1 ||
+          H5Pget_chunk(dcpl.get(), 1, &chunk_elements) != 1 || chunk_elements == 0) {
+        return;
+      }
+      std::vector<uint8_t> raw;
+      for (uint64_t first = 0; first < n; first += chunk_elements) {
+        hsize_t at = first;
+        unsigned filter_mask = 0;
+        haddr_t address = HADDR_UNDEF;
+        hsize_t bytes = 0;
+        if (H5Dget_chunk_info_by_coord(dataset, &at, &filter_mask, &address, &bytes) < 0) {
+          return;  // HDF5 reports the damaged chunk index when it reads
+        }
+        if (address == HADDR_UNDEF) continue;  // never written: the fill value
+        const uint64_t count = std::min<uint64_t>(chunk_elements, n - first);
+        if (bytes != chunk_elements * kReferenceBytes || address > file_size_ ||
+            bytes > file_size_ - address) {
+          throw damaged("the chunk of elements " + std::to_string(first) + " on at byte " +
+                        std::to_string(address) + " cannot hold " + std::to_string(chunk_elements) +
+                        " strings in " + std::to_string(bytes) + " bytes");
+        }
+        raw.resize(count * kReferenceBytes);
+        read(address, raw.data(), raw.size());
+        check_all(raw, first, count);
+      }
+      return;
+    }
+    case H5D_COMPACT: {
+      // The references lie in the object header's layout message (type 8):
+      // version 3, class 0 (compact), their size, then the references.
+      H5O_info_t info{};
+      if (H5Oget_info2(dataset, &info, H5O_INFO_BASIC | H5O_INFO_HDR) < 0) return;
+      constexpr uint16_t kLayout = 0x08;
+      for_each_message(info, name, [&](uint16_t type, std::span<const uint8_t> message) {
+        if (type != kLayout || message.size() < 4 || message[0] != 3 || message[1] != 0) return;
+        const uint64_t bytes = load_le(&message[2], 2);
+        if (bytes != n * kReferenceBytes || bytes > message.size() - 4) {
+          throw damaged(std::to_string(n) + " strings cannot be stored in the " +
+                        std::to_string(bytes) + " bytes of its compact layout");
+        }
+        check_all(message.subspan(4), 0, n);
+      });
+      return;
+    }
+    default:
+      return;
   }
-  std::vector<uint8_t> raw(bytes);
-  read(offset, raw.data(), raw.size());
-  for (uint64_t i = 0; i < n; ++i) {
-    const uint8_t* ref = raw.data() + i * kReferenceBytes;
-    const uint64_t length = load_le(ref, 4);
-    const uint64_t address = load_le(ref + 4, 8);
-    const uint64_t index = load_le(ref + 12, 4);
-    if (address == 0 || length == 0) continue;  // null or empty: HDF5 reads no heap object
-    const std::string element = name + "[" + std::to_string(i) + "]";
-    const Collection& collection = collection_at(address, element);
-    if (index == 0 || index >= collection.object_size.size() || collection.object_size[index] < 0) {
-      throw file_error(path_, element + " is damaged: it names object " + std::to_string(index) +
-                                  " of the global heap collection at byte " +
-                                  std::to_string(address) + ", which has no such object");
+}
+
+void GlobalHeaps::check_reference(const uint8_t* reference, const std::string& element) {
+  const uint64_t length = load_le(reference, 4);
+  const uint64_t address = load_le(reference + 4, 8);
+  const uint64_t index = load_le(reference + 12, 4);
+  if (address == 0 || length == 0) return;  // null or empty: HDF5 reads no heap object
+  const Collection& collection = collection_at(address, element);
+  if (index == 0 || index >= collection.object_size.size() || collection.object_size[index] < 0) {
+    throw file_error(path_, element + " is damaged: it names object " + std::to_string(index) +
+                                " of the global heap collection at byte " +
+                                std::to_string(address) + ", which has no such object");
+  }
+  if (static_cast<uint64_t>(collection.object_size[index]) != length) {
+    throw file_error(path_, element + " is damaged: its length " + std::to_string(length) +
+                                " differs from the " +
+                                std::to_string(collection.object_size[index]) +
+                                " bytes of its heap object");
+  }
+}
+
+void GlobalHeaps::check_attribute_references(hid_t object, const std::string& name) {
+  if (!supported_) return;
+  H5O_info_t info{};
+  if (H5Oget_info2(object, &info, H5O_INFO_BASIC | H5O_INFO_HDR) < 0) return;  // HDF5 reports it
+  if (!attributes_checked_.insert(info.addr).second) return;
+  constexpr uint16_t kAttribute = 0x0C;
+  for_each_message(info, name, [&](uint16_t type, std::span<const uint8_t> message) {
+    if (type == kAttribute) check_attribute_message(message, name);
+  });
+}
+
+void GlobalHeaps::for_each_message(
+    const H5O_info_t& info, const std::string& name,
+    const std::function<void(uint16_t, std::span<const uint8_t>)>& visit) const {
+  if (info.hdr.version != 1) return;  // version 2: HDF5 verified its checksums
+  // A version 1 header: a 16-byte prefix (version, reserved byte, message
+  // count, reference count, size of the first chunk, padding), then chunks
+  // of messages, each message 8 bytes of type, size and flags before its
+  // data, 8-byte aligned. A continuation message (type 0x10) names the next
+  // chunk by address and length.
+  auto damaged = [&](const std::string& problem) {
+    return file_error(path_, name + ": its object header at byte " + std::to_string(info.addr) +
+                                 " is damaged: " + problem);
+  };
+  constexpr uint64_t kPrefixBytes = 16;
+  constexpr uint64_t kMessageHeaderBytes = 8;
+  constexpr uint16_t kContinuation = 0x10;
+  constexpr uint8_t kShared = 0x02;  // the message's data lives elsewhere
+  if (info.addr > file_size_ || file_size_ - info.addr < kPrefixBytes) {
+    throw damaged("it lies past the end of the file");
+  }
+  uint8_t prefix[kPrefixBytes];
+  read(info.addr, prefix, sizeof prefix);
+  std::vector<Range> chunks{{info.addr + kPrefixBytes, info.addr + kPrefixBytes}};
+  chunks.front().end += load_le(prefix + 8, 4);
+  std::set<uint64_t> seen;  // chunk addresses: HDF5 would loop on one met twice
+  std::vector<uint8_t> chunk;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const Range range = chunks[c];
+    if (range.begin > file_size_ || range.end > file_size_ || range.end < range.begin) {
+      throw damaged("a chunk of it lies past the end of the file");
     }
-    if (static_cast<uint64_t>(collection.object_size[index]) != length) {
-      throw file_error(path_, element + " is damaged: its length " + std::to_string(length) +
-                                  " differs from the " +
-                                  std::to_string(collection.object_size[index]) +
-                                  " bytes of its heap object");
+    if (!seen.insert(range.begin).second) throw damaged("its chunks form a loop");
+    chunk.resize(range.end - range.begin);
+    read(range.begin, chunk.data(), chunk.size());
+    for (uint64_t p = 0; p + kMessageHeaderBytes <= chunk.size();) {
+      const auto type = static_cast<uint16_t>(load_le(&chunk[p], 2));
+      const uint64_t size = load_le(&chunk[p + 2], 2);
+      const uint8_t flags = chunk[p + 4];
+      p += kMessageHeaderBytes;
+      if (size > chunk.size() - p) {
+        throw damaged("a message at byte " + std::to_string(range.begin + p) +
+                      " reaches past its chunk");
+      }
+      const std::span<const uint8_t> data(&chunk[p], size);
+      if (type == kContinuation && size >= 16) {
+        const uint64_t begin = load_le(data.data(), 8);
+        const uint64_t length = load_le(data.data() + 8, 8);
+        chunks.push_back({begin, begin + std::min(length, file_size_)});
+      } else if ((flags & kShared) == 0) {
+        visit(type, data);
+      }
+      p += size;
     }
+  }
+}
+
+// An attribute message: version, flags (version 2 and 3; two bits for a
+// shared datatype or dataspace), the sizes of its name, datatype and
+// dataspace, an encoding byte (version 3), then those three (each padded to
+// 8 bytes in version 1) and the data. Data of a variable-length datatype
+// (class 9) is one 16-byte heap reference per element.
+void GlobalHeaps::check_attribute_message(std::span<const uint8_t> message,
+                                          const std::string& object) {
+  if (message.size() < 8) return;
+  const uint8_t version = message[0];
+  if (version < 1 || version > 3 || (version > 1 && (message[1] & 0x03) != 0)) return;
+  auto padded = [&](uint64_t size) { return version == 1 ? (size + 7) / 8 * 8 : size; };
+  const uint64_t name_size = load_le(&message[2], 2);
+  const uint64_t type_size = load_le(&message[4], 2);
+  const uint64_t space_size = load_le(&message[6], 2);
+  const uint64_t name_at = version == 3 ? 9 : 8;
+  const uint64_t type_at = name_at + padded(name_size);
+  const uint64_t space_at = type_at + padded(type_size);
+  const uint64_t data_at = space_at + padded(space_size);
+  if (data_at > message.size() || type_size < 8 || space_size < 4) return;
+  constexpr uint8_t kVariableLength = 9;
+  if ((message[type_at] & 0x0F) != kVariableLength) return;
+  const std::size_t name_length =
+      std::find(&message[name_at], &message[name_at] + name_size, 0) - &message[name_at];
+  const std::string attribute =
+      object + "@" + std::string(reinterpret_cast<const char*>(&message[name_at]), name_length);
+  // The dataspace: version, rank, flags, then (version 1) five reserved
+  // bytes or (version 2) a type byte, 2 meaning null; then the dimensions.
+  const uint8_t space_version = message[space_at];
+  const uint64_t rank = message[space_at + 1];
+  if (space_version == 2 && message[space_at + 3] == 2) return;  // null: no data
+  const uint64_t dims_at = space_at + (space_version == 1 ? 8 : 4);
+  if (dims_at + rank * 8 > message.size()) {
+    throw file_error(path_, attribute + " is damaged: its dataspace does not fit its message");
+  }
+  uint64_t elements = 1;
+  for (uint64_t d = 0; d < rank; ++d) {
+    const uint64_t extent = load_le(&message[dims_at + d * 8], 8);
+    if (extent != 0 && elements > (message.size() - data_at) / kReferenceBytes / extent) {
+      elements = UINT64_MAX;
+      break;
+    }
+    elements *= extent;
+  }
+  if (elements > (message.size() - data_at) / kReferenceBytes) {
+    throw file_error(path_, attribute + " is damaged: its dataspace declares more strings than " +
+                                "its message holds");
+  }
+  for (uint64_t i = 0; i < elements; ++i) {
+    check_reference(&message[data_at + i * kReferenceBytes],
+                    rank == 0 ? attribute : attribute + "[" + std::to_string(i) + "]");
   }
 }
 

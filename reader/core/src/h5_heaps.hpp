@@ -17,7 +17,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,10 +39,21 @@ class GlobalHeaps {
   GlobalHeaps(hid_t file_id, const std::filesystem::path& path);
 
   // Checks the heap references of variable-length dataset `name` (open as
-  // `dataset`), when it is contiguous: each non-empty one must name an
-  // object that exists and holds exactly the referenced length. Throws
-  // imgpack::Error naming the file, the dataset and the element.
+  // `dataset`): each non-empty one must name an object that exists and
+  // holds exactly the referenced length. Contiguous, compact and unfiltered
+  // chunked layouts are checked; a filtered chunk is left to its filter
+  // (deflate's Adler-32, Fletcher-32). Throws imgpack::Error naming the
+  // file, the dataset and the element.
   void check_references(hid_t dataset, const std::string& name);
+
+  // Checks the heap references held by the variable-length attributes of
+  // object `name` (open as `object`) as check_references does, when its
+  // header is of version 1: the one kind without a checksum, which HDF5's
+  // defaults (and so h5py) write. A version 2 header, as imgpack writes,
+  // HDF5 checks itself. Throws imgpack::Error naming the file, the object
+  // and the attribute, for a damaged reference or a header that is not
+  // what HDF5 writes.
+  void check_attribute_references(hid_t object, const std::string& name);
 
  private:
   struct Collection {
@@ -55,12 +68,21 @@ class GlobalHeaps {
   Collection parse(uint64_t address, const std::string& referrer,
                    std::span<const uint8_t> have) const;
   void read(uint64_t offset, void* out, uint64_t length) const;
+  // One stored reference (sequence length, collection address, object index).
+  void check_reference(const uint8_t* reference, const std::string& element);
+  void check_attribute_message(std::span<const uint8_t> message, const std::string& object);
+  // Calls `visit` with the type and data of each unshared message of the
+  // version 1 object header `info` describes (of object `name`), following
+  // its continuation chunks; nothing for a version 2 header.
+  void for_each_message(const H5O_info_t& info, const std::string& name,
+                        const std::function<void(uint16_t, std::span<const uint8_t>)>& visit) const;
 
   std::filesystem::path path_;
   FileDescriptor fd_;
   uint64_t file_size_ = 0;
   bool supported_ = true;  // 8-byte offsets and lengths, as imgpack writes
   std::map<uint64_t, Collection> collections_;
+  std::set<uint64_t> attributes_checked_;  // object header addresses
 };
 
 }  // namespace imgpack::h5::detail

@@ -2,6 +2,8 @@
 // metadata that holds variable-length strings (reader/src/h5_heaps.cpp).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "h5.hpp"
 #include "imgpack/error.hpp"
 #include "test_support.hpp"
@@ -155,6 +157,154 @@ TEST(GlobalHeap, UnalignedCollectionsAreCheckedToo) {
                                          " is damaged"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// A version 1 object header (the library's defaults, as h5py writes) has
+// no checksum: a damaged object index in a string attribute's heap
+// reference made H5Aread read past HDF5's table of heap objects (SIGSEGV).
+// Every reference of every string attribute is checked before the read,
+// in the header's first chunk and in its continuation chunks.
+TEST(GlobalHeap, DamagedAttributeReferencesInUnchecksummedHeadersAreErrors) {
+  test::TempDir dir;
+  const fs::path path = dir / "h5py-like.h5";
+  constexpr int kAttributes = 24;  // more than the first chunk holds: continuations
+  {
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    Handle group(H5Gcreate2(file.get(), "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    Handle type(H5Tcopy(H5T_C_S1));
+    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
+    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);  // as h5py writes a str
+    Handle scalar(H5Screate(H5S_SCALAR));
+    for (int i = 0; i < kAttributes; ++i) {
+      const std::string name = "a" + std::to_string(i);
+      const std::string value = "value " + std::to_string(i);
+      Handle attribute(H5Acreate2(group.get(), name.c_str(), type.get(), scalar.get(), H5P_DEFAULT,
+                                  H5P_DEFAULT));
+      const char* raw = value.c_str();
+      ASSERT_GE(H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&raw)), 0);
+    }
+    H5O_info_t info{};
+    ASSERT_GE(H5Oget_info2(group.get(), &info, H5O_INFO_HDR), 0);
+    ASSERT_EQ(info.hdr.version, 1U);
+    ASSERT_GT(info.hdr.nchunks, 1U);
+  }
+  {
+    File f = File::open_read(path);
+    for (int i = 0; i < kAttributes; ++i) {
+      EXPECT_EQ(f.read_string_attr("/g", "a" + std::to_string(i)), "value " + std::to_string(i));
+    }
+  }
+  // Each stored reference: length, the collection's address, object index.
+  const std::string bytes = test::read_bytes(path);
+  const std::size_t gcol = bytes.find("GCOL");
+  ASSERT_NE(gcol, std::string::npos);
+  std::string address(8, '\0');
+  for (int i = 0; i < 8; ++i) address[i] = static_cast<char>((gcol >> (8 * i)) & 0xFF);
+  std::vector<std::size_t> references;
+  auto le = [&](std::size_t at, int n) {
+    uint64_t value = 0;
+    for (int i = n - 1; i >= 0; --i) value = (value << 8) | static_cast<uint8_t>(bytes[at + i]);
+    return value;
+  };
+  for (std::size_t at = bytes.find(address); at != std::string::npos;
+       at = bytes.find(address, at + 1)) {
+    // "value N" is 7 or 8 bytes long, and HDF5 numbers the objects from 1.
+    const bool reference = at >= 4 && at + 12 <= bytes.size() && le(at - 4, 4) >= 7 &&
+                           le(at - 4, 4) <= 8 && le(at + 8, 4) >= 1 && le(at + 8, 4) <= kAttributes;
+    if (reference) references.push_back(at + 8);  // the object index
+  }
+  // Moving messages into a continuation chunk leaves stale copies behind,
+  // which HDF5 no longer reads: damage there changes nothing.
+  ASSERT_GE(references.size(), static_cast<std::size_t>(kAttributes));
+  std::size_t refused = 0;
+  for (const std::size_t at : references) {
+    for (const uint32_t index : {uint32_t{300}, uint32_t{0xFFFFFFFF}}) {
+      std::string damaged = bytes;
+      for (int i = 0; i < 4; ++i) damaged[at + i] = static_cast<char>((index >> (8 * i)) & 0xFF);
+      test::write_bytes(path, damaged);
+      try {
+        File f = File::open_read(path);
+        for (int i = 0; i < kAttributes; ++i) {
+          EXPECT_EQ(f.read_string_attr("/g", "a" + std::to_string(i)),
+                    "value " + std::to_string(i));
+        }
+      } catch (const Error& e) {
+        ++refused;
+        const std::string what = e.what();
+        EXPECT_NE(what.find("h5py-like.h5: /g@a"), std::string::npos) << what;
+        EXPECT_NE(what.find("it names object " + std::to_string(index) +
+                            " of the global heap collection at byte " + std::to_string(gcol) +
+                            ", which has no such object"),
+                  std::string::npos)
+            << what;
+      }
+    }
+  }
+  EXPECT_EQ(refused, 2U * kAttributes);  // every live reference, both damages
+}
+
+// String tables as another writer may lay them out (h5py's chunks=True,
+// maxshape, or HDF5's compact layout): a damaged object index in any of
+// them is an error naming the element, not a read past HDF5's table.
+TEST(GlobalHeap, DamagedReferencesInChunkedAndCompactTablesAreErrors) {
+  test::TempDir dir;
+  const fs::path path = dir / "layouts.h5";
+  const std::vector<std::string> layouts = {"contiguous", "chunked", "compact"};
+  const std::vector<std::string> values = {"string 0", "string 1", "string 2", "string 3",
+                                           "string 4", "string 5", "string 6", "string 7"};
+  {
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    Handle type(H5Tcopy(H5T_C_S1));
+    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
+    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);
+    const hsize_t n = values.size(), unlimited = H5S_UNLIMITED, chunk = 3;
+    std::vector<const char*> raw(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) raw[i] = values[i].c_str();
+    for (const std::string& layout : layouts) {
+      Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+      if (layout == "chunked") {
+        ASSERT_GE(H5Pset_chunk(dcpl.get(), 1, &chunk), 0);
+      } else if (layout == "compact") {
+        ASSERT_GE(H5Pset_layout(dcpl.get(), H5D_COMPACT), 0);
+      }
+      Handle space(H5Screate_simple(1, &n, layout == "chunked" ? &unlimited : nullptr));
+      Handle dataset(H5Dcreate2(file.get(), layout.c_str(), type.get(), space.get(), H5P_DEFAULT,
+                                dcpl.get(), H5P_DEFAULT));
+      ASSERT_GE(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), 0);
+    }
+  }
+  auto read_all = [&] {
+    File f = File::open_read(path);
+    for (const std::string& layout : layouts) EXPECT_EQ(f.read_strings("/" + layout), values);
+  };
+  read_all();
+  const std::string bytes = test::read_bytes(path);
+  const std::size_t gcol = bytes.find("GCOL");
+  ASSERT_NE(gcol, std::string::npos);
+  std::string address(8, '\0');
+  for (int i = 0; i < 8; ++i) address[i] = static_cast<char>((gcol >> (8 * i)) & 0xFF);
+  std::map<std::string, int> refused;
+  for (std::size_t at = bytes.find(address); at != std::string::npos;
+       at = bytes.find(address, at + 1)) {
+    if (at < 4 || bytes[at - 4] != static_cast<char>(values[0].size()))
+      continue;  // not a reference
+    std::string damaged = bytes;
+    for (int i = 8; i < 12; ++i) damaged[at + i] = static_cast<char>(0xFF);  // object index
+    test::write_bytes(path, damaged);
+    try {
+      read_all();  // a stale copy HDF5 no longer reads
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      const std::size_t slash = what.find("layouts.h5: /");
+      ASSERT_NE(slash, std::string::npos) << what;
+      const std::string table = what.substr(slash + 13, what.find('[', slash) - slash - 13);
+      ++refused[table];
+      EXPECT_NE(what.find("is damaged: it names object 4294967295"), std::string::npos) << what;
+    }
+  }
+  for (const std::string& layout : layouts) {
+    EXPECT_EQ(refused[layout], static_cast<int>(values.size())) << layout;
   }
 }
 
