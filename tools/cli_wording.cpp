@@ -12,7 +12,7 @@ namespace {
 // Library name -> what the CLI user types. A name that is a prefix of
 // another (ScanOptions::group_regex, ScanOptions::group_missing_ok) is fine:
 // the longest match at a position wins.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 67> kWording = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 68> kWording = {{
     {"SelectionOptions::split", "--split"},
     {"ConvertOptions::size", "--size"},
     {"AppendOptions::csv", "--csv"},
@@ -80,6 +80,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 67> kWording
     {"verify_dataset()", "imgpack verify"},
     {"reset_splits_file()", "imgpack split DATASET --reset"},
     {"merge() finishes the merge", "imgpack merge OUT finishes it"},
+    {"merge() joins them", "imgpack merge OUT joins them"},
 }};
 
 }  // namespace

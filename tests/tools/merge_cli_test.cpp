@@ -191,6 +191,54 @@ TEST_F(MergeCli, TasksRunAgainAfterTheMergeConvertNothing) {
   EXPECT_EQ(test::directory_snapshot(out), guarded);
 }
 
+// A conversion in one piece into an OUT holding a conversion in parts, or a
+// merge of one under way: refused (exit 2, OUT as it was) saying what is
+// there and what to do; with --overwrite the parts are replaced, as a
+// dataset would be. A file of the user's inside a part folder is never removed.
+TEST_F(MergeCli, AConversionInOnePieceOverPartsIsRefusedOrReplacesThem) {
+  ASSERT_EQ(test::run_imgpack(convert_args("single")).exit_code, 0);
+  ASSERT_EQ(array_tasks("out", 2).exit_code, 0);
+  const fs::path out = dir_ / "out";
+  const std::string one_piece = imgpack() + " " + convert_args("out");
+  auto before = test::directory_snapshot(out);
+  for (const std::string& resume : {std::string(), std::string(" --resume")}) {
+    auto refused = run_command(one_piece + resume);
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_NE(
+        refused.err.find(out.string() + ": holds a conversion in parts (parts/0-of-2, 1-of-2)" +
+                         (resume.empty() ? "" : ", which --resume cannot continue in one piece") +
+                         "; imgpack merge OUT joins them, or --overwrite replaces them"),
+        std::string::npos)
+        << refused.err;
+    EXPECT_EQ(test::directory_snapshot(out), before);
+  }
+  test::write_bytes(out / "parts" / "1-of-2" / "notes.txt", "mine");
+  before = test::directory_snapshot(out);
+  auto refused = run_command(one_piece + " --overwrite");
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("holds parts/1-of-2/notes.txt, which imgpack did not write"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(test::directory_snapshot(out), before);
+  fs::remove(out / "parts" / "1-of-2" / "notes.txt");
+
+  auto killed = run_killed_at("merge-shard:1", "merge " + q(out) + " -q");
+  ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;
+  ASSERT_TRUE(fs::exists(out / "merge.journal"));
+  before = test::directory_snapshot(out);
+  refused = run_command(one_piece);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find(out.string() + ": holds a merge under way (merge.journal); imgpack "
+                                            "merge OUT finishes it, or --overwrite replaces it"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(test::directory_snapshot(out), before);
+
+  auto replaced = run_command(one_piece + " --overwrite");
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  expect_like_single(out);
+}
+
 // A part whose report.json is lost is refused by merge as damaged (exit 2,
 // naming the part); converted again with --resume, which notices it, the
 // part merges into the undamaged merge's dataset.

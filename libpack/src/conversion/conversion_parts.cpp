@@ -1,5 +1,6 @@
 #include "conversion/conversion_parts.hpp"
 
+#include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,20 @@ namespace imgpack {
 
 std::string part_name(const ConvertPart& part) {
   return std::to_string(part.index) + "-of-" + std::to_string(part.count);
+}
+
+std::optional<ConvertPart> parse_part_name(const std::string& name) {
+  const std::size_t dash = name.find("-of-");
+  if (dash == std::string::npos || dash == 0) return std::nullopt;
+  ConvertPart part;
+  const char* end = name.data() + dash;
+  if (std::from_chars(name.data(), end, part.index).ptr != end) return std::nullopt;
+  const char* count_end = name.data() + name.size();
+  if (std::from_chars(name.data() + dash + 4, count_end, part.count).ptr != count_end) {
+    return std::nullopt;
+  }
+  if (part.count == 0 || part.index >= part.count || part_name(part) != name) return std::nullopt;
+  return part;
 }
 
 uint32_t part_of_path(std::string_view path, uint32_t count) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,10 @@ namespace imgpack {
 
 // The folder name of a part: "2-of-7".
 std::string part_name(const ConvertPart& part);
+
+// The part a folder name names ("2-of-7" -> {2, 7}, as part_name() writes
+// it); nullopt for any other name.
+std::optional<ConvertPart> parse_part_name(const std::string& name);
 
 // The part of `count` that the input at relative path `path` belongs to:
 // XXH3-64 of the path, modulo `count`.

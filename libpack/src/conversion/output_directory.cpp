@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "conversion/conversion_parts.hpp"
+#include "conversion/output_files.hpp"
 #include "files.hpp"
 #include "h5.hpp"
 #include "imgpack/error.hpp"
@@ -18,12 +20,6 @@ namespace imgpack {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool is_imgpack_output(const std::string& name) {
-  return name == format::kIndexFile || name == format::kSplitsFile || name == format::kReportFile ||
-         name == kJournalFile || format::is_shard_file_name(name) ||
-         name.ends_with(format::kTmpSuffix);
-}
 
 bool is_inside(const fs::path& child, const fs::path& parent) {
   std::error_code ec;
@@ -39,21 +35,79 @@ void remove_file(const fs::path& path) {
   if (ec) throw file_error(path, "cannot remove: " + ec.message());
 }
 
-// The files in OUT, all of which imgpack must have written.
-std::vector<fs::path> list_output(const fs::path& out) {
-  std::vector<fs::path> ours;
+// What OUT holds, all of which imgpack must have written: a dataset's
+// files, and the part folders of a conversion in parts (ConvertOptions::part).
+struct OutputContents {
+  std::vector<fs::path> files;         // sorted
+  std::vector<fs::path> part_folders;  // OUT/parts/I-of-N, each holding only dataset files
+  bool parts = false;                  // OUT/parts exists
+  bool merging = false;                // OUT/merge.journal exists: a merge under way
+};
+
+UsageError not_written_by_imgpack(const fs::path& out, const fs::path& what) {
+  return UsageError(out.string() + ": not empty and holds " + fs::relative(what, out).string() +
+                    ", which imgpack did not write; choose an empty or new directory");
+}
+
+// Each entry of `dir`, in no particular order. Throws UsageError naming
+// `dir` where it cannot be listed.
+std::vector<fs::directory_entry> entries_of(const fs::path& dir) {
+  std::vector<fs::directory_entry> entries;
   std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(out, ec)) {
-    std::string name = entry.path().filename().string();
-    if (!is_imgpack_output(name)) {
-      throw UsageError(out.string() + ": not empty and holds " + name +
-                       ", which imgpack did not write; choose an empty or new directory");
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) entries.push_back(entry);
+  if (ec) throw UsageError(dir.string() + ": cannot list directory: " + ec.message());
+  return entries;
+}
+
+OutputContents list_output(const fs::path& out) {
+  OutputContents contents;
+  for (const fs::directory_entry& entry : entries_of(out)) {
+    const std::string name = entry.path().filename().string();
+    if (name == kPartsFolder && entry.is_directory() && !entry.is_symlink()) {
+      contents.parts = true;
+      for (const fs::directory_entry& part : entries_of(entry.path())) {
+        const std::string part_name = part.path().filename().string();
+        if (!parse_part_name(part_name) || !part.is_directory() || part.is_symlink()) {
+          throw not_written_by_imgpack(out, part.path());
+        }
+        for (const fs::directory_entry& file : entries_of(part.path())) {
+          if (!is_dataset_file_name(file.path().filename().string()) || file.is_symlink() ||
+              !file.is_regular_file()) {
+            throw not_written_by_imgpack(out, file.path());
+          }
+        }
+        contents.part_folders.push_back(part.path());
+      }
+      continue;
     }
-    ours.push_back(entry.path());
+    if (!is_dataset_file_name(name)) throw not_written_by_imgpack(out, entry.path());
+    contents.merging = contents.merging || name == kMergeJournalFile;
+    contents.files.push_back(entry.path());
   }
-  if (ec) throw UsageError(out.string() + ": cannot list directory: " + ec.message());
-  std::sort(ours.begin(), ours.end());
-  return ours;
+  std::sort(contents.files.begin(), contents.files.end());
+  std::sort(contents.part_folders.begin(), contents.part_folders.end());
+  return contents;
+}
+
+// Removes OUT/parts, each part folder locked first: a part being converted
+// now is a UsageError, and nothing is removed.
+void remove_part_folders(const fs::path& out, const OutputContents& contents) {
+  std::vector<DirectoryLock> locks;
+  for (const fs::path& folder : contents.part_folders) {
+    std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(folder);
+    if (!lock) {
+      throw UsageError(folder.string() +
+                       ": a part is being converted there now; wait for it to finish, then "
+                       "run this conversion again");
+    }
+    locks.push_back(std::move(*lock));
+  }
+  for (const fs::path& folder : contents.part_folders) {
+    std::error_code ec;
+    fs::remove_all(folder, ec);
+    if (ec) throw file_error(folder, "cannot remove: " + ec.message());
+  }
+  remove_file(out / kPartsFolder);
 }
 
 // Whether the journal's account of `entry` is possible as the next shard
@@ -285,8 +339,30 @@ DirectoryLock lock_output(const ConvertOptions& options) {
 
 ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& plan) {
   const fs::path& out = options.out;
-  const std::vector<fs::path> ours = list_output(out);
-  if (ours.empty()) return {};
+  const OutputContents contents = list_output(out);
+  const std::vector<fs::path>& ours = contents.files;
+  if (contents.parts || contents.merging) {
+    // The folders of a conversion in parts (this call converts in one
+    // piece: a part's OUT is its own folder), or a merge of them under way.
+    std::string held = contents.merging ? std::string("a merge under way (") + kMergeJournalFile
+                                        : std::string("a conversion in parts (") + kPartsFolder;
+    for (std::size_t i = 0; i < contents.part_folders.size() && !contents.merging; ++i) {
+      held += (i == 0 ? "/" : ", ") + contents.part_folders[i].filename().string();
+    }
+    held += ")";
+    if (!options.overwrite) {
+      throw UsageError(out.string() + ": holds " + held +
+                       (options.resume ? ", which ConvertOptions::resume cannot continue in one "
+                                         "piece"
+                                       : std::string()) +
+                       (contents.merging ? "; merge() finishes the merge, or "
+                                           "ConvertOptions::overwrite replaces it with this "
+                                           "conversion"
+                                         : "; merge() joins them, or ConvertOptions::overwrite "
+                                           "replaces them with this conversion"));
+    }
+  }
+  if (ours.empty() && !contents.parts) return {};
 
   std::error_code ec;
   const bool complete = fs::exists(out / format::kIndexFile, ec);
@@ -345,6 +421,7 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
     // --overwrite: invalidate the old dataset first; without index.h5 no reader accepts it.
     remove_file(out / format::kIndexFile);
     fsync_path(out);
+    if (contents.parts) remove_part_folders(out, contents);
   }
 
   // Remove everything not kept, the journal last (a crash meanwhile leaves it

@@ -43,7 +43,9 @@ DirectoryLock lock_output(const ConvertOptions& options);
 // Makes OUT ready for `plan`:
 //  - a new or empty OUT is created or used as is;
 //  - a complete or partial dataset in OUT is refused (UsageError explaining
-//    --overwrite and --resume), or removed with --overwrite;
+//    --overwrite and --resume), or removed with --overwrite; so is a
+//    conversion in parts (OUT/parts, a merge of them under way), whose part
+//    folders are removed only when none is being converted now;
 //  - with --resume, the shards of an interrupted run of the same conversion
 //    (same dataset uuid) that are whole and match their checksums are kept,
 //    everything after them is removed, and the point to continue from is

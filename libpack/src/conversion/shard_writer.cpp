@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "conversion/output_files.hpp"
 #include "files.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/error.hpp"
@@ -282,7 +283,7 @@ void ShardWriter::seal_compacted() {
   file_.close();
 
   fs::path compact_path = final_path_;
-  compact_path += ".compact";
+  compact_path += kCompactSuffix;
   compact_path += format::kTmpSuffix;
   try {
     uint64_t new_offset = 0;

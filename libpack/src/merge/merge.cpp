@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "conversion/convert_journal.hpp"
+#include "conversion/output_files.hpp"
 #include "error_note.hpp"
 #include "files.hpp"
 #include "h5.hpp"
@@ -284,28 +284,6 @@ std::string parts_merged_into(const fs::path& out, const std::string& uuid) {
   return "the parts are merged into " + out.string() + " already: nothing to convert";
 }
 
-namespace {
-
-// A file of a dataset, a conversion or a merge in OUT, or its temporary file.
-bool is_dataset_file(std::string name) {
-  if (name.ends_with(format::kTmpSuffix))
-    name.resize(name.size() - std::strlen(format::kTmpSuffix));
-  return name == format::kIndexFile || name == format::kSplitsFile || name == format::kReportFile ||
-         name == kMergeJournalFile || name == kJournalFile || format::is_shard_file_name(name);
-}
-
-// The N of a part folder's name "I-of-N", or 0 for another name.
-uint32_t parts_of(const std::string& name) {
-  const std::size_t dash = name.find("-of-");
-  uint32_t count = 0;
-  if (dash == std::string::npos || dash == 0) return 0;
-  const char* end = name.data() + name.size();
-  if (std::from_chars(name.data() + dash + 4, end, count).ptr != end) return 0;
-  return count;
-}
-
-}  // namespace
-
 bool discard_merged_dataset(const fs::path& out, uint32_t parts) {
   if (!fs::is_directory(out)) return false;
   const DirectoryLock lock(out);
@@ -314,7 +292,7 @@ bool discard_merged_dataset(const fs::path& out, uint32_t parts) {
   for (const fs::directory_entry& entry : fs::directory_iterator(out)) {
     const std::string name = entry.path().filename().string();
     if (name == kPartsFolder) continue;
-    if (!is_dataset_file(name) || !entry.is_regular_file() || entry.is_symlink()) {
+    if (!is_dataset_file_name(name) || !entry.is_regular_file() || entry.is_symlink()) {
       throw UsageError(out.string() + ": holds " + name +
                        ", which imgpack did not write, so the dataset there is not replaced");
     }
@@ -325,8 +303,8 @@ bool discard_merged_dataset(const fs::path& out, uint32_t parts) {
   std::vector<fs::path> other_parts;
   if (fs::is_directory(out / kPartsFolder)) {
     for (const fs::directory_entry& entry : fs::directory_iterator(out / kPartsFolder)) {
-      const uint32_t count = parts_of(entry.path().filename().string());
-      if (count != 0 && count != parts && entry.is_directory() && !entry.is_symlink()) {
+      const std::optional<ConvertPart> part = parse_part_name(entry.path().filename().string());
+      if (part && part->count != parts && entry.is_directory() && !entry.is_symlink()) {
         other_parts.push_back(entry.path());
       }
     }

@@ -1,7 +1,6 @@
 #include "merge/merge_plan.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,21 +27,6 @@ std::string read_text(const fs::path& path) {
   const std::string problem = read_file(path, bytes);
   if (!problem.empty()) throw file_error(path, problem);
   return {bytes.begin(), bytes.end()};
-}
-
-// "2-of-7" -> {2, 7}; nullopt for any other name.
-std::optional<ConvertPart> parse_part_name(const std::string& name) {
-  const std::size_t dash = name.find("-of-");
-  if (dash == std::string::npos || dash == 0) return std::nullopt;
-  ConvertPart part;
-  const char* end = name.data() + dash;
-  if (std::from_chars(name.data(), end, part.index).ptr != end) return std::nullopt;
-  const char* count_end = name.data() + name.size();
-  if (std::from_chars(name.data() + dash + 4, count_end, part.count).ptr != count_end) {
-    return std::nullopt;
-  }
-  if (part.count == 0 || part.index >= part.count || part_name(part) != name) return std::nullopt;
-  return part;
 }
 
 // The part folders under OUT/parts, checked to be parts 0..N-1 of one N.

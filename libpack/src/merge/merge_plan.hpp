@@ -8,14 +8,12 @@
 #include <vector>
 
 #include "conversion/conversion_parts.hpp"
+#include "conversion/output_files.hpp"
 #include "files.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 
 namespace imgpack {
-
-inline constexpr const char* kPartsFolder = "parts";
-inline constexpr const char* kMergeJournalFile = "merge.journal";
 
 // One complete part: its folder, index and report.
 struct PartDataset {
