@@ -242,8 +242,7 @@ void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
   const auto n = static_cast<uint64_t>(points);
   auto check_all = [&](std::span<const uint8_t> raw, uint64_t first, uint64_t count) {
     for (uint64_t i = 0; i < count; ++i) {
-      check_reference(raw.data() + i * kReferenceBytes,
-                      name + "[" + std::to_string(first + i) + "]");
+      check_reference(raw.data() + i * kReferenceBytes, name, static_cast<int64_t>(first + i));
     }
   };
   auto damaged = [&](const std::string& problem) {
@@ -318,19 +317,24 @@ void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
   }
 }
 
-void GlobalHeaps::check_reference(const uint8_t* reference, const std::string& element) {
+void GlobalHeaps::check_reference(const uint8_t* reference, const std::string& name,
+                                  int64_t position) {
   const uint64_t length = load_le(reference, 4);
   const uint64_t address = load_le(reference + 4, 8);
   const uint64_t index = load_le(reference + 12, 4);
   if (address == 0 || length == 0) return;  // null or empty: HDF5 reads no heap object
-  const Collection& collection = collection_at(address, element);
+  // Named only where there is something to say (a table holds millions).
+  auto element = [&] { return position < 0 ? name : name + "[" + std::to_string(position) + "]"; };
+  const auto known = collections_.find(address);
+  const Collection& collection =
+      known != collections_.end() ? known->second : collection_at(address, element());
   if (index == 0 || index >= collection.object_size.size() || collection.object_size[index] < 0) {
-    throw file_error(path_, element + " is damaged: it names object " + std::to_string(index) +
+    throw file_error(path_, element() + " is damaged: it names object " + std::to_string(index) +
                                 " of the global heap collection at byte " +
                                 std::to_string(address) + ", which has no such object");
   }
   if (static_cast<uint64_t>(collection.object_size[index]) != length) {
-    throw file_error(path_, element + " is damaged: its length " + std::to_string(length) +
+    throw file_error(path_, element() + " is damaged: its length " + std::to_string(length) +
                                 " differs from the " +
                                 std::to_string(collection.object_size[index]) +
                                 " bytes of its heap object");
@@ -452,8 +456,8 @@ void GlobalHeaps::check_attribute_message(std::span<const uint8_t> message,
                                 "its message holds");
   }
   for (uint64_t i = 0; i < elements; ++i) {
-    check_reference(&message[data_at + i * kReferenceBytes],
-                    rank == 0 ? attribute : attribute + "[" + std::to_string(i) + "]");
+    check_reference(&message[data_at + i * kReferenceBytes], attribute,
+                    rank == 0 ? -1 : static_cast<int64_t>(i));
   }
 }
 

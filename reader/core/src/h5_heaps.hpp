@@ -68,8 +68,9 @@ class GlobalHeaps {
   Collection parse(uint64_t address, const std::string& referrer,
                    std::span<const uint8_t> have) const;
   void read(uint64_t offset, void* out, uint64_t length) const;
-  // One stored reference (sequence length, collection address, object index).
-  void check_reference(const uint8_t* reference, const std::string& element);
+  // One stored reference (sequence length, collection address, object
+  // index): element `position` of `name` (-1: `name` is a scalar).
+  void check_reference(const uint8_t* reference, const std::string& name, int64_t position);
   void check_attribute_message(std::span<const uint8_t> message, const std::string& object);
   // Calls `visit` with the type and data of each unshared message of the
   // version 1 object header `info` describes (of object `name`), following
