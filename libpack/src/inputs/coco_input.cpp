@@ -403,7 +403,8 @@ void add_coco_annotation(SourceSample& sample, const CocoAnnotation& annotation,
 void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& options,
                  const HeldTargets* held) {
   const fs::path& file = options.coco;
-  const json root = read_coco_file(file);
+  const CocoDocument document = read_coco_file(file);
+  const json& root = document.root();
   CocoCategories categories = read_categories(root, file);
   const std::size_t keypoint_count = categories.keypoint_names.size();
   list.box_class_names = std::move(categories.names);

@@ -1,14 +1,20 @@
 #include "inputs/boxes_input.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "imgpack/error.hpp"
+#include "inputs/coco_json.hpp"
 #include "test_support.hpp"
 
 namespace imgpack {
@@ -501,12 +507,19 @@ TEST_F(CocoBoxes, WrongFieldsAreUsageErrorsNamingTheJsonPlace) {
   EXPECT_EQ(error_for(image, "[]", R"([{"id": 1, "name": "a"}, {"id": 1, "name": "b"}])"),
             file + ": categories[1].id: category id 1 is also categories[0]'s");
   EXPECT_EQ(error_for(image, "{}"), file + ": 'annotations' is object, not an array");
-  // A value nested 100,000 deep is named by its first levels (printing all
-  // of it recursed once a level and overflowed the stack); a long one is cut.
+  // A value nested 100,000 deep is refused while it is parsed (the DOM of
+  // deep values took 40 bytes a byte of input, and printing it recursed once
+  // a level and overflowed the stack), named by its place; a long one is cut.
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(error_for(image, R"([{"image_id": 1, "category_id": 1, "bbox": )" + deep + "}]"),
+            file + ": annotations[0].bbox: nested more than 64 deep, which no COCO file is");
+  const std::string nested = std::string(5, '[') + std::string(5, ']');
   EXPECT_EQ(
-      error_for(image, R"([{"image_id": 1, "category_id": 1, "bbox": )" + deep + "}]"),
+      error_for(image, R"([{"image_id": 1, "category_id": 1, "bbox": )" + nested + "}]"),
       file + ": annotations[0].bbox: expected [x, y, width, height] in pixels, not [[[[...]]]]");
+  // A member read twice in one object: which one counts would be a guess.
+  EXPECT_EQ(error_for(image, R"([{"image_id": 1, "category_id": 1, "image_id": 2}])"),
+            file + ": annotations[0]: the member \"image_id\" appears twice");
   EXPECT_EQ(error_for(image, R"([{"image_id": 1, "category_id": ")" + std::string(500, 'x') +
                                  R"(", "bbox": [1, 1, 1, 1]}])"),
             file + ": annotations[0].category_id: expected an integer, not \"" +
@@ -855,6 +868,66 @@ TEST(KeypointFlipTable, MapErrorsQuoteTheMap) {
             "BoxOptions::keypoint_flip_map ',,,': names no pair 'a:b'; 'none' keeps every "
             "keypoint in its place under a mirror, and no map pairs the names that differ only "
             "by left/right");
+}
+
+// A COCO file is parsed keeping only what a conversion reads, and a parse
+// that runs out of memory is an error, not the end of the process (nlohmann's
+// destructor allocates, which aborted the process while unwinding). In a
+// child whose address space is capped 100 MB above what it has: a file whose
+// unread member would take several hundred MB parses, one whose annotations
+// do is refused with the file named.
+TEST(CocoJson, UnreadMembersAreNotKeptAndRunningOutOfMemoryIsAnError) {
+  if (test::kAddressSanitizer) GTEST_SKIP() << "an address-space cap cannot hold ASan's shadow";
+  test::TempDir dir;
+  const std::string image = R"({"id": 1, "file_name": "a.png", "width": 4, "height": 4})";
+  const std::string annotation = R"({"image_id":1,"category_id":1,"bbox":[1,2,3,4]})";
+  std::string many;
+  std::string junk;
+  for (int i = 0; i < 400000; ++i) {
+    many += (i == 0 ? "" : ",") + annotation;
+    junk += i == 0 ? "[0,1]" : ",[0,1]";
+  }
+  const fs::path junk_file = dir / "junk.json";
+  const fs::path many_file = dir / "many.json";
+  test::write_bytes(junk_file, R"({"info": {"junk": [)" + junk + R"(]}, "images": [)" + image +
+                                   R"(], "annotations": [)" + annotation + "]}");
+  test::write_bytes(many_file, R"({"images": [)" + image + R"(], "annotations": [)" + many + "]}");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    long vm_kb = 0;
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stol(line.substr(7));
+    }
+    const rlim_t cap = static_cast<rlim_t>(vm_kb + 100L * 1024) * 1024;
+    rlimit limit{cap, cap};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(10);
+    try {
+      const CocoDocument document = read_coco_file(junk_file);
+      if (document.root().contains("info") || document.root().at("annotations").size() != 1) {
+        _exit(11);
+      }
+    } catch (...) {
+      _exit(12);  // the unread member was kept
+    }
+    try {
+      const CocoDocument document = read_coco_file(many_file);
+      _exit(13);  // the cap does not hold: the test would prove nothing
+    } catch (const UsageError&) {
+      _exit(14);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.find("many.json: out of memory parsing its ") == std::string::npos) _exit(15);
+    } catch (...) {
+      _exit(16);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace
