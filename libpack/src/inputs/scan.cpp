@@ -378,6 +378,32 @@ std::vector<std::string> multilabel_cell(const std::string& cell) {
   return names;
 }
 
+// Whether the decimal number `text` (a sign, digits with at most one point,
+// an exponent) lies below 1 in magnitude, judged from its text alone: for a
+// number beyond double's range.
+bool below_one(std::string_view text) {
+  if (text.starts_with('-') || text.starts_with('+')) text.remove_prefix(1);
+  const std::size_t e = text.find_first_of("eE");
+  const std::string_view mantissa = text.substr(0, e);
+  const std::size_t first = mantissa.find_first_of("123456789");
+  if (first == std::string_view::npos) return true;  // zero
+  const std::size_t point = std::min(mantissa.find('.'), mantissa.size());
+  // 10^magnitude <= |number| < 10^(magnitude + 1), before the exponent.
+  int64_t magnitude = first < point ? static_cast<int64_t>(point - first - 1)
+                                    : -static_cast<int64_t>(first - point);
+  if (e == std::string_view::npos) return magnitude < 0;
+  std::string_view exponent = text.substr(e + 1);
+  const bool negative = exponent.starts_with('-');
+  if (negative || exponent.starts_with('+')) exponent.remove_prefix(1);
+  int64_t power = 0;
+  const auto [next, error] =
+      std::from_chars(exponent.data(), exponent.data() + exponent.size(), power);
+  // An exponent past a million decides alone: no text has that many digits.
+  if (error != std::errc{} || power > 1'000'000) return negative;
+  magnitude += negative ? -power : power;
+  return magnitude < 0;
+}
+
 // A numeric target cell: NaN when empty, else a finite decimal number within
 // float32's range, rounded to the nearest float32 (a value too small for it
 // becomes 0 or the nearest subnormal, as any rounding).
@@ -393,14 +419,11 @@ float target_cell(const std::string& cell, const std::string& where, const std::
                      " (leave the cell empty for no value)");
   };
   // Out of double's range (from_chars then leaves `value` as it was): too
-  // small where the exponent is negative, or the number has no integer part.
+  // small where the number is below 1 (its decimal magnitude, digits and
+  // exponent together, is negative: 0.000...1, 1e-400), too large otherwise
+  // (00999...9, 1000...0e-10).
   const std::string_view text(begin, static_cast<std::size_t>(end - begin));
-  const std::size_t exponent = text.find_first_of("eE");
-  const std::string_view mantissa = text.substr(text.starts_with('-') ? 1 : 0, exponent);
-  const bool underflow =
-      error == std::errc::result_out_of_range &&
-      (exponent != std::string_view::npos ? text.substr(exponent + 1).starts_with('-')
-                                          : mantissa.starts_with('.') || mantissa.starts_with("0"));
+  const bool underflow = error == std::errc::result_out_of_range && below_one(text);
   if ((error != std::errc{} && !underflow) || next != end || !std::isfinite(value)) {
     refuse(error == std::errc::result_out_of_range ? "is beyond float32's range (about 3.4e38)"
                                                    : "is not a finite number");

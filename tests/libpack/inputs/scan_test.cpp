@@ -231,13 +231,19 @@ TEST_F(StateFarmLayout, BadTargetCellsAndColumnsAreUsageErrorsNamingTheLine) {
       << error;
   // Past float32's largest value by half a step or more (it would round to
   // infinity): 3.4028235677973366e38 is that half step.
-  for (const char* bad :
-       {"1.5x", "inf", "nan", "1e99", "--1", "1e39", "-1e400", "3.4028235677973366e38"}) {
+  // Zero-padded or with a negative exponent, a number past double's range
+  // is still a large one, not a small one.
+  const std::string padded = "00" + std::string(400, '9');
+  const std::string scaled = "1" + std::string(500, '0') + "e-10";
+  for (const std::string& bad :
+       {std::string("1.5x"), std::string("inf"), std::string("nan"), std::string("1e99"),
+        std::string("--1"), std::string("1e39"), std::string("-1e400"),
+        std::string("3.4028235677973366e38"), padded, "-" + padded, scaled}) {
     write_bytes(dir_ / "list.csv",
                 std::string("subject,classname,img,age\np021,c1,img_4.jpg,") + bad + "\n");
     error = usage_error([&] { scan_csv(src(), o); });
     EXPECT_NE(error.find("list.csv:2:"), std::string::npos) << bad << ": " << error;
-    const bool large = std::string(bad).find('e') != std::string::npos;
+    const bool large = bad.find_first_of("e9") != std::string::npos;
     EXPECT_NE(error.find(large ? "is beyond float32's range" : "is not a finite number"),
               std::string::npos)
         << bad << ": " << error;
@@ -252,8 +258,11 @@ TEST_F(StateFarmLayout, BadTargetCellsAndColumnsAreUsageErrorsNamingTheLine) {
         << largest;
   }
   // Finite but smaller than float32 holds: rounded, to 0 where nothing nearer.
-  for (const char* tiny :
-       {"1e-50", "-1e-400", "0.0000000000000000000000000000000000000000000001"}) {
+  const std::string tiny_padded = "0." + std::string(400, '0') + "1";
+  const std::string tiny_scaled = std::string(400, '9') + "e-800";
+  for (const std::string& tiny : {std::string("1e-50"), std::string("-1e-400"),
+                                  std::string("0.0000000000000000000000000000000000000000000001"),
+                                  tiny_padded, "-" + tiny_padded, tiny_scaled}) {
     write_bytes(dir_ / "list.csv",
                 std::string("subject,classname,img,age\np021,c1,img_4.jpg,") + tiny + "\n");
     SourceList list = scan_csv(src(), o);
