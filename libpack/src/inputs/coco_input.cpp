@@ -21,6 +21,7 @@
 #include "inputs/annotation_text.hpp"
 #include "inputs/boxes_input.hpp"
 #include "inputs/coco_json.hpp"
+#include "inputs/memory_budget.hpp"
 
 namespace imgpack {
 
@@ -455,6 +456,19 @@ void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& option
   }
 
   const json& annotations = top_array(root, "annotations", file, false);
+  if (keypoint_count > 0) {
+    // Every box holds K keypoints (x, y, visibility as float32), those of an
+    // annotation without any too: K named by a category can make a small
+    // file's boxes take gigabytes. A conversion holds them up to three times
+    // (the listing, the records on their way, a shard's before its commit).
+    refuse_past_half_memory(
+        file.string(),
+        "its categories name " + std::to_string(keypoint_count) + " keypoints and it has " +
+            std::to_string(annotations.size()) +
+            " annotations: their keypoints, 12 bytes a keypoint and box held up to three times",
+        static_cast<long double>(annotations.size()) * static_cast<long double>(keypoint_count) *
+            12 * 3);
+  }
   // An annotation's id is optional here, but one named twice is two files joined or one list
   // appended twice: each of its boxes would be stored twice.
   std::unordered_map<std::string, std::size_t> annotation_of_id;

@@ -32,6 +32,7 @@
 #include "files.hpp"
 #include "imgpack/error.hpp"
 #include "inputs/csv.hpp"
+#include "inputs/memory_budget.hpp"
 #include "inputs/text_lines.hpp"
 
 namespace imgpack {
@@ -775,6 +776,17 @@ SourceList scan_csv(const fs::path& src, const ScanOptions& options, const Input
   }
   const std::map<std::string, int32_t> multilabel_ids =
       number_names(multilabels, list.multilabel_names);
+  if (multilabel_column) {
+    // One byte a row and label (/samples/multilabel, docs/FORMAT.md), held
+    // while the index is made, twice while it is written.
+    refuse_past_half_memory(
+        name,
+        "multi-label column '" + csv.multilabel + "' (CsvInput::multilabel) names " +
+            std::to_string(multilabels.size()) + " distinct labels over " +
+            std::to_string(rows.size()) +
+            " rows: their multi-hot table, one byte a row and label held up to twice",
+        static_cast<long double>(rows.size()) * static_cast<long double>(multilabels.size()) * 2);
+  }
   list.target_names = csv.targets;
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.path < b.path; });
   std::size_t found = 0;  // listed files that exist, selected or not

@@ -465,6 +465,36 @@ TEST_F(CocoBoxes, MalformedJsonIsAUsageErrorNamingTheFileAndLine) {
                 ": cannot open the COCO file (BoxOptions::coco): No such file or directory");
 }
 
+// Keypoints named by a category are held for every box (zeros where an
+// annotation has none): a small file whose boxes' keypoints would take more
+// than the machine's memory allows is refused before any are made.
+TEST_F(CocoBoxes, KeypointsPastTheMachinesMemoryAreRefusedFirst) {
+  SourceList list = listing({"a.jpg"});
+  const uint64_t memory = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<uint64_t>(::sysconf(_SC_PAGE_SIZE));
+  constexpr uint64_t kKeypoints = 200000;
+  const uint64_t boxes = memory / 2 / (kKeypoints * 12 * 3) + 1;
+  if (boxes > 100000) GTEST_SKIP() << "this machine's memory takes a file too large for a test";
+  std::string names;
+  for (uint64_t k = 0; k < kKeypoints; ++k)
+    names += (k == 0 ? "\"k" : ",\"k") + std::to_string(k) + "\"";
+  std::string annotations;
+  for (uint64_t b = 0; b < boxes; ++b) {
+    annotations += (b == 0 ? "" : ",") +
+                   std::string(R"({"image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2]})");
+  }
+  write_coco(R"({"categories": [{"id": 1, "name": "car", "keypoints": [)" + names +
+             R"(]}], "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10}], )" +
+             R"("annotations": [)" + annotations + "]}");
+  const std::string error = usage_error([&] { attach_boxes(list, src(), options()); });
+  EXPECT_NE(error.find(coco().string() + ": its categories name 200000 keypoints and it has " +
+                       std::to_string(boxes) +
+                       " annotations: their keypoints, 12 bytes a "
+                       "keypoint and box held up to three times, would take "),
+            std::string::npos)
+      << error;
+}
+
 TEST_F(CocoBoxes, WrongFieldsAreUsageErrorsNamingTheJsonPlace) {
   SourceList list = listing({"a.jpg"});
   auto error_for = [&](const std::string& images, const std::string& annotations,

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -216,6 +217,32 @@ TEST_F(StateFarmLayout, MultilabelAndNumericTargetsFromColumns) {
   EXPECT_TRUE(plain.target_names.empty());
   EXPECT_TRUE(plain.samples[0].multilabel.empty());
   EXPECT_TRUE(plain.samples[0].targets.empty());
+}
+
+// A multi-hot table past half the machine's memory (a few thousand rows of
+// unique tags can make one) is refused before it is allocated, saying why.
+TEST_F(StateFarmLayout, AMultiHotTableTooLargeForMemoryIsRefusedFirst) {
+  const uint64_t memory = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<uint64_t>(::sysconf(_SC_PAGE_SIZE));
+  constexpr uint64_t kLabels = 200000;
+  const uint64_t rows = memory / 4 / kLabels + 1;  // held twice, past half the memory
+  if (rows > 1000000) GTEST_SKIP() << "this machine's memory takes a CSV too large for a test";
+  std::string csv = "subject,classname,img,tags\n";
+  for (uint64_t r = 0; r < std::max(rows, kLabels); ++r) {
+    csv += "p021,c0,img_" + std::to_string(r) + ".jpg,t" + std::to_string(r % kLabels) + "\n";
+  }
+  write_bytes(dir_ / "list.csv", csv);
+  ScanOptions o = options();
+  o.csv->multilabel = "tags";
+  const std::string error = usage_error([&] { scan_csv(src(), o); });
+  EXPECT_NE(error.find("list.csv: multi-label column 'tags' (CsvInput::multilabel) names 200000 "
+                       "distinct labels over "),
+            std::string::npos)
+      << error;
+  EXPECT_NE(
+      error.find("their multi-hot table, one byte a row and label held up to twice, would take "),
+      std::string::npos)
+      << error;
 }
 
 TEST_F(StateFarmLayout, BadTargetCellsAndColumnsAreUsageErrorsNamingTheLine) {
