@@ -1,5 +1,7 @@
 #include "inputs/boxes_input.hpp"
 
+#include "inputs/annotation_text.hpp"
+
 #include <string>
 #include <vector>
 
@@ -55,6 +57,28 @@ std::vector<std::string> box_warnings(const SourceList& list, std::span<const st
     if (sample.dropped_boxes == 0 || !sample.box_problem.empty()) continue;
     count += sample.dropped_boxes;
     if (first == nullptr || sample.path < first->path) first = &sample;
+  }
+  // Boxes that lie mostly outside their image: clipped to it, less than
+  // BoxOptions::min_visible of each stays, so every variant leaves them out.
+  uint64_t outside = 0;
+  const SourceSample* first_outside = nullptr;
+  for (const std::size_t s : order) {
+    const SourceSample& sample = list.samples[s];
+    if (!sample.box_problem.empty()) continue;
+    for (const SourceBox& box : sample.boxes) {
+      if (box.inside >= options.min_visible) continue;
+      ++outside;
+      if (first_outside == nullptr || sample.path < first_outside->path) first_outside = &sample;
+    }
+  }
+  if (outside > 0) {
+    const bool one = outside == 1;
+    warnings.push_back(std::to_string(outside) + (one ? " object lies" : " objects lie") +
+                       " mostly outside " + (one ? "its image" : "their images") +
+                       " (less than BoxOptions::min_visible " + number_text(options.min_visible) +
+                       " of " + (one ? "its" : "their") + " area inside) and " +
+                       (one ? "is" : "are") + " left out of every variant; the first in " +
+                       (src / first_outside->path).string());
   }
   if (count == 0) return warnings;
   const std::string where =

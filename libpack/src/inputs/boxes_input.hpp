@@ -89,7 +89,9 @@ void attach_boxes(SourceList& list, const std::filesystem::path& src, const BoxO
 // The warnings about the boxes of the samples `order` lists (indices into
 // list.samples): the annotations attach_boxes() left out because they have
 // no area inside their image, naming the first (skipped samples passed
-// over), and YOLO labels of which no image has a file. None where all is
+// over), the boxes every variant leaves out because less than
+// BoxOptions::min_visible of them lies inside their image, naming the first
+// image, and YOLO labels of which no image has a file. None where all is
 // well.
 std::vector<std::string> box_warnings(const SourceList& list, std::span<const std::size_t> order,
                                       const std::filesystem::path& src, const BoxOptions& options);

@@ -331,6 +331,16 @@ TEST_F(CocoBoxes, AnEmptyOrOutsideBoxIsLeftOutAndANegativeOneIsAProblem) {
   expect_box(c.boxes[0], 0.8F, 0.0F, 1.0F, 0.2F, 0);
   EXPECT_FLOAT_EQ(c.boxes[0].inside, 4.0F / 12.0F);
   EXPECT_EQ(a.boxes.empty() ? 1.0F : a.boxes[0].inside, 1.0F);
+  // Below BoxOptions::min_visible (a third inside, 0.5 asked): every variant
+  // leaves it out, which the warnings say.
+  BoxOptions strict = options();
+  strict.min_visible = 0.5;
+  const std::vector<std::string> warnings = box_warnings(list, order, src(), strict);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0],
+            "1 object lies mostly outside its image (less than BoxOptions::min_visible 0.5 of its "
+            "area inside) and is left out of every variant; the first in " +
+                (src() / "c.jpg").string());
 }
 
 TEST_F(CocoBoxes, AWrongKeypointCountIsAProblem) {
