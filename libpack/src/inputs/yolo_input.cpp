@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -252,6 +253,21 @@ void attach_yolo(SourceList& list, const fs::path& src, const BoxOptions& option
   list.label_files = static_cast<uint64_t>(
       std::count_if(summaries.begin(), summaries.end(),
                     [](const YoloFileSummary& summary) { return summary.has_file; }));
+  // A label file beside two images of one name (a.jpg and a.png): which one
+  // it labels is a guess, so neither takes it.
+  std::unordered_map<std::string, std::size_t> labelled;
+  for (std::size_t i = 0; i < list.samples.size(); ++i) {
+    if (!summaries[i].has_file) continue;
+    const std::string path = yolo_label_path(src, list.samples[i].path).string();
+    const auto [first, inserted] = labelled.emplace(path, i);
+    if (inserted) continue;
+    for (const std::size_t s : {first->second, i}) {
+      SourceSample& sample = list.samples[s];
+      const std::string& other = list.samples[s == i ? first->second : i].path;
+      sample.box_problem = path + ": the label file of both " + sample.path + " and " + other +
+                           " (two images of one name); YOLO pairs a label file with one image";
+    }
+  }
 
   // K: from the names, else from the first file (in listing order) with keypoints.
   std::size_t per_line = known_per_line;

@@ -219,7 +219,10 @@ std::string read_file(const std::filesystem::path& path, std::vector<uint8_t>& o
     do {
       n = ::read(fd.get(), &more, 1);
     } while (n < 0 && errno == EINTR);
-    if (n > 0) return too_large(uint64_t{done} + 1);
+    if (n > 0) {
+      return "reads on past 2048 MiB (a device or stream without end?), more than imgpack "
+             "reads of one input (image, list or annotations)";
+    }
   }
   out.resize(done);
   return "";

@@ -639,6 +639,26 @@ TEST_F(YoloBoxes, ClassesTxtNamesTheClassesAndCentresBecomeCorners) {
 
 // A label file that is not a regular file (a FIFO, whose read would wait for
 // a writer for ever) is a problem of its image alone.
+// Two images of one name (a.jpg and a.png) beside one label file: which
+// one it labels is a guess, so it is a problem of both, naming them; an
+// image of another name keeps its own.
+TEST_F(YoloBoxes, ALabelFileBesideTwoImagesOfOneNameIsAProblemOfBoth) {
+  write_label("a.txt", "0 0.5 0.5 0.2 0.2\n");
+  write_label("b.txt", "0 0.5 0.5 0.2 0.2\n");
+  SourceList list = listing({"a.jpg", "a.png", "b.jpg"});
+  attach_boxes(list, src(), options());
+  const std::string problem = label("a.txt") +
+                              ": the label file of both a.jpg and a.png (two images of one name); "
+                              "YOLO pairs a label file with one image";
+  EXPECT_EQ(sample(list, "a.jpg").box_problem, problem);
+  EXPECT_EQ(sample(list, "a.png").box_problem,
+            label("a.txt") +
+                ": the label file of both a.png and a.jpg (two images of one name); YOLO pairs a "
+                "label file with one image");
+  EXPECT_EQ(sample(list, "b.jpg").box_problem, "");
+  EXPECT_EQ(sample(list, "b.jpg").boxes.size(), 1u);
+}
+
 TEST_F(YoloBoxes, ALabelFileThatIsNoRegularFileIsAProblemOfItsImage) {
   write_bytes(src() / "classes.txt", "cat\n");
   write_label("a/x.txt", "0 0.5 0.5 0.2 0.4\n");
