@@ -44,10 +44,12 @@ T integer(const py::object& value, const char* name, T low = std::numeric_limits
   const bool too_low = number < py::int_(low);
   const bool too_high = number > py::int_(high);
   if (too_low || too_high) {
+    // Past the type's largest value, its bound is the one to name.
     const std::string range =
-        high == std::numeric_limits<T>::max()
-            ? "at least " + std::to_string(low)
-            : "between " + std::to_string(low) + " and " + std::to_string(high);
+        high != std::numeric_limits<T>::max()
+            ? "between " + std::to_string(low) + " and " + std::to_string(high)
+        : too_low ? "at least " + std::to_string(low)
+                  : "at most " + std::to_string(high);
     throw UsageError(std::string(name) + " must be " + range + ", not " +
                      std::string(py::str(static_cast<const py::object&>(number))));
   }

@@ -9,6 +9,8 @@ import imgpack
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(batch_size=0), "batch_size must be at least 1, not 0"),
+    # Past the type's largest value, that bound is named (not "at least 1").
+    (dict(crop=(5, 2**32 + 3)), "crop width must be at most 4294967295, not 4294967299"),
     (dict(batch_size=-3), "batch_size"),
     (dict(threads=-1), "threads"),
     (dict(threads=5000), "threads"),
