@@ -322,7 +322,9 @@ void GlobalHeaps::check_reference(const uint8_t* reference, const std::string& n
   const uint64_t length = load_le(reference, 4);
   const uint64_t address = load_le(reference + 4, 8);
   const uint64_t index = load_le(reference + 12, 4);
-  if (address == 0 || length == 0) return;  // null or empty: HDF5 reads no heap object
+  // Null: HDF5 reads no heap object. An empty string that is not null (as
+  // h5py writes one: a heap object of no bytes) is read from its object.
+  if (address == 0) return;
   // Named only where there is something to say (a table holds millions).
   auto element = [&] { return position < 0 ? name : name + "[" + std::to_string(position) + "]"; };
   const auto known = collections_.find(address);

@@ -247,6 +247,51 @@ TEST(GlobalHeap, DamagedAttributeReferencesInUnchecksummedHeadersAreErrors) {
 // String tables as another writer may lay them out (h5py's chunks=True,
 // maxshape, or HDF5's compact layout): a damaged object index in any of
 // them is an error naming the element, not a read past HDF5's table.
+// An empty string that is not null (a heap object of no bytes, as the
+// library's defaults and h5py write "") is read from its object: a damaged
+// object index there is an error too, not a read past HDF5's table.
+TEST(GlobalHeap, DamagedReferencesToEmptyStringsAreErrors) {
+  test::TempDir dir;
+  const fs::path path = dir / "empty.h5";
+  {
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    Handle type(H5Tcopy(H5T_C_S1));
+    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
+    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);
+    Handle scalar(H5Screate(H5S_SCALAR));
+    Handle attribute(
+        H5Acreate2(file.get(), "created", type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT));
+    const char* empty = "";
+    ASSERT_GE(H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&empty)), 0);
+  }
+  EXPECT_EQ(File::open_read(path).read_string_attr("/", "created"), "");
+  const std::string bytes = test::read_bytes(path);
+  const std::size_t gcol = bytes.find("GCOL");
+  ASSERT_NE(gcol, std::string::npos) << "the empty string was stored as a null reference";
+  // The reference: length 0, the collection's address, then the object index.
+  std::string reference(4, '\0');
+  for (int i = 0; i < 8; ++i) reference += static_cast<char>((gcol >> (8 * i)) & 0xFF);
+  // The one naming object 1 (the collection's only object): other metadata
+  // may hold the same twelve bytes.
+  std::size_t at = bytes.find(reference);
+  while (at != std::string::npos && bytes.compare(at + 12, 4, std::string("\x01\0\0\0", 4)) != 0) {
+    at = bytes.find(reference, at + 1);
+  }
+  ASSERT_NE(at, std::string::npos);
+  std::string damaged = bytes;
+  for (int i = 12; i < 16; ++i) damaged[at + i] = static_cast<char>(0xFF);
+  test::write_bytes(path, damaged);
+  try {
+    File::open_read(path).read_string_attr("/", "created");
+    FAIL() << "a damaged reference to an empty string was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty.h5: /@created is damaged: it names object "
+                                         "4294967295"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GlobalHeap, DamagedReferencesInChunkedAndCompactTablesAreErrors) {
   test::TempDir dir;
   const fs::path path = dir / "layouts.h5";
