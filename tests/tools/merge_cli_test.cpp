@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_fixture.hpp"
+#include "files.hpp"
 #include "h5.hpp"
 #include "imgpack/checksum.hpp"
 #include "imgpack/dataset_index.hpp"
@@ -221,6 +222,25 @@ TEST_F(MergeCli, AConversionInOnePieceOverPartsIsRefusedOrReplacesThem) {
       << refused.err;
   EXPECT_EQ(test::directory_snapshot(out), before);
   fs::remove(out / "parts" / "1-of-2" / "notes.txt");
+
+  // A part being converted now (its folder locked): refused before anything
+  // is removed, a dataset in OUT too (as a merge stopped after its index
+  // leaves one beside the parts).
+  for (const auto& entry : fs::directory_iterator(dir_ / "single")) {
+    fs::copy_file(entry.path(), out / entry.path().filename());
+  }
+  before = test::directory_snapshot(out);
+  {
+    const DirectoryLock converting(out / "parts" / "1-of-2");
+    refused = run_command(one_piece + " --overwrite");
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_NE(refused.err.find("1-of-2: a part is being converted there now"), std::string::npos)
+        << refused.err;
+    EXPECT_EQ(test::directory_snapshot(out), before);
+  }
+  for (const auto& entry : fs::directory_iterator(dir_ / "single")) {
+    fs::remove(out / entry.path().filename());
+  }
 
   auto killed = run_killed_at("merge-shard:1", "merge " + q(out) + " -q");
   ASSERT_EQ(killed.exit_code, kKilledBySigkill) << killed.err;

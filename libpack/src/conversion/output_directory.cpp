@@ -45,7 +45,9 @@ struct OutputContents {
 };
 
 UsageError not_written_by_imgpack(const fs::path& out, const fs::path& what) {
-  return UsageError(out.string() + ": not empty and holds " + fs::relative(what, out).string() +
+  // Named as it lies in OUT (a link is not followed to name it).
+  return UsageError(out.string() + ": not empty and holds " +
+                    what.lexically_relative(out).string() +
                     ", which imgpack did not write; choose an empty or new directory");
 }
 
@@ -89,9 +91,9 @@ OutputContents list_output(const fs::path& out) {
   return contents;
 }
 
-// Removes OUT/parts, each part folder locked first: a part being converted
-// now is a UsageError, and nothing is removed.
-void remove_part_folders(const fs::path& out, const OutputContents& contents) {
+// Locks every part folder of `contents`: a part being converted into one
+// now is a UsageError, before anything in OUT is removed.
+std::vector<DirectoryLock> lock_part_folders(const OutputContents& contents) {
   std::vector<DirectoryLock> locks;
   for (const fs::path& folder : contents.part_folders) {
     std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(folder);
@@ -102,6 +104,11 @@ void remove_part_folders(const fs::path& out, const OutputContents& contents) {
     }
     locks.push_back(std::move(*lock));
   }
+  return locks;
+}
+
+// Removes OUT/parts and the part folders in it (locked: lock_part_folders()).
+void remove_part_folders(const fs::path& out, const OutputContents& contents) {
   for (const fs::path& folder : contents.part_folders) {
     std::error_code ec;
     fs::remove_all(folder, ec);
@@ -341,7 +348,11 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
   const fs::path& out = options.out;
   const OutputContents contents = list_output(out);
   const std::vector<fs::path>& ours = contents.files;
-  if (contents.parts || contents.merging) {
+  if (contents.parts && contents.part_folders.empty()) {
+    // An empty OUT/parts (a run stopped while removing parts) is no
+    // conversion; removing an empty folder loses nothing.
+    remove_file(out / kPartsFolder);
+  } else if (contents.parts || contents.merging) {
     // The folders of a conversion in parts (this call converts in one
     // piece: a part's OUT is its own folder), or a merge of them under way.
     std::string held = contents.merging ? std::string("a merge under way (") + kMergeJournalFile
@@ -362,7 +373,7 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
                                            "replaces them with this conversion"));
     }
   }
-  if (ours.empty() && !contents.parts) return {};
+  if (ours.empty() && contents.part_folders.empty()) return {};
 
   std::error_code ec;
   const bool complete = fs::exists(out / format::kIndexFile, ec);
@@ -418,10 +429,12 @@ ResumePoint prepare_output(const ConvertOptions& options, const ConversionPlan& 
     }
     if (journal) point = keep_verified_shards(options, plan, *journal);
   } else {
-    // --overwrite: invalidate the old dataset first; without index.h5 no reader accepts it.
+    // --overwrite: invalidate the old dataset first; without index.h5 no
+    // reader accepts it. A part converted now refuses it all, before that.
+    const std::vector<DirectoryLock> locks = lock_part_folders(contents);
     remove_file(out / format::kIndexFile);
     fsync_path(out);
-    if (contents.parts) remove_part_folders(out, contents);
+    if (!contents.part_folders.empty()) remove_part_folders(out, contents);
   }
 
   // Remove everything not kept, the journal last (a crash meanwhile leaves it

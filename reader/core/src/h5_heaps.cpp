@@ -77,8 +77,11 @@ GlobalHeaps::GlobalHeaps(hid_t file_id, const fs::path& path)
   file_size_ = fd_.size(path);
   Handle fcpl(H5Fget_create_plist(file_id));
   std::size_t offset_bytes = 0, length_bytes = 0;
+  hsize_t userblock = 0;
+  // File addresses count from the end of a user block (h5py's
+  // userblock_size), which imgpack never writes.
   if (!fcpl || H5Pget_sizes(fcpl.get(), &offset_bytes, &length_bytes) < 0 || offset_bytes != 8 ||
-      length_bytes != 8) {
+      length_bytes != 8 || H5Pget_userblock(fcpl.get(), &userblock) < 0 || userblock != 0) {
     supported_ = false;  // not written by imgpack; HDF5 alone checks it
     return;
   }
@@ -151,7 +154,13 @@ GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address, const std::string& 
   if (header[4] != 1) throw damaged("version " + std::to_string(header[4]));
   Collection collection;
   collection.size = load_le(header + 8, 8);
-  if (collection.size < kHeaderBytes || collection.size > file_size_ - address) {
+  // HDF5 makes no collection smaller than 4096 bytes (H5HG_MINSIZE); a
+  // smaller size is damage, which HDF5 itself would trust.
+  if (collection.size < kCollectionAlignment) {
+    throw damaged("it declares " + std::to_string(collection.size) +
+                  " bytes, less than the 4096 of the smallest collection HDF5 writes");
+  }
+  if (collection.size > file_size_ - address) {
     throw damaged("it declares " + std::to_string(collection.size) + " bytes, the file has " +
                   std::to_string(file_size_ - address) + " from there");
   }

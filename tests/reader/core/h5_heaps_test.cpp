@@ -109,6 +109,45 @@ TEST_F(GlobalHeapTest, ZeroFreeSpaceSizeDoesNotHang) {
       << read_error(path_, false);
 }
 
+// HDF5 makes no collection smaller than 4096 bytes, and trusts the size it
+// finds: one shrunk to 16 read past its table of objects (a file with
+// checksummed headers, whose references are left to HDF5, crashed).
+TEST_F(GlobalHeapTest, ACollectionSmallerThanHdf5MakesIsDamage) {
+  const uint64_t gcol = collection_offset(bytes_);
+  std::string damaged = bytes_;
+  for (int i = 0; i < 8; ++i) damaged[gcol + 8 + i] = static_cast<char>(i == 0 ? 16 : 0);
+  test::write_bytes(path_, damaged);
+  for (bool attribute : {true, false}) {
+    const std::string error = read_error(path_, attribute);
+    EXPECT_NE(error.find("global heap collection at byte " + std::to_string(gcol) +
+                         " is damaged: it declares 16 bytes, less than the 4096 of the smallest "
+                         "collection HDF5 writes"),
+              std::string::npos)
+        << error;
+  }
+}
+
+// A user block (h5py's userblock_size) moves every address: such a file is
+// left to HDF5, never refused for collections found where they seem not to be.
+TEST(GlobalHeap, AFileWithAUserBlockReads) {
+  test::TempDir dir;
+  const fs::path path = dir / "userblock.h5";
+  {
+    Handle fcpl(H5Pcreate(H5P_FILE_CREATE));
+    ASSERT_GE(H5Pset_userblock(fcpl.get(), 512), 0);
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT));
+    Handle type(H5Tcopy(H5T_C_S1));
+    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
+    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);
+    Handle scalar(H5Screate(H5S_SCALAR));
+    Handle attribute(
+        H5Acreate2(file.get(), "note", type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT));
+    const char* value = "first object";
+    ASSERT_GE(H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&value)), 0);
+  }
+  EXPECT_EQ(File::open_read(path).read_string_attr("/", "note"), "first object");
+}
+
 TEST_F(GlobalHeapTest, DamagedReferenceNamesTheElement) {
   const uint64_t names = dataset_offset(path_, "/names");
   damage(names + 16 + 12, 0x40);  // element 1's object index
