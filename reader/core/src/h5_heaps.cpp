@@ -273,14 +273,18 @@ void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
       return;
     }
     case H5D_CHUNKED: {
-      // Filtered chunks hold their references compressed; deflate's Adler-32
-      // and the Fletcher-32 filter catch damage to them. Unfiltered chunks
-      // are read as they lie, one at a time.
+      // A chunk that went through a filter is left to the filter's checksum
+      // (deflate's Adler-32, Fletcher-32). One that every filter passed over
+      // (HDF5 skips the shuffle of variable-length elements, and marks it so
+      // in the chunk's filter mask) lies as unfiltered chunks do, and is read
+      // and checked as it lies.
       hsize_t chunk_elements = 0;
-      if (H5Pget_nfilters(dcpl.get()) != 0 || H5Sget_simple_extent_ndims(space.get()) != 1 ||
+      const int filters = H5Pget_nfilters(dcpl.get());
+      if (filters < 0 || filters > 32 || H5Sget_simple_extent_ndims(space.get()) != 1 ||
           H5Pget_chunk(dcpl.get(), 1, &chunk_elements) != 1 || chunk_elements == 0) {
         return;
       }
+      const uint64_t skipped_all = filters == 32 ? 0xFFFFFFFFU : (uint64_t{1} << filters) - 1;
       std::vector<uint8_t> raw;
       for (uint64_t first = 0; first < n; first += chunk_elements) {
         hsize_t at = first;
@@ -290,7 +294,8 @@ void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
         if (H5Dget_chunk_info_by_coord(dataset, &at, &filter_mask, &address, &bytes) < 0) {
           return;  // HDF5 reports the damaged chunk index when it reads
         }
-        if (address == HADDR_UNDEF) continue;  // never written: the fill value
+        if (address == HADDR_UNDEF) continue;                      // never written: the fill value
+        if ((filter_mask & skipped_all) != skipped_all) continue;  // filtered
         const uint64_t count = std::min<uint64_t>(chunk_elements, n - first);
         if (bytes != chunk_elements * kReferenceBytes || address > file_size_ ||
             bytes > file_size_ - address) {

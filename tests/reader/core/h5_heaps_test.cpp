@@ -392,6 +392,57 @@ TEST(GlobalHeap, DamagedReferencesInChunkedAndCompactTablesAreErrors) {
   }
 }
 
+// A shuffle (h5py's shuffle=True), which HDF5 skips for variable-length
+// elements and marks so in each chunk: such chunks lie as unfiltered ones,
+// without a checksum, and are checked as they are.
+TEST(GlobalHeap, DamagedReferencesInShuffledChunksAreErrors) {
+  test::TempDir dir;
+  const fs::path path = dir / "shuffled.h5";
+  const std::vector<std::string> values = {"a", "bb", "ccc", "dddd", "e", "ff", "ggg", "hhhh"};
+  const hsize_t n = values.size();
+  {
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    Handle type(H5Tcopy(H5T_C_S1));
+    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
+    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    ASSERT_GE(H5Pset_chunk(dcpl.get(), 1, &n), 0);
+    ASSERT_GE(H5Pset_shuffle(dcpl.get()), 0);
+    Handle space(H5Screate_simple(1, &n, nullptr));
+    Handle dataset(H5Dcreate2(file.get(), "names", type.get(), space.get(), H5P_DEFAULT, dcpl.get(),
+                              H5P_DEFAULT));
+    std::vector<const char*> raw(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) raw[i] = values[i].c_str();
+    ASSERT_GE(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), 0);
+  }
+  haddr_t chunk = HADDR_UNDEF;
+  {
+    File f = File::open_read(path);
+    EXPECT_EQ(f.read_strings("/names"), values);
+    Handle dataset = f.open_dataset("/names");
+    const hsize_t origin = 0;
+    unsigned mask = 0;
+    hsize_t bytes = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(dataset.get(), &origin, &mask, &chunk, &bytes), 0);
+    ASSERT_EQ(bytes, n * 16);
+    ASSERT_EQ(mask, 1U) << "HDF5 shuffled variable-length elements";
+  }
+  // Element 5's object index, bytes 12 to 15 of its 16.
+  std::string damaged = test::read_bytes(path);
+  for (uint64_t b = 12; b < 16; ++b)
+    damaged[chunk + uint64_t{5} * 16 + b] = static_cast<char>(0xFF);
+  test::write_bytes(path, damaged);
+  try {
+    File::open_read(path).read_strings("/names");
+    FAIL() << "a damaged reference in a shuffled chunk was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shuffled.h5: /names[5] is damaged: it names object "
+                                         "4294967295"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GlobalHeap, ManyAndLongStringsAcrossCollections) {
   // More than one collection, one object longer than 4096 bytes made of
   // "GCOL" (so 4096-byte boundaries inside a collection read "GCOL"), and a
