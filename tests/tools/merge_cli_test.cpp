@@ -259,6 +259,21 @@ TEST_F(MergeCli, AConversionInOnePieceOverPartsIsRefusedOrReplacesThem) {
   expect_like_single(out);
 }
 
+// A merge journal whose parts are gone (removed by hand): a usage error
+// saying so, where the listing of the missing folder escaped as a raw
+// filesystem error (exit 1).
+TEST_F(MergeCli, AJournalWithoutItsPartsIsAUsageError) {
+  const fs::path out = dir_ / "journal-only";
+  fs::create_directories(out);
+  test::write_bytes(out / "merge.journal", "{}");
+  auto r = test::run_imgpack("merge " + q(out));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("merge.journal: a merge under way, but " + (out / "parts").string() +
+                       " is gone, so it cannot be finished"),
+            std::string::npos)
+      << r.err;
+}
+
 // A part whose report.json is lost is refused by merge as damaged (exit 2,
 // naming the part); converted again with --resume, which notices it, the
 // part merges into the undamaged merge's dataset.

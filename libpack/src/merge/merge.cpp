@@ -369,6 +369,12 @@ MergeResult merge(const MergeOptions& options) {
     throw UsageError(out.string() + ": already holds a dataset (" + format::kIndexFile +
                      "); merge joins parts into an OUT without one");
   }
+  if (journaled && !fs::is_directory(out / kPartsFolder)) {
+    throw UsageError((out / kMergeJournalFile).string() + ": a merge under way, but " +
+                     (out / kPartsFolder).string() +
+                     " is gone, so it cannot be finished; convert again into another OUT, or "
+                     "replace this one (ConvertOptions::overwrite)");
+  }
   check_output(out, journaled);
   MergePlan plan = plan_merge(out);
   // Before anything moves: a split the merged samples cannot make is refused here.
