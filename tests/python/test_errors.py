@@ -38,6 +38,25 @@ def test_missing_index_names_index_h5(damaged):
         imgpack.Dataset(damaged)
 
 
+def test_a_table_through_a_filter_hdf5_lacks_is_named_with_the_filter(damaged):
+    """h5py's LZF is a filter of h5py's own: the C library cannot decode it,
+    and its message is about plugin folders."""
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(os.path.join(damaged, "index.h5"), "r+") as f:
+        labels = f["samples/label"]
+        data, attrs = labels[()], dict(labels.attrs)
+        del f["samples/label"]
+        rewritten = f.create_dataset("samples/label", data=data, compression="lzf")
+        for key, value in attrs.items():
+            rewritten.attrs[key] = value
+    # In this process h5py has given HDF5 its LZF filter: the CLI has none.
+    from conftest import IMGPACK
+    done = subprocess.run([IMGPACK, "inspect", damaged], capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert ("index.h5: /samples/label is stored through HDF5 filter 32000 (lzf), which this "
+            "HDF5 cannot decode") in done.stderr, done.stderr
+
+
 def test_truncated_shard_names_the_shard(damaged):
     shard = os.path.join(damaged, "shard-00001.h5")
     os.truncate(shard, os.path.getsize(shard) // 2)

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -492,11 +493,40 @@ File::CheckedRead File::open_for_read(const std::string& name,
   return read;
 }
 
+namespace {
+
+// For a read of `dataset` that failed: the filter in its pipeline that this
+// HDF5 lacks (h5py's LZF is a plugin of h5py's own, and HDF5's message is
+// about plugin folders), described for the error; "" where none is missing.
+std::string missing_filter(hid_t dataset) {
+  Handle dcpl(H5Dget_create_plist(dataset));
+  const int filters = dcpl ? H5Pget_nfilters(dcpl.get()) : 0;
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0;
+    std::size_t values = 0;
+    std::array<char, 64> name{};
+    const H5Z_filter_t filter = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags,
+                                               &values, nullptr, name.size(), name.data(), nullptr);
+    if (filter >= 0 && H5Zfilter_avail(filter) <= 0) {
+      return "is stored through HDF5 filter " + std::to_string(filter) + " (" +
+             std::string(name.data()) +
+             "), which this HDF5 cannot decode; rewrite it without that filter (h5py: "
+             "compression=\"gzip\" or none)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 void File::read_raw(const CheckedRead& read, const std::string& name, hid_t mem_type,
                     void* out) const {
   if (read.elements == 0) return;
-  check_status(H5Dread(read.dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), "H5Dread",
-               name);
+  if (H5Dread(read.dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
+    const std::string filter = missing_filter(read.dataset.get());
+    if (!filter.empty()) throw Error(path_.string() + ": " + name + " " + filter);
+    check_status(-1, "H5Dread", name);
+  }
 }
 
 void File::check_element_type(hid_t dataset, const std::string& name, size_t size, int is_signed,
@@ -710,6 +740,8 @@ std::vector<std::string> File::read_strings(const std::string& name) const {
                     " strings take more bytes than the file holds (" + std::to_string(file_size) +
                     "): they share what they point at, which no writer does");
       }
+      const std::string filter = missing_filter(dataset.get());
+      if (!filter.empty()) throw Error(path_.string() + ": " + name + " " + filter);
       check(H5I_INVALID_HID, "H5Dread", name);
     }
   }
