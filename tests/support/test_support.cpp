@@ -1,5 +1,6 @@
 #include "test_support.hpp"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,25 @@ void expect_same_dataset_bytes(const fs::path& dir, const fs::path& reference) {
     EXPECT_FALSE(name.ends_with(format::kTmpSuffix)) << entry.path();
     EXPECT_NE(name, kJournalFile) << entry.path();
   }
+}
+
+int run_under_address_space_cap(uint64_t headroom, const std::function<int()>& child) {
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    long vm_kb = 0;
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stol(line.substr(7));
+    }
+    const auto cap = static_cast<rlim_t>(vm_kb) * 1024 + headroom;
+    const rlimit limit{cap, cap};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(10);
+    _exit(child());
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 void rewrite_as_format1(const fs::path& dir) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -95,6 +96,14 @@ double max_pixel_difference(const cv::Mat& a, const cv::Mat& b);
 
 // True if system_python() names a Python that can import all of `modules`.
 bool python_has_modules(const std::vector<std::string>& modules);
+
+// Runs `child` in a forked process whose address space (RLIMIT_AS) is
+// capped `headroom` bytes above what it maps when it starts, and returns the
+// child's exit status: what `child` returned, or 10 where the cap could not
+// be set, or 128 + the signal that ended it. For tests that a large
+// allocation fails cleanly; an ASan build cannot hold such a cap
+// (kAddressSanitizer).
+int run_under_address_space_cap(uint64_t headroom, const std::function<int()>& child);
 
 // True in an AddressSanitizer build (scripts/sanitize). ASan reserves terabytes
 // of address space for its shadow memory at start-up, so a test that caps the

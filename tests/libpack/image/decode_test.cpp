@@ -456,20 +456,10 @@ TEST(DecodeTest, AJpegIsDecodedOnlyAsTheSizeItsProbedHeaderSaid) {
 // without trying to allocate. The child first proves the cap is real.
 TEST(DecodeTest, BombsAreRejectedUnderAnAddressSpaceCap) {
   if (test::kAddressSanitizer) GTEST_SKIP() << "an address-space cap cannot hold ASan's shadow";
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    long vm_kb = 0;
-    std::ifstream status("/proc/self/status");
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stol(line.substr(7));
-    }
-    const rlim_t cap = static_cast<rlim_t>(vm_kb + 512L * 1024) * 1024;
-    rlimit limit{cap, cap};
-    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(10);
+  const int status = test::run_under_address_space_cap(uint64_t{512} << 20, [] {
     try {
       std::vector<uint8_t> huge(size_t{60000} * 60000 * 3);
-      _exit(11);  // the cap does not hold: the test would prove nothing
+      return 11;  // the cap does not hold: the test would prove nothing
     } catch (const std::bad_alloc&) {
     }
     for (const char* kind : {"jpeg", "png", "bmp", "tiff", "bigtiff", "webp", "gif", "pnm"}) {
@@ -477,20 +467,17 @@ TEST(DecodeTest, BombsAreRejectedUnderAnAddressSpaceCap) {
         DecodeOptions options;
         options.max_pixels = uint64_t{1} << 28;
         decode(test::bomb_header(kind, 60000, 60000), options);
-        _exit(12);
+        return 12;
       } catch (const DecodeError& e) {
         if (std::string(e.what()).find("ConvertOptions::max_pixels") == std::string::npos)
-          _exit(13);
+          return 13;
       } catch (...) {
-        _exit(14);
+        return 14;
       }
     }
-    _exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
 }
 
 TEST(DecodeTest, BadInputsGiveReasons) {

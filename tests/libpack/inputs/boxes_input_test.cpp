@@ -1,14 +1,11 @@
 #include "inputs/boxes_input.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -952,42 +949,29 @@ TEST(CocoJson, UnreadMembersAreNotKeptAndRunningOutOfMemoryIsAnError) {
   test::write_bytes(junk_file, R"({"info": {"junk": [)" + junk + R"(]}, "images": [)" + image +
                                    R"(], "annotations": [)" + annotation + "]}");
   test::write_bytes(many_file, R"({"images": [)" + image + R"(], "annotations": [)" + many + "]}");
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    long vm_kb = 0;
-    std::ifstream status("/proc/self/status");
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stol(line.substr(7));
-    }
-    const rlim_t cap = static_cast<rlim_t>(vm_kb + 100L * 1024) * 1024;
-    rlimit limit{cap, cap};
-    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(10);
+  const int status = test::run_under_address_space_cap(uint64_t{100} << 20, [&] {
     try {
       const CocoDocument document = read_coco_file(junk_file);
       if (document.root().contains("info") || document.root().at("annotations").size() != 1) {
-        _exit(11);
+        return 11;
       }
     } catch (...) {
-      _exit(12);  // the unread member was kept
+      return 12;  // the unread member was kept
     }
     try {
       const CocoDocument document = read_coco_file(many_file);
-      _exit(13);  // the cap does not hold: the test would prove nothing
+      return 13;  // the cap does not hold: the test would prove nothing
     } catch (const UsageError&) {
-      _exit(14);
+      return 14;
     } catch (const Error& e) {
       const std::string what = e.what();
-      if (what.find("many.json: out of memory parsing its ") == std::string::npos) _exit(15);
+      if (what.find("many.json: out of memory parsing its ") == std::string::npos) return 15;
     } catch (...) {
-      _exit(16);
+      return 16;
     }
-    _exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
 }
 
 }  // namespace

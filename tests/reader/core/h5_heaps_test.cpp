@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <stdexcept>
 
 #include "h5.hpp"
 #include "imgpack/error.hpp"
@@ -12,6 +13,29 @@ namespace imgpack::h5 {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The variable-length UTF-8 string type that h5py writes a str as.
+Handle library_string_type() {
+  Handle type(H5Tcopy(H5T_C_S1));
+  if (!type || H5Tset_size(type.get(), H5T_VARIABLE) < 0 ||
+      H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0) {
+    throw std::runtime_error("cannot make a string type");
+  }
+  return type;
+}
+
+// Writes the scalar string attribute `name` of `location`, as the library's
+// defaults (and h5py) do.
+void write_string_attribute(hid_t location, const std::string& name, const std::string& value) {
+  const Handle type = library_string_type();
+  const Handle scalar(H5Screate(H5S_SCALAR));
+  const Handle attribute(
+      H5Acreate2(location, name.c_str(), type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT));
+  const char* raw = value.c_str();
+  if (!attribute || H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&raw)) < 0) {
+    throw std::runtime_error("cannot write attribute " + name);
+  }
+}
 
 uint64_t collection_offset(const std::string& bytes, std::size_t nth = 0) {
   for (std::size_t at = 0; at + 4 <= bytes.size(); at += 4096) {
@@ -136,14 +160,7 @@ TEST(GlobalHeap, AFileWithAUserBlockReads) {
     Handle fcpl(H5Pcreate(H5P_FILE_CREATE));
     ASSERT_GE(H5Pset_userblock(fcpl.get(), 512), 0);
     Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT));
-    Handle type(H5Tcopy(H5T_C_S1));
-    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
-    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);
-    Handle scalar(H5Screate(H5S_SCALAR));
-    Handle attribute(
-        H5Acreate2(file.get(), "note", type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT));
-    const char* value = "first object";
-    ASSERT_GE(H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&value)), 0);
+    write_string_attribute(file.get(), "note", "first object");
   }
   EXPECT_EQ(File::open_read(path).read_string_attr("/", "note"), "first object");
 }
@@ -167,14 +184,7 @@ TEST(GlobalHeap, UnalignedCollectionsAreCheckedToo) {
   const fs::path path = dir / "h5py-like.h5";
   {
     Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-    Handle type(H5Tcopy(H5T_C_S1));
-    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
-    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);  // as h5py writes a str
-    Handle space(H5Screate(H5S_SCALAR));
-    Handle attribute(
-        H5Acreate2(file.get(), "note", type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
-    const char* value = "first object";
-    ASSERT_GE(H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&value)), 0);
+    write_string_attribute(file.get(), "note", "first object");
   }
   const std::string bytes = test::read_bytes(path);
   const std::size_t gcol = bytes.find("GCOL");
@@ -211,17 +221,8 @@ TEST(GlobalHeap, DamagedAttributeReferencesInUnchecksummedHeadersAreErrors) {
   {
     Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
     Handle group(H5Gcreate2(file.get(), "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    Handle type(H5Tcopy(H5T_C_S1));
-    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
-    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);  // as h5py writes a str
-    Handle scalar(H5Screate(H5S_SCALAR));
     for (int i = 0; i < kAttributes; ++i) {
-      const std::string name = "a" + std::to_string(i);
-      const std::string value = "value " + std::to_string(i);
-      Handle attribute(H5Acreate2(group.get(), name.c_str(), type.get(), scalar.get(), H5P_DEFAULT,
-                                  H5P_DEFAULT));
-      const char* raw = value.c_str();
-      ASSERT_GE(H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&raw)), 0);
+      write_string_attribute(group.get(), "a" + std::to_string(i), "value " + std::to_string(i));
     }
     H5O_info_t info{};
     ASSERT_GE(H5Oget_info2(group.get(), &info, H5O_INFO_HDR), 0);
@@ -294,14 +295,7 @@ TEST(GlobalHeap, DamagedReferencesToEmptyStringsAreErrors) {
   const fs::path path = dir / "empty.h5";
   {
     Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-    Handle type(H5Tcopy(H5T_C_S1));
-    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
-    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);
-    Handle scalar(H5Screate(H5S_SCALAR));
-    Handle attribute(
-        H5Acreate2(file.get(), "created", type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT));
-    const char* empty = "";
-    ASSERT_GE(H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&empty)), 0);
+    write_string_attribute(file.get(), "created", "");
   }
   EXPECT_EQ(File::open_read(path).read_string_attr("/", "created"), "");
   const std::string bytes = test::read_bytes(path);
@@ -339,9 +333,7 @@ TEST(GlobalHeap, DamagedReferencesInChunkedAndCompactTablesAreErrors) {
                                            "string 4", "string 5", "string 6", "string 7"};
   {
     Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-    Handle type(H5Tcopy(H5T_C_S1));
-    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
-    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);
+    const Handle type = library_string_type();
     const hsize_t n = values.size(), unlimited = H5S_UNLIMITED, chunk = 3;
     std::vector<const char*> raw(values.size());
     for (std::size_t i = 0; i < values.size(); ++i) raw[i] = values[i].c_str();
@@ -402,9 +394,7 @@ TEST(GlobalHeap, DamagedReferencesInShuffledChunksAreErrors) {
   const hsize_t n = values.size();
   {
     Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-    Handle type(H5Tcopy(H5T_C_S1));
-    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
-    ASSERT_GE(H5Tset_cset(type.get(), H5T_CSET_UTF8), 0);
+    const Handle type = library_string_type();
     Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
     ASSERT_GE(H5Pset_chunk(dcpl.get(), 1, &n), 0);
     ASSERT_GE(H5Pset_shuffle(dcpl.get()), 0);
