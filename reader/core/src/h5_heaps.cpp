@@ -46,9 +46,10 @@ herr_t collect_datasets(hid_t, const char* name, const H5O_info_t* info, void* c
   return 0;
 }
 
-// The file ranges holding contiguous datasets' raw data: a 4096-byte
-// boundary there is pixel or column data, never a collection.
-std::vector<Range> raw_data_ranges(hid_t file_id) {
+// The file ranges holding contiguous datasets' raw data, as HDF5 addresses
+// (from the end of a user block of `base` bytes): a 4096-byte boundary
+// there is pixel or column data, never a collection.
+std::vector<Range> raw_data_ranges(hid_t file_id, uint64_t base) {
   VisitState state;
   if (H5Ovisit2(file_id, H5_INDEX_NAME, H5_ITER_NATIVE, collect_datasets, &state, H5O_INFO_BASIC) <
       0) {
@@ -60,10 +61,11 @@ std::vector<Range> raw_data_ranges(hid_t file_id) {
     if (!dataset) continue;
     Handle dcpl(H5Dget_create_plist(dataset.get()));
     if (!dcpl || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS) continue;
+    // H5Dget_offset counts from the start of the file, user block included.
     const haddr_t offset = H5Dget_offset(dataset.get());
     const hsize_t size = H5Dget_storage_size(dataset.get());
-    if (offset == HADDR_UNDEF || size == 0) continue;
-    ranges.push_back({offset, offset + size});
+    if (offset == HADDR_UNDEF || offset < base || size == 0) continue;
+    ranges.push_back({offset - base, offset - base + size});
   }
   std::sort(ranges.begin(), ranges.end(),
             [](const Range& a, const Range& b) { return a.begin < b.begin; });
@@ -74,24 +76,34 @@ std::vector<Range> raw_data_ranges(hid_t file_id) {
 
 GlobalHeaps::GlobalHeaps(hid_t file_id, const fs::path& path)
     : path_(path), fd_(open_for_reading(path)) {
-  file_size_ = fd_.size(path);
   Handle fcpl(H5Fget_create_plist(file_id));
   std::size_t offset_bytes = 0, length_bytes = 0;
   hsize_t userblock = 0;
-  // File addresses count from the end of a user block (h5py's
-  // userblock_size), which imgpack never writes.
-  if (!fcpl || H5Pget_sizes(fcpl.get(), &offset_bytes, &length_bytes) < 0 || offset_bytes != 8 ||
-      length_bytes != 8 || H5Pget_userblock(fcpl.get(), &userblock) < 0 || userblock != 0) {
-    supported_ = false;  // not written by imgpack; HDF5 alone checks it
-    return;
+  if (!fcpl || H5Pget_sizes(fcpl.get(), &offset_bytes, &length_bytes) < 0 ||
+      H5Pget_userblock(fcpl.get(), &userblock) < 0) {
+    throw file_error(path, "cannot read its HDF5 file creation properties");
   }
+  // The references, collections and object headers checked here are laid
+  // out for 8-byte offsets and lengths, HDF5's default; HDF5 would trust a
+  // damaged one in any other layout.
+  if (offset_bytes != 8 || length_bytes != 8) {
+    throw file_error(path, "uses " + std::to_string(offset_bytes) + "-byte file offsets and " +
+                               std::to_string(length_bytes) +
+                               "-byte lengths; imgpack reads HDF5 files with 8-byte ones, "
+                               "HDF5's default (rewrite it with h5py's defaults)");
+  }
+  // HDF5 addresses count from the end of a user block (h5py's
+  // userblock_size), which imgpack never writes.
+  base_ = userblock;
+  const uint64_t physical_size = fd_.size(path);
+  file_size_ = physical_size > base_ ? physical_size - base_ : 0;
   // Every byte outside the raw data is searched, a window at a time: a
   // "GCOL" at a 4096-byte boundary is taken for a collection (imgpack puts
   // each one there), and anywhere else one followed by version 1 and three
   // zero bytes, as HDF5 writes a collection header (other writers, h5py
   // among them, do not align collections; no string imgpack stores holds a
   // NUL byte, so none can look like a header).
-  const std::vector<Range> skip = raw_data_ranges(file_id);
+  const std::vector<Range> skip = raw_data_ranges(file_id, base_);
   std::size_t next_skip = 0;
   std::vector<uint8_t> window;
   uint64_t address = 0;
@@ -130,14 +142,18 @@ GlobalHeaps::GlobalHeaps(hid_t file_id, const fs::path& path)
   }
 }
 
-void GlobalHeaps::read(uint64_t offset, void* out, uint64_t length) const {
-  read_exact_at(fd_.get(), path_, out, length, offset);
+void GlobalHeaps::read(uint64_t address, void* out, uint64_t length) const {
+  read_exact_at(fd_.get(), path_, out, length, base_ + address);
+}
+
+std::string GlobalHeaps::byte(uint64_t address) const {
+  return "byte " + std::to_string(base_ + address);
 }
 
 GlobalHeaps::Collection GlobalHeaps::parse(uint64_t address, const std::string& referrer,
                                            std::span<const uint8_t> have) const {
-  const std::string where = (referrer.empty() ? "" : referrer + ": ") +
-                            "global heap collection at byte " + std::to_string(address);
+  const std::string where =
+      (referrer.empty() ? "" : referrer + ": ") + "global heap collection at " + byte(address);
   auto damaged = [&](const std::string& problem) {
     return file_error(path_, where + " is damaged: " + problem);
   };
@@ -242,7 +258,6 @@ const GlobalHeaps::Collection& GlobalHeaps::collection_at(uint64_t address,
 }
 
 void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
-  if (!supported_) return;
   Handle dcpl(H5Dget_create_plist(dataset));
   Handle space(H5Dget_space(dataset));
   if (!dcpl || !space) return;  // HDF5 reports it
@@ -259,13 +274,14 @@ void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
   };
   switch (H5Pget_layout(dcpl.get())) {
     case H5D_CONTIGUOUS: {
-      const haddr_t offset = H5Dget_offset(dataset);
-      if (offset == HADDR_UNDEF) return;  // never written: HDF5 reads the fill value
+      haddr_t offset = H5Dget_offset(dataset);  // from the start of the file
+      if (offset == HADDR_UNDEF) return;        // never written: HDF5 reads the fill value
+      offset = offset >= base_ ? offset - base_ : file_size_ + 1;
       const uint64_t bytes = H5Dget_storage_size(dataset);
       if (n > file_size_ / kReferenceBytes || bytes != n * kReferenceBytes || offset > file_size_ ||
           bytes > file_size_ - offset) {
         throw damaged(std::to_string(n) + " strings cannot be stored in " + std::to_string(bytes) +
-                      " bytes at byte " + std::to_string(offset));
+                      " bytes at " + byte(offset));
       }
       std::vector<uint8_t> raw(bytes);
       read(offset, raw.data(), raw.size());
@@ -299,8 +315,8 @@ void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
         const uint64_t count = std::min<uint64_t>(chunk_elements, n - first);
         if (bytes != chunk_elements * kReferenceBytes || address > file_size_ ||
             bytes > file_size_ - address) {
-          throw damaged("the chunk of elements " + std::to_string(first) + " on at byte " +
-                        std::to_string(address) + " cannot hold " + std::to_string(chunk_elements) +
+          throw damaged("the chunk of elements " + std::to_string(first) + " on at " +
+                        byte(address) + " cannot hold " + std::to_string(chunk_elements) +
                         " strings in " + std::to_string(bytes) + " bytes");
         }
         raw.resize(count * kReferenceBytes);
@@ -346,8 +362,8 @@ void GlobalHeaps::check_reference(const uint8_t* reference, const std::string& n
       known != collections_.end() ? known->second : collection_at(address, element());
   if (index == 0 || index >= collection.object_size.size() || collection.object_size[index] < 0) {
     throw file_error(path_, element() + " is damaged: it names object " + std::to_string(index) +
-                                " of the global heap collection at byte " +
-                                std::to_string(address) + ", which has no such object");
+                                " of the global heap collection at " + byte(address) +
+                                ", which has no such object");
   }
   if (static_cast<uint64_t>(collection.object_size[index]) != length) {
     throw file_error(path_, element() + " is damaged: its length " + std::to_string(length) +
@@ -358,7 +374,6 @@ void GlobalHeaps::check_reference(const uint8_t* reference, const std::string& n
 }
 
 void GlobalHeaps::check_attribute_references(hid_t object, const std::string& name) {
-  if (!supported_) return;
   H5O_info_t info{};
   if (H5Oget_info2(object, &info, H5O_INFO_BASIC | H5O_INFO_HDR) < 0) return;  // HDF5 reports it
   if (!attributes_checked_.insert(info.addr).second) return;
@@ -378,8 +393,8 @@ void GlobalHeaps::for_each_message(
   // data, 8-byte aligned. A continuation message (type 0x10) names the next
   // chunk by address and length.
   auto damaged = [&](const std::string& problem) {
-    return file_error(path_, name + ": its object header at byte " + std::to_string(info.addr) +
-                                 " is damaged: " + problem);
+    return file_error(
+        path_, name + ": its object header at " + byte(info.addr) + " is damaged: " + problem);
   };
   constexpr uint64_t kPrefixBytes = 16;
   constexpr uint64_t kMessageHeaderBytes = 8;
@@ -408,8 +423,7 @@ void GlobalHeaps::for_each_message(
       const uint8_t flags = chunk[p + 4];
       p += kMessageHeaderBytes;
       if (size > chunk.size() - p) {
-        throw damaged("a message at byte " + std::to_string(range.begin + p) +
-                      " reaches past its chunk");
+        throw damaged("a message at " + byte(range.begin + p) + " reaches past its chunk");
       }
       const std::span<const uint8_t> data(&chunk[p], size);
       if (type == kContinuation && size >= 16) {

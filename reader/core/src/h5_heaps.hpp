@@ -8,9 +8,10 @@
 // h5::File reads a variable-length string it has GlobalHeaps check, with
 // plain reads of the file, that every collection HDF5 may load is well
 // formed and that every reference points at an object of the right size.
-// The checks assume what imgpack writes: 8-byte file offsets and lengths
-// (other files are left to HDF5) and strings as the only variable-length
-// data (a heap object ending in a NUL byte is taken for damage).
+// The checks assume what imgpack and HDF5's defaults write: 8-byte file
+// offsets and lengths (a file with others is refused) and strings as the
+// only variable-length data (a heap object ending in a NUL byte is taken
+// for damage). A user block (h5py's userblock_size) moves every address.
 #pragma once
 
 #include <hdf5.h>
@@ -35,7 +36,8 @@ class GlobalHeaps {
   // "GCOL" signature on a 4096-byte boundary (imgpack's alignment puts each
   // collection there), or anywhere with a collection header's version and
   // reserved bytes after it (other writers, h5py among them, align none).
-  // Throws imgpack::Error naming the file and the damaged collection.
+  // Throws imgpack::Error naming the file and the damaged collection, or
+  // for a file whose offsets or lengths are not of 8 bytes.
   GlobalHeaps(hid_t file_id, const std::filesystem::path& path);
 
   // Checks the heap references of variable-length dataset `name` (open as
@@ -67,7 +69,10 @@ class GlobalHeaps {
                                   std::span<const uint8_t> have = {});
   Collection parse(uint64_t address, const std::string& referrer,
                    std::span<const uint8_t> have) const;
-  void read(uint64_t offset, void* out, uint64_t length) const;
+  // Reads `length` bytes at HDF5 address `address` (past the user block).
+  void read(uint64_t address, void* out, uint64_t length) const;
+  // "byte N": where HDF5 address `address` lies in the file, for errors.
+  std::string byte(uint64_t address) const;
   // One stored reference (sequence length, collection address, object
   // index): element `position` of `name` (-1: `name` is a scalar).
   void check_reference(const uint8_t* reference, const std::string& name, int64_t position);
@@ -80,8 +85,8 @@ class GlobalHeaps {
 
   std::filesystem::path path_;
   FileDescriptor fd_;
-  uint64_t file_size_ = 0;
-  bool supported_ = true;  // 8-byte offsets and lengths, as imgpack writes
+  uint64_t base_ = 0;       // the user block's size: where HDF5 address 0 lies
+  uint64_t file_size_ = 0;  // from HDF5 address 0 to the end of the file
   std::map<uint64_t, Collection> collections_;
   std::set<uint64_t> attributes_checked_;  // object header addresses
 };

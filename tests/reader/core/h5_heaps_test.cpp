@@ -151,18 +151,89 @@ TEST_F(GlobalHeapTest, ACollectionSmallerThanHdf5MakesIsDamage) {
   }
 }
 
-// A user block (h5py's userblock_size) moves every address: such a file is
-// left to HDF5, never refused for collections found where they seem not to be.
-TEST(GlobalHeap, AFileWithAUserBlockReads) {
+// A user block (h5py's userblock_size) moves every HDF5 address by its
+// size: such a file reads, and its damage is found as in any other (the
+// checks used to leave it to HDF5, which crashed on a damaged attribute
+// reference). Errors name the byte in the file.
+TEST(GlobalHeap, AFileWithAUserBlockIsCheckedToo) {
   test::TempDir dir;
   const fs::path path = dir / "userblock.h5";
+  constexpr uint64_t kUserBlock = 512;
+  const std::vector<std::string> names = {"alpha", "beta", "gamma"};
   {
     Handle fcpl(H5Pcreate(H5P_FILE_CREATE));
-    ASSERT_GE(H5Pset_userblock(fcpl.get(), 512), 0);
+    ASSERT_GE(H5Pset_userblock(fcpl.get(), kUserBlock), 0);
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT));
+    write_string_attribute(file.get(), "note", "first object");
+    const Handle type = library_string_type();
+    const hsize_t count = names.size();
+    const Handle space(H5Screate_simple(1, &count, nullptr));
+    const Handle dataset(H5Dcreate2(file.get(), "names", type.get(), space.get(), H5P_DEFAULT,
+                                    H5P_DEFAULT, H5P_DEFAULT));
+    std::vector<const char*> raw;
+    for (const std::string& name : names) raw.push_back(name.c_str());
+    ASSERT_GE(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), 0);
+  }
+  {
+    File f = File::open_read(path);
+    EXPECT_EQ(f.read_string_attr("/", "note"), "first object");
+    EXPECT_EQ(f.read_strings("/names"), names);
+  }
+  const std::string bytes = test::read_bytes(path);
+  const std::size_t gcol = bytes.find("GCOL");
+  ASSERT_NE(gcol, std::string::npos);
+  ASSERT_EQ(bytes[gcol + 16], 1) << "object 1 is not the collection's first";
+  auto damaged_error = [&](std::size_t at, uint8_t mask, bool attribute) {
+    std::string damaged = bytes;
+    damaged[at] = static_cast<char>(damaged[at] ^ mask);
+    test::write_bytes(path, damaged);
+    return read_error(path, attribute);
+  };
+  // Object 1's size, 12 -> 268: both readers of the collection refuse it,
+  // naming the collection where it lies in the file.
+  for (bool attribute : {true, false}) {
+    const std::string error = damaged_error(gcol + 16 + 8 + 1, 0x01, attribute);
+    EXPECT_NE(error.find("global heap collection at byte " + std::to_string(gcol) + " is damaged"),
+              std::string::npos)
+        << error;
+  }
+  // The object index of element 1 of /names, whose references H5Dget_offset
+  // places (from the start of the file, the user block included).
+  const uint64_t references = dataset_offset(path, "/names");
+  ASSERT_GT(references, kUserBlock);
+  const std::string error = damaged_error(references + 16 + 12, 0x40, false);
+  EXPECT_NE(error.find("/names[1] is damaged"), std::string::npos) << error;
+  // The attribute's reference, in the root group's version 1 header: the
+  // 8 bytes of the collection's HDF5 address (its offset past the user
+  // block) followed by object index 1.
+  std::string reference(12, '\0');
+  for (int i = 0; i < 8; ++i)
+    reference[i] = static_cast<char>(((gcol - kUserBlock) >> (8 * i)) & 0xFF);
+  reference[8] = 1;
+  const std::size_t at = bytes.find(reference);
+  ASSERT_NE(at, std::string::npos);
+  const std::string attribute_error = damaged_error(at + 8, 0x40, true);
+  EXPECT_NE(attribute_error.find("@note is damaged: it names object 65"), std::string::npos)
+      << attribute_error;
+}
+
+// Files laid out with 4-byte offsets and lengths (H5Pset_sizes; no writer
+// uses them by default) are refused: their references and headers are laid
+// out otherwise, and HDF5 trusts them.
+TEST(GlobalHeap, AFileWithFourByteOffsetsIsRefused) {
+  test::TempDir dir;
+  const fs::path path = dir / "small-offsets.h5";
+  {
+    Handle fcpl(H5Pcreate(H5P_FILE_CREATE));
+    ASSERT_GE(H5Pset_sizes(fcpl.get(), 4, 4), 0);
     Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT));
     write_string_attribute(file.get(), "note", "first object");
   }
-  EXPECT_EQ(File::open_read(path).read_string_attr("/", "note"), "first object");
+  const std::string error = read_error(path, true);
+  EXPECT_NE(error.find("small-offsets.h5: uses 4-byte file offsets and 4-byte lengths; imgpack "
+                       "reads HDF5 files with 8-byte ones"),
+            std::string::npos)
+      << error;
 }
 
 TEST_F(GlobalHeapTest, DamagedReferenceNamesTheElement) {
