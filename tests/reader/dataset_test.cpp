@@ -282,6 +282,31 @@ TEST(Dataset, KeepsTheGenerationItOpened) {
   EXPECT_EQ(after.sample_paths(), written.sample_path);
 }
 
+// splits.h5 one generation ahead of index.h5 is a change interrupted
+// between its renames, and reads as the index's generation. One two or more
+// ahead (restored from another copy) was read as it stood: samples the later
+// generations removed were in no fold, the index holding them still.
+TEST(Dataset, RefusesASplitsFileGenerationsAhead) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.samples = 12;
+  test::write_synthetic_dataset(dir.path(), options);
+  test::add_split(dir.path(), "cv2", 2, std::vector<int16_t>(12, 1));
+  const fs::path index_file = dir / "index.h5";
+  const std::string generation0 = test::read_bytes(index_file);
+  test::remove_samples(dir.path(), {2});
+  const std::string generation1 = test::read_bytes(index_file);
+  test::remove_samples(dir.path(), {5});
+
+  test::write_bytes(index_file, generation1);  // splits.h5 one generation ahead
+  EXPECT_EQ(Dataset::open(dir.path()).generation(), 1u);
+
+  test::write_bytes(index_file, generation0);  // two ahead
+  expect_open_fails(dir.path(), "splits.h5",
+                    "is generation 2 of this dataset, index.h5 generation 0: the two come from "
+                    "different copies of it");
+}
+
 TEST(Dataset, CopiesShareMappingsThatOutliveTheOriginal) {
   TempDir dir;
   test::write_synthetic_dataset(dir.path(), SyntheticOptions{});

@@ -149,8 +149,19 @@ std::vector<Split> read_splits_file(const fs::path& dataset_dir, const std::stri
   // A change being committed, or interrupted between its two renames:
   // splits.h5 of the next generation, index.h5 of this one. Extending a split
   // keeps every earlier assignment, so the index's samples read their own.
-  const bool ahead = file_generation >= 0 && static_cast<uint64_t>(file_generation) > generation &&
+  // No change leaves the two files further apart: a splits file two or more
+  // generations ahead (restored from another copy of the dataset) holds
+  // folds that cannot be taken back to this generation.
+  const bool ahead = file_generation >= 0 &&
+                     static_cast<uint64_t>(file_generation) == generation + 1 &&
                      file_samples >= 0 && static_cast<uint64_t>(file_samples) >= samples;
+  if (file_uuid == uuid && !same && !ahead && file_generation >= 0 &&
+      static_cast<uint64_t>(file_generation) != generation) {
+    throw file_error(path, "is generation " + std::to_string(file_generation) +
+                               " of this dataset, " + format::kIndexFile + " generation " +
+                               std::to_string(generation) +
+                               ": the two come from different copies of it");
+  }
   if (file_uuid != uuid || (!same && !ahead)) {
     throw file_error(path, "belongs to dataset " + file_uuid + " of " +
                                std::to_string(file_samples) + " samples (generation " +
