@@ -8,10 +8,12 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "conversion/conversion_parts.hpp"
 #include "conversion/conversion_plan.hpp"
 #include "conversion/conversion_report.hpp"
 #include "conversion/output_directory.hpp"
@@ -133,6 +135,26 @@ ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan&
                             tbb::task_arena& arena, ConvertResult result, Clock::time_point start,
                             const ProgressFn& progress);
 
+// For a part: the shared lock on OUT, made if need be, that every part holds
+// while it converts (DirectoryLock::try_acquire_shared); throws UsageError
+// where a conversion in one piece, a merge or a split holds OUT.
+DirectoryLock lock_whole_output(const fs::path& whole) {
+  std::error_code ec;
+  if (!fs::is_directory(whole, ec)) {
+    fs::create_directories(whole, ec);
+    if (ec && !fs::is_directory(whole)) {
+      throw file_error(whole, "cannot create directory: " + ec.message());
+    }
+  }
+  std::optional<DirectoryLock> lock = DirectoryLock::try_acquire_shared(whole);
+  if (!lock) {
+    throw UsageError(whole.string() +
+                     ": a conversion in one piece, a merge or a split is writing to it now; "
+                     "wait for it to finish, then run this part again");
+  }
+  return std::move(*lock);
+}
+
 // convert() into options.out, which for a part is its own folder; `whole`
 // is then the OUT of the whole conversion, where the parts are merged.
 ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& progress,
@@ -146,6 +168,7 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
 
   const ConversionPlan plan = make_plan(options, arena);
   timings.plan_s = seconds_since(start);
+  std::optional<DirectoryLock> whole_lock;  // a part's share of OUT, held while it converts
   if (!whole.empty()) {
     // A part rerun after the merge took its shards (a job run again, as its
     // launcher reported a failure): converting it again would fill the part's
@@ -154,6 +177,7 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
     // that holds another dataset. With --overwrite, whatever dataset OUT
     // holds is what the parts replace: it goes first.
     if (options.overwrite) discard_merged_dataset(whole, options.part->count);
+    whole_lock = lock_whole_output(whole);
     std::string merged = parts_merged_into(whole, plan.uuid);
     if (!merged.empty() && !(options.resume && !options.overwrite)) {
       throw UsageError(merged + " (this part is converted again only into another OUT)");
@@ -219,7 +243,8 @@ ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan&
                        options.variants,
                        {.masks = options.has_masks(),
                         .boxes = plan.list.boxes,
-                        .keypoints = plan.list.keypoint_names.size()});
+                        .keypoints = plan.list.keypoint_names.size(),
+                        .part = options.part ? part_name(*options.part) : std::string()});
   ConversionStart begin = restore_kept_shards(options, plan, resume, index, writer);
   writer.on_seal([&](std::size_t k) {
     begin.journal.sealed(static_cast<uint32_t>(k), writer.shard_file(k), writer.shard_records(k));

@@ -81,11 +81,11 @@ std::string parts_merged_into(const std::filesystem::path& out, const std::strin
 // splits.h5, report.json, the journals and their temporary files, and the
 // part folders of a conversion into another number of parts than `parts`.
 // The parts of this one stay, each replaced by that part's own conversion.
-// Holds OUT's lock meanwhile, waiting for it where another part does the
-// same, so every part finds OUT with a dataset or without, never half
-// removed. Returns whether anything was removed. Throws UsageError, having
-// removed nothing, where OUT holds anything else (a file or folder imgpack
-// did not write), imgpack::Error naming the file for I/O failures.
+// Where there is anything to remove, holds OUT's lock meanwhile, waiting
+// for it where another part does the same (or converts), so every part
+// finds OUT with a dataset or without, never half removed. Returns whether anything was removed.
+// Throws UsageError, having removed nothing, where OUT holds anything else (a file or folder
+// imgpack did not write), imgpack::Error naming the file for I/O failures.
 bool discard_merged_dataset(const std::filesystem::path& out, uint32_t parts);
 
 }  // namespace imgpack

@@ -9,6 +9,7 @@
 #include "conversion/output_files.hpp"
 #include "files.hpp"
 #include "h5.hpp"
+#include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/verify.hpp"
@@ -177,6 +178,7 @@ ResumePoint keep_verified_shards(const ConvertOptions& options, const Conversion
       expected.boxes = plan.list.boxes;
       expected.box_classes = plan.list.box_class_names.size();
       expected.keypoints = plan.list.keypoint_names.size();
+      if (options.part) expected.part = part_name(*options.part);
       ShardContents contents = read_shard(path, expected, fd.size(path));
       h5::File::open_read(path).check_metadata();  // as verify and merge do
       // Records must be the variants of the next samples, in order, each
@@ -262,9 +264,14 @@ std::string discard_if_damaged(const ConvertOptions& options) {
   VerifyOptions verify;
   verify.threads = options.threads;
   const VerifyReport report = verify_dataset(options.out, verify);
-  if (report.ok()) return "";
   std::string problem;
-  if (!report.errors.empty()) {
+  if (report.ok()) {
+    // verify_dataset() knows no parts: a shard copied from another part of
+    // the conversion, which can agree with this part's index in all it
+    // checks, names the part that wrote it.
+    if (options.part) problem = foreign_part_shard(options.out, part_name(*options.part));
+    if (problem.empty()) return "";
+  } else if (!report.errors.empty()) {
     problem = report.errors.front();
   } else {
     const BadRecord& bad = report.bad_records.front();
@@ -274,13 +281,33 @@ std::string discard_if_damaged(const ConvertOptions& options) {
                        " (" + bad.sample_path + ") does not match its stored checksum")
             .what();
   }
-  const std::size_t more = report.errors.size() + report.bad_records.size() - 1;
-  if (more > 0) problem += " (and " + std::to_string(more) + " more problems)";
+  const std::size_t problems = report.errors.size() + report.bad_records.size();
+  if (problems > 1) problem += " (and " + std::to_string(problems - 1) + " more problems)";
   remove_file(options.out / format::kIndexFile);
   fsync_path(options.out);
   return problem +
          "; the complete dataset there was damaged since it was converted, so it is "
          "converted again";
+}
+
+std::string foreign_part_shard(const fs::path& dir, const std::string& part) {
+  const DatasetIndex index = read_index(dir);
+  for (const std::string& file : index.shards.file) {
+    const fs::path path = dir / file;
+    const h5::File shard = h5::File::open_read(path);
+    const std::string written_by = shard.has_attr("/", format::kAttrPart)
+                                       ? shard.read_string_attr("/", format::kAttrPart)
+                                       : std::string();
+    if (written_by != part) {
+      return file_error(path, (written_by.empty() ? std::string("names no part of a conversion")
+                                                  : "was written by part " + written_by) +
+                                  ", but this is part " + part +
+                                  " (a shard copied from elsewhere, or written by an older "
+                                  "imgpack)")
+          .what();
+    }
+  }
+  return "";
 }
 
 std::string discard_if_report_unreadable(const ConvertOptions& options) {

@@ -101,7 +101,7 @@ void copy_range(const fs::path& from, uint64_t from_offset, const fs::path& to, 
 }  // namespace
 
 ShardWriter::ShardWriter(fs::path final_path, RecordShape shape, uint64_t capacity,
-                         std::string dataset_uuid, uint32_t shard_index, RecordExtras extras,
+                         std::string dataset_uuid, uint32_t shard_index, const RecordExtras& extras,
                          RegionWriter::Mode pixel_writes)
     : final_path_(std::move(final_path)),
       shape_(shape),
@@ -237,6 +237,7 @@ void ShardWriter::write_columns_and_attrs(h5::File& file) {
   file.write_attr("/", format::kAttrFormat, int64_t{format::kShardVersion});
   file.write_attr("/", format::kAttrUuid, uuid_);
   file.write_attr("/", format::kAttrShardIndex, int64_t{shard_index_});
+  if (!extras_.part.empty()) file.write_attr("/", format::kAttrPart, extras_.part);
 }
 
 void ShardWriter::seal() {
@@ -335,7 +336,7 @@ uint64_t first_unused_shard_number(const std::vector<std::string>& files) {
 
 DatasetWriter::DatasetWriter(fs::path out_dir, RecordShape shape, uint64_t shard_bytes,
                              std::string dataset_uuid, uint64_t max_records, uint32_t run_length,
-                             RecordExtras extras)
+                             const RecordExtras& extras)
     : out_dir_(std::move(out_dir)),
       shape_(shape),
       uuid_(std::move(dataset_uuid)),

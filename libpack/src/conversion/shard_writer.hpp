@@ -51,6 +51,10 @@ struct RecordExtras {
   bool masks = false;         // an H x W label map (/masks)
   bool boxes = false;         // boxes (/boxes and its companions)
   std::size_t keypoints = 0;  // K keypoints per box (with boxes)
+  // The part of a conversion the shards are written for ("1-of-3", its
+  // folder's name), kept in each shard's `part` attribute; empty outside a
+  // part. A shard copied into another part's folder is told by it.
+  std::string part{};
 };
 
 // One record's companions of its pixels, as RecordExtras says it has them.
@@ -65,7 +69,7 @@ class ShardWriter {
   // `pixel_writes` chooses how the pixels reach the file (tests compare the
   // two; the bytes are the same).
   ShardWriter(std::filesystem::path final_path, RecordShape shape, uint64_t capacity,
-              std::string dataset_uuid, uint32_t shard_index, RecordExtras extras = {},
+              std::string dataset_uuid, uint32_t shard_index, const RecordExtras& extras = {},
               RegionWriter::Mode pixel_writes = RegionWriter::Mode::direct_where_possible);
   ~ShardWriter();
   ShardWriter(const ShardWriter&) = delete;
@@ -166,7 +170,7 @@ class DatasetWriter {
   // what `extras` says (ShardWriter).
   DatasetWriter(std::filesystem::path out_dir, RecordShape shape, uint64_t shard_bytes,
                 std::string dataset_uuid, uint64_t max_records, uint32_t run_length = 1,
-                RecordExtras extras = {});
+                const RecordExtras& extras = {});
 
   // A full shard is sealed on the writer's thread and published (made
   // durable and renamed into place) on a thread of its own while the next

@@ -284,11 +284,18 @@ std::string parts_merged_into(const fs::path& out, const std::string& uuid) {
   return "the parts are merged into " + out.string() + " already: nothing to convert";
 }
 
-bool discard_merged_dataset(const fs::path& out, uint32_t parts) {
-  if (!fs::is_directory(out)) return false;
-  const DirectoryLock lock(out);
-  // Everything checked before anything is removed.
+namespace {
+
+// What discard_merged_dataset() removes from OUT: the dataset's files, and
+// the folders of parts of a conversion into another number of parts.
+struct Discarded {
   std::vector<fs::path> files;
+  std::vector<fs::path> other_parts;
+  bool empty() const { return files.empty() && other_parts.empty(); }
+};
+
+Discarded dataset_to_discard(const fs::path& out, uint32_t parts) {
+  Discarded found;
   for (const fs::directory_entry& entry : fs::directory_iterator(out)) {
     const std::string name = entry.path().filename().string();
     if (name == kPartsFolder) continue;
@@ -296,20 +303,32 @@ bool discard_merged_dataset(const fs::path& out, uint32_t parts) {
       throw UsageError(out.string() + ": holds " + name +
                        ", which imgpack did not write, so the dataset there is not replaced");
     }
-    files.push_back(entry.path());
+    found.files.push_back(entry.path());
   }
   // Parts of a conversion into another number of parts, which no merge of
   // this one could take.
-  std::vector<fs::path> other_parts;
   if (fs::is_directory(out / kPartsFolder)) {
     for (const fs::directory_entry& entry : fs::directory_iterator(out / kPartsFolder)) {
       const std::optional<ConvertPart> part = parse_part_name(entry.path().filename().string());
       if (part && part->count != parts && entry.is_directory() && !entry.is_symlink()) {
-        other_parts.push_back(entry.path());
+        found.other_parts.push_back(entry.path());
       }
     }
   }
-  if (files.empty() && other_parts.empty()) return false;
+  return found;
+}
+
+}  // namespace
+
+bool discard_merged_dataset(const fs::path& out, uint32_t parts) {
+  if (!fs::is_directory(out)) return false;
+  // Nothing to remove (the first of the parts run again removed it): no
+  // lock, which would wait for the parts converting now.
+  if (dataset_to_discard(out, parts).empty()) return false;
+  const DirectoryLock lock(out);
+  // Everything checked before anything is removed.
+  const Discarded found = dataset_to_discard(out, parts);
+  if (found.empty()) return false;
   const auto remove = [](const fs::path& path) {
     std::error_code ec;
     fs::remove_all(path, ec);
@@ -317,8 +336,8 @@ bool discard_merged_dataset(const fs::path& out, uint32_t parts) {
   };
   remove(out / format::kIndexFile);  // first: without it no reader accepts OUT
   fsync_path(out);
-  for (const fs::path& path : files) remove(path);
-  for (const fs::path& path : other_parts) remove(path);
+  for (const fs::path& path : found.files) remove(path);
+  for (const fs::path& path : found.other_parts) remove(path);
   fsync_path(out);
   return true;
 }
@@ -334,7 +353,8 @@ MergeResult merge(const MergeOptions& options) {
   }
   std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
   if (!lock) {
-    throw UsageError(out.string() + ": another merge, conversion or split is writing to it now");
+    throw UsageError(out.string() +
+                     ": another merge, conversion (or a part of one) or split is using it now");
   }
   MergeResult result;
   if (!fs::is_directory(out / kPartsFolder) && !path_exists(out / kMergeJournalFile)) {

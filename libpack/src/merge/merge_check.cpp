@@ -68,6 +68,7 @@ void check_structure(const fs::path& out, const MergePlan& plan, const ShardMove
   expected.boxes = index.boxes;
   expected.box_classes = index.box_class_names.size();
   expected.keypoints = index.num_keypoints();
+  expected.part = part_name(plan.parts[move.part].record.part);
   if (resuming && !moved) {
     expected.or_shard = move.shard;
     clear_write_mark(from);

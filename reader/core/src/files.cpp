@@ -84,6 +84,12 @@ std::optional<DirectoryLock> DirectoryLock::try_acquire(const std::filesystem::p
   return DirectoryLock(std::move(fd));
 }
 
+std::optional<DirectoryLock> DirectoryLock::try_acquire_shared(const std::filesystem::path& dir) {
+  FileDescriptor fd(dir, O_RDONLY | O_DIRECTORY);
+  if (!lock_directory(fd, dir, LOCK_SH | LOCK_NB)) return std::nullopt;
+  return DirectoryLock(std::move(fd));
+}
+
 std::optional<FileDescriptor> open_direct(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
   if (fd >= 0) return FileDescriptor(fd);

@@ -87,6 +87,12 @@ class DirectoryLock {
   explicit DirectoryLock(const std::filesystem::path& dir);
   // The lock if no one else holds it now, else std::nullopt (never waits).
   static std::optional<DirectoryLock> try_acquire(const std::filesystem::path& dir);
+  // A shared lock if no one holds the exclusive one now, else std::nullopt
+  // (never waits): any number of holders at once, and none of the exclusive
+  // lock meanwhile. The parts of a conversion hold it on OUT while they
+  // convert, so that no conversion in one piece, merge or split runs there
+  // beside them.
+  static std::optional<DirectoryLock> try_acquire_shared(const std::filesystem::path& dir);
 
  private:
   explicit DirectoryLock(FileDescriptor fd) : fd_(std::move(fd)) {}

@@ -62,6 +62,18 @@ uint64_t check_identity(const h5::File& file, const ShardExpectation& expected) 
     throw file_error(path, "belongs to dataset " + uuid + ", but " + expected.expected_by +
                                " is dataset " + expected.uuid + " (a shard from another dataset?)");
   }
+  if (!expected.part.empty()) {
+    const std::string part = file.has_attr("/", format::kAttrPart)
+                                 ? file.read_string_attr("/", format::kAttrPart)
+                                 : std::string();
+    if (part != expected.part) {
+      throw file_error(path, (part.empty() ? std::string("names no part of a conversion")
+                                           : "was written by part " + part) +
+                                 ", but " + expected.expected_by + " is part " + expected.part +
+                                 " (a shard copied from elsewhere, or written by an older "
+                                 "imgpack: convert the part again)");
+    }
+  }
   const int64_t shard_index = file.read_int_attr("/", format::kAttrShardIndex);
   const bool other = expected.or_shard && shard_index == static_cast<int64_t>(*expected.or_shard);
   if (shard_index != static_cast<int64_t>(expected.shard) && !other) {

@@ -46,6 +46,11 @@ struct ShardExpectation {
   bool boxes = false;
   uint64_t box_classes = 0;
   uint64_t keypoints = 0;
+  // A shard of a part of a conversion ("1-of-3"): its `part` attribute must
+  // name it. Parts number their samples and shards alike, so a shard copied
+  // from another part can agree with this one's index in everything else.
+  // Empty: not checked (a merged dataset's shards keep the attribute).
+  std::string part{};
 };
 
 // What a structurally intact shard holds: where its pixels are, and its

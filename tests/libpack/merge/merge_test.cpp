@@ -20,6 +20,7 @@
 #include "imgpack/dataset.hpp"
 #include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/verify.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 
@@ -279,6 +280,83 @@ TEST_F(Merge, RefusesAPartBeingConverted) {
   expect_refused("out", "part 1-of-2 is being converted now");
 }
 
+// A part holds a shared lock on OUT while it converts, and a conversion in
+// one piece (or a merge) the exclusive one: neither starts beside the other,
+// where a part used to convert into OUT/parts while the whole conversion
+// wrote OUT, and a merge started while a part converted.
+TEST_F(Merge, APartAndAConversionInOnePieceExcludeEachOther) {
+  fs::create_directories(dir_ / "out");
+  {
+    const DirectoryLock whole(dir_ / "out");  // what a conversion in one piece holds
+    ConvertOptions part = options("out");
+    part.part = ConvertPart{0, 2};
+    try {
+      convert(part);
+      ADD_FAILURE() << "a part converted beside a conversion in one piece";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("a conversion in one piece, a merge or a split is "
+                                           "writing to it now"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(fs::exists(dir_ / "out" / "parts"));
+  }
+  convert_parts("out", 2);
+  {
+    // What a part converting now holds (a second part takes it too).
+    const std::optional<DirectoryLock> converting = DirectoryLock::try_acquire_shared(dir_ / "out");
+    ASSERT_TRUE(converting.has_value());
+    ConvertOptions again = options("out");
+    again.part = ConvertPart{1, 2};
+    again.overwrite = true;
+    EXPECT_GT(convert(again).samples, 0u) << "parts convert side by side";
+    ConvertOptions whole = options("out");
+    whole.overwrite = true;
+    const auto before = test::directory_snapshot(dir_ / "out");
+    EXPECT_THROW(convert(whole), UsageError);
+    EXPECT_EQ(test::directory_snapshot(dir_ / "out"), before) << "the parts were touched";
+    expect_refused("out", "another merge, conversion (or a part of one) or split is using it now");
+  }
+  merge({dir_ / "out"});
+  EXPECT_EQ(read_index(dir_ / "out").num_samples(), 21u);
+}
+
+// Parts number their samples and shards alike: unlabeled, with as many
+// samples in each, a shard copied from another part agrees with the part's
+// index in uuid, shard number, rows, samples, variants and labels, and its
+// checksums are its own. It names the part that wrote it: merge refuses it,
+// and a resume of the part converts it again.
+TEST_F(Merge, RefusesAShardCopiedFromAnotherPart) {
+  auto part = [&](uint32_t i) {
+    ConvertOptions o = options("out");
+    o.scan.labels = LabelSource::none;
+    o.splits.clear();
+    o.part = ConvertPart{i, 4};
+    return o;
+  };
+  for (uint32_t i = 0; i < 4; ++i) convert(part(i));
+  const fs::path parts = dir_ / "out" / "parts";
+  ASSERT_EQ(read_index(parts / "0-of-4").num_samples(), read_index(parts / "3-of-4").num_samples())
+      << "the inputs no longer fall into two parts of one size";
+  fs::copy_file(parts / "3-of-4" / "shard-00000.h5", parts / "0-of-4" / "shard-00000.h5",
+                fs::copy_options::overwrite_existing);
+  expect_refused("out",
+                 "shard-00000.h5: was written by part 3-of-4, but the part's index.h5 is "
+                 "part 0-of-4");
+  ConvertOptions resumed = part(0);
+  resumed.resume = true;
+  const ConvertResult redone = convert(resumed);
+  ASSERT_FALSE(redone.resume_notes.empty());
+  EXPECT_NE(redone.resume_notes.front().find("was written by part 3-of-4, but this is part 0-of-4"),
+            std::string::npos)
+      << redone.resume_notes.front();
+  EXPECT_EQ(redone.resume_notes.front().find("more problems"), std::string::npos)
+      << redone.resume_notes.front();
+  merge({dir_ / "out"});
+  EXPECT_EQ(read_index(dir_ / "out").num_samples(), 21u);
+  EXPECT_TRUE(verify_dataset(dir_ / "out", {}).ok());
+}
+
 TEST_F(Merge, RefusesPartsOfDifferentCounts) {
   convert_parts("out", 2);
   ConvertOptions o = options("out");
@@ -300,6 +378,7 @@ TEST_F(Merge, RefusesSwappedShardsOfAPartBeforeRenumberingThem) {
   for (uint32_t i = 0; i < 2; ++i) {
     ConvertOptions o = options("out");
     o.scan.labels = LabelSource::none;
+    o.splits.clear();
     o.splits.clear();
     o.part = ConvertPart{i, 2};
     convert(o);

@@ -305,6 +305,23 @@ TEST(Files, DirectoryLockIsExclusiveUntilReleased) {
   EXPECT_THROW(DirectoryLock(dir / "missing"), Error);
 }
 
+TEST(Files, SharedDirectoryLocksExcludeTheExclusiveOne) {
+  test::TempDir dir;
+  std::optional<DirectoryLock> one = DirectoryLock::try_acquire_shared(dir.path());
+  std::optional<DirectoryLock> two = DirectoryLock::try_acquire_shared(dir.path());
+  ASSERT_TRUE(one);
+  ASSERT_TRUE(two) << "shared locks are held together";
+  EXPECT_FALSE(DirectoryLock::try_acquire(dir.path()));
+  one.reset();
+  EXPECT_FALSE(DirectoryLock::try_acquire(dir.path())) << "one shared holder left";
+  two.reset();
+  std::optional<DirectoryLock> exclusive = DirectoryLock::try_acquire(dir.path());
+  ASSERT_TRUE(exclusive);
+  EXPECT_FALSE(DirectoryLock::try_acquire_shared(dir.path()));
+  exclusive.reset();
+  EXPECT_TRUE(DirectoryLock::try_acquire_shared(dir.path()));
+}
+
 }  // namespace
 // A thread that could not start (std::thread's EAGAIN, oneTBB's words) is
 // said to be a limit of the process or machine, with what to do; any other

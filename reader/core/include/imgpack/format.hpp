@@ -76,6 +76,8 @@ inline constexpr const char* kBoxChecksum = "/box_checksum";
 inline constexpr const char* kAttrFormat = "imgpack_format";
 inline constexpr const char* kAttrUuid = "dataset_uuid";
 inline constexpr const char* kAttrShardIndex = "shard_index";
+// A shard written by a part of a conversion: the part ("1-of-3").
+inline constexpr const char* kAttrPart = "part";
 inline constexpr const char* kAttrHeight = "height";
 inline constexpr const char* kAttrWidth = "width";
 inline constexpr const char* kAttrChannels = "channels";
