@@ -778,8 +778,17 @@ Handle File::open_attr(const std::string& object, const std::string& attr) const
   if (!has_attr(object, attr)) {
     throw Error(path_.string() + ": missing attribute " + attr + " on " + object);
   }
-  return Handle(check(H5Aopen_by_name(id(), object.c_str(), attr.c_str(), H5P_DEFAULT, H5P_DEFAULT),
-                      "H5Aopen_by_name", object + "@" + attr));
+  Handle a(check(H5Aopen_by_name(id(), object.c_str(), attr.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+                 "H5Aopen_by_name", object + "@" + attr));
+  // Every attribute imgpack reads holds one value, read into one variable:
+  // HDF5 would write every value of an array there.
+  Handle space(check(H5Aget_space(a.get()), "H5Aget_space", object + "@" + attr));
+  const hssize_t values = H5Sget_simple_extent_npoints(space.get());
+  if (values != 1) {
+    throw Error(path_.string() + ": attribute " + attr + " on " + object + " holds " +
+                std::to_string(values) + " values, where one is expected");
+  }
+  return a;
 }
 
 Handle File::create_attr(const std::string& object, const std::string& attr, hid_t type) {

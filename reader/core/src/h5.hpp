@@ -316,6 +316,8 @@ class File {
                           bool is_float) const;
   std::optional<uint64_t> contiguous_offset_raw(const std::string& name, size_t size, int is_signed,
                                                 bool is_float, uint64_t file_size) const;
+  // Attribute `attr` of `object`, which must exist and hold exactly one value
+  // (scalar or of one element); throws Error naming the file otherwise.
   Handle open_attr(const std::string& object, const std::string& attr) const;
   Handle create_attr(const std::string& object, const std::string& attr, hid_t type);
 

@@ -19,6 +19,8 @@
 namespace imgpack::h5 {
 namespace {
 
+namespace fs = std::filesystem;
+
 // HDF5's thread-safe build holds one global lock in every call: a fork while
 // another thread is inside HDF5 would leave the child that lock, locked
 // forever. A fork waits until no other thread has a file open; a file open in
@@ -196,6 +198,48 @@ std::string error_of(Read read) {
     return e.what();
   }
   return "";
+}
+
+// An attribute imgpack reads as one value, made an array (as h5py's
+// attrs.create(name, array) does): HDF5 wrote every element into the one
+// variable, on the stack (SIGSEGV from 16 elements on here). It is refused
+// naming the attribute, for every kind read.
+TEST(H5File, AnAttributeOfManyValuesIsRefusedForOneRead) {
+  test::TempDir dir;
+  const fs::path path = dir / "t.h5";
+  {
+    const Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    const hsize_t count = 64;
+    const Handle space(H5Screate_simple(1, &count, nullptr));
+    const std::vector<int64_t> numbers(count, 32);
+    for (const char* name : {"height", "checksum"}) {
+      const Handle type(H5Tcopy(name[0] == 'h' ? H5T_STD_I64LE : H5T_STD_U64LE));
+      const Handle attribute(
+          H5Acreate2(file.get(), name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
+      ASSERT_GE(H5Awrite(attribute.get(), H5T_NATIVE_INT64, numbers.data()), 0);
+    }
+    const Handle text(H5Tcopy(H5T_C_S1));
+    ASSERT_GE(H5Tset_size(text.get(), H5T_VARIABLE), 0);
+    const std::vector<const char*> strings(count, "rgb");
+    const Handle attribute(
+        H5Acreate2(file.get(), "color", text.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_GE(H5Awrite(attribute.get(), text.get(), strings.data()), 0);
+    const hsize_t one = 1;
+    const Handle single(H5Screate_simple(1, &one, nullptr));
+    const Handle width(
+        H5Acreate2(file.get(), "width", H5T_STD_I64LE, single.get(), H5P_DEFAULT, H5P_DEFAULT));
+    ASSERT_GE(H5Awrite(width.get(), H5T_NATIVE_INT64, numbers.data()), 0);
+  }
+  const File file = File::open_read(path);
+  EXPECT_EQ(error_of([&] { file.read_int_attr("/", "height"); }),
+            path.string() + ": attribute height on / holds 64 values, where one is expected");
+  EXPECT_NE(error_of([&] { file.read_uint64_attr("/", "checksum"); }).find("holds 64 values"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { file.read_double_attr("/", "height"); }).find("holds 64 values"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { file.read_string_attr("/", "color"); }).find("holds 64 values"),
+            std::string::npos);
+  EXPECT_EQ(file.read_int_attr("/", "width"), 32) << "an array of one value is one value";
 }
 
 // What a file refers to elsewhere (a link to another file, directly or
