@@ -258,6 +258,14 @@ const GlobalHeaps::Collection& GlobalHeaps::collection_at(uint64_t address,
 }
 
 void GlobalHeaps::check_references(hid_t dataset, const std::string& name) {
+  // Its datatype, where an unchecksummed (version 1) header holds it.
+  H5O_info_t header{};
+  if (H5Oget_info2(dataset, &header, H5O_INFO_BASIC | H5O_INFO_HDR) >= 0) {
+    constexpr uint16_t kDatatype = 0x03;
+    for_each_message(header, name, [&](uint16_t type, std::span<const uint8_t> message) {
+      if (type == kDatatype && message.size() >= 8) is_variable_length_type(message, name);
+    });
+  }
   Handle dcpl(H5Dget_create_plist(dataset));
   Handle space(H5Dget_space(dataset));
   if (!dcpl || !space) return;  // HDF5 reports it
@@ -379,8 +387,41 @@ void GlobalHeaps::check_attribute_references(hid_t object, const std::string& na
   if (!attributes_checked_.insert(info.addr).second) return;
   constexpr uint16_t kAttribute = 0x0C;
   for_each_message(info, name, [&](uint16_t type, std::span<const uint8_t> message) {
-    if (type == kAttribute) check_attribute_message(message, name);
+    if (type == kAttribute) check_attribute_message(object, message, name);
   });
+}
+
+bool GlobalHeaps::is_variable_length_type(std::span<const uint8_t> type,
+                                          const std::string& name) const {
+  // A datatype message: class (low 4 bits) and version, three bytes of class
+  // bits, the size, then the class's properties; a variable-length type's
+  // (class 9) are its base type, the same way, whose size a string's
+  // (class bits 1) is its character's: 1 byte. HDF5 trusts that size
+  // (a damaged one made H5Aread fill gigabytes).
+  constexpr uint8_t kVariableLength = 9;
+  if ((type[0] & 0x0F) != kVariableLength) return false;
+  constexpr uint8_t kString = 1;
+  constexpr std::size_t kTypeHeaderBytes = 8;
+  if ((type[1] & 0x0F) == kString) {
+    if (type.size() < 2 * kTypeHeaderBytes) {
+      throw file_error(path_, name + " is damaged: its string type does not fit its message");
+    }
+    const uint64_t character = load_le(&type[kTypeHeaderBytes + 4], 4);
+    if (character != 1) {
+      throw file_error(path_, name + " is damaged: its variable-length string type declares " +
+                                  std::to_string(character) + "-byte characters");
+    }
+  }
+  return true;
+}
+
+bool GlobalHeaps::is_variable_length(hid_t owner, const std::string& attribute) {
+  const Handle opened(H5Aopen(owner, attribute.c_str(), H5P_DEFAULT));
+  if (!opened) return false;  // HDF5 reports it when it is read
+  const Handle type(H5Aget_type(opened.get()));
+  if (!type) return false;
+  const H5T_class_t type_class = H5Tget_class(type.get());
+  return type_class == H5T_VLEN || (type_class == H5T_STRING && H5Tis_variable_str(type.get()) > 0);
 }
 
 void GlobalHeaps::for_each_message(
@@ -443,11 +484,15 @@ void GlobalHeaps::for_each_message(
 // dataspace, an encoding byte (version 3), then those three (each padded to
 // 8 bytes in version 1) and the data. Data of a variable-length datatype
 // (class 9) is one 16-byte heap reference per element.
-void GlobalHeaps::check_attribute_message(std::span<const uint8_t> message,
+void GlobalHeaps::check_attribute_message(hid_t owner, std::span<const uint8_t> message,
                                           const std::string& object) {
   if (message.size() < 8) return;
   const uint8_t version = message[0];
-  if (version < 1 || version > 3 || (version > 1 && (message[1] & 0x03) != 0)) return;
+  constexpr uint8_t kSharedType = 0x01;
+  constexpr uint8_t kSharedSpace = 0x02;
+  if (version < 1 || version > 3 || (version > 1 && (message[1] & kSharedSpace) != 0)) return;
+  // A shared (committed) datatype is stored elsewhere: HDF5 says what it is.
+  const bool shared_type = version > 1 && (message[1] & kSharedType) != 0;
   auto padded = [&](uint64_t size) { return version == 1 ? (size + 7) / 8 * 8 : size; };
   const uint64_t name_size = load_le(&message[2], 2);
   const uint64_t type_size = load_le(&message[4], 2);
@@ -457,12 +502,15 @@ void GlobalHeaps::check_attribute_message(std::span<const uint8_t> message,
   const uint64_t space_at = type_at + padded(type_size);
   const uint64_t data_at = space_at + padded(space_size);
   if (data_at > message.size() || type_size < 8 || space_size < 4) return;
-  constexpr uint8_t kVariableLength = 9;
-  if ((message[type_at] & 0x0F) != kVariableLength) return;
   const std::size_t name_length =
       std::find(&message[name_at], &message[name_at] + name_size, 0) - &message[name_at];
-  const std::string attribute =
-      object + "@" + std::string(reinterpret_cast<const char*>(&message[name_at]), name_length);
+  const std::string attribute_name(reinterpret_cast<const char*>(&message[name_at]), name_length);
+  const std::string attribute = object + "@" + attribute_name;
+  if (shared_type) {
+    if (!is_variable_length(owner, attribute_name)) return;
+  } else {
+    if (!is_variable_length_type(message.subspan(type_at, type_size), attribute)) return;
+  }
   // The dataspace: version, rank, flags, then (version 1) five reserved
   // bytes or (version 2) a type byte, 2 meaning null; then the dimensions.
   const uint8_t space_version = message[space_at];

@@ -76,7 +76,16 @@ class GlobalHeaps {
   // One stored reference (sequence length, collection address, object
   // index): element `position` of `name` (-1: `name` is a scalar).
   void check_reference(const uint8_t* reference, const std::string& name, int64_t position);
-  void check_attribute_message(std::span<const uint8_t> message, const std::string& object);
+  // One attribute message of object `name`, open as `owner`.
+  void check_attribute_message(hid_t owner, std::span<const uint8_t> message,
+                               const std::string& object);
+  // Whether the datatype encoded in `type` (of attribute or dataset `name`)
+  // is variable-length; throws imgpack::Error naming the file and `name`
+  // for a string type whose characters are not of one byte.
+  bool is_variable_length_type(std::span<const uint8_t> type, const std::string& name) const;
+  // Whether attribute `attribute` of `owner`, whose datatype is shared (a
+  // committed type stored elsewhere), is of a variable-length type.
+  static bool is_variable_length(hid_t owner, const std::string& attribute);
   // Calls `visit` with the type and data of each unshared message of the
   // version 1 object header `info` describes (of object `name`), following
   // its continuation chunks; nothing for a version 2 header.

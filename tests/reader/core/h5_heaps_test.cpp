@@ -2,6 +2,7 @@
 // metadata that holds variable-length strings (reader/src/h5_heaps.cpp).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <stdexcept>
 
@@ -502,6 +503,86 @@ TEST(GlobalHeap, DamagedReferencesInShuffledChunksAreErrors) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A variable-length string type holds its character's type, whose size
+// HDF5 trusts: in an unchecksummed (version 1) header a damaged one made
+// H5Aread or H5Dread fill gigabytes (a hang). Both are refused naming it.
+TEST(GlobalHeap, DamagedCharacterSizesOfStringTypesAreErrors) {
+  test::TempDir dir;
+  const fs::path path = dir / "h5py-like.h5";
+  {
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    write_string_attribute(file.get(), "note", "first object");
+    const Handle type = library_string_type();
+    const hsize_t count = 2;
+    const Handle space(H5Screate_simple(1, &count, nullptr));
+    const Handle dataset(H5Dcreate2(file.get(), "names", type.get(), space.get(), H5P_DEFAULT,
+                                    H5P_DEFAULT, H5P_DEFAULT));
+    const std::array<const char*, 2> raw = {"alpha", "beta"};
+    ASSERT_GE(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), 0);
+  }
+  const std::string bytes = test::read_bytes(path);
+  // Each string type: version 1, class 9 (variable-length), string, then
+  // its size (16) and its character's type, whose size is the 4 bytes at 12.
+  const std::string type_start("\x19\x01", 2);
+  std::vector<std::size_t> types;
+  for (std::size_t at = bytes.find(type_start); at != std::string::npos;
+       at = bytes.find(type_start, at + 1)) {
+    if (at + 16 <= bytes.size() && bytes.compare(at + 4, 4, std::string("\x10\0\0\0", 4)) == 0 &&
+        bytes.compare(at + 12, 4, std::string("\x01\0\0\0", 4)) == 0) {
+      types.push_back(at);
+    }
+  }
+  ASSERT_EQ(types.size(), 2U) << "the attribute's and the dataset's string types";
+  for (const std::size_t at : types) {
+    std::string damaged = bytes;
+    damaged[at + 15] = static_cast<char>(0xDE);
+    test::write_bytes(path, damaged);
+    const std::string attribute = read_error(path, true);
+    const std::string dataset = read_error(path, false);
+    const std::string& error = attribute.find("@note") != std::string::npos ? attribute : dataset;
+    EXPECT_NE(error.find("is damaged: its variable-length string type declares 3724541953-byte "
+                         "characters"),
+              std::string::npos)
+        << attribute << " / " << dataset;
+  }
+}
+
+// An attribute whose datatype is shared (a committed type, stored in an
+// object of its own) says nothing of it in its message: its heap reference
+// was passed over, and HDF5 read a damaged one out of bounds (SIGSEGV).
+TEST(GlobalHeap, AttributesOfACommittedStringTypeAreCheckedToo) {
+  test::TempDir dir;
+  const fs::path path = dir / "committed.h5";
+  {
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+    ASSERT_GE(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_EARLIEST, H5F_LIBVER_LATEST), 0);
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+    const Handle type = library_string_type();
+    ASSERT_GE(H5Tcommit2(file.get(), "text", type.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), 0);
+    const Handle scalar(H5Screate(H5S_SCALAR));
+    const Handle attribute(
+        H5Acreate2(file.get(), "note", type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT));
+    const char* raw = "first object";
+    ASSERT_GE(H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&raw)), 0);
+  }
+  EXPECT_EQ(File::open_read(path).read_string_attr("/", "note"), "first object");
+  const std::string bytes = test::read_bytes(path);
+  const std::size_t gcol = bytes.find("GCOL");
+  ASSERT_NE(gcol, std::string::npos);
+  // The reference: length 12, the collection's address, object 1.
+  std::string reference("\x0c\0\0\0", 4);
+  for (int i = 0; i < 8; ++i) reference += static_cast<char>((gcol >> (8 * i)) & 0xFF);
+  reference += std::string("\x01\0\0\0", 4);
+  const std::size_t at = bytes.find(reference);
+  ASSERT_NE(at, std::string::npos);
+  std::string damaged = bytes;
+  damaged[at + 15] = 0x40;  // object 1 << 24
+  test::write_bytes(path, damaged);
+  EXPECT_NE(read_error(path, true).find("/@note is damaged: it names object 1073741825"),
+            std::string::npos)
+      << read_error(path, true);
 }
 
 TEST(GlobalHeap, ManyAndLongStringsAcrossCollections) {
