@@ -1,8 +1,11 @@
 #include "merge/merge_check.hpp"
 
 #include <hdf5.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <string>
 #include <utility>
 #include <vector>
@@ -114,10 +117,46 @@ std::string part_label(const MergePlan& plan, std::size_t part) {
   return "part " + part_name(plan.parts[part].record.part);
 }
 
+// A shard merge would change through a link, or could not change, found
+// before anything is: merge renumbers each shard in place and renames it out
+// of its part's folder. A symbolic link would take the file it names into
+// OUT as a link, a hard link would carry the renumbering into the other
+// names (a backup made with `cp -al`), and a shard or folder that cannot be
+// written would stop the merge half done.
+void check_changeable(const fs::path& out, const MergePlan& plan, const ShardMove& move) {
+  const fs::path from = out / move.from;
+  struct stat st {};
+  if (::lstat(from.c_str(), &st) != 0) return;  // moved already, or missing: checked after
+  const std::string part = part_label(plan, move.part);
+  if (S_ISLNK(st.st_mode)) {
+    throw UsageError(from.string() + " (" + part +
+                     ") is a symbolic link; merge renumbers and renames the shards it adopts, "
+                     "which would change the file it names: put the shard itself there");
+  }
+  if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+    throw UsageError(from.string() + " (" + part + ") has " + std::to_string(st.st_nlink) +
+                     " hard links; merge renumbers the shards it adopts in place, which every "
+                     "other link would show (a copy made with cp -al?): copy the part's files "
+                     "instead of linking them");
+  }
+  if (::access(from.c_str(), W_OK) != 0) {
+    throw system_error(from, "cannot be written, which merging it needs (" + part + ")", errno);
+  }
+  if (::access(from.parent_path().c_str(), W_OK) != 0) {
+    throw system_error(from.parent_path(),
+                       "cannot be written, which moving its shards into " + out.string() + " needs",
+                       errno);
+  }
+}
+
 }  // namespace
 
 void check_adopted_shards(const fs::path& out, const MergePlan& plan, bool resuming,
                           unsigned threads) {
+  for (const ShardMove& move : plan.moves) check_changeable(out, plan, move);
+  if (::access(out.c_str(), W_OK) != 0) {
+    throw system_error(out, "cannot be written, which merging into it needs", errno);
+  }
   std::vector<ShardProblem> problems;
   std::vector<ShardRecords> records;
   std::vector<std::size_t> record_move;  // the move of each entry of `records`

@@ -22,6 +22,11 @@ namespace imgpack {
 // merge was renumbering when it stopped may hold either identity and HDF5's
 // "open for writing" mark, which is cleared (as merge() clears it anyway).
 //
+// First, that merge() can change every shard as it must without changing
+// anything else: a shard that is a symbolic link or has other hard links is
+// refused (UsageError), and a shard, part folder or OUT that cannot be
+// written is an imgpack::Error naming it, before anything changes.
+//
 // Throws UsageError naming the part, the shard file and the problem (and how
 // many other problems there are); otherwise changes nothing.
 void check_adopted_shards(const std::filesystem::path& out, const MergePlan& plan, bool resuming,

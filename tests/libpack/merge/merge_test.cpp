@@ -357,6 +357,28 @@ TEST_F(Merge, RefusesAShardCopiedFromAnotherPart) {
   EXPECT_TRUE(verify_dataset(dir_ / "out", {}).ok());
 }
 
+// merge renumbers the shards it adopts in place and renames them into OUT:
+// through a hard link (a backup of the parts made with cp -al) it changed
+// the backup too, and a symbolic link went into OUT as a link. Both are
+// refused before anything changes.
+TEST_F(Merge, RefusesShardsThatAreLinks) {
+  convert_parts("out", 2);
+  const fs::path shard = dir_ / "out" / "parts" / "1-of-2" / "shard-00000.h5";
+  const fs::path backup = dir_ / "backup.h5";
+  fs::create_hard_link(shard, backup);
+  const std::string before = test::read_bytes(backup);
+  expect_refused("out", "shard-00000.h5 (part 1-of-2) has 2 hard links");
+  EXPECT_EQ(test::read_bytes(backup), before);
+  fs::remove(shard);
+  fs::copy_file(backup, dir_ / "elsewhere.h5");
+  fs::create_symlink(dir_ / "elsewhere.h5", shard);
+  expect_refused("out", "shard-00000.h5 (part 1-of-2) is a symbolic link");
+  fs::remove(shard);
+  fs::rename(backup, shard);
+  merge({dir_ / "out"});
+  EXPECT_EQ(read_index(dir_ / "out").num_samples(), 21u);
+}
+
 TEST_F(Merge, RefusesPartsOfDifferentCounts) {
   convert_parts("out", 2);
   ConvertOptions o = options("out");
