@@ -642,6 +642,19 @@ Handle utf8_string_type() {
   return type;
 }
 
+// The memory type that reads variable-length strings stored as `stored`:
+// their bytes as they are, in the stored character set. HDF5 converts
+// neither way between ASCII and UTF-8, and both are bytes to imgpack
+// (h5py writes ASCII when asked to).
+Handle string_read_type(hid_t stored) {
+  Handle type = utf8_string_type();
+  const H5T_cset_t cset = H5Tget_cset(stored);
+  if (cset == H5T_CSET_ASCII && H5Tset_cset(type.get(), cset) < 0) {
+    throw Error("HDF5: cannot make a string type: " + last_error_message());
+  }
+  return type;
+}
+
 // The memory HDF5 allocates for the strings of one variable-length read,
 // freed when this goes out of scope. When such a read fails part-way (a
 // damaged global heap), HDF5 1.10 drops the strings it had already converted
@@ -724,7 +737,7 @@ std::vector<std::string> File::read_strings(const std::string& name) const {
   // Each string's reference takes several bytes in the dataset's storage.
   if (n > 0) check_declared_size(dataset.get(), name, n, 1);
   std::vector<char*> raw(n, nullptr);
-  Handle mem_type = utf8_string_type();
+  Handle mem_type = string_read_type(type.get());
   // Each string lies once in the file's heaps: together, no more bytes than
   // the file (and a terminator each). Past that, references share a string,
   // which no writer does: a small file would make the read allocate many
@@ -837,7 +850,7 @@ std::string File::read_string_attr(const std::string& object, const std::string&
       Handle owner(check(H5Oopen(id(), object.c_str(), H5P_DEFAULT), "H5Oopen", object));
       heaps->check_attribute_references(owner.get(), object);
     }
-    Handle mem_type = utf8_string_type();
+    Handle mem_type = string_read_type(type.get());
     char* raw = nullptr;
     check_status(H5Aread(a.get(), mem_type.get(), &raw), "H5Aread", object + "@" + attr);
     std::string value = raw != nullptr ? raw : "";

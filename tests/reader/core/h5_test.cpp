@@ -242,6 +242,35 @@ TEST(H5File, AnAttributeOfManyValuesIsRefusedForOneRead) {
   EXPECT_EQ(file.read_int_attr("/", "width"), 32) << "an array of one value is one value";
 }
 
+// Strings stored as ASCII (HDF5's default character set; h5py's
+// string_dtype("ascii")) read as they are: HDF5 has no conversion between
+// ASCII and UTF-8, and refused the read ("no appropriate function for
+// conversion path").
+TEST(H5File, AsciiStringsRead) {
+  test::TempDir dir;
+  const fs::path path = dir / "ascii.h5";
+  {
+    const Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    const Handle type(H5Tcopy(H5T_C_S1));
+    ASSERT_GE(H5Tset_size(type.get(), H5T_VARIABLE), 0);
+    ASSERT_EQ(H5Tget_cset(type.get()), H5T_CSET_ASCII);
+    const Handle scalar(H5Screate(H5S_SCALAR));
+    const Handle attribute(
+        H5Acreate2(file.get(), "note", type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT));
+    const char* note = "plain text";
+    ASSERT_GE(H5Awrite(attribute.get(), type.get(), static_cast<const void*>(&note)), 0);
+    const hsize_t count = 2;
+    const Handle space(H5Screate_simple(1, &count, nullptr));
+    const Handle dataset(H5Dcreate2(file.get(), "names", type.get(), space.get(), H5P_DEFAULT,
+                                    H5P_DEFAULT, H5P_DEFAULT));
+    const std::array<const char*, 2> names = {"alpha", "beta"};
+    ASSERT_GE(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, names.data()), 0);
+  }
+  const File file = File::open_read(path);
+  EXPECT_EQ(file.read_string_attr("/", "note"), "plain text");
+  EXPECT_EQ(file.read_strings("/names"), (std::vector<std::string>{"alpha", "beta"}));
+}
+
 // What a file refers to elsewhere (a link to another file, directly or
 // behind a soft link; data in external storage) is refused naming it:
 // imgpack reads, maps and writes only what its own file holds.
