@@ -172,6 +172,7 @@ TEST(GlobalHeap, AFileWithAUserBlockIsCheckedToo) {
     const Handle dataset(H5Dcreate2(file.get(), "names", type.get(), space.get(), H5P_DEFAULT,
                                     H5P_DEFAULT, H5P_DEFAULT));
     std::vector<const char*> raw;
+    raw.reserve(names.size());
     for (const std::string& name : names) raw.push_back(name.c_str());
     ASSERT_GE(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()), 0);
   }
