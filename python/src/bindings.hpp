@@ -6,6 +6,7 @@
 // the module; module.cpp calls them in order.
 #pragma once
 
+#include <cxxabi.h>
 #include <pybind11/pybind11.h>
 #include <unistd.h>
 
@@ -61,8 +62,10 @@ inline py::list texts(const std::vector<std::string>& values) {
 // pthread_exit, whose unwinding passes through pybind11's frames, which free
 // the call's arguments (a keyword dict) without the lock: a fatal error. A
 // thread that finds the interpreter finalizing waits here instead until the
-// process ends, as Python 3.14's daemon threads do. (Finalizing can still
-// begin between the check and the call; the window is that short.)
+// process ends, as Python 3.14's daemon threads do. Finalizing can begin
+// between the check and the call: the thread's end (pthread_exit's forced
+// unwinding) is then caught here, and the thread waits the same way, never
+// reaching pybind11's frames.
 inline void restore_thread(PyThreadState* state) {
 #if PY_VERSION_HEX >= 0x030D0000
   const bool finalizing = Py_IsFinalizing() != 0;
@@ -72,7 +75,12 @@ inline void restore_thread(PyThreadState* state) {
   if (finalizing) {
     for (;;) ::pause();
   }
-  PyEval_RestoreThread(state);
+  try {
+    PyEval_RestoreThread(state);
+  } catch (abi::__forced_unwind&) {
+    // Never rethrown and never left: the process ends around this thread.
+    for (;;) ::pause();
+  }
 }
 
 // Runs `work()` with the interpreter lock released, takes the lock back and
