@@ -343,7 +343,7 @@ every Array and tensor taken from it are gone (see imgpack.Array).
 py::object wrap_batch(const std::shared_ptr<BatchState>& state) { return py::cast(state); }
 
 void register_batch(py::module_& m) {
-  py::class_<ArrayView>(m, "Array", kArrayDoc)
+  Class<ArrayView>(m, "Array", kArrayDoc)
       .def(
           "__dlpack__",
           [](const ArrayView& v, const py::object& stream, const py::object& /*max_version*/,
@@ -397,7 +397,7 @@ void register_batch(py::module_& m) {
       .def("__len__", [](const ArrayView& v) { return v.shape[0]; })
       .def("__repr__", &array_repr);
 
-  py::class_<BatchState, std::shared_ptr<BatchState>>(m, "Batch", kBatchDoc)
+  Class<BatchState, std::shared_ptr<BatchState>>(m, "Batch", kBatchDoc)
       .def_property_readonly(
           "images", [](const std::shared_ptr<BatchState>& s) { return images_view(s); },
           "The images (imgpack.Array) on the loader's device.")

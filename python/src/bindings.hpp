@@ -83,6 +83,76 @@ inline void restore_thread(PyThreadState* state) {
   }
 }
 
+// Where a call that interpreter exit ends stops unwinding. A daemon thread
+// that runs Python code inside a call (an argument's item() or __index__, a
+// finalizer the collector starts) can be ended there as well, by the same
+// pthread_exit, when the interpreter is finalizing: its unwinding would reach
+// pybind11's frames, which free the call's arguments without the lock (a
+// fatal error or a crash). Every bound function carries this guard (see
+// Class and def_function). Made with the lock held, it finds at its end that
+// this thread no longer holds the lock only in that case, and the thread then
+// waits here until the process ends.
+class ExitGuard {
+ public:
+  ExitGuard() : state_(PyThreadState_Get()) {}
+  ~ExitGuard() {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyThreadState* const current = PyThreadState_GetUnchecked();
+#else
+    PyThreadState* const current = _PyThreadState_UncheckedGet();
+#endif
+    if (current != state_) {
+      for (;;) ::pause();
+    }
+  }
+  ExitGuard(const ExitGuard&) = delete;
+  ExitGuard& operator=(const ExitGuard&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+// py::class_ whose functions and properties all carry ExitGuard. The
+// definitions it does not guard are not offered.
+template <class T, class... Options>
+class Class : public py::class_<T, Options...> {
+  using Base = py::class_<T, Options...>;
+
+ public:
+  using Base::Base;
+
+  template <class... Args>
+  Class& def(Args&&... args) {
+    Base::def(std::forward<Args>(args)..., py::call_guard<ExitGuard>());
+    return *this;
+  }
+
+  template <class Getter, class... Extra>
+  Class& def_property_readonly(const char* name, const Getter& get, const Extra&... extra) {
+    Base::def_property_readonly(
+        name, py::cpp_function(py::method_adaptor<T>(get), py::call_guard<ExitGuard>()),
+        py::return_value_policy::reference_internal, extra...);
+    return *this;
+  }
+
+  template <class... Args>
+  Class& def_static(Args&&...) = delete;
+  template <class... Args>
+  Class& def_property(Args&&...) = delete;
+  template <class... Args>
+  Class& def_property_static(Args&&...) = delete;
+  template <class... Args>
+  Class& def_readonly(Args&&...) = delete;
+  template <class... Args>
+  Class& def_readwrite(Args&&...) = delete;
+};
+
+// A module-level function that carries ExitGuard.
+template <class Function, class... Extra>
+void def_function(py::module_& m, const char* name, Function&& function, const Extra&... extra) {
+  m.def(name, std::forward<Function>(function), py::call_guard<ExitGuard>(), extra...);
+}
+
 // Runs `work()` with the interpreter lock released, takes the lock back and
 // returns what `work` returned (or throws what it threw). The lock is taken
 // back in plain code, never in a destructor: a daemon thread ended at

@@ -83,11 +83,11 @@ A Dataset is a cheap handle: Loaders made from it share its mappings.
 }  // namespace
 
 void register_dataset(py::module_& m) {
-  py::class_<SplitView>(m, "Split",
-                        "A named cross-validation split stored in the dataset (imgpack split).\n\n"
-                        "Fold f's validation samples are assign == f, its training samples the "
-                        "other non-negative folds, the test set assign == -1. A holdout split "
-                        "has folds == 2 and is used through fold 0 (0 = validation).")
+  Class<SplitView>(m, "Split",
+                   "A named cross-validation split stored in the dataset (imgpack split).\n\n"
+                   "Fold f's validation samples are assign == f, its training samples the "
+                   "other non-negative folds, the test set assign == -1. A holdout split "
+                   "has folds == 2 and is used through fold 0 (0 = validation).")
       .def_property_readonly(
           "name", [](const SplitView& v) { return text(v.split().name); }, "The split's name.")
       .def_property_readonly(
@@ -117,7 +117,7 @@ void register_dataset(py::module_& m) {
           "Per source sample: its fold (0..folds-1) or -1 for the test set; int16, read-only.")
       .def("__repr__", [](const SplitView& v) { return text(split_repr(v)); });
 
-  py::class_<Dataset>(m, "Dataset", kDatasetDoc)
+  Class<Dataset>(m, "Dataset", kDatasetDoc)
       .def(py::init([](const py::object& path, bool verify_checksums) {
              const std::string dir = file_path(path);
              DatasetOpenOptions options;

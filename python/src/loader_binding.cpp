@@ -522,25 +522,25 @@ the ring; batches already taken stay valid, each keeping its own slot.
 }  // namespace
 
 void register_loader(py::module_& m) {
-  py::class_<EpochIterator>(m, "_EpochIterator", "One epoch of a Loader (iter(loader)).")
+  Class<EpochIterator>(m, "_EpochIterator", "One epoch of a Loader (iter(loader)).")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &next_batch);
 
-  py::class_<PairsIterator>(m, "_PairsIterator", "One epoch of a Pairs (iter(pairs)).")
+  Class<PairsIterator>(m, "_PairsIterator", "One epoch of a Pairs (iter(pairs)).")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", [](PairsIterator& it) {
         py::object batch = next_batch(it.batches);
         return py::make_tuple(it.convert(batch.attr("images")), it.convert(batch.attr("labels")));
       });
 
-  py::class_<Pairs>(m, "Pairs",
-                    "The loader as an iterable of (convert(batch.images), convert(batch.labels)), "
-                    "with len() = batches per epoch: what Lightning or a plain loop over "
-                    "(inputs, targets) expects.\n\n"
-                    "    train_data = loader.pairs(torch.from_dlpack)\n\n"
-                    "Each iteration reads the loader's next epoch, as iterating the loader does; "
-                    "state_dict() and load_state_dict() are the loader's, so a framework that "
-                    "checkpoints its iterables saves the loader's position.")
+  Class<Pairs>(m, "Pairs",
+               "The loader as an iterable of (convert(batch.images), convert(batch.labels)), "
+               "with len() = batches per epoch: what Lightning or a plain loop over "
+               "(inputs, targets) expects.\n\n"
+               "    train_data = loader.pairs(torch.from_dlpack)\n\n"
+               "Each iteration reads the loader's next epoch, as iterating the loader does; "
+               "state_dict() and load_state_dict() are the loader's, so a framework that "
+               "checkpoints its iterables saves the loader's position.")
       .def("__iter__",
            [](const Pairs& p) {
              return PairsIterator{EpochIterator(p.loader), p.convert};
@@ -557,7 +557,7 @@ void register_loader(py::module_& m) {
           },
           "state_dict"_a, "The loader's load_state_dict(): the next iteration continues there.");
 
-  py::class_<PyLoader, std::shared_ptr<PyLoader>>(m, "Loader", kLoaderDoc)
+  Class<PyLoader, std::shared_ptr<PyLoader>>(m, "Loader", kLoaderDoc)
       .def(
           py::init(
               [](const py::object& dataset_or_path, const py::object& split, const py::object& fold,

@@ -93,22 +93,55 @@ std::vector<float> per_channel(const py::object& value, const char* name, uint32
   return values;
 }
 
+// `value` as a real number (a new reference): a float, an int, NumPy's
+// scalars (numbers.Real knows them), or what a 0-d array or tensor holds;
+// nullptr, with no error set, for anything else (not complex, not an array
+// of one element). Python code runs here (numbers.Real's isinstance, item()),
+// so the references held meanwhile are raw: a daemon thread that interpreter
+// exit ends inside it (see ExitGuard) has nothing to release on its way out.
+PyObject* real_number(PyObject* value) {
+  if (PyFloat_CheckExact(value) || PyLong_CheckExact(value) || PyBool_Check(value)) {
+    Py_INCREF(value);
+    return value;
+  }
+  PyObject* numbers = PyImport_ImportModule("numbers");
+  if (numbers == nullptr) throw py::error_already_set();
+  PyObject* real = PyObject_GetAttrString(numbers, "Real");
+  Py_DECREF(numbers);
+  if (real == nullptr) throw py::error_already_set();
+  int is_real = PyObject_IsInstance(value, real);
+  PyObject* number = value;
+  Py_INCREF(number);
+  if (is_real == 0 && PyObject_HasAttrString(value, "item") != 0) {
+    PyObject* ndim = PyObject_GetAttrString(value, "ndim");
+    PyObject* zero = PyLong_FromLong(0);
+    const int scalar = ndim == nullptr ? 0 : PyObject_RichCompareBool(zero, ndim, Py_EQ);
+    Py_DECREF(zero);
+    Py_XDECREF(ndim);
+    PyErr_Clear();  // no ndim, or one that does not compare: not a scalar
+    if (scalar == 1) {
+      Py_DECREF(number);
+      number = PyObject_CallMethod(value, "item", nullptr);
+      is_real = number == nullptr ? -1 : PyObject_IsInstance(number, real);
+    }
+  }
+  Py_DECREF(real);
+  if (is_real == 1) return number;
+  Py_XDECREF(number);
+  if (is_real < 0) throw py::error_already_set();
+  return nullptr;
+}
+
 // A probability in [0, 1].
 double probability(const py::object& value, const char* name) {
-  // A real number: a float, an int, NumPy's scalars (numbers.Real knows
-  // them), or a 0-d array or tensor holding one. Not complex, not an array
-  // of one element.
-  const py::object real = py::module_::import("numbers").attr("Real");
-  py::object number = value;
-  if (!py::isinstance(number, real) && py::hasattr(value, "ndim") && py::hasattr(value, "item") &&
-      py::int_(0).equal(value.attr("ndim"))) {
-    number = value.attr("item")();
-  }
-  if (!py::isinstance(number, real)) {
+  PyObject* number = real_number(value.ptr());
+  if (number == nullptr) {
     throw py::type_error(std::string(name) + " must be a real number, not " +
                          Py_TYPE(value.ptr())->tp_name);
   }
-  const double p = number.cast<double>();
+  const double p = PyFloat_AsDouble(number);
+  Py_DECREF(number);
+  if (p == -1.0 && PyErr_Occurred() != nullptr) PyErr_Clear();  // too large for a double
   if (!(p >= 0 && p <= 1)) {
     throw UsageError(std::string(name) + " must be between 0 and 1, not " +
                      std::string(py::str(value)));

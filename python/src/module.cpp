@@ -61,14 +61,16 @@ void guard_new(const py::handle& cls, newfunc make, const std::string& how_to_ma
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   const std::string message = std::string(type->tp_name) + ".__new__() alone makes no usable " +
                               type->tp_name + ": " + how_to_make;
-  const py::cpp_function refuse([type, make, message](const py::handle& subtype,
-                                                      const py::args& args,
-                                                      const py::kwargs& kwargs) -> py::object {
-    if (subtype.ptr() == reinterpret_cast<PyObject*>(type)) throw py::type_error(message);
-    PyObject* made = make(reinterpret_cast<PyTypeObject*>(subtype.ptr()), args.ptr(), kwargs.ptr());
-    if (made == nullptr) throw py::error_already_set();
-    return py::reinterpret_steal<py::object>(made);
-  });
+  const py::cpp_function refuse(
+      [type, make, message](const py::handle& subtype, const py::args& args,
+                            const py::kwargs& kwargs) -> py::object {
+        if (subtype.ptr() == reinterpret_cast<PyObject*>(type)) throw py::type_error(message);
+        PyObject* made =
+            make(reinterpret_cast<PyTypeObject*>(subtype.ptr()), args.ptr(), kwargs.ptr());
+        if (made == nullptr) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(made);
+      },
+      py::call_guard<ExitGuard>());
   guards().insert(refuse.ptr());
   refuse.inc_ref();  // kept for the interpreter's life, as the class is
   // Setting __new__ points the type's slot at it; type(...) reads the slot,
@@ -102,15 +104,17 @@ void refuse_bare_new(const py::handle& cls, const char* how_to_make) {
   // __init__ is checked by pybind11's metaclass when it is called. Then the
   // next __init_subclass__ in its MRO, as every one should call.
   const py::object base = py::reinterpret_borrow<py::object>(cls);
-  const py::cpp_function guard_subclass([make, how, base](const py::handle& subclass,
-                                                          const py::kwargs& kwargs) {
-    if (!py::dict(subclass.attr("__dict__")).contains("__new__") && inherits_a_guard(subclass)) {
-      guard_new(subclass, make, how);
-    }
-    py::module_::import("builtins")
-        .attr("super")(base, subclass)
-        .attr("__init_subclass__")(**kwargs);
-  });
+  const py::cpp_function guard_subclass(
+      [make, how, base](const py::handle& subclass, const py::kwargs& kwargs) {
+        if (!py::dict(subclass.attr("__dict__")).contains("__new__") &&
+            inherits_a_guard(subclass)) {
+          guard_new(subclass, make, how);
+        }
+        py::module_::import("builtins")
+            .attr("super")(base, subclass)
+            .attr("__init_subclass__")(**kwargs);
+      },
+      py::call_guard<ExitGuard>());
   py::setattr(cls, "__init_subclass__",
               py::module_::import("builtins").attr("classmethod")(guard_subclass));
 }
@@ -156,9 +160,10 @@ PYBIND11_MODULE(imgpack, m) {
   refuse_bare_new(m.attr("Array"), "a Batch's images and labels are arrays");
   refuse_bare_new(m.attr("_EpochIterator"), "iter(loader) gives one");
   refuse_bare_new(m.attr("_PairsIterator"), "iter(pairs) gives one");
-  m.def("cuda_device_count", &imgpack::cuda_device_count,
-        "Number of CUDA devices a Loader can deliver to: 0 when imgpack was built without CUDA "
-        "or no device or driver is present.");
-  m.def("built_with_cuda", &imgpack::built_with_cuda,
-        "True when this build of imgpack contains the CUDA upload path.");
+  def_function(
+      m, "cuda_device_count", &imgpack::cuda_device_count,
+      "Number of CUDA devices a Loader can deliver to: 0 when imgpack was built without CUDA "
+      "or no device or driver is present.");
+  def_function(m, "built_with_cuda", &imgpack::built_with_cuda,
+               "True when this build of imgpack contains the CUDA upload path.");
 }

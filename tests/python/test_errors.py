@@ -254,3 +254,43 @@ time.sleep(0.1)
 
 def test_interpreter_exit_while_daemon_threads_make_loaders_with_keywords_is_clean(dataset_dir):
     exits_cleanly(KEYWORDS_AT_EXIT, dataset_dir, "Fatal Python error")
+
+
+# A daemon thread inside a call that runs Python code (a path's __fspath__, a
+# 0-d array's item()) when the interpreter exits: the code sleeps past the
+# exit, so Python ends the thread there, inside the module's call, every time.
+# An object released while the interpreter finalizes (a module's are) keeps
+# the process alive until the thread has been ended.
+INSIDE_A_CALL_AT_EXIT = r"""
+import sys, threading, time, types
+import imgpack
+dataset = imgpack.Dataset(sys.argv[1])
+class SlowPath:
+    def __fspath__(self):
+        time.sleep(0.2)
+        return sys.argv[1]
+class SlowScalar:
+    ndim = 0
+    def item(self):
+        time.sleep(0.2)
+        return 0.5
+calls = {"path": lambda: imgpack.Dataset(SlowPath(), verify_checksums=False),
+         "item": lambda: imgpack.Loader(dataset, batch_size=4, hflip=SlowScalar())}
+threading.Thread(target=calls[sys.argv[2]], daemon=True).start()
+time.sleep(0.05)
+class Linger:
+    def __del__(self, sleep=time.sleep):
+        sleep(0.6)
+lingering = types.ModuleType("lingering")
+lingering.linger = Linger()
+sys.modules["lingering"] = lingering
+del lingering
+"""
+
+
+@pytest.mark.parametrize("call", ["path", "item"])
+def test_interpreter_exit_inside_a_call_running_python_code_is_clean(dataset_dir, call):
+    done = subprocess.run([sys.executable, "-c", INSIDE_A_CALL_AT_EXIT, dataset_dir, call],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "Fatal Python error" not in done.stderr, done.stderr
