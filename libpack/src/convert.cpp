@@ -139,13 +139,7 @@ ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan&
 // while it converts (DirectoryLock::try_acquire_shared); throws UsageError
 // where a conversion in one piece, a merge or a split holds OUT.
 DirectoryLock lock_whole_output(const fs::path& whole) {
-  std::error_code ec;
-  if (!fs::is_directory(whole, ec)) {
-    fs::create_directories(whole, ec);
-    if (ec && !fs::is_directory(whole)) {
-      throw file_error(whole, "cannot create directory: " + ec.message());
-    }
-  }
+  make_output_directory(whole);
   std::optional<DirectoryLock> lock = DirectoryLock::try_acquire_shared(whole);
   if (!lock) {
     throw UsageError(whole.string() +

@@ -338,9 +338,7 @@ void refuse_output_among_inputs(const ConvertOptions& options) {
   }
 }
 
-DirectoryLock lock_output(const ConvertOptions& options) {
-  const fs::path& out = options.out;
-  refuse_output_among_inputs(options);
+void make_output_directory(const fs::path& out) {
   std::error_code ec;
   if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {
     throw UsageError(out.string() + ": exists and is not a directory");
@@ -362,6 +360,12 @@ DirectoryLock lock_output(const ConvertOptions& options) {
       throw Error(message);
     }
   }
+}
+
+DirectoryLock lock_output(const ConvertOptions& options) {
+  const fs::path& out = options.out;
+  refuse_output_among_inputs(options);
+  make_output_directory(out);
   std::optional<DirectoryLock> lock = DirectoryLock::try_acquire(out);
   if (!lock) {
     throw UsageError(out.string() +

@@ -33,6 +33,12 @@ struct ResumePoint {
 // them would be read as input by the next scan.
 void refuse_output_among_inputs(const ConvertOptions& options);
 
+// Creates the directory `out` (and its parents) where it is missing. A path
+// that is a file, a link to nothing, or cannot name a directory is a
+// UsageError naming it; a file system that refuses (read-only, full) is an
+// Error.
+void make_output_directory(const std::filesystem::path& out);
+
 // Creates OUT if it is missing and takes an exclusive lock on it for the
 // whole conversion: two conversions into one OUT at once (a run and its
 // --resume, say) would remove each other's files. Another process holding the
