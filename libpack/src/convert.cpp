@@ -137,9 +137,14 @@ ConvertResult write_dataset(const ConvertOptions& options, const ConversionPlan&
 
 // For a part: the shared lock on OUT, made if need be, that every part holds
 // while it converts (DirectoryLock::try_acquire_shared); throws UsageError
-// where a conversion in one piece, a merge or a split holds OUT.
-DirectoryLock lock_whole_output(const fs::path& whole) {
+// where a conversion in one piece, a merge or a split holds OUT. With
+// `overwrite` it waits instead, as discard_merged_dataset() does: parts run
+// with --overwrite at once each look for the dataset to remove under OUT's
+// exclusive lock, one after another, and one that found nothing left
+// outruns those still looking.
+DirectoryLock lock_whole_output(const fs::path& whole, bool overwrite) {
   make_output_directory(whole);
+  if (overwrite) return DirectoryLock::acquire_shared(whole);
   std::optional<DirectoryLock> lock = DirectoryLock::try_acquire_shared(whole);
   if (!lock) {
     throw UsageError(whole.string() +
@@ -171,7 +176,7 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
     // that holds another dataset. With --overwrite, whatever dataset OUT
     // holds is what the parts replace: it goes first.
     if (options.overwrite) discard_merged_dataset(whole, options.part->count);
-    whole_lock = lock_whole_output(whole);
+    whole_lock = lock_whole_output(whole, options.overwrite);
     std::string merged = parts_merged_into(whole, plan.uuid);
     if (!merged.empty() && !(options.resume && !options.overwrite)) {
       throw UsageError(merged + " (this part is converted again only into another OUT)");

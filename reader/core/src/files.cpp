@@ -90,6 +90,12 @@ std::optional<DirectoryLock> DirectoryLock::try_acquire_shared(const std::filesy
   return DirectoryLock(std::move(fd));
 }
 
+DirectoryLock DirectoryLock::acquire_shared(const std::filesystem::path& dir) {
+  FileDescriptor fd(dir, O_RDONLY | O_DIRECTORY);
+  lock_directory(fd, dir, LOCK_SH);
+  return DirectoryLock(std::move(fd));
+}
+
 std::optional<FileDescriptor> open_direct(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
   if (fd >= 0) return FileDescriptor(fd);

@@ -93,6 +93,8 @@ class DirectoryLock {
   // convert, so that no conversion in one piece, merge or split runs there
   // beside them.
   static std::optional<DirectoryLock> try_acquire_shared(const std::filesystem::path& dir);
+  // The shared lock, waiting while another holds the exclusive one.
+  static DirectoryLock acquire_shared(const std::filesystem::path& dir);
 
  private:
   explicit DirectoryLock(FileDescriptor fd) : fd_(std::move(fd)) {}
