@@ -4,9 +4,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "cli_common.hpp"
 #include "cli_wording.hpp"
+#include "imgpack/merge.hpp"
 #include "imgpack/verify.hpp"
 #include "progress.hpp"
 
@@ -101,7 +103,13 @@ int run_verify(const VerifyArgs& args) {
   options.progress = [&](const VerifyProgress& p) {
     progress.update(p.records_done, p.records_total, 0);
   };
-  const VerifyReport report = verify_dataset(args.dataset, options);
+  VerifyReport report = verify_dataset(args.dataset, options);
+  if (report.ok()) {
+    // A part's shards against each other: one copied from another part
+    // agrees with this part's index in all verify_dataset() checks.
+    std::string foreign = check_part_shards(args.dataset);
+    if (!foreign.empty()) report.errors.push_back(std::move(foreign));
+  }
   // A dataset whose files could not be read checked no record: no bar then.
   if (report.records_checked > 0 || report.errors.empty()) {
     progress.finish(report.records_checked, report.records_checked, 0);

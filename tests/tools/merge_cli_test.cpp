@@ -384,6 +384,47 @@ TEST_F(MergeCli, PartOutOfRangeIsAUsageError) {
   EXPECT_NE(merged.err.find("no parts to merge"), std::string::npos) << merged.err;
 }
 
+// Without labels, a shard copied from another part agrees with this part's
+// index in all but the part that wrote it (parts number their samples and
+// shards alike): verify of the part names it, and merge refuses it.
+TEST_F(MergeCli, VerifyOfAPartNamesAShardCopiedFromAnotherPart) {
+  // Enough images for full shards (7 records) in both parts.
+  auto made = test::run_imgpack("sample-data " + q(dir_ / "many") +
+                                " --classes 2 --per-class 40 --size 40x32 -q");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  for (int part = 0; part < 2; ++part) {
+    auto r = test::run_imgpack("convert " + q(dir_ / "many") + " " + q(dir_ / "out") +
+                               " --size 16x12 --labels none --shard-size 4K -q --part " +
+                               std::to_string(part) + "/2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const fs::path part0 = dir_ / "out" / "parts" / "0-of-2";
+  auto intact = test::run_imgpack("verify " + q(part0) + " -q");
+  ASSERT_EQ(intact.exit_code, 0) << intact.err;
+  // A shard of part 1 with as many records as the one it replaces.
+  const fs::path part1 = dir_ / "out" / "parts" / "1-of-2";
+  std::string name;
+  for (std::size_t k = 0; name.empty() && fs::exists(part0 / format::shard_file_name(k)); ++k) {
+    const std::string candidate = format::shard_file_name(k);
+    if (fs::exists(part1 / candidate) &&
+        h5::File::open_read(part0 / candidate).length("/labels") ==
+            h5::File::open_read(part1 / candidate).length("/labels")) {
+      name = candidate;
+    }
+  }
+  ASSERT_FALSE(name.empty());
+  fs::copy_file(part1 / name, part0 / name, fs::copy_options::overwrite_existing);
+  auto verified = test::run_imgpack("verify " + q(part0) + " -q");
+  EXPECT_EQ(verified.exit_code, 1) << verified.err;
+  EXPECT_NE(verified.err.find((part0 / name).string() +
+                              ": was written by part 1-of-2, but this is part 0-of-2"),
+            std::string::npos)
+      << verified.err;
+  auto merged = test::run_imgpack("merge " + q(dir_ / "out"));
+  EXPECT_EQ(merged.exit_code, 2) << merged.err;
+  EXPECT_NE(merged.err.find(name), std::string::npos) << merged.err;
+}
+
 // Every file under `dir` with the XXH3 of its contents, to tell that a
 // refused merge changed nothing.
 void flip_bit(const fs::path& file, uint64_t offset, int bit) {
@@ -459,8 +500,9 @@ test::TempDir* MergeCampaign::suite_ = nullptr;
 TEST_F(MergeCampaign, EveryKindOfDamagedPartIsRefusedAndRedoneWithResume) {
   std::mt19937_64 random(20261127);
   auto pick = [&](std::size_t n) { return static_cast<std::size_t>(random() % n); };
-  const std::vector<std::string> kinds = {"pixels",  "masks",   "labels",    "columns", "metadata",
-                                          "swapped", "foreign", "truncated", "missing"};
+  const std::vector<std::string> kinds = {"pixels",    "masks",   "labels",  "columns",
+                                          "metadata",  "swapped", "foreign", "other part",
+                                          "truncated", "missing"};
   // A second round of other places, refused only, in the Release run; a
   // sanitizer run takes the first (each kind refused and redone).
   const int rounds = test::kSanitizer ? 1 : 2;
@@ -471,7 +513,16 @@ TEST_F(MergeCampaign, EveryKindOfDamagedPartIsRefusedAndRedoneWithResume) {
       const fs::path out = fresh("out");
       const std::vector<fs::path> shards = shards_of(out / "parts" / part_name);
       ASSERT_GE(shards.size(), 2u);
-      const fs::path& shard = shards[pick(shards.size())];
+      // "other part": the shard of the same number in the next part, which
+      // parts number their samples and shards alike; it may have fewer.
+      const fs::path next_part =
+          out / "parts" / (std::to_string((part + 1) % kParts) + "-of-" + std::to_string(kParts));
+      std::size_t chosen = pick(shards.size());
+      while (kind == "other part" && chosen > 0 &&
+             !fs::exists(next_part / shards[chosen].filename())) {
+        --chosen;
+      }
+      const fs::path& shard = shards[chosen];
       const uint64_t size = fs::file_size(shard);
       const uint64_t records = h5::File::open_read(shard).length("/labels");
       std::string detail;
@@ -509,12 +560,18 @@ TEST_F(MergeCampaign, EveryKindOfDamagedPartIsRefusedAndRedoneWithResume) {
         fs::copy_file(
             *suite_ / "foreign" / "parts" / ("0-of-" + std::to_string(kParts)) / shard.filename(),
             shard, fs::copy_options::overwrite_existing);
+      } else if (kind == "other part") {
+        fs::copy_file(next_part / shard.filename(), shard, fs::copy_options::overwrite_existing);
       } else if (kind == "truncated") {
         fs::resize_file(shard, pick(size));
       } else {
         fs::remove(shard);
       }
       SCOPED_TRACE(kind + " " + shard.string() + " " + detail);
+      // verify finds it in the part, naming the shard.
+      auto verified = test::run_imgpack("verify " + q(out / "parts" / part_name) + " -q");
+      EXPECT_EQ(verified.exit_code, 1) << verified.err;
+      EXPECT_NE(verified.err.find(shard.filename().string()), std::string::npos) << verified.err;
       const auto before = test::directory_snapshot(out);
       auto merged = test::run_imgpack("merge " + q(out));
       EXPECT_EQ(merged.exit_code, 2) << merged.err;

@@ -65,6 +65,17 @@ struct MergeResult {
 // removed. Throws imgpack::Error naming the file for I/O failures.
 MergeResult merge(const MergeOptions& options);
 
+// For a part of a conversion in parts (a dataset whose index's
+// convert_options carry its part record, as OUT/parts/I-of-N does): the
+// first shard whose `part` attribute names another part or none, as a
+// problem naming the file; "" where every shard names this part, or `dir`
+// holds no part. Parts number their samples and shards alike, so a shard
+// copied from another part can agree with this part's index in all that
+// verify_dataset() checks; `imgpack verify` of a part runs this too, as
+// merge() and a resumed part do. Throws imgpack::Error naming the file where
+// index.h5 or a shard cannot be read.
+std::string check_part_shards(const std::filesystem::path& dir);
+
 // Whether the parts of the conversion whose dataset uuid is `uuid` are in
 // OUT already: merged (OUT's index.h5 is that dataset) or being merged
 // (OUT/merge.journal names it). Then a part converted again with

@@ -4,11 +4,17 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "h5.hpp"
 #include "imgpack/checksum.hpp"
+#include "imgpack/dataset_index.hpp"
+#include "imgpack/error.hpp"
+#include "imgpack/format.hpp"
 #include "inputs/json_integer.hpp"
 #include "targets/box_geometry.hpp"
 
 namespace imgpack {
+
+namespace fs = std::filesystem;
 
 std::string part_name(const ConvertPart& part) {
   return std::to_string(part.index) + "-of-" + std::to_string(part.count);
@@ -115,6 +121,26 @@ std::string listing_fingerprint(const std::string& options_json, const SourceLis
   std::snprintf(text, sizeof text, "%016llx",
                 static_cast<unsigned long long>(checksum(key.data(), key.size())));
   return text;
+}
+
+std::string foreign_part_shard(const fs::path& dir, const std::string& part) {
+  const DatasetIndex index = read_index(dir);
+  for (const std::string& file : index.shards.file) {
+    const fs::path path = dir / file;
+    const h5::File shard = h5::File::open_read(path);
+    const std::string written_by = shard.has_attr("/", format::kAttrPart)
+                                       ? shard.read_string_attr("/", format::kAttrPart)
+                                       : std::string();
+    if (written_by != part) {
+      return file_error(path, (written_by.empty() ? std::string("names no part of a conversion")
+                                                  : "was written by part " + written_by) +
+                                  ", but this is part " + part +
+                                  " (a shard copied from elsewhere, or written by an older "
+                                  "imgpack)")
+          .what();
+    }
+  }
+  return "";
 }
 
 }  // namespace imgpack

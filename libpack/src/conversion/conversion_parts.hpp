@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +52,11 @@ bool is_conversion_part(const std::string& convert_options);
 // The part record of a part's `convert_options`. Throws
 // nlohmann::json::exception where it is missing or malformed.
 PartRecord read_part_record(const std::string& convert_options);
+
+// The first shard of the complete dataset in `dir` whose `part` attribute
+// does not name `part` ("1-of-3"), as a problem naming the file; "" where
+// every one does.
+std::string foreign_part_shard(const std::filesystem::path& dir, const std::string& part);
 
 // The fingerprint of PartRecord for `options_json` (ConvertOptions::to_json)
 // over `list` (the whole listing, before any skip is assigned to a part).

@@ -290,26 +290,6 @@ std::string discard_if_damaged(const ConvertOptions& options) {
          "converted again";
 }
 
-std::string foreign_part_shard(const fs::path& dir, const std::string& part) {
-  const DatasetIndex index = read_index(dir);
-  for (const std::string& file : index.shards.file) {
-    const fs::path path = dir / file;
-    const h5::File shard = h5::File::open_read(path);
-    const std::string written_by = shard.has_attr("/", format::kAttrPart)
-                                       ? shard.read_string_attr("/", format::kAttrPart)
-                                       : std::string();
-    if (written_by != part) {
-      return file_error(path, (written_by.empty() ? std::string("names no part of a conversion")
-                                                  : "was written by part " + written_by) +
-                                  ", but this is part " + part +
-                                  " (a shard copied from elsewhere, or written by an older "
-                                  "imgpack)")
-          .what();
-    }
-  }
-  return "";
-}
-
 std::string discard_if_report_unreadable(const ConvertOptions& options) {
   const fs::path report = options.out / format::kReportFile;
   std::vector<uint8_t> bytes;

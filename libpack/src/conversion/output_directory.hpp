@@ -71,11 +71,6 @@ bool output_is_complete(const ConvertOptions& options, const ConversionPlan& pla
 // replaced, or in a part, a shard copied from another part).
 std::string discard_if_damaged(const ConvertOptions& options);
 
-// The first shard of the complete dataset in `dir` whose `part` attribute
-// does not name `part` ("1-of-3"), as a problem naming the file; "" where
-// every one does.
-std::string foreign_part_shard(const std::filesystem::path& dir, const std::string& part);
-
 // The same for a complete part (ConvertOptions::part) whose report.json,
 // which merge() reads for the inputs the part skipped, is missing or not a
 // report: its index.h5 is removed, and the part converted again.

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "conversion/conversion_parts.hpp"
 #include "conversion/convert_journal.hpp"
 #include "conversion/output_files.hpp"
 #include "error_note.hpp"
@@ -437,6 +438,17 @@ MergeResult merge(const MergeOptions& options) {
                       ": run it again once that is fixed");
   }
   return result;
+}
+
+std::string check_part_shards(const fs::path& dir) {
+  const DatasetIndex index = read_index(dir);
+  if (!is_conversion_part(index.convert_options)) return "";
+  try {
+    return foreign_part_shard(dir, part_name(read_part_record(index.convert_options).part));
+  } catch (const nlohmann::json::exception& e) {
+    throw file_error(dir / format::kIndexFile,
+                     std::string("convert_options: a part record that does not read: ") + e.what());
+  }
 }
 
 }  // namespace imgpack
