@@ -196,12 +196,13 @@ void register_dataset(py::module_& m) {
           "read from index.h5 on each access: keep the array rather than asking again.")
       .def(
           "sample_path",
-          [](const Dataset& d, uint64_t s) {
-            if (s >= d.num_samples()) {
+          [](const Dataset& d, int64_t s) {
+            if (s < 0 || static_cast<uint64_t>(s) >= d.num_samples()) {
               throw py::index_error("sample " + std::to_string(s) + " of " +
-                                    std::to_string(d.num_samples()));
+                                    std::to_string(d.num_samples()) + " (ids 0.." +
+                                    std::to_string(d.num_samples()) + "-1)");
             }
-            return text(without_gil([&] { return d.sample_path(s); }));
+            return text(without_gil([&] { return d.sample_path(static_cast<uint64_t>(s)); }));
           },
           "sample"_a, "The source path of one sample, read from index.h5 without the others.")
       .def_property_readonly(

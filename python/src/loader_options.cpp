@@ -170,6 +170,9 @@ void crop_size(const py::object& value, CropOptions& crop) {
 LoaderOptions loader_options(const LoaderArguments& a, uint32_t channels) {
   LoaderOptions o;
   o.selection.split = a.split.is_none() ? std::string() : text(a.split, "split");
+  if (!a.split.is_none() && o.selection.split.empty()) {
+    throw UsageError("split='' names no split: give a stored split's name, or None for none");
+  }
   o.selection.fold = integer<int32_t>(a.fold, "fold");
   o.selection.role = parse_role(text(a.role, "role"));
   // Said without what they apply to, they would be ignored without a word.

@@ -34,8 +34,9 @@ def test_sample_paths_are_read_on_demand(dataset_dir, reference):
     ds = imgpack.Dataset(dataset_dir)
     assert [ds.sample_path(s) for s in (0, 17, 59)] == [reference.sample_path[s]
                                                         for s in (0, 17, 59)]
-    with pytest.raises(IndexError):
-        ds.sample_path(60)
+    for outside in (60, -1):
+        with pytest.raises(IndexError, match="sample %d of 60" % outside):
+            ds.sample_path(outside)
     # Each access reads them anew: the arrays are the caller's.
     first, second = ds.sample_paths, ds.sample_paths
     assert first is not second and first.tolist() == second.tolist()

@@ -96,6 +96,8 @@ def test_bad_requests_are_value_errors(dataset_dir):
         imgpack.Loader(dataset_dir, split="cv3", fold=3, role="val")
     with pytest.raises(ValueError):
         imgpack.Loader(dataset_dir, role="train")  # no split
+    with pytest.raises(ValueError, match="split=''"):
+        imgpack.Loader(dataset_dir, split="")  # None says "no split"
     assert not issubclass(ValueError, imgpack.Error)
 
 
