@@ -105,7 +105,7 @@ int run_verify(const VerifyArgs& args) {
   };
   VerifyReport report = verify_dataset(args.dataset, options);
   if (report.ok()) {
-    // A part's shards against each other: one copied from another part
+    // A part's shards against the part it is: one copied from another part
     // agrees with this part's index in all verify_dataset() checks.
     std::string foreign = check_part_shards(args.dataset);
     if (!foreign.empty()) report.errors.push_back(std::move(foreign));

@@ -6,7 +6,6 @@
 
 #include "h5.hpp"
 #include "imgpack/checksum.hpp"
-#include "imgpack/dataset_index.hpp"
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "inputs/json_integer.hpp"
@@ -123,8 +122,8 @@ std::string listing_fingerprint(const std::string& options_json, const SourceLis
   return text;
 }
 
-std::string foreign_part_shard(const fs::path& dir, const std::string& part) {
-  const DatasetIndex index = read_index(dir);
+std::string foreign_part_shard(const fs::path& dir, const DatasetIndex& index,
+                               const std::string& part) {
   for (const std::string& file : index.shards.file) {
     const fs::path path = dir / file;
     const h5::File shard = h5::File::open_read(path);

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "imgpack/convert_options.hpp"
+#include "imgpack/dataset_index.hpp"
 #include "inputs/scan.hpp"
 
 namespace imgpack {
@@ -53,10 +54,11 @@ bool is_conversion_part(const std::string& convert_options);
 // nlohmann::json::exception where it is missing or malformed.
 PartRecord read_part_record(const std::string& convert_options);
 
-// The first shard of the complete dataset in `dir` whose `part` attribute
-// does not name `part` ("1-of-3"), as a problem naming the file; "" where
-// every one does.
-std::string foreign_part_shard(const std::filesystem::path& dir, const std::string& part);
+// The first shard of the complete dataset in `dir` (whose index is `index`)
+// whose `part` attribute does not name `part` ("1-of-3"), as a problem
+// naming the file; "" where every one does.
+std::string foreign_part_shard(const std::filesystem::path& dir, const DatasetIndex& index,
+                               const std::string& part);
 
 // The fingerprint of PartRecord for `options_json` (ConvertOptions::to_json)
 // over `list` (the whole listing, before any skip is assigned to a part).

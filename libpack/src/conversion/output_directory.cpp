@@ -269,7 +269,9 @@ std::string discard_if_damaged(const ConvertOptions& options) {
     // verify_dataset() knows no parts: a shard copied from another part of
     // the conversion, which can agree with this part's index in all it
     // checks, names the part that wrote it.
-    if (options.part) problem = foreign_part_shard(options.out, part_name(*options.part));
+    if (options.part) {
+      problem = foreign_part_shard(options.out, read_index(options.out), part_name(*options.part));
+    }
     if (problem.empty()) return "";
   } else if (!report.errors.empty()) {
     problem = report.errors.front();

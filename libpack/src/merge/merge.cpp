@@ -444,7 +444,7 @@ std::string check_part_shards(const fs::path& dir) {
   const DatasetIndex index = read_index(dir);
   if (!is_conversion_part(index.convert_options)) return "";
   try {
-    return foreign_part_shard(dir, part_name(read_part_record(index.convert_options).part));
+    return foreign_part_shard(dir, index, part_name(read_part_record(index.convert_options).part));
   } catch (const nlohmann::json::exception& e) {
     throw file_error(dir / format::kIndexFile,
                      std::string("convert_options: a part record that does not read: ") + e.what());
