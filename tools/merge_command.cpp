@@ -22,6 +22,10 @@ int run_merge(const MergeArgs& args) {
   options.threads = args.threads;
   const MergeResult result = merge(options);
   print_messages("warning", result.split_warnings);
+  for (const std::string& path : result.left_behind) {
+    std::fprintf(stderr, "warning: %s: not written by imgpack, so merge left it where it is\n",
+                 path.c_str());
+  }
   if (args.json) {
     print_json(merge_json(result, args.out));
   } else if (!args.quiet && result.already_merged) {

@@ -103,6 +103,7 @@ nlohmann::ordered_json merge_json(const MergeResult& result, const std::string& 
   j["dataset_uuid"] = result.uuid;
   j["resumed"] = result.resumed;
   j["already_merged"] = result.already_merged;
+  j["left_behind"] = result.left_behind;
   j["out"] = out;
   return j;
 }

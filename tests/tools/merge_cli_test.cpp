@@ -384,6 +384,29 @@ TEST_F(MergeCli, PartOutOfRangeIsAUsageError) {
   EXPECT_NE(merged.err.find("no parts to merge"), std::string::npos) << merged.err;
 }
 
+// A file no conversion wrote, in a part's folder (notes kept beside it): the
+// merge finishes, names the file, and leaves it and the folder holding it.
+TEST_F(MergeCli, AFileNoConversionWroteIsLeftInPlaceAndNamed) {
+  ASSERT_EQ(array_tasks("out", 2).exit_code, 0);
+  const fs::path out = dir_ / "out";
+  const fs::path notes = out / "parts" / "1-of-2" / "notes.txt";
+  test::write_bytes(notes, "mine");
+  auto merged = test::run_imgpack("merge " + q(out) + " --json");
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_EQ(nlohmann::json::parse(merged.out)["left_behind"],
+            nlohmann::json::array({notes.string()}));
+  EXPECT_NE(merged.err.find("warning: " + notes.string() +
+                            ": not written by imgpack, so merge left it where it is"),
+            std::string::npos)
+      << merged.err;
+  EXPECT_EQ(test::read_bytes(notes), "mine");
+  EXPECT_FALSE(fs::exists(out / "parts" / "0-of-2"));
+  EXPECT_FALSE(fs::exists(out / "parts" / "1-of-2" / "index.h5"));
+  EXPECT_FALSE(fs::exists(out / "merge.journal"));
+  auto verify = test::run_imgpack("verify " + q(out) + " -q");
+  EXPECT_EQ(verify.exit_code, 0) << verify.err;
+}
+
 // Without labels, a shard copied from another part agrees with this part's
 // index in all but the part that wrote it (parts number their samples and
 // shards alike): verify of the part names it, and merge refuses it.

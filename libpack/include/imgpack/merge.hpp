@@ -40,6 +40,9 @@ struct MergeResult {
   std::vector<std::string> split_warnings;  // e.g. classes smaller than the folds
   bool resumed = false;                     // continued a merge that was interrupted
   bool already_merged = false;              // OUT held the merged dataset: nothing was done
+  // Files in OUT/parts that no conversion wrote (notes, a copy): merge
+  // removes only what it knows, so these stay, with the folders holding them.
+  std::vector<std::string> left_behind;
   double seconds = 0;
 };
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -174,19 +175,33 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
                     report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-// After index.h5: the parts' folders, holding only their index, splits and report now.
-void remove_parts(const fs::path& out) {
+// After index.h5: the parts' folders, holding only their index, splits and
+// report now. Returns what is left in them: files no conversion wrote, which
+// are not merge's to remove.
+std::vector<std::string> remove_parts(const fs::path& out) {
   const fs::path parts = out / kPartsFolder;
+  std::vector<std::string> left;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(parts, ec)) {
     for (const char* name : {format::kIndexFile, format::kSplitsFile, format::kReportFile}) {
       fs::remove(entry.path() / name, ec);
     }
     fs::remove(entry.path(), ec);  // only if empty: nothing else is ours to remove
+    const fs::file_status kept = fs::symlink_status(entry.path(), ec);
+    if (!fs::exists(kept)) continue;
+    if (!fs::is_directory(kept)) {
+      left.push_back(entry.path().string());
+      continue;
+    }
+    for (const fs::directory_entry& stray : fs::directory_iterator(entry.path(), ec)) {
+      left.push_back(stray.path().string());
+    }
   }
   fs::remove(parts, ec);
   fs::remove(out / kMergeJournalFile, ec);
   fsync_path(out);
+  std::sort(left.begin(), left.end());
+  return left;
 }
 
 // OUT holds a dataset that a merge made: its index.h5, and a report.json
@@ -248,7 +263,7 @@ void finish_merge(const fs::path& out, MergePlan& plan, bool journaled,
   write_index(out, plan.index);  // last: its presence makes the dataset complete
   crash_point("merge-index-committed");
   plan.locks.clear();
-  remove_parts(out);
+  result.left_behind = remove_parts(out);
 }
 
 }  // namespace
@@ -377,7 +392,7 @@ MergeResult merge(const MergeOptions& options) {
   if (journaled && path_exists(out / format::kIndexFile)) {
     // Stopped after index.h5: only the parts' folders are left to remove.
     const DatasetIndex done = read_index(out);
-    remove_parts(out);
+    result.left_behind = remove_parts(out);
     result.parts = parts_in_report(out);
     result.records = done.num_records();
     result.samples = done.num_samples();
