@@ -18,7 +18,7 @@ asan_tree_configure() {
   CC=clang CXX=clang++ cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -D_GLIBCXX_ASSERTIONS" \
     -DIMGPACK_SANITIZE=address,undefined,fuzzer-no-link -DIMGPACK_BUILD_FUZZERS=ON \
-    -DIMGPACK_WITH_CUDA=OFF -DIMGPACK_WERROR=ON -DIMGPACK_BUILD_TESTS=ON \
+    -DIMGPACK_WITH_CUDA=OFF -DIMGPACK_WERROR=ON -DIMGPACK_BUILD_TESTS=ON -DIMGPACK_TEST_PER_SUITE=ON \
     "$(sanitizer_linker_flags EXE)" "$(sanitizer_linker_flags SHARED)" \
     "-DPython_EXECUTABLE:FILEPATH=$(imgpack_python)" >/dev/null
 }
