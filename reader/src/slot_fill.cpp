@@ -190,55 +190,68 @@ void SlotFiller::fill(const EpochBatches& work, std::size_t batch, std::size_t b
                                dataset_.record_variant(records[i]));
     }
   }
+  thread_local std::vector<uint64_t> checksums;
+  checksums.clear();
+  if (options_.verify_checksums) read_checksums(records, checksums);
+  const Chunk chunk{begin, records, windows, checksums};
   if (in_memory || !reads_chunk(records.front()) || !files_readable(records)) {
-    copy_from_mappings(slot, begin, records, windows);
+    copy_from_mappings(slot, chunk);
   } else {
-    read_from_files(slot, begin, records, windows, readers);
+    read_from_files(slot, chunk, readers);
   }
-  if (boxes_) place_boxes(slot, begin, records, windows);
+  if (boxes_) place_boxes(slot, chunk);
 }
 
-void SlotFiller::copy_from_mappings(Slot& slot, std::size_t begin,
-                                    std::span<const uint64_t> records,
-                                    std::span<const RecordWindow> windows) const {
-  volatile std::size_t current = 0;  // read after a jump out of the loop
+void SlotFiller::mapping_faulted(uint64_t record, const char* what) const {
+  throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
+                   "truncated or rewritten in place while the dataset was open (reading " +
+                       std::string(what) + " of row " +
+                       std::to_string(dataset_.index().records.row[record]) +
+                       " from its mapping faulted with SIGBUS); reopen the dataset");
+}
+
+// The shards store their checksums in columns of their own, mapped as the
+// pixels are: read under the SIGBUS guard too, since records read with
+// pread leave the mappings alone and a shard cut short after its pixels
+// still has them to give.
+void SlotFiller::read_checksums(std::span<const uint64_t> records,
+                                std::vector<uint64_t>& out) const {
+  const std::size_t layers = masks_ ? 2 : 1;
+  out.resize(records.size() * layers);  // before the guard: it allocates
+  volatile std::size_t current = 0;     // read after a jump out of the loop
   const void* fault = read_mapped([&] {
     for (std::size_t i = 0; i < records.size(); ++i) {
       current = i;
-      place_image(slot, begin + i, records[i], dataset_.record_data(records[i]), windows[i]);
-      if (masks_) {
-        place_mask(slot, begin + i, records[i], dataset_.mask_data(records[i]), windows[i]);
-      }
+      out[i * layers] = dataset_.record_checksum(records[i]);
+      if (masks_) out[i * layers + 1] = dataset_.record_mask_checksum(records[i]);
     }
   });
-  if (fault != nullptr) {
-    // The shard of the record being placed shrank (or was rewritten in
-    // place) since the dataset was opened: its pages are gone.
-    const uint64_t record = records[current];
-    throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
-                     "truncated or rewritten in place while the dataset was open (reading row " +
-                         std::to_string(dataset_.index().records.row[record]) +
-                         " from its mapping faulted with SIGBUS); reopen the dataset");
-  }
+  if (fault != nullptr) mapping_faulted(records[current], "the stored checksum");
 }
 
-void SlotFiller::read_from_files(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
-                                 std::span<const RecordWindow> windows,
-                                 ThreadReaders& readers) const {
-  records_read_.fetch_add(records.size(), std::memory_order_relaxed);
+void SlotFiller::copy_from_mappings(Slot& slot, const Chunk& chunk) const {
+  volatile std::size_t current = 0;  // read after a jump out of the loop
+  const void* fault = read_mapped([&] {
+    for (std::size_t i = 0; i < chunk.records.size(); ++i) {
+      current = i;
+      place_image(slot, chunk, i, dataset_.record_data(chunk.records[i]));
+      if (masks_) place_mask(slot, chunk, i, dataset_.mask_data(chunk.records[i]));
+    }
+  });
+  if (fault != nullptr) mapping_faulted(chunk.records[current], "the pixels");
+}
+
+void SlotFiller::read_from_files(Slot& slot, const Chunk& chunk, ThreadReaders& readers) const {
+  records_read_.fetch_add(chunk.records.size(), std::memory_order_relaxed);
   if (!readers.images) readers.images.emplace(*images_files_, options_.reads_in_flight);
   readers.images->read(
-      records, [&](std::size_t i) { return images_->read_target(slot, begin + i); },
-      [&](std::size_t i, const uint8_t* pixels) {
-        place_image(slot, begin + i, records[i], pixels, windows[i]);
-      });
+      chunk.records, [&](std::size_t i) { return images_->read_target(slot, chunk.begin + i); },
+      [&](std::size_t i, const uint8_t* pixels) { place_image(slot, chunk, i, pixels); });
   if (!masks_) return;
   if (!readers.masks) readers.masks.emplace(*masks_files_, options_.reads_in_flight);
   readers.masks->read(
-      records, [&](std::size_t i) { return masks_->read_target(slot, begin + i); },
-      [&](std::size_t i, const uint8_t* mask) {
-        place_mask(slot, begin + i, records[i], mask, windows[i]);
-      });
+      chunk.records, [&](std::size_t i) { return masks_->read_target(slot, chunk.begin + i); },
+      [&](std::size_t i, const uint8_t* mask) { place_mask(slot, chunk, i, mask); });
 }
 
 // A record's box rows lie far from its pixels (and from the next record's
@@ -246,23 +259,27 @@ void SlotFiller::read_from_files(Slot& slot, std::size_t begin, std::span<const 
 // or two per record (where its rows start, then the rows). Looked up for the
 // whole chunk first, then asked for together, their misses overlap. After
 // the chunk's pixels, since copying those would evict rows fetched before.
-void SlotFiller::place_boxes(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
-                             std::span<const RecordWindow> windows) const {
+// (The box tables are read into memory when the dataset is opened, not
+// mapped.)
+void SlotFiller::place_boxes(Slot& slot, const Chunk& chunk) const {
   thread_local std::vector<Dataset::BoxRows> rows;  // one buffer per reader thread
-  rows.resize(records.size());
-  for (std::size_t i = 0; i < records.size(); ++i) rows[i] = dataset_.record_boxes(records[i]);
+  rows.resize(chunk.records.size());
+  for (std::size_t i = 0; i < chunk.records.size(); ++i) {
+    rows[i] = dataset_.record_boxes(chunk.records[i]);
+  }
   for (const Dataset::BoxRows& record_rows : rows) prefetch_boxes(record_rows);
-  slot.boxes.prefetch_for_writing(begin, begin + records.size());
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    slot.boxes.place(begin + i, rows[i], stored_, delivered_, windows[i], box_rules_);
+  slot.boxes.prefetch_for_writing(chunk.begin, chunk.begin + chunk.records.size());
+  for (std::size_t i = 0; i < chunk.records.size(); ++i) {
+    slot.boxes.place(chunk.begin + i, rows[i], stored_, delivered_, chunk.windows[i], box_rules_);
   }
 }
 
-void SlotFiller::check(uint64_t record, const uint8_t* src, Layer layer) const {
+void SlotFiller::check(const Chunk& chunk, std::size_t i, const uint8_t* src,
+                       ShardFiles::Layer layer) const {
   const bool image = layer == Layer::images;
-  const uint64_t stored =
-      image ? dataset_.record_checksum(record) : dataset_.record_mask_checksum(record);
+  const uint64_t stored = chunk.checksums[i * (masks_ ? 2 : 1) + (image ? 0 : 1)];
   if (checksum(src, image ? dataset_.record_bytes() : dataset_.mask_bytes()) == stored) return;
+  const uint64_t record = chunk.records[i];
   throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
                    std::string(image ? "" : "the mask of ") + "row " +
                        std::to_string(dataset_.index().records.row[record]) + " (sample " +
@@ -270,10 +287,12 @@ void SlotFiller::check(uint64_t record, const uint8_t* src, Layer layer) const {
                        ") does not match its stored checksum");
 }
 
-void SlotFiller::place_image(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
-                             const RecordWindow& window) const {
-  if (options_.verify_checksums) check(record, src, Layer::images);
-  images_->place(slot, pos, src, window);
+void SlotFiller::place_image(Slot& slot, const Chunk& chunk, std::size_t i,
+                             const uint8_t* src) const {
+  if (options_.verify_checksums) check(chunk, i, src, Layer::images);
+  const uint64_t record = chunk.records[i];
+  const std::size_t pos = chunk.begin + i;
+  images_->place(slot, pos, src, chunk.windows[i]);
   slot.labels[pos] = dataset_.record_label(record);
   const int64_t sample = dataset_.record_sample(record);
   const DatasetIndex& index = dataset_.index();
@@ -289,10 +308,10 @@ void SlotFiller::place_image(Slot& slot, std::size_t pos, uint64_t record, const
   slot.records[pos] = record;
 }
 
-void SlotFiller::place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
-                            const RecordWindow& window) const {
-  if (options_.verify_checksums) check(record, src, Layer::masks);
-  masks_->place(slot, pos, src, window);
+void SlotFiller::place_mask(Slot& slot, const Chunk& chunk, std::size_t i,
+                            const uint8_t* src) const {
+  if (options_.verify_checksums) check(chunk, i, src, Layer::masks);
+  masks_->place(slot, chunk.begin + i, src, chunk.windows[i]);
 }
 
 bool SlotFiller::files_readable(std::span<const uint64_t> records) const {

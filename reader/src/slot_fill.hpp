@@ -136,21 +136,33 @@ class SlotFiller {
   // shard's file (ShardFiles::readable): a chunk holding one whose file is
   // gone from its path is copied from the mappings instead.
   bool files_readable(std::span<const uint64_t> records) const;
-  // Throws if `src`, a record's `layer`, does not match its stored checksum.
-  void check(uint64_t record, const uint8_t* src, ShardFiles::Layer layer) const;
-  // The chunk of `records` at positions [begin, begin + records.size()),
-  // each cut to its window: pixels and masks from the shard mappings or
-  // their files, then the boxes.
-  void copy_from_mappings(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
-                          std::span<const RecordWindow> windows) const;
-  void read_from_files(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
-                       std::span<const RecordWindow> windows, ThreadReaders& readers) const;
-  void place_boxes(Slot& slot, std::size_t begin, std::span<const uint64_t> records,
-                   std::span<const RecordWindow> windows) const;
-  void place_image(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
-                   const RecordWindow& window) const;
-  void place_mask(Slot& slot, std::size_t pos, uint64_t record, const uint8_t* src,
-                  const RecordWindow& window) const;
+  // The chunk a fill() places: `records` at positions [begin, begin +
+  // records.size()) of the slot, each cut to its window, with the checksums
+  // their shards store (images, then masks, per record) when the loader
+  // verifies them.
+  struct Chunk {
+    std::size_t begin;
+    std::span<const uint64_t> records;
+    std::span<const RecordWindow> windows;
+    std::span<const uint64_t> checksums;
+  };
+  // Reads the stored checksums of `records` into `out` (per record: the
+  // image's, then the mask's where the dataset has masks).
+  void read_checksums(std::span<const uint64_t> records, std::vector<uint64_t>& out) const;
+  // Throws if `src`, the `layer` of the chunk's record `i`, does not match
+  // its stored checksum.
+  void check(const Chunk& chunk, std::size_t i, const uint8_t* src, ShardFiles::Layer layer) const;
+  // The chunk's pixels and masks, from the shard mappings or their files;
+  // then its boxes.
+  void copy_from_mappings(Slot& slot, const Chunk& chunk) const;
+  void read_from_files(Slot& slot, const Chunk& chunk, ThreadReaders& readers) const;
+  void place_boxes(Slot& slot, const Chunk& chunk) const;
+  void place_image(Slot& slot, const Chunk& chunk, std::size_t i, const uint8_t* src) const;
+  void place_mask(Slot& slot, const Chunk& chunk, std::size_t i, const uint8_t* src) const;
+  // Throws the error for a fault (SIGBUS) while reading `what` of `record`
+  // from its shard's mapping: the shard shrank or was rewritten in place
+  // since the dataset was opened.
+  [[noreturn]] void mapping_faulted(uint64_t record, const char* what) const;
 
   const Dataset& dataset_;
   const LoaderOptions& options_;

@@ -1266,6 +1266,69 @@ TEST_F(LoaderTest, AShardTruncatedWhileItIsReadIsAnErrorNamingItNotACrash) {
   }
 }
 
+// A shard cut short after its pixels: the records' pixels are all there to
+// read, but a column written after them and read through the mapping (the
+// checksums, the masks) has lost its last page. Whichever path reads the
+// pixels (pread leaves the mapping alone), a loader that needs that column
+// ends in an imgpack::Error naming the shard rather than in SIGBUS.
+TEST(LoaderCutShort, AColumnCutAfterThePixelsIsAnErrorOnEveryReadPathNotACrash) {
+  struct Case {
+    const char* column;
+    bool masks;
+    bool verify;
+  };
+  const Case cases[] = {{format::kChecksum, false, true},
+                        {format::kMaskChecksum, true, true},
+                        {format::kMasks, true, false}};
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (const Case& c : cases) {
+    for (ReadPath path : {ReadPath::mapped, ReadPath::automatic, ReadPath::read}) {
+      SCOPED_TRACE(std::string(c.column) + " " + std::string(read_path_name(path)));
+      TempDir dir;
+      SyntheticOptions synthetic;
+      // Columns of 512 entries of 8 bytes: each ends at least a page past
+      // its start, so the cut below leaves every byte before the column.
+      synthetic.samples = 1024;
+      synthetic.records_per_shard = 512;
+      synthetic.masks = c.masks;
+      test::write_synthetic_dataset(dir.path(), synthetic);
+      const Dataset dataset = Dataset::open(dir.path());
+      LoaderOptions o;
+      o.batch_size = 64;
+      o.threads = 2;
+      o.prefetch = 2;
+      o.read_path = path;
+      o.verify_checksums = c.verify;
+      Loader loader(dataset, o);
+      loader.set_epoch(0);
+      ASSERT_TRUE(loader.next().has_value());
+      for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
+        const fs::path shard = dataset.shard_path(k);
+        const uint64_t start = test::dataset_offset(shard, c.column);
+        const uint64_t pixels_end = dataset.shard_images_offset(k) + dataset.shard_images(k).size();
+        ASSERT_GE(start, pixels_end);
+        // The page holding the column's 512th entry and everything after it.
+        const uint64_t cut = (start + uint64_t{511} * 8) / page * page;
+        ASSERT_GE(cut, start);
+        ASSERT_EQ(::truncate(shard.c_str(), static_cast<off_t>(cut)), 0);
+      }
+      try {
+        for (uint64_t epoch = 1; epoch < 4; ++epoch) {
+          loader.set_epoch(epoch);
+          while (loader.next()) {
+          }
+        }
+        ADD_FAILURE() << "read three epochs of shards cut short";
+      } catch (const UsageError& e) {
+        ADD_FAILURE() << e.what();
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find((dir.path() / "shard-0").string()), std::string::npos) << what;
+      }
+    }
+  }
+}
+
 // A batch_size beyond what an epoch holds costs no memory: a slot holds the
 // largest batch an epoch delivers. A ring larger than the memory the process
 // may use is refused when the loader is made, naming the size, instead of
