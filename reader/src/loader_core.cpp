@@ -39,7 +39,10 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   convert_on_host_ =
       !backend_->separate_device_memory() && options_.output != OutputFormat::uint8_nhwc;
   const uint64_t memory = memory_for_page_cache();
-  choose_upload_path(memory);
+  UploadPath upload = open_upload_path(dataset_, options_, *backend_, memory);
+  upload_ = std::move(upload.choice);
+  direct_ = upload_.direct;
+  registrations_ = std::move(upload.registrations);
   reader_threads_ =
       choose_threads(options_, backend_->separate_device_memory(), direct_, cores_available());
   filler_ = std::make_unique<SlotFiller>(
@@ -61,40 +64,6 @@ LoaderCore::LoaderCore(Dataset dataset, LoaderOptions options)
   slot_layout_.add_targets(dataset_.index());
   allocate_ring(memory);
   start_prefetch(memory);
-}
-
-// Direct or staged upload (upload_choice.hpp), and for direct the shards'
-// registration with the device. Where the choice was automatic, a shard the
-// device refuses to register means staged upload instead, with the reason.
-void LoaderCore::choose_upload_path(uint64_t memory) {
-  UploadContext context;
-  context.device_memory = backend_->separate_device_memory();
-  context.memory = memory;
-  for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
-    context.dataset_bytes += dataset_.shard_images(k).size() + dataset_.shard_masks(k).size();
-  }
-  upload_ = choose_upload(options_, context);
-  direct_ = upload_.direct;
-  if (!direct_) return;
-  for (std::size_t k = 0; k < dataset_.num_shards(); ++k) {
-    const std::span<const uint8_t> images = dataset_.shard_images(k);
-    if (images.empty()) continue;
-    try {
-      registrations_.push_back(backend_->register_host(images.data(), images.size()));
-      const std::span<const uint8_t> masks = dataset_.shard_masks(k);
-      if (!masks.empty()) {
-        registrations_.push_back(backend_->register_host(masks.data(), masks.size()));
-      }
-    } catch (const Error& e) {
-      const std::string why = "cannot register for direct upload: " + std::string(e.what());
-      if (options_.direct_upload == DirectUpload::on) throw file_error(dataset_.shard_path(k), why);
-      registrations_.clear();
-      direct_ = false;
-      upload_ = {false,
-                 "staged (direct_upload auto): " + dataset_.shard_path(k).string() + ": " + why};
-      return;
-    }
-  }
 }
 
 // The ring's first `prefetch` slots; more are added only while a consumer

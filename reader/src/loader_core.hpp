@@ -129,9 +129,7 @@ class LoaderCore {
  private:
   // Allocates the ring's first `prefetch` slots; `memory` is what this
   // process may use (memory_for_page_cache()).
-  void choose_upload_path(uint64_t memory);
   void allocate_ring(uint64_t memory);
-  // Host bytes of one slot's images and masks, per image (direct upload: 0).
   // A slot with its memory and events; adds the bytes it holds to the ring's.
   Slot make_slot();
   // When every slot is held by a live Batch, adds one to the ring (up to

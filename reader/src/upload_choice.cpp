@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
+
+#include "imgpack/error.hpp"
 
 namespace imgpack::detail {
 
@@ -46,6 +49,36 @@ UploadChoice choose_upload(const LoaderOptions& o, const UploadContext& context)
   return {true, "direct (direct_upload auto): the shards (" + gib(context.dataset_bytes) +
                     ") fit in half the memory the page cache may use (" + gib(context.memory) +
                     ") and nothing needs the host to touch the records"};
+}
+
+UploadPath open_upload_path(const Dataset& dataset, const LoaderOptions& options,
+                            UploadBackend& backend, uint64_t memory) {
+  UploadContext context;
+  context.device_memory = backend.separate_device_memory();
+  context.memory = memory;
+  for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
+    context.dataset_bytes += dataset.shard_images(k).size() + dataset.shard_masks(k).size();
+  }
+  UploadPath path{choose_upload(options, context), {}};
+  if (!path.choice.direct) return path;
+  for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
+    const std::span<const uint8_t> images = dataset.shard_images(k);
+    if (images.empty()) continue;
+    try {
+      path.registrations.push_back(backend.register_host(images.data(), images.size()));
+      const std::span<const uint8_t> masks = dataset.shard_masks(k);
+      if (!masks.empty()) {
+        path.registrations.push_back(backend.register_host(masks.data(), masks.size()));
+      }
+    } catch (const Error& e) {
+      const std::string why = "cannot register for direct upload: " + std::string(e.what());
+      if (options.direct_upload == DirectUpload::on) throw file_error(dataset.shard_path(k), why);
+      return {
+          {false, "staged (direct_upload auto): " + dataset.shard_path(k).string() + ": " + why},
+          {}};
+    }
+  }
+  return path;
 }
 
 unsigned choose_threads(const LoaderOptions& o, bool device_memory, bool direct, unsigned cores) {

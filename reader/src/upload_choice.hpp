@@ -5,9 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "imgpack/dataset.hpp"
 #include "imgpack/loader.hpp"
+#include "imgpack/upload_backend.hpp"
 
 namespace imgpack::detail {
 
@@ -32,6 +36,19 @@ struct UploadContext {
 // none, so the rest stays for the training program and the page cache.
 // Never throws.
 UploadChoice choose_upload(const LoaderOptions& options, const UploadContext& context);
+
+// The choice carried out for a loader of `options` over `dataset`, which
+// delivers through `backend`: for direct upload, every shard's pixels and
+// masks registered with the device (the registrations are to be kept for the
+// loader's life). Where the choice was automatic, a shard the device refuses
+// to register means staged upload instead, saying why; with
+// DirectUpload::on it is an imgpack::Error naming the shard.
+struct UploadPath {
+  UploadChoice choice;
+  std::vector<std::unique_ptr<HostRegistration>> registrations;
+};
+UploadPath open_upload_path(const Dataset& dataset, const LoaderOptions& options,
+                            UploadBackend& backend, uint64_t memory);
 
 // The reader threads to run: LoaderOptions::threads, or where it is 0 the
 // automatic choice that LoaderOptions::threads documents, for a loader that

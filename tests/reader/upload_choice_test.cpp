@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "cpu_affinity.hpp"
 #include "imgpack/error.hpp"
+#include "imgpack/upload_backend.hpp"
 #include "synthetic_dataset.hpp"
 #include "test_support.hpp"
 #include "upload_choice.hpp"
@@ -28,6 +30,54 @@ UploadContext device_with(uint64_t dataset_bytes, uint64_t memory) {
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
+
+// A device of its own as far as the upload path can tell, whose
+// registrations fail from the `refuse_from`-th on (counting from 0); the
+// rest is the host backend's.
+class RegisteringDevice : public UploadBackend {
+ public:
+  explicit RegisteringDevice(std::size_t refuse_from) : refuse_from_(refuse_from) {}
+  std::size_t registered() const { return registered_; }
+
+  Device device() const override { return host_->device(); }
+  bool separate_device_memory() const override { return true; }
+  bool pinned_host_memory() const override { return false; }
+  Memory allocate_host(std::size_t bytes) override { return host_->allocate_host(bytes); }
+  Memory allocate_device(std::size_t bytes) override { return host_->allocate_device(bytes); }
+  std::unique_ptr<UploadEvent> create_event() override { return host_->create_event(); }
+  std::unique_ptr<HostRegistration> register_host(const void* data, std::size_t bytes) override {
+    if (registered_ >= refuse_from_) throw Error("out of pinnable memory (test)");
+    ++registered_;
+    return host_->register_host(data, bytes);
+  }
+  void stream_wait(UploadEvent& event) override { host_->stream_wait(event); }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    host_->copy_to_device(dst, src, bytes);
+  }
+  void gather_to_device(void* dst, const void* const* srcs, std::size_t count,
+                        std::size_t bytes_each) override {
+    host_->gather_to_device(dst, srcs, count, bytes_each);
+  }
+  void convert(const ConvertJob& job) override { host_->convert(job); }
+  void record(UploadEvent& event) override { host_->record(event); }
+  void synchronize(UploadEvent& event) override { host_->synchronize(event); }
+  bool query(UploadEvent& event) override { return host_->query(event); }
+  void record_on_stream(UploadEvent& event, void* stream) override {
+    host_->record_on_stream(event, stream);
+  }
+  void wait_on_stream(UploadEvent& event, void* stream) override {
+    host_->wait_on_stream(event, stream);
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    host_->copy_to_host(dst, src, bytes);
+  }
+  void* native_stream() const override { return nullptr; }
+
+ private:
+  std::unique_ptr<UploadBackend> host_ = make_host_backend();
+  std::size_t refuse_from_;
+  std::size_t registered_ = 0;
+};
 
 TEST(UploadChoice, AutomaticIsDirectWhenTheShardsFitAndNothingTouchesTheRecords) {
   const LoaderOptions o;  // the default: DirectUpload::automatic
@@ -117,6 +167,55 @@ TEST(UploadChoice, AutomaticThreadsFillTheCopyEngineOnlyWhenStaging) {
   for (bool device : {false, true})
     for (bool direct : {false, true}) EXPECT_EQ(choose_threads(o, device, direct, 16), 5u);
   EXPECT_GE(cores_available(), 1u);
+}
+
+// The choice carried out: direct registers every shard's pixels and masks;
+// a shard the device will not register turns the automatic choice into
+// staged upload naming the shard and the reason, and is an error naming it
+// where direct upload was asked for.
+TEST(UploadChoice, AShardTheDeviceWillNotRegisterMeansStagedOrAnErrorWhenDirectWasAskedFor) {
+  test::TempDir dir;
+  test::SyntheticOptions options;
+  options.samples = 40;
+  options.records_per_shard = 16;  // three shards
+  options.masks = true;
+  test::write_synthetic_dataset(dir.path(), options);
+  const Dataset dataset = Dataset::open(dir.path());
+  ASSERT_EQ(dataset.num_shards(), 3u);
+  LoaderOptions o;
+
+  RegisteringDevice willing(SIZE_MAX);
+  UploadPath path = open_upload_path(dataset, o, willing, 64 * kGiB);
+  EXPECT_TRUE(path.choice.direct) << path.choice.reason;
+  EXPECT_EQ(path.registrations.size(), 6u);  // each shard's images and masks
+  EXPECT_EQ(willing.registered(), 6u);
+
+  RegisteringDevice refusing(3);  // shard 0's two layers, then shard 1's images
+  path = open_upload_path(dataset, o, refusing, 64 * kGiB);
+  EXPECT_FALSE(path.choice.direct);
+  EXPECT_TRUE(path.registrations.empty());
+  EXPECT_EQ(path.choice.reason, "staged (direct_upload auto): " + dataset.shard_path(1).string() +
+                                    ": cannot register for direct upload: out of pinnable "
+                                    "memory (test)");
+
+  o.direct_upload = DirectUpload::on;
+  RegisteringDevice refusing_on(3);
+  try {
+    open_upload_path(dataset, o, refusing_on, 64 * kGiB);
+    ADD_FAILURE() << "direct upload went on without shard 1";
+  } catch (const UsageError& e) {
+    ADD_FAILURE() << e.what();
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), dataset.shard_path(1).string())) << e.what();
+    EXPECT_TRUE(contains(e.what(), "cannot register for direct upload")) << e.what();
+  }
+
+  // Staged by the choice itself: nothing is registered.
+  o.direct_upload = DirectUpload::automatic;
+  RegisteringDevice untouched(SIZE_MAX);
+  path = open_upload_path(dataset, o, untouched, 1024);
+  EXPECT_FALSE(path.choice.direct);
+  EXPECT_EQ(untouched.registered(), 0u);
 }
 
 // A host loader reports the choice too.
