@@ -1224,6 +1224,24 @@ TEST_F(LoaderTest, ClassBalancedEpochsDoNotDependOnThreads) {
   EXPECT_LT(distinct.size(), 100u);
 }
 
+// Reads epochs 1 to 3 of `loader`, whose shards in `dir` were damaged under
+// it: next() must throw an imgpack::Error (not a UsageError) naming a shard.
+void expect_epochs_fail_naming_a_shard(Loader& loader, const fs::path& dir) {
+  try {
+    for (uint64_t epoch = 1; epoch < 4; ++epoch) {
+      loader.set_epoch(epoch);
+      while (loader.next()) {
+      }
+    }
+    ADD_FAILURE() << "read three epochs of damaged shards";
+  } catch (const UsageError& e) {
+    ADD_FAILURE() << e.what();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find((dir / "shard-0").string()), std::string::npos) << what;
+  }
+}
+
 // A shard truncated while a Loader reads it: the records the reader threads
 // would copy from its mapping are gone, which the kernel answers with SIGBUS.
 // Every read path and order ends in an imgpack::Error from next() naming the
@@ -1248,19 +1266,7 @@ TEST_F(LoaderTest, AShardTruncatedWhileItIsReadIsAnErrorNamingItNotACrash) {
         for (std::size_t k = 0; k < dataset.num_shards(); ++k) {
           ASSERT_EQ(::truncate(dataset.shard_path(k).c_str(), 0), 0);
         }
-        try {
-          for (uint64_t epoch = 1; epoch < 4; ++epoch) {
-            loader.set_epoch(epoch);
-            while (loader.next()) {
-            }
-          }
-          ADD_FAILURE() << "read three epochs of truncated shards";
-        } catch (const UsageError& e) {
-          ADD_FAILURE() << e.what();
-        } catch (const Error& e) {
-          const std::string what = e.what();
-          EXPECT_NE(what.find((dir.path() / "shard-0").string()), std::string::npos) << what;
-        }
+        expect_epochs_fail_naming_a_shard(loader, dir.path());
       }
     }
   }
@@ -1312,19 +1318,7 @@ TEST(LoaderCutShort, AColumnCutAfterThePixelsIsAnErrorOnEveryReadPathNotACrash) 
         ASSERT_GE(cut, start);
         ASSERT_EQ(::truncate(shard.c_str(), static_cast<off_t>(cut)), 0);
       }
-      try {
-        for (uint64_t epoch = 1; epoch < 4; ++epoch) {
-          loader.set_epoch(epoch);
-          while (loader.next()) {
-          }
-        }
-        ADD_FAILURE() << "read three epochs of shards cut short";
-      } catch (const UsageError& e) {
-        ADD_FAILURE() << e.what();
-      } catch (const Error& e) {
-        const std::string what = e.what();
-        EXPECT_NE(what.find((dir.path() / "shard-0").string()), std::string::npos) << what;
-      }
+      expect_epochs_fail_naming_a_shard(loader, dir.path());
     }
   }
 }
