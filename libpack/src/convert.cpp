@@ -25,6 +25,7 @@
 #include "imgpack/error.hpp"
 #include "imgpack/format.hpp"
 #include "imgpack/merge.hpp"
+#include "inputs/boxes_input.hpp"
 
 namespace imgpack {
 
@@ -200,6 +201,7 @@ ConvertResult convert_into(const ConvertOptions& options, const ProgressFn& prog
   result.channels = plan.shape.channels;
   result.uuid = plan.uuid;
   result.input_warnings = run_warnings(options, plan);
+  result.objects_left_out = objects_left_out(plan.list, plan.order, options.src, options.boxes);
   std::string damage;
   if (options.resume && !options.overwrite && output_is_complete(options, plan)) {
     damage = discard_if_damaged(options);

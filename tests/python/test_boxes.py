@@ -1,8 +1,10 @@
 """Object boxes: --yolo and --coco as h5py reads them from the shards
-(FORMAT.md), as Dataset names them, and in every batch (Batch.boxes,
+(FORMAT.md: every table, the record checksums recomputed), as Dataset names them, and in every batch (Batch.boxes,
 box_classes, box_crowd, box_offsets, keypoints: zero-copy host arrays, one
 block per batch with per-image offsets) through numpy and torch, moved with
 the loader's flips."""
+import ctypes
+import ctypes.util
 import json
 import os
 
@@ -21,6 +23,7 @@ OBJECTS = {
     "c.png": [],
 }
 EYES = {"a.png": [30, 20, 2, 40, 20, 1]}
+CROWD = {"b.png"}  # whose first object is a crowd in the COCO file
 
 
 def write_png(path, width, height):
@@ -48,8 +51,9 @@ def boxes_dirs(tmp_path_factory):
         "categories": [{"id": 1, "name": "person", "keypoints": ["left_eye", "right_eye"]}],
         "images": [{"id": n, "file_name": "c/" + name, "width": 80, "height": 60}
                    for n, name in enumerate(OBJECTS)],
-        "annotations": [{"id": 100 + n, "image_id": n, "category_id": 1, "iscrowd": 0,
-                         "bbox": [x, y, w, h], "keypoints": EYES.get(name, [0] * 6)}
+        "annotations": [{"id": 100 + n, "image_id": n, "category_id": 1,
+                         "bbox": [x, y, w, h], "keypoints": EYES.get(name, [0] * 6),
+                         "iscrowd": int(name in CROWD)}
                         for n, name in enumerate(OBJECTS) for (_, x, y, w, h) in OBJECTS[name][:1]],
     }
     listing = os.path.join(root, "coco.json")
@@ -94,6 +98,50 @@ def test_h5py_reads_the_ragged_tables(boxes_dirs):
                     [o[0] for o in OBJECTS[name]]
                 seen += 1
     assert seen == 6
+
+
+def xxh3(data):
+    """XXH3-64 with seed 0, FORMAT.md's record checksum, by the system's libxxhash."""
+    lib = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    lib.XXH3_64bits.restype = ctypes.c_uint64
+    lib.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    return lib.XXH3_64bits(data, len(data))
+
+
+def test_h5py_reads_crowd_keypoints_and_the_box_checksums(boxes_dirs):
+    _, keyed = boxes_dirs
+    with h5py.File(os.path.join(keyed, "index.h5"), "r") as index:
+        assert index.attrs["keypoints"] == 2 and index.attrs["box_min_visible"] == 0.3
+        assert h5_strings(index, "keypoints/name") == ["left_eye", "right_eye"]
+        flip = index["keypoints/flip"][()]
+        assert flip.dtype == np.int32 and flip.tolist() == [1, 0]
+        paths = h5_strings(index, "samples/path")
+        shards = h5_strings(index, "shards/file")
+    seen = 0
+    for shard_file in shards:
+        with h5py.File(os.path.join(keyed, shard_file), "r") as shard:
+            offsets = shard["box_offsets"][()]
+            boxes, classes = shard["boxes"][()], shard["box_class"][()]
+            crowd, keypoints = shard["box_crowd"][()], shard["keypoints"][()]
+            sums, samples = shard["box_checksum"][()], shard["sample"][()]
+            assert crowd.dtype == np.uint8 and crowd.shape == (offsets[-1],)
+            assert keypoints.dtype == np.float32 and keypoints.shape == (offsets[-1], 2, 3)
+            assert sums.dtype == np.uint64 and sums.shape == samples.shape
+            for row, sample in enumerate(samples):
+                name = os.path.basename(paths[sample])
+                first, last = offsets[row], offsets[row + 1]
+                assert last - first == len(OBJECTS[name][:1])
+                assert crowd[first:last].tolist() == [int(name in CROWD)] * (last - first)
+                if name in EYES:
+                    np.testing.assert_allclose(keypoints[first], [[15, 10, 2], [20, 10, 1]],
+                                               atol=1e-4)
+                else:
+                    assert not keypoints[first:last].any()
+                rows = b"".join(t[first:last].tobytes()
+                                for t in (boxes, classes, crowd, keypoints))
+                assert xxh3(rows) == sums[row], (shard_file, row)
+                seen += 1
+    assert seen == 3
 
 
 def test_every_batch_carries_its_boxes_as_one_block(boxes_dirs):
@@ -147,3 +195,123 @@ def test_a_dataset_without_boxes_has_none(dataset_dir):
     assert not ds.has_boxes and ds.box_classes == []
     batch = next(iter(imgpack.Loader(ds, batch_size=4)))
     assert batch.boxes is None and batch.box_offsets is None and batch.keypoints is None
+
+
+# Online crop and flips against the pixels: three discs of pure red, green and
+# blue (the keypoints left_eye, right_eye, nose at their centres) show where
+# each delivered window lies in its record and whether it is mirrored; the
+# stored boxes and keypoints through that window are what the batch must hold.
+DISCS = [(30, 30), (60, 30), (45, 50)]  # continuous centres in the 96 x 72 image
+PARTNER = [1, 0, 2]
+
+
+def marked_dataset(root):
+    cv2 = pytest.importorskip("cv2")
+    src = os.path.join(root, "src")
+    os.makedirs(src)
+    ys, xs = np.mgrid[0:72, 0:96] + 0.5
+    coco = {"categories": [{"id": 1, "name": "person",
+                            "keypoints": ["left_eye", "right_eye", "nose"]},
+                           {"id": 2, "name": "ball"}],
+            "images": [], "annotations": []}
+    shifts = {}
+    for n in range(4):
+        dx, dy = 6 * n - 9, 4 * (n % 2) - 2
+        rgb = np.zeros((72, 96, 3), np.uint8)
+        keypoints = []
+        for c, (x, y) in enumerate(DISCS):
+            rgb[..., c][np.hypot(xs - x - dx, ys - y - dy) <= 5] = 255
+            keypoints += [x + dx, y + dy, 2]
+        name = "m%d.png" % n
+        cv2.imwrite(os.path.join(src, name), rgb[..., ::-1])
+        shifts[name] = (dx, dy)
+        coco["images"].append({"id": n, "file_name": name, "width": 96, "height": 72})
+        coco["annotations"] += [
+            {"id": 10 * n, "image_id": n, "category_id": 1, "iscrowd": 0,
+             "bbox": [20 + dx, 20 + dy, 50, 40], "keypoints": keypoints},
+            {"id": 10 * n + 1, "image_id": n, "category_id": 2, "iscrowd": 0,
+             "bbox": [78, 8 * n, 18, 14]}]
+    listing = os.path.join(root, "marked.json")
+    with open(listing, "w") as f:
+        json.dump(coco, f)
+    out = os.path.join(root, "marked")
+    cli("convert", src, out, "--coco", listing, "--labels", "none", "--size", "96x72",
+        "--resize", "stretch", "--quiet")
+    return out, coco, shifts
+
+
+def disc_centres(image):
+    """Each channel's disc centre in a delivered H x W x 3 image, or None where
+    a disc is not wholly inside (any of it on the outer rows or columns)."""
+    centres = []
+    for c in range(3):
+        v = image[..., c].astype(np.float64)
+        if not v.any() or v[0].any() or v[-1].any() or v[:, 0].any() or v[:, -1].any():
+            return None
+        ys, xs = np.mgrid[0:v.shape[0], 0:v.shape[1]] + 0.5
+        centres.append(((v * xs).sum() / v.sum(), (v * ys).sum() / v.sum()))
+    return centres
+
+
+def test_the_online_crop_and_flips_move_boxes_and_keypoints_as_the_pixels(tmp_path):
+    out, coco, shifts = marked_dataset(str(tmp_path))
+    ds = imgpack.Dataset(out)
+    w, h = 72, 54
+    measured = mirrored = compared = dropped = 0
+    for seed in range(16):
+        loader = imgpack.Loader(ds, batch_size=4, order="sequential", crop=(h, w),
+                                crop_mode="random", hflip=0.5, vflip=0.5, seed=seed)
+        for batch in loader:
+            images = np.asarray(batch.images)
+            offsets = np.asarray(batch.box_offsets)
+            boxes, classes = np.asarray(batch.boxes), np.asarray(batch.box_classes)
+            keypoints = np.asarray(batch.keypoints)
+            for i, sample in enumerate(np.asarray(batch.samples)):
+                name = ds.sample_path(int(sample))
+                seen = disc_centres(images[i])
+                if seen is None:
+                    continue
+                measured += 1
+                dx, dy = shifts[name]
+                source = [(x + dx, y + dy) for x, y in DISCS]
+                # Red left of green, blue below red in the image: the window's
+                # mirrors and corner follow from where they show.
+                hflip, vflip = seen[0][0] > seen[1][0], seen[2][1] < seen[0][1]
+                left = round(source[0][0] - (w - seen[0][0] if hflip else seen[0][0]))
+                top = round(source[0][1] - (h - seen[0][1] if vflip else seen[0][1]))
+                mirrored += hflip != vflip
+
+                def move(x, y):
+                    x, y = x - left, y - top
+                    return (w - x if hflip else x), (h - y if vflip else y)
+
+                rows = slice(offsets[i], offsets[i + 1])
+                got_boxes, got_classes = boxes[rows], classes[rows].tolist()
+                for cls, annotation in enumerate(
+                        a for a in coco["annotations"] if a["image_id"] == int(name[1])):
+                    x, y, bw, bh = annotation["bbox"]
+                    (ax, ay), (bx, by) = move(x, y), move(x + bw, y + bh)
+                    x0, x1 = sorted((ax, bx))
+                    y0, y1 = sorted((ay, by))
+                    clipped = [min(max(x0, 0), w), min(max(y0, 0), h),
+                               min(max(x1, 0), w), min(max(y1, 0), h)]
+                    share = ((clipped[2] - clipped[0]) * (clipped[3] - clipped[1]) /
+                             ((x1 - x0) * (y1 - y0)))
+                    if share < 0.3:
+                        assert cls not in got_classes, (name, seed, share)
+                        dropped += 1
+                        continue
+                    row = got_classes.index(cls)
+                    np.testing.assert_allclose(got_boxes[row], clipped, atol=1e-3)
+                    compared += 1
+                    if cls != 0:
+                        assert not keypoints[offsets[i] + row].any()
+                        continue
+                    for j in range(3):
+                        k = PARTNER[j] if hflip != vflip else j
+                        point = keypoints[offsets[i] + row][j]
+                        np.testing.assert_allclose(point, [*move(*source[k]), 2], atol=1e-3)
+                        # and within half a pixel of where its disc shows
+                        assert np.hypot(point[0] - seen[k][0], point[1] - seen[k][1]) <= 0.5
+    assert measured >= 24 and mirrored >= 6 and compared >= 30 and dropped >= 4, \
+        (measured, mirrored, compared, dropped)

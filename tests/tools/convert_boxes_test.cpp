@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgproc.hpp>
+#include <optional>
 
 #include "h5.hpp"
 #include "imgpack/dataset_index.hpp"
@@ -69,6 +71,7 @@ struct StoredRecord {
   cv::Mat pixels;
   std::vector<float> boxes;
   std::vector<int32_t> classes;
+  std::vector<float> keypoints;  // [B, K, 3]; empty where the dataset has none
 };
 
 std::vector<StoredRecord> read_stored(const fs::path& dataset) {
@@ -84,6 +87,11 @@ std::vector<StoredRecord> read_stored(const fs::path& dataset) {
     const std::vector<int32_t> classes = shard.read<int32_t>(format::kBoxClass);
     const std::vector<uint8_t> pixels = shard.read_shaped<uint8_t>(
         format::kImages, {samples.size(), index.height, index.width, index.channels});
+    const std::size_t k = index.num_keypoints();
+    const std::vector<float> keypoints =
+        k == 0 ? std::vector<float>{}
+               : shard.read_shaped<float>(format::kKeypoints,
+                                          {static_cast<uint64_t>(offsets.back()), k, 3});
     for (std::size_t r = 0; r < samples.size(); ++r) {
       StoredRecord record;
       record.path = index.sample_path[static_cast<std::size_t>(samples[r])];
@@ -98,6 +106,10 @@ std::vector<StoredRecord> read_stored(const fs::path& dataset) {
                           boxes.begin() + static_cast<std::ptrdiff_t>(last * 4));
       record.classes.assign(classes.begin() + static_cast<std::ptrdiff_t>(first),
                             classes.begin() + static_cast<std::ptrdiff_t>(last));
+      if (k > 0) {
+        record.keypoints.assign(keypoints.begin() + static_cast<std::ptrdiff_t>(first * k * 3),
+                                keypoints.begin() + static_cast<std::ptrdiff_t>(last * k * 3));
+      }
       out.push_back(std::move(record));
     }
   }
@@ -316,6 +328,8 @@ TEST_F(ConvertBoxesTest, CocoBoxesCrowdAndKeypoints) {
        {"iscrowd", 0},
        {"keypoints", {30, 20, 2, 40, 20, 1}}},
       {{"id", 11}, {"image_id", 2}, {"category_id", 3}, {"bbox", {4, 6, 16, 12}}, {"iscrowd", 1}},
+      // Wholly outside its 80 x 60 image: left out, and said for the image.
+      {{"id", 12}, {"image_id", 1}, {"category_id", 3}, {"bbox", {90, 10, 5, 5}}},
   };
   write_bytes(dir_.path() / "coco.json", coco.dump());
   const fs::path out = dir_.path() / "out";
@@ -338,6 +352,12 @@ TEST_F(ConvertBoxesTest, CocoBoxesCrowdAndKeypoints) {
       EXPECT_NE(reason.find("60x80"), std::string::npos) << reason;
     }
   }
+  ASSERT_EQ(report["objects_left_out"].size(), 1u) << report.dump();
+  EXPECT_EQ(report["objects_left_out"][0]["path"], "c/a.png");
+  EXPECT_EQ(report["objects_left_out"][0]["reason"],
+            "1 object with no area inside the image (an empty box, or one wholly outside it) "
+            "left out; the first: " +
+                (dir_.path() / "coco.json").string() + ": annotations[2] (of c/a.png)");
   // The keypoints through the mirror of variant 1: x -> 40 - x, pairs swapped.
   h5::File shard = h5::File::open_read(out / index.shards.file[0]);
   const std::vector<int64_t> samples = shard.read<int64_t>(format::kSample);
@@ -462,6 +482,11 @@ TEST_F(ConvertBoxesTest, InspectLeavesRemovedImagesOutOfTheBoxCounts) {
 }
 
 TEST_F(ConvertBoxesTest, VerifyFindsADamagedBoxAndPartsMergeToTheSameBoxes) {
+  // A box without area in a.png (part 0) and in c.png (part 1): left out,
+  // and the merged report lists both images as the whole conversion's does.
+  for (const char* label : {"a.txt", "c.txt"}) {
+    write_bytes(src_ / "c" / label, test::read_bytes(src_ / "c" / label) + "0 0.5 0.5 0 0.2\n");
+  }
   const fs::path out = dir_.path() / "out";
   ASSERT_EQ(convert(out, "--yolo --order sorted").exit_code, 0);
   const fs::path parts = dir_.path() / "parts";
@@ -477,6 +502,14 @@ TEST_F(ConvertBoxesTest, VerifyFindsADamagedBoxAndPartsMergeToTheSameBoxes) {
     return boxes;
   };
   EXPECT_EQ(by_path(read_stored(parts)), by_path(read_stored(out)));
+  const nlohmann::json whole = nlohmann::json::parse(test::read_bytes(out / "report.json"));
+  const nlohmann::json merged = nlohmann::json::parse(test::read_bytes(parts / "report.json"));
+  ASSERT_EQ(whole["objects_left_out"].size(), 2u) << whole.dump();
+  EXPECT_EQ(whole["objects_left_out"][0]["path"], "c/a.png");
+  EXPECT_NE(whole["objects_left_out"][1]["reason"].get<std::string>().find("c.txt:2"),
+            std::string::npos)
+      << whole.dump();
+  EXPECT_EQ(merged["objects_left_out"], whole["objects_left_out"]);
 
   // One flipped bit in a box coordinate.
   const fs::path shard = out / read_index(out).shards.file[0];
@@ -597,6 +630,249 @@ TEST(SampleDataBoxesTest, BoxesMatchTheirMasksInEveryVariant) {
   EXPECT_GT(compared, 30u);
   r = run_imgpack("preview " + q(out) + " --out " + q(dir.path() / "sheet.png"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// Boxes and keypoints against the geometry the pixels show. Each 160 x 120
+// image carries three discs of pure red, green and blue whose centres are a
+// person's keypoints (left_eye, right_eye, nose). A record's pixels show
+// where the discs went, and their three centres fix the affine map that the
+// record's pixels went through: measured from the pixels, not taken from
+// the converter. Through that map each annotated box's corners give the
+// record's analytic box: their bounding box, clipped to the frame, kept when
+// at least the default 0.3 of it stays inside.
+struct MarkedImage {
+  std::string name;
+  std::array<cv::Point2d, 3> discs;            // continuous centres: red, green, blue
+  std::array<std::array<double, 4>, 3> boxes;  // COCO bbox: person, ball, cup
+};
+
+constexpr double kDiscRadius = 6;
+constexpr std::array<int, 3> kVisibility = {2, 1, 2};  // as annotated, disc by disc
+
+std::vector<MarkedImage> marked_images() {
+  std::vector<MarkedImage> all;
+  for (int i = 0; i < 6; ++i) {
+    const double dx = (i % 3 - 1) * 8.0, dy = (i / 3 == 0 ? -5.0 : 5.0);
+    MarkedImage m;
+    m.name = "m" + std::to_string(i) + ".png";
+    m.discs = {cv::Point2d(60 + dx, 50 + dy), cv::Point2d(100 + dx, 50 + dy),
+               cv::Point2d(80 + dx, 76 + dy)};
+    m.boxes = {{{45 + dx, 35 + dy, 70, 55},   // the person, around its keypoints
+                {135, 8.0 + 14 * i, 25, 20},  // a ball at the right edge
+                {0, 0, 18 + 4.0 * i, 14}}};   // a cup in the top left corner
+    all.push_back(m);
+  }
+  return all;
+}
+
+// Writes the images under `src` and their COCO file, returns the file.
+fs::path write_marked_images(const fs::path& src) {
+  nlohmann::json coco;
+  coco["categories"] = {{{"id", 1},
+                         {"name", "person"},
+                         {"keypoints", {"left_eye", "right_eye", "nose"}},
+                         {"skeleton", {{1, 2}, {1, 3}, {2, 3}}}},
+                        {{"id", 2}, {"name", "ball"}},
+                        {{"id", 3}, {"name", "cup"}}};
+  coco["images"] = nlohmann::json::array();
+  coco["annotations"] = nlohmann::json::array();
+  int id = 0;
+  for (const MarkedImage& m : marked_images()) {
+    cv::Mat image(120, 160, CV_8UC3, cv::Scalar(0, 0, 0));
+    for (int c = 0; c < 3; ++c) {
+      for (int y = 0; y < image.rows; ++y) {
+        for (int x = 0; x < image.cols; ++x) {
+          if (std::hypot(x + 0.5 - m.discs[c].x, y + 0.5 - m.discs[c].y) <= kDiscRadius) {
+            image.at<cv::Vec3b>(y, x)[c] = 255;
+          }
+        }
+      }
+    }
+    test::write_image(src / m.name, image);
+    const int image_id = ++id;
+    coco["images"].push_back(
+        {{"id", image_id}, {"file_name", m.name}, {"width", 160}, {"height", 120}});
+    nlohmann::json keypoints = nlohmann::json::array();
+    for (int c = 0; c < 3; ++c) {
+      keypoints.insert(keypoints.end(), {m.discs[c].x, m.discs[c].y, kVisibility[c]});
+    }
+    for (int b = 0; b < 3; ++b) {
+      nlohmann::json annotation = {{"id", 100 + id * 3 + b},
+                                   {"image_id", image_id},
+                                   {"category_id", b + 1},
+                                   {"bbox", m.boxes[b]},
+                                   {"iscrowd", 0}};
+      if (b == 0) annotation["keypoints"] = keypoints;
+      coco["annotations"].push_back(annotation);
+    }
+  }
+  const fs::path file = src.parent_path() / "marked.json";
+  write_bytes(file, coco.dump());
+  return file;
+}
+
+// Where the record shows channel c's disc: the intensity-weighted mean of
+// its pixels' centres; nothing where it is not wholly in the frame (some of
+// it on the frame's outer rows or columns) or not there at all.
+std::optional<cv::Point2d> find_disc(const cv::Mat& rgb, int c) {
+  double mass = 0, sx = 0, sy = 0;
+  for (int y = 0; y < rgb.rows; ++y) {
+    for (int x = 0; x < rgb.cols; ++x) {
+      const double v = rgb.at<cv::Vec3b>(y, x)[c];
+      if (v == 0) continue;
+      if (x == 0 || y == 0 || x == rgb.cols - 1 || y == rgb.rows - 1) return std::nullopt;
+      mass += v;
+      sx += v * (x + 0.5);
+      sy += v * (y + 0.5);
+    }
+  }
+  if (mass == 0) return std::nullopt;
+  return cv::Point2d(sx / mass, sy / mass);
+}
+
+// A COCO bbox through `map` into a frame of `frame` pixels: the transformed
+// corners' bounding box clipped to it, and the share of it inside.
+struct AnalyticBox {
+  std::array<double, 4> clipped{};
+  double share = 0;
+};
+
+AnalyticBox analytic_box(const cv::Matx23d& map, const std::array<double, 4>& bbox,
+                         cv::Size frame) {
+  const double x0 = bbox[0], y0 = bbox[1], x1 = bbox[0] + bbox[2], y1 = bbox[1] + bbox[3];
+  double a0 = INFINITY, a1 = -INFINITY, b0 = INFINITY, b1 = -INFINITY;
+  for (const cv::Point2d& corner :
+       {cv::Point2d(x0, y0), cv::Point2d(x1, y0), cv::Point2d(x0, y1), cv::Point2d(x1, y1)}) {
+    const cv::Vec2d p = map * cv::Vec3d(corner.x, corner.y, 1);
+    a0 = std::min(a0, p[0]);
+    a1 = std::max(a1, p[0]);
+    b0 = std::min(b0, p[1]);
+    b1 = std::max(b1, p[1]);
+  }
+  AnalyticBox out;
+  out.clipped = {
+      std::clamp(a0, 0.0, double(frame.width)), std::clamp(b0, 0.0, double(frame.height)),
+      std::clamp(a1, 0.0, double(frame.width)), std::clamp(b1, 0.0, double(frame.height))};
+  out.share = (out.clipped[2] - out.clipped[0]) * (out.clipped[3] - out.clipped[1]) /
+              ((a1 - a0) * (b1 - b0));
+  return out;
+}
+
+struct AccuracyCounts {
+  std::size_t records = 0;   // records read
+  std::size_t measured = 0;  // whose three discs were wholly in the frame
+  std::size_t mirrored = 0;  // of those, mirrored
+  std::size_t boxes = 0;     // boxes compared with their analytic box
+  std::size_t dropped = 0;   // boxes the rule dropped, found dropped
+  std::size_t keypoints = 0;
+  double box_error = 0;       // the largest distance of a box side from the analytic one
+  double keypoint_error = 0;  // and of a keypoint from its disc's centre
+};
+
+// Every record of `dataset` (frame `frame`) against the analytic boxes and
+// keypoints of the map its discs show; what was compared counted in `n`.
+void check_against_pixels(const fs::path& dataset, cv::Size frame, AccuracyCounts& n) {
+  const std::vector<MarkedImage> images = marked_images();
+  const std::array<int, 3> partner = {1, 0, 2};
+  for (const StoredRecord& record : read_stored(dataset)) {
+    ++n.records;
+    const std::string where = record.path + " variant " + std::to_string(record.variant);
+    const MarkedImage& image = *std::find_if(
+        images.begin(), images.end(), [&](const MarkedImage& m) { return m.name == record.path; });
+    std::array<cv::Point2f, 3> from, to;
+    bool whole = true;
+    for (int c = 0; c < 3; ++c) {
+      const std::optional<cv::Point2d> disc = find_disc(record.pixels, c);
+      whole = whole && disc.has_value();
+      from[c] = image.discs[c];
+      if (disc) to[c] = *disc;
+    }
+    if (!whole) continue;
+    ++n.measured;
+    const cv::Matx23d map(cv::getAffineTransform(from.data(), to.data()));
+    const bool mirror = map(0, 0) * map(1, 1) - map(0, 1) * map(1, 0) < 0;
+    n.mirrored += mirror ? 1 : 0;
+    ASSERT_EQ(record.keypoints.size(), record.classes.size() * 9) << where;
+    for (int b = 0; b < 3; ++b) {
+      const AnalyticBox want = analytic_box(map, image.boxes[b], frame);
+      const auto row = static_cast<std::size_t>(
+          std::find(record.classes.begin(), record.classes.end(), b) - record.classes.begin());
+      const bool stored = row < record.classes.size();
+      // Where the share is within the measurement's reach of the rule,
+      // either answer is right.
+      if (std::abs(want.share - 0.3) < 0.03) continue;
+      if (want.share < 0.3) {
+        EXPECT_FALSE(stored) << where << ": box " << b << " keeps " << want.share;
+        ++n.dropped;
+        continue;
+      }
+      ASSERT_TRUE(stored) << where << ": box " << b << " keeps " << want.share;
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_NEAR(record.boxes[row * 4 + i], want.clipped[i], 1.0) << where << " box " << b;
+        n.box_error =
+            std::max<double>(n.box_error, std::abs(record.boxes[row * 4 + i] - want.clipped[i]));
+      }
+      ++n.boxes;
+      const float* k = record.keypoints.data() + row * 9;
+      for (int j = 0; j < 3; ++j) {
+        if (b != 0) {
+          EXPECT_EQ(k[j * 3 + 2], 0) << where << " box " << b;  // no keypoints annotated
+          continue;
+        }
+        // Under a mirror, slot j (a left eye, say) shows where its partner went.
+        const int disc = mirror ? partner[j] : j;
+        EXPECT_NEAR(k[j * 3 + 0], to[disc].x, 0.5) << where << " keypoint " << j;
+        EXPECT_NEAR(k[j * 3 + 1], to[disc].y, 0.5) << where << " keypoint " << j;
+        EXPECT_EQ(k[j * 3 + 2], kVisibility[disc]) << where << " keypoint " << j;
+        n.keypoint_error = std::max<double>(
+            n.keypoint_error, std::hypot(k[j * 3] - to[disc].x, k[j * 3 + 1] - to[disc].y));
+        ++n.keypoints;
+      }
+    }
+  }
+}
+
+TEST(ConvertBoxAccuracy, EveryVariantsBoxesAndKeypointsMatchTheMapItsPixelsShow) {
+  TempDir dir;
+  const fs::path src = dir.path() / "src";
+  const fs::path coco = write_marked_images(src);
+  struct Case {
+    std::string args;
+    cv::Size frame;
+  };
+  const std::string augment =
+      " --variants 8 --augment 'hflip,vflip,rotate=30,zoom=0.8:1.2,"
+      "shift=0.1,fill=constant'";
+  const std::vector<Case> cases = {
+      {"--size 160x120" + augment, {160, 120}},
+      {"--size 96x96 --resize crop" + augment, {96, 96}},
+      {"--size 128x128 --resize pad" + augment, {128, 128}},
+      {"--size 120x90 --resize stretch --variants 8 --augment "
+       "'hflip,rotate=90,shear=20,crop_scale=0.6:1,fill=constant'",
+       {120, 90}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const fs::path out = dir.path() / ("out" + std::to_string(&c - cases.data()));
+    const CommandResult r = run_imgpack("convert " + q(src) + " " + q(out) +
+                                        " --labels none --coco " + q(coco) + " --quiet " + c.args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    AccuracyCounts n;
+    check_against_pixels(out, c.frame, n);
+    // Seeded draws: every record's discs stay in the frame, about half the
+    // records mirror, and the rule both keeps and drops boxes at the edges.
+    EXPECT_EQ(n.measured, n.records);
+    EXPECT_EQ(n.records, 48u);
+    EXPECT_GE(n.mirrored, 12u);
+    EXPECT_GE(n.boxes, 80u);
+    EXPECT_GE(n.dropped, 5u);
+    EXPECT_EQ(n.keypoints, n.measured * 3);
+    std::printf(
+        "%s: %zu records, %zu mirrored, %zu boxes (largest error %.3f px), %zu dropped, "
+        "%zu keypoints (largest error %.3f px)\n",
+        c.args.c_str(), n.records, n.mirrored, n.boxes, n.box_error, n.dropped, n.keypoints,
+        n.keypoint_error);
+  }
 }
 
 }  // namespace

@@ -42,6 +42,10 @@ struct ConvertResult {
   // What the inputs hold that converts but is likely not what was meant:
   // masks stored as JPEG, whose lossy compression changes the labels.
   std::vector<std::string> input_warnings;
+  // With boxes: the converted inputs some of whose annotated objects are
+  // left out (no area inside the image, or less than BoxOptions::min_visible
+  // of it), each with the count and why; report.json's `objects_left_out`.
+  std::vector<SkippedInput> objects_left_out;
   // What the resize cut from the inputs converted by this run, e.g. "crop
   // keeps 75% of the width of 640x480 inputs (1200 of them); ...": the most
   // common input sizes that ResizeMode::crop cuts by more than 1% of a side.

@@ -30,6 +30,13 @@ void write_report(const ConvertOptions& options, const ConversionPlan& plan,
     skipped.push_back({{"path", s.path}, {"reason", worded(s.reason)}});
   }
   report["skipped"] = std::move(skipped);
+  if (plan.list.boxes) {
+    json left_out = json::array();
+    for (const SkippedInput& s : result.objects_left_out) {
+      left_out.push_back({{"path", s.path}, {"reason", worded(s.reason)}});
+    }
+    report["objects_left_out"] = std::move(left_out);
+  }
   if (!result.input_warnings.empty()) {
     json warnings = json::array();
     for (const std::string& warning : result.input_warnings) warnings.push_back(worded(warning));

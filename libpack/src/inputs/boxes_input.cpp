@@ -2,6 +2,7 @@
 
 #include "inputs/annotation_text.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,23 @@
 namespace imgpack {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Where the first annotation that attach_boxes() left out of `sample` lies:
+// its label file's line, or its place in the COCO file.
+std::string first_dropped_place(const SourceSample& sample, const fs::path& src,
+                                const BoxOptions& options) {
+  return options.yolo ? yolo_label_path(src, sample.path).string() + ":" +
+                            std::to_string(sample.first_dropped)
+                      : options.coco.string() + ": annotations[" +
+                            std::to_string(sample.first_dropped) + "] (of " + sample.path + ")";
+}
+
+// "1 object" or "N objects".
+std::string objects(uint64_t n) { return std::to_string(n) + (n == 1 ? " object" : " objects"); }
+
+}  // namespace
 
 void attach_boxes(SourceList& list, const fs::path& src, const BoxOptions& options,
                   const HeldTargets* held) {
@@ -81,11 +99,7 @@ std::vector<std::string> box_warnings(const SourceList& list, std::span<const st
                        (src / first_outside->path).string());
   }
   if (count == 0) return warnings;
-  const std::string where =
-      options.yolo
-          ? yolo_label_path(src, first->path).string() + ":" + std::to_string(first->first_dropped)
-          : options.coco.string() + ": annotations[" + std::to_string(first->first_dropped) +
-                "] (of " + first->path + ")";
+  const std::string where = first_dropped_place(*first, src, options);
   const bool one = count == 1;
   warnings.push_back(
       std::to_string(count) +
@@ -93,6 +107,36 @@ std::vector<std::string> box_warnings(const SourceList& list, std::span<const st
       " (an empty box, or one wholly outside the image) and " + (one ? "was" : "were") +
       " left out; the first: " + where);
   return warnings;
+}
+
+std::vector<SkippedInput> objects_left_out(const SourceList& list,
+                                           std::span<const std::size_t> order, const fs::path& src,
+                                           const BoxOptions& options) {
+  std::vector<SkippedInput> out;
+  for (const std::size_t s : order) {
+    const SourceSample& sample = list.samples[s];
+    if (!sample.box_problem.empty()) continue;
+    const auto outside = static_cast<uint64_t>(
+        std::count_if(sample.boxes.begin(), sample.boxes.end(),
+                      [&](const SourceBox& box) { return box.inside < options.min_visible; }));
+    if (sample.dropped_boxes == 0 && outside == 0) continue;
+    std::string reason;
+    if (sample.dropped_boxes > 0) {
+      reason = objects(sample.dropped_boxes) +
+               " with no area inside the image (an empty box, or one wholly outside it) left "
+               "out; the first: " +
+               first_dropped_place(sample, src, options);
+    }
+    if (outside > 0) {
+      if (!reason.empty()) reason += "; ";
+      reason += objects(outside) + " mostly outside the image (less than " +
+                number_text(options.min_visible) + " of the area inside) left out of every variant";
+    }
+    out.push_back({sample.path, std::move(reason)});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const SkippedInput& a, const SkippedInput& b) { return a.path < b.path; });
+  return out;
 }
 
 }  // namespace imgpack

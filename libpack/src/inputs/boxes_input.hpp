@@ -96,6 +96,18 @@ void attach_boxes(SourceList& list, const std::filesystem::path& src, const BoxO
 std::vector<std::string> box_warnings(const SourceList& list, std::span<const std::size_t> order,
                                       const std::filesystem::path& src, const BoxOptions& options);
 
+// The samples `order` lists that are converted with some of their annotated
+// objects left out, each with why, sorted by path: the annotations
+// attach_boxes() left out (no area inside the image), counted and the first
+// named by its place in the label or COCO file, and the objects every
+// variant leaves out because less than BoxOptions::min_visible of them lies
+// inside the image, counted. Skipped samples are passed over. What
+// report.json's `objects_left_out` lists.
+std::vector<SkippedInput> objects_left_out(const SourceList& list,
+                                           std::span<const std::size_t> order,
+                                           const std::filesystem::path& src,
+                                           const BoxOptions& options);
+
 // The keypoint that each of `names` becomes under a horizontal flip: entry k
 // is the index of keypoint k's partner, or k where it has none. From
 // `flip_map` ("a:b,c:d", names or indices, spaces around them ignored) when

@@ -138,6 +138,7 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
   report["shards"] = result.shards;
   report["ignored_files"] = report_field(first, "ignored_files", json::value_t::number_unsigned, 0);
   json skipped = json::array();
+  json left_out = json::array();
   json warnings = json::array();
   json parts = json::array();
   double seconds = 0;
@@ -146,6 +147,10 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
     for (const json& s :
          report_field(part_report, "skipped", json::value_t::array, json::array())) {
       skipped.push_back(s);
+    }
+    for (const json& o :
+         report_field(part_report, "objects_left_out", json::value_t::array, json::array())) {
+      left_out.push_back(o);
     }
     for (const json& w :
          report_field(part_report, "warnings", json::value_t::array, json::array())) {
@@ -165,6 +170,16 @@ void write_merged_report(const fs::path& out, const MergePlan& plan, const Merge
                      {"total_s", part_s}});
   }
   report["skipped"] = std::move(skipped);
+  if (first.contains("objects_left_out")) {
+    // Sorted by path, as a whole conversion lists them.
+    const auto path = [](const json& entry) {
+      const auto found = entry.is_object() ? entry.find("path") : entry.end();
+      return found != entry.end() && found->is_string() ? found->get<std::string>() : std::string();
+    };
+    std::stable_sort(left_out.begin(), left_out.end(),
+                     [&](const json& a, const json& b) { return path(a) < path(b); });
+    report["objects_left_out"] = std::move(left_out);
+  }
   if (!warnings.empty()) report["warnings"] = std::move(warnings);
   report["max_skipped"] = report_field(first, "max_skipped", json::value_t::string, "");
   report["parts"] = std::move(parts);

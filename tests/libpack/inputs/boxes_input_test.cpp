@@ -338,6 +338,27 @@ TEST_F(CocoBoxes, AnEmptyOrOutsideBoxIsLeftOutAndANegativeOneIsAProblem) {
             "1 object lies mostly outside its image (less than BoxOptions::min_visible 0.5 of its "
             "area inside) and is left out of every variant; the first in " +
                 (src() / "c.jpg").string());
+  // Per image, as report.json lists them: a and b with the annotation left
+  // out, c (under the stricter rule) with its object mostly outside; d, a
+  // problem of its own, is skipped and not listed.
+  const std::vector<std::size_t> all = {0, 1, 2, 3};
+  std::vector<SkippedInput> per_image = objects_left_out(list, all, src(), strict);
+  ASSERT_EQ(per_image.size(), 3u);
+  EXPECT_EQ(per_image[0].path, "a.jpg");
+  EXPECT_EQ(per_image[0].reason,
+            "1 object with no area inside the image (an empty box, or one wholly outside it) "
+            "left out; the first: " +
+                coco().string() + ": annotations[1] (of a.jpg)");
+  EXPECT_EQ(per_image[1].path, "b.jpg");
+  EXPECT_NE(per_image[1].reason.find("annotations[2] (of b.jpg)"), std::string::npos);
+  EXPECT_EQ(per_image[2].path, "c.jpg");
+  EXPECT_EQ(per_image[2].reason,
+            "1 object mostly outside the image (less than 0.5 of the area inside) left out of "
+            "every variant");
+  // Under the default 0.3, a third of c's box is enough.
+  per_image = objects_left_out(list, all, src(), options());
+  ASSERT_EQ(per_image.size(), 2u);
+  EXPECT_EQ(per_image[1].path, "b.jpg");
 }
 
 TEST_F(CocoBoxes, AWrongKeypointCountIsAProblem) {
