@@ -280,7 +280,20 @@ void print_boxes(const DatasetIndex& index, const std::optional<BoxCounts>& coun
   }
   if (index.num_keypoints() == 0) return;
   std::cout << "  keypoints   " << index.num_keypoints() << " per box ("
-            << names_text(index.keypoint_names) << ")\n";
+            << names_text(index.keypoint_names) << ")";
+  if (const std::size_t edges = index.keypoint_skeleton.size() / 2) {
+    std::cout << ", a skeleton of " << edges << (edges == 1 ? " line" : " lines");
+  }
+  std::cout << "\n";
+}
+
+// [[a, b], ...]: the skeleton's pairs of keypoint indices.
+nlohmann::ordered_json skeleton_pairs(const std::vector<int32_t>& skeleton) {
+  nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+  for (std::size_t e = 0; e + 1 < skeleton.size(); e += 2) {
+    pairs.push_back({skeleton[e], skeleton[e + 1]});
+  }
+  return pairs;
 }
 
 nlohmann::ordered_json boxes_json(const DatasetIndex& index,
@@ -294,6 +307,7 @@ nlohmann::ordered_json boxes_json(const DatasetIndex& index,
   nlohmann::ordered_json j = {{"classes", std::move(classes)},
                               {"keypoints", index.keypoint_names},
                               {"keypoint_flip", index.keypoint_flip},
+                              {"keypoint_skeleton", skeleton_pairs(index.keypoint_skeleton)},
                               {"min_visible", index.box_min_visible}};
   if (counts) {
     j["boxes"] = counts->boxes;

@@ -141,6 +141,10 @@ void adopt_names(const AppendOptions& request, const ConversionPlan& plan, Sourc
   if (list.keypoint_flip != index.keypoint_flip) {
     throw UsageError(request.src.string() + ": the keypoints' flip pairs are not the dataset's");
   }
+  // The dataset keeps its skeleton; annotations that give one give the same.
+  if (!list.keypoint_skeleton.empty() && list.keypoint_skeleton != index.keypoint_skeleton) {
+    throw UsageError(request.src.string() + ": the keypoints' skeleton is not the dataset's");
+  }
   require_same(plan.mask_class_names, index.mask_class_names, "mask classes", request);
 
   // The names the new samples use (the scan numbers those of every row).

@@ -33,6 +33,7 @@ struct TileBoxes {
   std::span<const int32_t> classes;  // [b]
   std::span<const float> keypoints;  // [b x k x 3]
   std::size_t keypoints_per_box = 0;
+  std::span<const int32_t> skeleton;  // [e x 2] keypoint pairs joined by a line
 };
 
 // Printable ASCII only: OpenCV's Hershey fonts draw nothing else.
@@ -62,7 +63,7 @@ std::string tile_label(const std::string& class_name, char kind, uint32_t n, int
 
 // Draws `boxes` (record pixels) over `target`, the record scaled to the
 // tile: each box's outline in its class's colour, each visible keypoint a
-// dot of that colour.
+// dot of that colour, and the skeleton's lines between labelled keypoints.
 void draw_boxes(cv::Mat& target, cv::Size record, const TileBoxes& boxes) {
   const double sx = static_cast<double>(target.cols) / record.width;
   const double sy = static_cast<double>(target.rows) / record.height;
@@ -72,8 +73,16 @@ void draw_boxes(cv::Mat& target, cv::Size record, const TileBoxes& boxes) {
     const cv::Scalar colour(c[0], c[1], c[2]);
     cv::rectangle(target, cv::Point2d(box[0] * sx, box[1] * sy),
                   cv::Point2d(box[2] * sx - 1, box[3] * sy - 1), colour, 1, cv::LINE_8);
+    const float* points = boxes.keypoints.data() + b * boxes.keypoints_per_box * 3;
+    for (std::size_t e = 0; e + 1 < boxes.skeleton.size(); e += 2) {
+      const float* p = points + static_cast<std::size_t>(boxes.skeleton[e]) * 3;
+      const float* q = points + static_cast<std::size_t>(boxes.skeleton[e + 1]) * 3;
+      if (p[2] == 0 || q[2] == 0) continue;
+      cv::line(target, cv::Point2d(p[0] * sx, p[1] * sy), cv::Point2d(q[0] * sx, q[1] * sy), colour,
+               1, cv::LINE_AA);
+    }
     for (std::size_t k = 0; k < boxes.keypoints_per_box; ++k) {
-      const float* point = boxes.keypoints.data() + (b * boxes.keypoints_per_box + k) * 3;
+      const float* point = points + k * 3;
       if (point[2] == 0) continue;
       cv::circle(target, cv::Point2d(point[0] * sx, point[1] * sy), 2, colour, cv::FILLED,
                  cv::LINE_AA);
@@ -306,7 +315,8 @@ PreviewSheet render_preview(const fs::path& dataset_dir, const PreviewOptions& o
       TileBoxes boxes;
       if (options.draw_boxes && dataset.has_boxes()) {
         const Dataset::BoxRows rows = dataset.record_boxes(r);
-        boxes = {rows.boxes, rows.classes, rows.keypoints, dataset.num_keypoints()};
+        boxes = {rows.boxes, rows.classes, rows.keypoints, dataset.num_keypoints(),
+                 index.keypoint_skeleton};
       }
       const int row = index.variants > 1 ? i : i / layout.columns;
       const int column = index.variants > 1 ? static_cast<int>(variant) : i % layout.columns;

@@ -249,6 +249,17 @@ void register_dataset(py::module_& m) {
           "keypoint_flip", [](const Dataset& d) { return d.index().keypoint_flip; },
           "Per keypoint, the keypoint it becomes under a horizontal flip (list of int; its own "
           "index where it has no pair).")
+      .def_property_readonly(
+          "keypoint_skeleton",
+          [](const Dataset& d) {
+            const std::vector<int32_t>& ends = d.index().keypoint_skeleton;
+            std::vector<std::pair<int32_t, int32_t>> pairs;
+            for (std::size_t e = 0; e + 1 < ends.size(); e += 2)
+              pairs.emplace_back(ends[e], ends[e + 1]);
+            return pairs;
+          },
+          "The pairs of keypoints (indices, from 0) that the skeleton joins, as the COCO "
+          "categories gave it (list of (int, int); empty where none was given).")
       .def("__repr__", [](const Dataset& d) {
         return text("<imgpack.Dataset '" + d.path().string() + "' " +
                     std::to_string(d.num_samples()) + " samples, " +

@@ -48,7 +48,8 @@ def boxes_dirs(tmp_path_factory):
     cli("convert", src, yolo, "--yolo", "--size", "40x30", "--resize", "stretch",
         "--variants", 2, "--augment", "hflip=1", "--quiet")
     coco = {
-        "categories": [{"id": 1, "name": "person", "keypoints": ["left_eye", "right_eye"]}],
+        "categories": [{"id": 1, "name": "person", "keypoints": ["left_eye", "right_eye"],
+                        "skeleton": [[1, 2]]}],
         "images": [{"id": n, "file_name": "c/" + name, "width": 80, "height": 60}
                    for n, name in enumerate(OBJECTS)],
         "annotations": [{"id": 100 + n, "image_id": n, "category_id": 1,
@@ -115,6 +116,9 @@ def test_h5py_reads_crowd_keypoints_and_the_box_checksums(boxes_dirs):
         assert h5_strings(index, "keypoints/name") == ["left_eye", "right_eye"]
         flip = index["keypoints/flip"][()]
         assert flip.dtype == np.int32 and flip.tolist() == [1, 0]
+        skeleton = index["keypoints/skeleton"][()]
+        assert skeleton.dtype == np.int32 and skeleton.tolist() == [[0, 1]]
+        assert index.attrs["keypoint_edges"] == 1
         paths = h5_strings(index, "samples/path")
         shards = h5_strings(index, "shards/file")
     seen = 0
@@ -171,6 +175,7 @@ def test_the_loaders_flip_moves_boxes_and_swaps_keypoints(boxes_dirs):
     _, keyed = boxes_dirs
     ds = imgpack.Dataset(keyed)
     assert ds.keypoint_names == ["left_eye", "right_eye"] and ds.keypoint_flip == [1, 0]
+    assert ds.keypoint_skeleton == [(0, 1)]
     plain = next(iter(imgpack.Loader(ds, batch_size=3, order="sequential")))
     flipped = next(iter(imgpack.Loader(ds, batch_size=3, order="sequential", hflip=1.0)))
     a, b = torch.from_dlpack(plain.boxes), torch.from_dlpack(flipped.boxes)
@@ -192,7 +197,7 @@ def test_the_loaders_flip_moves_boxes_and_swaps_keypoints(boxes_dirs):
 
 def test_a_dataset_without_boxes_has_none(dataset_dir):
     ds = imgpack.Dataset(dataset_dir)
-    assert not ds.has_boxes and ds.box_classes == []
+    assert not ds.has_boxes and ds.box_classes == [] and ds.keypoint_skeleton == []
     batch = next(iter(imgpack.Loader(ds, batch_size=4)))
     assert batch.boxes is None and batch.box_offsets is None and batch.keypoints is None
 

@@ -57,6 +57,7 @@ TEST_F(LoaderBoxesTest, TheDatasetHoldsEveryRecordsRows) {
   EXPECT_EQ(dataset_.index().box_class_names,
             (std::vector<std::string>{"object0", "object1", "object2"}));
   EXPECT_EQ(dataset_.index().keypoint_flip, (std::vector<int32_t>{1, 0, 2}));
+  EXPECT_EQ(dataset_.index().keypoint_skeleton, (std::vector<int32_t>{0, 1, 1, 2}));
   std::size_t boxes = 0;
   for (uint64_t r = 0; r < dataset_.num_records(); ++r) {
     const RecordBoxes want =

@@ -113,6 +113,11 @@ DatasetIndex write_synthetic_dataset(const fs::path& dir, const SyntheticOptions
     // Pairs (0, 1), (2, 3), ...; an odd last one is its own partner.
     index.keypoint_flip.push_back(
         static_cast<int32_t>(k + 1 < o.keypoints || k % 2 == 1 ? k ^ 1u : k));
+    // A skeleton chaining the keypoints in order.
+    if (k > 0) {
+      index.keypoint_skeleton.insert(index.keypoint_skeleton.end(),
+                                     {static_cast<int32_t>(k - 1), static_cast<int32_t>(k)});
+    }
   }
   struct Item {
     int64_t sample;
@@ -234,6 +239,7 @@ std::vector<std::string> index_differences(const DatasetIndex& a, const DatasetI
   compare_column(out, "box_class_names", a.box_class_names, b.box_class_names);
   compare_column(out, "keypoint_names", a.keypoint_names, b.keypoint_names);
   compare_column(out, "keypoint_flip", a.keypoint_flip, b.keypoint_flip);
+  compare_column(out, "keypoint_skeleton", a.keypoint_skeleton, b.keypoint_skeleton);
   compare_field(out, "box_min_visible", a.box_min_visible, b.box_min_visible);
   // Bit for bit: NaN (no value) equals itself here.
   std::vector<uint32_t> a_bits, b_bits;

@@ -37,7 +37,8 @@ struct SyntheticOptions {
   uint32_t multilabel_classes = 0;
   uint32_t targets = 0;
   // Object boxes per record (synthetic_boxes()): with `box_classes` > 0,
-  // each record holds 0 to 3 boxes of those classes, with `keypoints` each.
+  // each record holds 0 to 3 boxes of those classes, with `keypoints` each
+  // (a skeleton chaining them in order).
   uint32_t box_classes = 0;
   uint32_t keypoints = 0;
   std::string uuid = "5e7a0000-0000-4000-8000-000000000001";

@@ -857,6 +857,8 @@ TEST(ConvertBoxAccuracy, EveryVariantsBoxesAndKeypointsMatchTheMapItsPixelsShow)
     const CommandResult r = run_imgpack("convert " + q(src) + " " + q(out) +
                                         " --labels none --coco " + q(coco) + " --quiet " + c.args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    // The category's skeleton, numbered from 0, with its keypoints.
+    EXPECT_EQ(read_index(out).keypoint_skeleton, (std::vector<int32_t>{0, 1, 0, 2, 1, 2}));
     AccuracyCounts n;
     check_against_pixels(out, c.frame, n);
     // Seeded draws: every record's discs stay in the frame, about half the
@@ -867,6 +869,17 @@ TEST(ConvertBoxAccuracy, EveryVariantsBoxesAndKeypointsMatchTheMapItsPixelsShow)
     EXPECT_GE(n.boxes, 80u);
     EXPECT_GE(n.dropped, 5u);
     EXPECT_EQ(n.keypoints, n.measured * 3);
+    if (&c == cases.data()) {
+      const CommandResult inspect = run_imgpack("inspect " + q(out) + " --json");
+      ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+      EXPECT_EQ(nlohmann::json::parse(inspect.out)["boxes"]["keypoint_skeleton"],
+                nlohmann::json::parse("[[0, 1], [0, 2], [1, 2]]"));
+      const CommandResult text = run_imgpack("inspect " + q(out));
+      EXPECT_NE(text.out.find("keypoints   3 per box (left_eye, right_eye, nose), a skeleton of 3 "
+                              "lines"),
+                std::string::npos)
+          << text.out;
+    }
     std::printf(
         "%s: %zu records, %zu mirrored, %zu boxes (largest error %.3f px), %zu dropped, "
         "%zu keypoints (largest error %.3f px)\n",

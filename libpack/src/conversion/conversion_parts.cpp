@@ -115,6 +115,11 @@ std::string listing_fingerprint(const std::string& options_json, const SourceLis
     for (std::size_t k = 0; k < list.keypoint_names.size(); ++k) {
       key += list.keypoint_names[k] + '\t' + std::to_string(list.keypoint_flip[k]) + '\n';
     }
+    // Only where there is one: the key of a listing without stays as it was.
+    if (!list.keypoint_skeleton.empty()) {
+      key += "skeleton\n";
+      for (const int32_t end : list.keypoint_skeleton) key += std::to_string(end) + '\n';
+    }
   }
   char text[20];
   std::snprintf(text, sizeof text, "%016llx",

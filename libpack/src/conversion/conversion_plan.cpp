@@ -356,6 +356,7 @@ DatasetIndex planned_index(const ConvertOptions& options, const ConversionPlan& 
     index.box_class_names = plan.list.box_class_names;
     index.keypoint_names = plan.list.keypoint_names;
     index.keypoint_flip = plan.list.keypoint_flip;
+    index.keypoint_skeleton = plan.list.keypoint_skeleton;
     index.box_min_visible = options.boxes.min_visible;
   }
   if (options.has_masks()) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -102,7 +103,43 @@ struct CocoCategories {
   std::vector<std::string> names;           // class -> name
   std::vector<uint8_t> has_keypoints;       // class -> 1 where its category names keypoints
   std::vector<std::string> keypoint_names;  // [K]
+  std::vector<int32_t> skeleton;            // [E x 2] keypoint pairs, from 0
 };
+
+// The "skeleton" of a category naming `keypoints` keypoints, at `at`: COCO's
+// [[a, b], ...] pairs of keypoints numbered from 1, as pairs numbered from 0.
+std::vector<int32_t> read_skeleton(const json& category, const CocoPlace& at,
+                                   std::size_t keypoints) {
+  std::vector<int32_t> pairs;
+  const auto skeleton = category.find("skeleton");
+  if (skeleton == category.end()) return pairs;
+  if (!skeleton->is_array()) at.fail("skeleton", "expected an array of [a, b] keypoint pairs");
+  if (!skeleton->empty() && keypoints == 0) {
+    at.fail("skeleton", "joins keypoints, but the category names none (keypoints)");
+  }
+  for (std::size_t e = 0; e < skeleton->size(); ++e) {
+    const json& edge = (*skeleton)[e];
+    const std::string where = "skeleton[" + std::to_string(e) + "]";
+    if (!edge.is_array() || edge.size() != 2) {
+      at.fail(where.c_str(),
+              "expected a pair [a, b] of keypoint numbers, not " + json_excerpt(edge));
+    }
+    std::array<int32_t, 2> ends{};
+    for (std::size_t i = 0; i < 2; ++i) {
+      const json& end = edge[i];
+      if (!end.is_number_integer() || end.get<int64_t>() < 1 ||
+          end.get<int64_t>() > static_cast<int64_t>(keypoints)) {
+        at.fail(where.c_str(), json_excerpt(end) + " is not a keypoint number (1 to " +
+                                   std::to_string(keypoints) +
+                                   ", COCO numbers the category's keypoints from 1)");
+      }
+      ends[i] = static_cast<int32_t>(end.get<int64_t>() - 1);
+    }
+    if (ends[0] == ends[1]) at.fail(where.c_str(), "joins a keypoint to itself");
+    pairs.insert(pairs.end(), ends.begin(), ends.end());
+  }
+  return pairs;
+}
 
 CocoCategories read_categories(const json& root, const fs::path& file) {
   const json& categories = top_array(root, "categories", file, false);
@@ -110,13 +147,14 @@ CocoCategories read_categories(const json& root, const fs::path& file) {
     int64_t id;
     std::size_t index;
     std::vector<std::string> keypoints;
+    std::vector<int32_t> skeleton;
   };
   std::vector<Category> sorted;
   sorted.reserve(categories.size());
   for (std::size_t i = 0; i < categories.size(); ++i) {
     const CocoPlace at{file, "categories", i};
     const json& category = at.object(categories[i]);
-    Category entry{at.integer(category, "id"), i, {}};
+    Category entry{at.integer(category, "id"), i, {}, {}};
     if (trim(at.string(category, "name")).empty()) at.fail("name", "an empty name");
     const auto keypoints = category.find("keypoints");
     if (keypoints != category.end()) {
@@ -131,12 +169,14 @@ CocoCategories read_categories(const json& root, const fs::path& file) {
         at.fail("keypoints", "names '" + entry.keypoints[repeat->second] + "' twice");
       }
     }
+    entry.skeleton = read_skeleton(category, at, entry.keypoints.size());
     sorted.push_back(std::move(entry));
   }
   std::sort(sorted.begin(), sorted.end(),
             [](const Category& a, const Category& b) { return a.id < b.id; });
   CocoCategories out;
   std::size_t keypoints_from = 0;
+  std::size_t skeleton_from = 0;
   for (std::size_t c = 0; c < sorted.size(); ++c) {
     const Category& category = sorted[c];
     const CocoPlace at{file, "categories", category.index};
@@ -155,6 +195,16 @@ CocoCategories read_categories(const json& root, const fs::path& file) {
       at.fail("keypoints", "names [" + join(category.keypoints) + "] differ from categories[" +
                                std::to_string(keypoints_from) + "]'s [" + join(out.keypoint_names) +
                                "]; every category with keypoints must name the same ones");
+    }
+    // One skeleton joins the keypoints every category shares: where several
+    // categories give one, they give the same.
+    if (category.skeleton.empty()) continue;
+    if (out.skeleton.empty()) {
+      out.skeleton = category.skeleton;
+      skeleton_from = category.index;
+    } else if (category.skeleton != out.skeleton) {
+      at.fail("skeleton", "differs from categories[" + std::to_string(skeleton_from) +
+                              "]'s; the categories with keypoints share one skeleton");
     }
   }
   if (const auto repeat = first_repeat(out.names)) {
@@ -410,6 +460,7 @@ void attach_coco(SourceList& list, const fs::path& src, const BoxOptions& option
   const std::size_t keypoint_count = categories.keypoint_names.size();
   list.box_class_names = std::move(categories.names);
   list.keypoint_names = std::move(categories.keypoint_names);
+  list.keypoint_skeleton = std::move(categories.skeleton);
   list.keypoint_flip = held != nullptr && options.keypoint_flip_map.empty() &&
                                list.keypoint_names == held->keypoint_names
                            ? held->keypoint_flip

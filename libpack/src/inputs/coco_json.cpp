@@ -125,9 +125,9 @@ class CocoDomBuilder : public nlohmann::json_sax<json> {
   bool kept(const std::string& name) const {
     static constexpr std::array<std::string_view, 3> kLists = {"images", "annotations",
                                                                "categories"};
-    static constexpr std::array<std::string_view, 10> kEntryMembers = {
-        "id",          "file_name", "width",   "height",    "image_id",
-        "category_id", "bbox",      "iscrowd", "keypoints", "name"};
+    static constexpr std::array<std::string_view, 11> kEntryMembers = {
+        "id",   "file_name", "width",     "height", "image_id", "category_id",
+        "bbox", "iscrowd",   "keypoints", "name",   "skeleton"};
     const auto among = [&](const auto& names) {
       return std::find(names.begin(), names.end(), name) != names.end();
     };

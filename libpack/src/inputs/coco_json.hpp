@@ -29,7 +29,7 @@ class CocoDocument {
 // The COCO file `file`, as nlohmann::json::parse() gives it but with only
 // the members a conversion reads: "images", "annotations" and "categories"
 // at the top, and in their entries "id", "file_name", "width", "height",
-// "image_id", "category_id", "bbox", "iscrowd", "keypoints" and "name"
+// "image_id", "category_id", "bbox", "iscrowd", "keypoints", "skeleton" and "name"
 // (whatever they hold, whole). The rest (segmentations, captions, licenses,
 // anything else) is parsed but not kept. Throws UsageError naming the file
 // where it cannot be read, is not valid JSON (with the parser's message),

@@ -104,11 +104,14 @@ struct SourceList {
   std::vector<std::string> target_names;      // CsvInput::targets
   // With boxes (BoxOptions): the box classes (id -> name), and with
   // keypoints their names [K] and, per keypoint, the one it becomes under a
-  // horizontal flip (its own index where none: a left/right pair swaps).
+  // horizontal flip (its own index where none: a left/right pair swaps),
+  // and the skeleton joining them (COCO's categories: pairs of keypoint
+  // indices from 0, [E x 2]; empty where none is given).
   bool boxes = false;
   std::vector<std::string> box_class_names;
   std::vector<std::string> keypoint_names;
   std::vector<int32_t> keypoint_flip;
+  std::vector<int32_t> keypoint_skeleton;
   uint64_t label_files = 0;           // BoxOptions::yolo: the samples with a label file beside them
   std::vector<SkippedInput> skipped;  // found but unusable (e.g. outside a class folder)
   uint64_t ignored_files = 0;         // files without an image extension

@@ -158,6 +158,7 @@ void check_parts(const std::vector<PartDataset>& parts) {
         p.index.box_class_names != first.index.box_class_names ||
         p.index.keypoint_names != first.index.keypoint_names ||
         p.index.keypoint_flip != first.index.keypoint_flip ||
+        p.index.keypoint_skeleton != first.index.keypoint_skeleton ||
         p.index.box_min_visible != first.index.box_min_visible) {
       throw UsageError(
           name + " is dataset " + p.index.uuid + " of " + std::to_string(p.index.width) + "x" +
@@ -216,6 +217,7 @@ void join_parts(MergePlan& plan) {
   merged.box_class_names = first.box_class_names;
   merged.keypoint_names = first.keypoint_names;
   merged.keypoint_flip = first.keypoint_flip;
+  merged.keypoint_skeleton = first.keypoint_skeleton;
   merged.box_min_visible = first.box_min_visible;
   for (std::size_t p = 0; p < plan.parts.size(); ++p) {
     const PartDataset& part = plan.parts[p];

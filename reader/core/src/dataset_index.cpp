@@ -127,6 +127,18 @@ void DatasetIndex::validate(const std::string& where) const {
            std::to_string(partner) + ", which is not its partner back");
     }
   }
+  if (keypoint_skeleton.size() % 2 != 0) {
+    fail("/keypoints/skeleton holds " + std::to_string(keypoint_skeleton.size()) +
+         " keypoint indices, not pairs");
+  }
+  for (std::size_t e = 0; e + 1 < keypoint_skeleton.size(); e += 2) {
+    const int32_t a = keypoint_skeleton[e], b = keypoint_skeleton[e + 1];
+    const auto k = static_cast<int64_t>(keypoint_names.size());
+    if (a < 0 || a >= k || b < 0 || b >= k || a == b) {
+      fail("/keypoints/skeleton edge " + std::to_string(e / 2) + " joins keypoints " +
+           std::to_string(a) + " and " + std::to_string(b) + " of " + std::to_string(k));
+    }
+  }
   if (!boxes && (!box_class_names.empty() || !keypoint_names.empty())) {
     fail("box classes or keypoints named in a dataset without boxes");
   }
@@ -218,6 +230,14 @@ void read_box_attributes(const h5::File& file, DatasetIndex& index) {
   index.box_class_names.resize(count(format::kAttrBoxClasses));
   index.keypoint_names.resize(count(format::kAttrKeypoints));
   index.box_min_visible = file.read_double_attr("/", format::kAttrBoxMinVisible);
+  if (file.has_attr("/", format::kAttrKeypointEdges)) {
+    const std::size_t edges = count(format::kAttrKeypointEdges);
+    if (edges == 0) {
+      throw file_error(file.path(), std::string("attribute ") + format::kAttrKeypointEdges +
+                                        " = 0 (absent where there is no skeleton)");
+    }
+    index.keypoint_skeleton.resize(edges * 2);
+  }
 }
 
 void read_box_tables(const detail::TableReader& tables, DatasetIndex& index) {
@@ -235,6 +255,10 @@ void read_box_tables(const detail::TableReader& tables, DatasetIndex& index) {
   if (index.keypoint_names.empty()) return;
   index.keypoint_names = names(format::kKeypointsName, index.keypoint_names.size());
   index.keypoint_flip = tables.numbers<int32_t>(format::kKeypointsFlip).to_vector();
+  if (const std::size_t edges = index.keypoint_skeleton.size() / 2) {
+    index.keypoint_skeleton =
+        tables.matrix<int32_t>(format::kKeypointsSkeleton, edges, 2).to_vector();
+  }
 }
 
 void write_box_attributes(h5::File& file, const DatasetIndex& index) {
@@ -243,6 +267,10 @@ void write_box_attributes(h5::File& file, const DatasetIndex& index) {
   file.write_attr("/", format::kAttrBoxClasses, static_cast<int64_t>(index.box_class_names.size()));
   file.write_attr("/", format::kAttrKeypoints, static_cast<int64_t>(index.keypoint_names.size()));
   file.write_attr("/", format::kAttrBoxMinVisible, index.box_min_visible);
+  if (!index.keypoint_skeleton.empty()) {
+    file.write_attr("/", format::kAttrKeypointEdges,
+                    static_cast<int64_t>(index.keypoint_skeleton.size() / 2));
+  }
 }
 
 void write_box_tables(detail::TableWriter& tables, const DatasetIndex& index) {
@@ -251,6 +279,9 @@ void write_box_tables(detail::TableWriter& tables, const DatasetIndex& index) {
   if (index.keypoint_names.empty()) return;
   tables.strings(format::kKeypointsName, index.keypoint_names);
   tables.numbers(format::kKeypointsFlip, index.keypoint_flip);
+  if (!index.keypoint_skeleton.empty()) {
+    tables.matrix(format::kKeypointsSkeleton, Column<int32_t>(index.keypoint_skeleton), 2);
+  }
 }
 
 // The tables of the counts read_target_count() found (index's names sized to them).

@@ -88,6 +88,10 @@ uint64_t of_root_attributes(const DatasetIndex& index, uint64_t removed, bool fi
     add_attribute(hasher, format::kAttrKeypoints,
                   static_cast<int64_t>(index.keypoint_names.size()));
     add_attribute(hasher, format::kAttrBoxMinVisible, index.box_min_visible);
+    if (!index.keypoint_skeleton.empty()) {
+      add_attribute(hasher, format::kAttrKeypointEdges,
+                    static_cast<int64_t>(index.keypoint_skeleton.size() / 2));
+    }
   }
   // Likewise only once the dataset has grown or shrunk.
   if (index.generation > 0) {

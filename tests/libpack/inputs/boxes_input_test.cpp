@@ -124,6 +124,7 @@ TEST_F(CocoBoxes, KeypointsAreNormalisedAndFlipFromLeftRightNames) {
   EXPECT_EQ(list.box_class_names, (std::vector<std::string>{"ball", "person"}));
   EXPECT_EQ(list.keypoint_names, (std::vector<std::string>{"nose", "left_eye", "right_eye"}));
   EXPECT_EQ(list.keypoint_flip, (std::vector<int32_t>{0, 2, 1}));
+  EXPECT_EQ(list.keypoint_skeleton, (std::vector<int32_t>{0, 1}));  // COCO counts from 1
   const SourceSample& p = sample(list, "p.jpg");
   EXPECT_EQ(p.box_problem, "");
   ASSERT_EQ(p.boxes.size(), 2u);
@@ -582,6 +583,47 @@ TEST_F(CocoBoxes, WrongFieldsAreUsageErrorsNamingTheJsonPlace) {
                                  R"(", "bbox": [1, 1, 1, 1]}])"),
             file + ": annotations[0].category_id: expected an integer, not \"" +
                 std::string(59, 'x') + "...");
+}
+
+// A skeleton joins pairs of the category's keypoints, numbered from 1 as
+// COCO numbers them; one that joins anything else is refused naming its
+// place, and the categories with keypoints share one skeleton.
+TEST_F(CocoBoxes, ASkeletonJoinsKeypointsTheCategoryNames) {
+  auto error_of = [&](const std::string& skeleton, const std::string& more = "") {
+    write_coco(R"({"categories": [{"id": 1, "name": "person", "keypoints": ["a", "b", "c"],
+                                   "skeleton": )" +
+               skeleton + "}" + more + R"(], "images": [], "annotations": []})");
+    SourceList list = listing({"a.jpg"});
+    return usage_error([&] { attach_boxes(list, src(), options()); });
+  };
+  const std::string at = coco().string() + ": categories[0].";
+  EXPECT_EQ(error_of("[[1, 4]]"),
+            at + "skeleton[0]: 4 is not a keypoint number (1 to 3, COCO numbers the category's "
+                 "keypoints from 1)");
+  EXPECT_EQ(error_of("[[1, 2], [0, 1]]"),
+            at + "skeleton[1]: 0 is not a keypoint number (1 to 3, COCO numbers the category's "
+                 "keypoints from 1)");
+  EXPECT_EQ(error_of("[[2, 2]]"), at + "skeleton[0]: joins a keypoint to itself");
+  EXPECT_EQ(error_of("[[1, 2, 3]]"),
+            at + "skeleton[0]: expected a pair [a, b] of keypoint numbers, not [1,2,3]");
+  EXPECT_EQ(error_of("[[1, 1.5]]"),
+            at + "skeleton[0]: 1.5 is not a keypoint number (1 to 3, COCO numbers the "
+                 "category's keypoints from 1)");
+  EXPECT_EQ(error_of("{}"), at + "skeleton: expected an array of [a, b] keypoint pairs");
+  EXPECT_EQ(error_of("[[1, 2]]", R"(, {"id": 2, "name": "cat", "keypoints": ["a", "b", "c"],
+                                      "skeleton": [[2, 3]]})"),
+            coco().string() +
+                ": categories[1].skeleton: differs from categories[0]'s; the categories with "
+                "keypoints share one skeleton");
+  write_coco(R"({"categories": [{"id": 1, "name": "ball", "skeleton": [[1, 2]]}],
+                 "images": [], "annotations": []})");
+  SourceList list = listing({"a.jpg"});
+  EXPECT_EQ(usage_error([&] { attach_boxes(list, src(), options()); }),
+            at + "skeleton: joins keypoints, but the category names none (keypoints)");
+  // One category's skeleton serves the others that give none.
+  EXPECT_EQ(
+      error_of("[[1, 2], [2, 3]]", R"(, {"id": 2, "name": "cat", "keypoints": ["a", "b", "c"]})"),
+      "(no error)");
 }
 
 TEST_F(CocoBoxes, CategoriesNamingOtherKeypointsAreAUsageError) {

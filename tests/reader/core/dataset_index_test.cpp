@@ -687,6 +687,75 @@ TEST_P(EveryFormat, MultilabelAndTargetsRoundTripChecksummed) {
   EXPECT_THROW(write_index(dir.path(), two), Error);
 }
 
+// A keypoint skeleton: absent where there is none (the index as before),
+// else a [E, 2] table under its own checksum, its edge count under the
+// root's; edges joining keypoints that do not exist are an inconsistent index.
+TEST_P(EveryFormat, AKeypointSkeletonRoundTripsChecksummed) {
+  test::TempDir dir;
+  const std::filesystem::path index_file = dir / "index.h5";
+  DatasetIndex index = small_index(GetParam());
+  index.boxes = true;
+  index.box_class_names = {"person"};
+  index.keypoint_names = {"left_eye", "right_eye", "nose"};
+  index.keypoint_flip = {1, 0, 2};
+  write_index(dir.path(), index);
+  {
+    h5::File file = h5::File::open_read(index_file);
+    EXPECT_FALSE(file.has_attr("/", format::kAttrKeypointEdges));
+    EXPECT_FALSE(file.exists(format::kKeypointsSkeleton));
+  }
+  EXPECT_TRUE(read_index(dir.path()).keypoint_skeleton.empty());
+  const uint64_t without = index_checksum::of_root_attributes(index);
+
+  index.keypoint_skeleton = {0, 1, 0, 2, 1, 2};
+  EXPECT_NE(index_checksum::of_root_attributes(index), without);
+  write_index(dir.path(), index);
+  EXPECT_EQ(read_index(dir.path()).keypoint_skeleton, index.keypoint_skeleton);
+  {
+    h5::File file = h5::File::open_read(index_file);
+    EXPECT_EQ(file.shape(format::kKeypointsSkeleton), (std::vector<uint64_t>{3, 2}));
+    EXPECT_EQ(file.read_int_attr("/", format::kAttrKeypointEdges), 3);
+  }
+  {
+    // An end moved behind the table's checksum.
+    h5::File file = h5::File::open_write(index_file);
+    std::vector<int32_t> ends = file.read_shaped<int32_t>(format::kKeypointsSkeleton, {3, 2});
+    ends[1] = 2;
+    h5::Handle dataset = file.open_dataset(format::kKeypointsSkeleton);
+    ASSERT_GE(H5Dwrite(dataset.get(), h5::native_type<int32_t>(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                       ends.data()),
+              0);
+    file.close();
+  }
+  expect_refused_naming(dir.path(), format::kKeypointsSkeleton);
+  write_index(dir.path(), index);
+  {
+    // The table gone while the root counts its edges: damage, not "no skeleton".
+    h5::File file = h5::File::open_write(index_file);
+    file.unlink(format::kKeypointsSkeleton);
+    file.close();
+  }
+  EXPECT_THROW(read_index(dir.path()), Error);
+  write_index(dir.path(), index);
+  {
+    // And both gone: the root's checksum misses the count.
+    h5::File file = h5::File::open_write(index_file);
+    file.unlink(format::kKeypointsSkeleton);
+    h5::Handle root(H5Gopen2(file.id(), "/", H5P_DEFAULT));
+    ASSERT_GE(H5Adelete(root.get(), format::kAttrKeypointEdges), 0);
+    file.close();
+  }
+  expect_refused_naming(dir.path(), "/: its attributes");
+
+  for (const std::vector<int32_t>& wrong :
+       {std::vector<int32_t>{0, 3}, std::vector<int32_t>{1, 1}, std::vector<int32_t>{-1, 0},
+        std::vector<int32_t>{0, 1, 2}}) {
+    DatasetIndex bad = index;
+    bad.keypoint_skeleton = wrong;
+    EXPECT_THROW(write_index(dir.path(), bad), Error) << wrong.size();
+  }
+}
+
 TEST_P(EveryFormat, RewriteIsByteIdentical) {
   test::TempDir a, b;
   write_index(a.path(), small_index(GetParam()));

@@ -135,13 +135,16 @@ struct DatasetIndex {
   // `box_min_visible`; additive, absent without boxes): every shard holds
   // each record's boxes, ragged (format.hpp). box_class_names [C] names the
   // box classes; keypoint_names [K] the keypoints of every box (none: K = 0)
-  // and keypoint_flip [K] the keypoint each becomes under a horizontal flip.
-  // box_min_visible: a box keeps its place in a crop when at least this
-  // fraction of its area stays inside.
+  // and keypoint_flip [K] the keypoint each becomes under a horizontal flip;
+  // keypoint_skeleton [E x 2] the pairs of keypoints (indices from 0) a
+  // skeleton joins, for drawing (root attribute `keypoint_edges`; empty
+  // where the annotations gave none). box_min_visible: a box keeps its place
+  // in a crop when at least this fraction of its area stays inside.
   bool boxes = false;
   std::vector<std::string> box_class_names;
   std::vector<std::string> keypoint_names;
   std::vector<int32_t> keypoint_flip;
+  std::vector<int32_t> keypoint_skeleton;
   double box_min_visible = 0.3;
   // Growing datasets (root attributes `generation`, `removed`,
   // `file_stamps`; additive, format.hpp). generation 0 is the dataset as its

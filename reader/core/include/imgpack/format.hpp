@@ -101,10 +101,14 @@ inline constexpr const char* kAttrTargets = "targets";
 // /keypoints/name with their horizontal-flip partners in /keypoints/flip
 // int32 [K]), and `box_min_visible`, the least fraction of a box's area that
 // must stay inside a record (or a reader's crop window) for the box to stay.
+// Where the annotations give a skeleton (COCO's categories), `keypoint_edges`
+// (E >= 1) counts the pairs of keypoints it joins, /keypoints/skeleton int32
+// [E, 2] (keypoint indices from 0); absent where none is given.
 inline constexpr const char* kAttrBoxes = "boxes";
 inline constexpr const char* kAttrBoxClasses = "box_classes";
 inline constexpr const char* kAttrKeypoints = "keypoints";
 inline constexpr const char* kAttrBoxMinVisible = "box_min_visible";
+inline constexpr const char* kAttrKeypointEdges = "keypoint_edges";
 
 // Index file objects.
 inline constexpr const char* kSamplesPath = "/samples/path";
@@ -147,6 +151,7 @@ inline constexpr const char* kTargetsName = "/targets/name";
 inline constexpr const char* kBoxClassesName = "/box_classes/name";
 inline constexpr const char* kKeypointsName = "/keypoints/name";
 inline constexpr const char* kKeypointsFlip = "/keypoints/flip";
+inline constexpr const char* kKeypointsSkeleton = "/keypoints/skeleton";
 
 // Growing datasets (additive to format 2; absent in a dataset as its
 // conversion wrote it before these existed). Root attribute `generation` (>= 1)
