@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgproc.hpp>
@@ -706,7 +707,7 @@ fs::path write_marked_images(const fs::path& src) {
       coco["annotations"].push_back(annotation);
     }
   }
-  const fs::path file = src.parent_path() / "marked.json";
+  fs::path file = src.parent_path() / "marked.json";
   write_bytes(file, coco.dump());
   return file;
 }
@@ -740,7 +741,8 @@ struct AnalyticBox {
 AnalyticBox analytic_box(const cv::Matx23d& map, const std::array<double, 4>& bbox,
                          cv::Size frame) {
   const double x0 = bbox[0], y0 = bbox[1], x1 = bbox[0] + bbox[2], y1 = bbox[1] + bbox[3];
-  double a0 = INFINITY, a1 = -INFINITY, b0 = INFINITY, b1 = -INFINITY;
+  const double inf = std::numeric_limits<double>::infinity();
+  double a0 = inf, a1 = -inf, b0 = inf, b1 = -inf;
   for (const cv::Point2d& corner :
        {cv::Point2d(x0, y0), cv::Point2d(x1, y0), cv::Point2d(x0, y1), cv::Point2d(x1, y1)}) {
     const cv::Vec2d p = map * cv::Vec3d(corner.x, corner.y, 1);
@@ -813,19 +815,19 @@ void check_against_pixels(const fs::path& dataset, cv::Size frame, AccuracyCount
             std::max<double>(n.box_error, std::abs(record.boxes[row * 4 + i] - want.clipped[i]));
       }
       ++n.boxes;
-      const float* k = record.keypoints.data() + row * 9;
       for (int j = 0; j < 3; ++j) {
+        const float* k = record.keypoints.data() + row * 9 + static_cast<std::size_t>(j) * 3;
         if (b != 0) {
-          EXPECT_EQ(k[j * 3 + 2], 0) << where << " box " << b;  // no keypoints annotated
+          EXPECT_EQ(k[2], 0) << where << " box " << b;  // no keypoints annotated
           continue;
         }
         // Under a mirror, slot j (a left eye, say) shows where its partner went.
         const int disc = mirror ? partner[j] : j;
-        EXPECT_NEAR(k[j * 3 + 0], to[disc].x, 0.5) << where << " keypoint " << j;
-        EXPECT_NEAR(k[j * 3 + 1], to[disc].y, 0.5) << where << " keypoint " << j;
-        EXPECT_EQ(k[j * 3 + 2], kVisibility[disc]) << where << " keypoint " << j;
-        n.keypoint_error = std::max<double>(
-            n.keypoint_error, std::hypot(k[j * 3] - to[disc].x, k[j * 3 + 1] - to[disc].y));
+        EXPECT_NEAR(k[0], to[disc].x, 0.5) << where << " keypoint " << j;
+        EXPECT_NEAR(k[1], to[disc].y, 0.5) << where << " keypoint " << j;
+        EXPECT_EQ(k[2], kVisibility[disc]) << where << " keypoint " << j;
+        n.keypoint_error =
+            std::max<double>(n.keypoint_error, std::hypot(k[0] - to[disc].x, k[1] - to[disc].y));
         ++n.keypoints;
       }
     }
