@@ -5,6 +5,7 @@ block per batch with per-image offsets) through numpy and torch, moved with
 the loader's flips."""
 import ctypes
 import ctypes.util
+import itertools
 import json
 import os
 
@@ -320,3 +321,61 @@ def test_the_online_crop_and_flips_move_boxes_and_keypoints_as_the_pixels(tmp_pa
                         assert np.hypot(point[0] - seen[k][0], point[1] - seen[k][1]) <= 0.5
     assert measured >= 24 and mirrored >= 6 and compared >= 30 and dropped >= 4, \
         (measured, mirrored, compared, dropped)
+
+
+def test_masks_and_boxes_move_together_through_the_crop_and_flips(tmp_path):
+    """sample-data's shapes with their masks and exact boxes: in every delivered
+    window the box holds the shape's mask pixels (and, where the window cut
+    neither, ends within a pixel and a half of them), and a box left out
+    leaves little of its shape in the window."""
+    src, out = str(tmp_path / "src"), str(tmp_path / "out")
+    cli("sample-data", src, "--classes", 3, "--per-class", 4, "--size", "96x72", "--masks",
+        "--boxes", "--quiet")
+    cli("convert", src, out, "--masks", os.path.join(src, "masks"), "--yolo",
+        "--yolo-keypoints", "left,right", "--size", "64x48", "--resize", "stretch",
+        "--quiet")
+    ds = imgpack.Dataset(out)
+    with h5py.File(os.path.join(out, "index.h5"), "r") as index:
+        shard_of, row_of = index["records/shard"][()], index["records/row"][()]
+        shards = h5_strings(index, "shards/file")
+    stored = {}  # shard -> (masks, box offsets, boxes)
+    for s, name in enumerate(shards):
+        with h5py.File(os.path.join(out, name), "r") as shard:
+            stored[s] = (shard["masks"][()], shard["box_offsets"][()], shard["boxes"][()])
+    kept = whole_in = dropped = 0
+    for seed, (h, w) in itertools.product(range(4), [(40, 56), (24, 32)]):
+        loader = imgpack.Loader(ds, batch_size=6, order="sequential", crop=(h, w),
+                                crop_mode="random", hflip=0.5, vflip=0.5, seed=seed)
+        for batch in loader:
+            masks, offsets = np.asarray(batch.masks), np.asarray(batch.box_offsets)
+            boxes = np.asarray(batch.boxes)
+            for i, record in enumerate(np.asarray(batch.records)):
+                shape = (masks[i] != 0) & (masks[i] != 255)
+                if offsets[i + 1] == offsets[i]:
+                    # Left out: less than 0.3 of the record's box was in the
+                    # window, so the shape inside it shows no more than that
+                    # (and the pixels along the window's edges).
+                    _, box_offsets, record_boxes = stored[int(shard_of[record])]
+                    row = int(row_of[record])
+                    assert box_offsets[row + 1] - box_offsets[row] == 1
+                    bx0, by0, bx1, by1 = record_boxes[box_offsets[row]]
+                    assert shape.sum() <= 0.3 * (bx1 - bx0) * (by1 - by0) + w + h, \
+                        (record, seed)
+                    dropped += 1
+                    continue
+                assert offsets[i + 1] - offsets[i] == 1
+                x0, y0, x1, y1 = boxes[offsets[i]]
+                ys, xs = np.nonzero(shape)
+                assert len(xs) > 0, (record, seed)
+                # Every shape pixel's centre inside the box; where the window
+                # cut neither (the box clear of its edges), the box at most a
+                # pixel and a half past the shape's extent on each side (a
+                # shape cut on one side may end short of the box on another).
+                assert x0 <= xs.min() + 0.51 and y0 <= ys.min() + 0.51
+                assert x1 >= xs.max() + 0.49 and y1 >= ys.max() + 0.49
+                kept += 1
+                if x0 > 0 and y0 > 0 and x1 < w and y1 < h:
+                    assert abs(x0 - xs.min()) <= 1.5 and abs(y0 - ys.min()) <= 1.5
+                    assert abs(x1 - xs.max() - 1) <= 1.5 and abs(y1 - ys.max() - 1) <= 1.5
+                    whole_in += 1
+    assert kept >= 40 and whole_in >= 10 and dropped >= 5, (kept, whole_in, dropped)
