@@ -5,7 +5,7 @@ measured the way `imgpack bench` measures the C++ loop. Prints one JSON object.
 usage: PYTHONPATH=build/python bench/python/consume.py DATASET [--batch 256] [--threads 2]
            [--prefetch 4] [--epochs 3] [--warmup-epochs 1] [--order random] [--seed 0]
            [--split S --fold F --role R] [--step-ms 0] [--device cpu|cuda:N]
-           [--output uint8|float32|float16]
+           [--output uint8|float32|float16] [--boxes]
 
 The loader is built first and reads --warmup-epochs untimed epochs: a fresh
 process's first pass over the shard mappings pays a page fault per 4 KiB, and
@@ -14,7 +14,9 @@ reads the same mapping first). Then, for each timed epoch, set_epoch(e) and
 every batch is taken: torch.from_dlpack() of its images and labels
 (zero-copy views of the loader's slot), and for device batches the current
 stream is synchronized (imgpack bench synchronizes each device batch too).
-With --step-ms the loop sleeps that long per batch (a simulated training
+With --boxes every batch's boxes are taken too (boxes, box_classes and
+box_offsets through torch.from_dlpack(), for a dataset converted with
+--coco or --yolo). With --step-ms the loop sleeps that long per batch (a simulated training
 step). images/s and GB/s are taken over the wall time of the timed epochs,
 as imgpack bench takes them; starvation is the loader's over the timed
 epochs: time waiting in next() / time from the first next() to the last.
@@ -47,6 +49,8 @@ def main():
     parser.add_argument("--step-ms", type=float, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--output", default="uint8")
+    parser.add_argument("--boxes", action="store_true",
+                        help="take every batch's boxes too (a dataset with boxes)")
     args = parser.parse_args()
 
     dataset = imgpack.Dataset(args.dataset)
@@ -56,6 +60,8 @@ def main():
                             threads=args.threads, prefetch=args.prefetch, device=args.device,
                             output=args.output, **norm)
     cuda = loader.device.startswith("cuda")
+    if args.boxes and not dataset.has_boxes:
+        parser.error("%s: --boxes, but the dataset has no boxes" % args.dataset)
 
     def epoch(e, step):
         loader.set_epoch(e)
@@ -67,6 +73,12 @@ def main():
                 torch.cuda.current_stream(images.device).synchronize()
             count += images.shape[0]
             assert labels.shape[0] == images.shape[0]
+            if args.boxes:
+                offsets = torch.from_dlpack(batch.box_offsets)
+                boxes = torch.from_dlpack(batch.boxes)
+                classes = torch.from_dlpack(batch.box_classes)
+                assert offsets.shape[0] == images.shape[0] + 1
+                assert boxes.shape[0] == classes.shape[0] == int(offsets[-1])
             if step > 0:
                 time.sleep(step)
         return count
@@ -88,7 +100,7 @@ def main():
         seconds / 1e9, "starvation": stats["starvation"], "wait_seconds": stats["wait_seconds"],
         "seconds": seconds, "images": images, "batch": args.batch, "threads": args.threads,
         "prefetch": args.prefetch, "epochs": args.epochs, "warmup_epochs": args.warmup_epochs,
-        "step_ms": args.step_ms,
+        "step_ms": args.step_ms, "boxes": args.boxes,
         "device": loader.device, "output": args.output, "torch": torch.__version__,
         "imgpack": imgpack.__version__}, indent=2))
 

@@ -187,11 +187,7 @@ namespace {
 void copy_from_mapping(const fs::path& path, uint32_t row, const uint8_t* from, uint8_t* out,
                        std::size_t bytes) {
   if (detail::read_mapped([&] { std::memcpy(out, from, bytes); }) != nullptr) {
-    throw file_error(path,
-                     "truncated or rewritten in place while the dataset was open (reading "
-                     "row " +
-                         std::to_string(row) +
-                         " from its mapping faulted with SIGBUS); reopen the dataset");
+    throw detail::mapping_fault_error(path, "row " + std::to_string(row));
   }
 }
 
@@ -401,9 +397,9 @@ void Dataset::verify_checksums() const {
     }
   });
   if (fault != nullptr) {
-    throw file_error(s.shards[s.index.records.shard[current]].path,
-                     "truncated or rewritten in place while its checksums were checked (reading "
-                     "its mapping faulted with SIGBUS)");
+    throw detail::mapping_fault_error(s.shards[s.index.records.shard[current]].path,
+                                      "row " + std::to_string(s.index.records.row[current]),
+                                      "its checksums were checked");
   }
   if (bad == 0) return;
   const uint64_t r = bad - 1;

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <mutex>
+#include <string>
 
 namespace imgpack::detail {
 
@@ -54,6 +55,13 @@ void set_mapping_fault_landing(MappingFaultLanding* landing) {
   static std::once_flag installed;
   if (landing != nullptr) std::call_once(installed, install_handler);
   t_landing = landing;
+}
+
+Error mapping_fault_error(const std::filesystem::path& path, std::string_view what,
+                          std::string_view during) {
+  return file_error(path, "truncated or rewritten in place while " + std::string(during) +
+                              " (reading " + std::string(what) +
+                              " from its mapping faulted with SIGBUS); reopen the dataset");
 }
 
 }  // namespace imgpack::detail

@@ -17,6 +17,10 @@
 #pragma once
 
 #include <csetjmp>
+#include <filesystem>
+#include <string_view>
+
+#include "imgpack/error.hpp"
 
 namespace imgpack::detail {
 
@@ -55,5 +59,11 @@ const void* read_mapped(Read&& read) {
   set_mapping_fault_landing(nullptr);
   return nullptr;
 }
+
+// The error for a read_mapped() that faulted: the file at `path` was
+// truncated or rewritten in place while `during` ("the dataset was open"),
+// found reading `what` ("row 3", "the masks of row 3") from its mapping.
+Error mapping_fault_error(const std::filesystem::path& path, std::string_view what,
+                          std::string_view during = "the dataset was open");
 
 }  // namespace imgpack::detail

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "imgpack/error.hpp"
+#include "mapping_fault.hpp"
 
 namespace imgpack {
 
@@ -43,14 +45,23 @@ MaskLabelCounts count_mask_labels(const Dataset& dataset, uint64_t max_bytes) {
     if (dataset.record_variant(record) != 0) continue;
     for (auto& lane : lanes) lane.fill(0);
     const uint8_t* mask = dataset.mask_data(record);
-    std::size_t i = 0;
-    for (; i + 4 <= bytes; i += 4) {
-      ++lanes[0][mask[i]];
-      ++lanes[1][mask[i + 1]];
-      ++lanes[2][mask[i + 2]];
-      ++lanes[3][mask[i + 3]];
+    // The masks are read through the shard's mapping: a shard cut short
+    // since it was opened is an error naming it, not SIGBUS.
+    const void* fault = detail::read_mapped([&] {
+      std::size_t i = 0;
+      for (; i + 4 <= bytes; i += 4) {
+        ++lanes[0][mask[i]];
+        ++lanes[1][mask[i + 1]];
+        ++lanes[2][mask[i + 2]];
+        ++lanes[3][mask[i + 3]];
+      }
+      for (; i < bytes; ++i) ++lanes[0][mask[i]];
+    });
+    if (fault != nullptr) {
+      throw detail::mapping_fault_error(
+          dataset.shard_path(dataset.record_shard(record)),
+          "the masks of row " + std::to_string(index.records.row[record]));
     }
-    for (; i < bytes; ++i) ++lanes[0][mask[i]];
     for (std::size_t label = 0; label < 256; ++label) {
       const uint64_t n = lanes[0][label] + lanes[1][label] + lanes[2][label] + lanes[3][label];
       counts.pixels[label] += n;

@@ -69,9 +69,7 @@ void populate(std::span<const uint8_t> bytes, const std::filesystem::path& path)
     for (std::size_t at = 0; at < pages.length; at += page_size()) sink = sink + pages.base[at];
   });
   if (fault != nullptr) {
-    throw file_error(path,
-                     "truncated or rewritten in place while the dataset was open (reading "
-                     "its pixels into memory faulted with SIGBUS)");
+    throw detail::mapping_fault_error(path, "its pixels into memory");
   }
 }
 

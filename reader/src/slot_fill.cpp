@@ -203,11 +203,9 @@ void SlotFiller::fill(const EpochBatches& work, std::size_t batch, std::size_t b
 }
 
 void SlotFiller::mapping_faulted(uint64_t record, const char* what) const {
-  throw file_error(dataset_.shard_path(dataset_.record_shard(record)),
-                   "truncated or rewritten in place while the dataset was open (reading " +
-                       std::string(what) + " of row " +
-                       std::to_string(dataset_.index().records.row[record]) +
-                       " from its mapping faulted with SIGBUS); reopen the dataset");
+  throw detail::mapping_fault_error(
+      dataset_.shard_path(dataset_.record_shard(record)),
+      std::string(what) + " of row " + std::to_string(dataset_.index().records.row[record]));
 }
 
 // The shards store their checksums in columns of their own, mapped as the

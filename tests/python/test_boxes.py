@@ -78,27 +78,36 @@ def expected(name, variant):
     return np.array(rows, np.float32).reshape(-1, 4)
 
 
+def box_records(dataset):
+    """Every record of DATASET's shards as h5py reads them: its shard file and
+    row, its sample's file name, its variant, the shard's tables by name
+    (read once per shard, the pixels left out) and its rows of the box
+    tables as a slice."""
+    with h5py.File(os.path.join(dataset, "index.h5"), "r") as index:
+        paths = h5_strings(index, "samples/path")
+        shards = h5_strings(index, "shards/file")
+    for shard_file in shards:
+        with h5py.File(os.path.join(dataset, shard_file), "r") as shard:
+            tables = {name: shard[name][()] for name in shard
+                      if name not in ("images", "masks") and isinstance(shard[name], h5py.Dataset)}
+        offsets = tables["box_offsets"]
+        for row, (sample, variant) in enumerate(zip(tables["sample"], tables["variant"])):
+            yield shard_file, row, os.path.basename(paths[sample]), variant, tables, \
+                slice(offsets[row], offsets[row + 1])
+
+
 def test_h5py_reads_the_ragged_tables(boxes_dirs):
     yolo, _ = boxes_dirs
     with h5py.File(os.path.join(yolo, "index.h5"), "r") as index:
         assert index.attrs["boxes"] == 1 and index.attrs["box_classes"] == 2
         assert h5_strings(index, "box_classes/name") == ["cat", "dog"]
-        paths = h5_strings(index, "samples/path")
-        shards = h5_strings(index, "shards/file")
     seen = 0
-    for shard_file in shards:
-        with h5py.File(os.path.join(yolo, shard_file), "r") as shard:
-            offsets = shard["box_offsets"][()]
-            boxes, classes = shard["boxes"][()], shard["box_class"][()]
-            assert boxes.dtype == np.float32 and boxes.shape == (offsets[-1], 4)
-            for row, (sample, variant) in enumerate(zip(shard["sample"][()],
-                                                        shard["variant"][()])):
-                name = os.path.basename(paths[sample])
-                got = boxes[offsets[row]:offsets[row + 1]]
-                np.testing.assert_allclose(got, expected(name, variant), atol=1e-4)
-                assert classes[offsets[row]:offsets[row + 1]].tolist() == \
-                    [o[0] for o in OBJECTS[name]]
-                seen += 1
+    for _, _, name, variant, tables, rows in box_records(yolo):
+        boxes = tables["boxes"]
+        assert boxes.dtype == np.float32 and boxes.shape == (tables["box_offsets"][-1], 4)
+        np.testing.assert_allclose(boxes[rows], expected(name, variant), atol=1e-4)
+        assert tables["box_class"][rows].tolist() == [o[0] for o in OBJECTS[name]]
+        seen += 1
     assert seen == 6
 
 
@@ -120,32 +129,24 @@ def test_h5py_reads_crowd_keypoints_and_the_box_checksums(boxes_dirs):
         skeleton = index["keypoints/skeleton"][()]
         assert skeleton.dtype == np.int32 and skeleton.tolist() == [[0, 1]]
         assert index.attrs["keypoint_edges"] == 1
-        paths = h5_strings(index, "samples/path")
-        shards = h5_strings(index, "shards/file")
     seen = 0
-    for shard_file in shards:
-        with h5py.File(os.path.join(keyed, shard_file), "r") as shard:
-            offsets = shard["box_offsets"][()]
-            boxes, classes = shard["boxes"][()], shard["box_class"][()]
-            crowd, keypoints = shard["box_crowd"][()], shard["keypoints"][()]
-            sums, samples = shard["box_checksum"][()], shard["sample"][()]
-            assert crowd.dtype == np.uint8 and crowd.shape == (offsets[-1],)
-            assert keypoints.dtype == np.float32 and keypoints.shape == (offsets[-1], 2, 3)
-            assert sums.dtype == np.uint64 and sums.shape == samples.shape
-            for row, sample in enumerate(samples):
-                name = os.path.basename(paths[sample])
-                first, last = offsets[row], offsets[row + 1]
-                assert last - first == len(OBJECTS[name][:1])
-                assert crowd[first:last].tolist() == [int(name in CROWD)] * (last - first)
-                if name in EYES:
-                    np.testing.assert_allclose(keypoints[first], [[15, 10, 2], [20, 10, 1]],
-                                               atol=1e-4)
-                else:
-                    assert not keypoints[first:last].any()
-                rows = b"".join(t[first:last].tobytes()
-                                for t in (boxes, classes, crowd, keypoints))
-                assert xxh3(rows) == sums[row], (shard_file, row)
-                seen += 1
+    for shard_file, row, name, _, tables, rows in box_records(keyed):
+        boxes, total = tables["boxes"], tables["box_offsets"][-1]
+        crowd, keypoints, sums = tables["box_crowd"], tables["keypoints"], tables["box_checksum"]
+        assert crowd.dtype == np.uint8 and crowd.shape == (total,)
+        assert keypoints.dtype == np.float32 and keypoints.shape == (total, 2, 3)
+        assert sums.dtype == np.uint64 and sums.shape == tables["sample"].shape
+        count = rows.stop - rows.start
+        assert count == len(OBJECTS[name][:1])
+        assert crowd[rows].tolist() == [int(name in CROWD)] * count
+        if name in EYES:
+            np.testing.assert_allclose(keypoints[rows.start], [[15, 10, 2], [20, 10, 1]],
+                                       atol=1e-4)
+        else:
+            assert not keypoints[rows].any()
+        record = b"".join(t[rows].tobytes() for t in (boxes, tables["box_class"], crowd, keypoints))
+        assert xxh3(record) == sums[row], (shard_file, row)
+        seen += 1
     assert seen == 3
 
 

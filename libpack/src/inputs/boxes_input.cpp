@@ -29,6 +29,34 @@ std::string first_dropped_place(const SourceSample& sample, const fs::path& src,
 // "1 object" or "N objects".
 std::string objects(uint64_t n) { return std::to_string(n) + (n == 1 ? " object" : " objects"); }
 
+// A sample converted with some of its annotated objects left out.
+struct LeftOut {
+  const SourceSample* sample = nullptr;
+  uint64_t empty = 0;    // no area inside the image: left out by attach_boxes()
+  uint64_t outside = 0;  // less than BoxOptions::min_visible inside: out of every variant
+};
+
+// The samples `order` lists that lose objects, sorted by path; skipped
+// samples (a box problem) are passed over. What box_warnings() sums and
+// objects_left_out() lists.
+std::vector<LeftOut> samples_losing_objects(const SourceList& list,
+                                            std::span<const std::size_t> order,
+                                            const BoxOptions& options) {
+  std::vector<LeftOut> out;
+  for (const std::size_t s : order) {
+    const SourceSample& sample = list.samples[s];
+    if (!sample.box_problem.empty()) continue;
+    const auto outside = static_cast<uint64_t>(
+        std::count_if(sample.boxes.begin(), sample.boxes.end(),
+                      [&](const SourceBox& box) { return box.inside < options.min_visible; }));
+    if (sample.dropped_boxes == 0 && outside == 0) continue;
+    out.push_back({&sample, sample.dropped_boxes, outside});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const LeftOut& a, const LeftOut& b) { return a.sample->path < b.sample->path; });
+  return out;
+}
+
 }  // namespace
 
 void attach_boxes(SourceList& list, const fs::path& src, const BoxOptions& options,
@@ -68,26 +96,15 @@ std::vector<std::string> box_warnings(const SourceList& list, std::span<const st
         "), so every image is stored without objects; where the labels lie in a folder of "
         "their own (images/ and labels/), put each beside its image");
   }
-  uint64_t count = 0;
-  const SourceSample* first = nullptr;
-  for (const std::size_t s : order) {
-    const SourceSample& sample = list.samples[s];
-    if (sample.dropped_boxes == 0 || !sample.box_problem.empty()) continue;
-    count += sample.dropped_boxes;
-    if (first == nullptr || sample.path < first->path) first = &sample;
-  }
-  // Boxes that lie mostly outside their image: clipped to it, less than
-  // BoxOptions::min_visible of each stays, so every variant leaves them out.
+  uint64_t empty = 0;
   uint64_t outside = 0;
+  const SourceSample* first_empty = nullptr;  // the samples come sorted by path
   const SourceSample* first_outside = nullptr;
-  for (const std::size_t s : order) {
-    const SourceSample& sample = list.samples[s];
-    if (!sample.box_problem.empty()) continue;
-    for (const SourceBox& box : sample.boxes) {
-      if (box.inside >= options.min_visible) continue;
-      ++outside;
-      if (first_outside == nullptr || sample.path < first_outside->path) first_outside = &sample;
-    }
+  for (const LeftOut& lost : samples_losing_objects(list, order, options)) {
+    empty += lost.empty;
+    outside += lost.outside;
+    if (first_empty == nullptr && lost.empty > 0) first_empty = lost.sample;
+    if (first_outside == nullptr && lost.outside > 0) first_outside = lost.sample;
   }
   if (outside > 0) {
     const bool one = outside == 1;
@@ -98,14 +115,15 @@ std::vector<std::string> box_warnings(const SourceList& list, std::span<const st
                        (one ? "is" : "are") + " left out of every variant; the first in " +
                        (src / first_outside->path).string());
   }
-  if (count == 0) return warnings;
-  const std::string where = first_dropped_place(*first, src, options);
-  const bool one = count == 1;
-  warnings.push_back(
-      std::to_string(count) +
-      (one ? " object has no area inside its image" : " objects have no area inside their image") +
-      " (an empty box, or one wholly outside the image) and " + (one ? "was" : "were") +
-      " left out; the first: " + where);
+  if (empty > 0) {
+    const bool one = empty == 1;
+    warnings.push_back(std::to_string(empty) +
+                       (one ? " object has no area inside its image"
+                            : " objects have no area inside their image") +
+                       " (an empty box, or one wholly outside the image) and " +
+                       (one ? "was" : "were") +
+                       " left out; the first: " + first_dropped_place(*first_empty, src, options));
+  }
   return warnings;
 }
 
@@ -113,29 +131,21 @@ std::vector<SkippedInput> objects_left_out(const SourceList& list,
                                            std::span<const std::size_t> order, const fs::path& src,
                                            const BoxOptions& options) {
   std::vector<SkippedInput> out;
-  for (const std::size_t s : order) {
-    const SourceSample& sample = list.samples[s];
-    if (!sample.box_problem.empty()) continue;
-    const auto outside = static_cast<uint64_t>(
-        std::count_if(sample.boxes.begin(), sample.boxes.end(),
-                      [&](const SourceBox& box) { return box.inside < options.min_visible; }));
-    if (sample.dropped_boxes == 0 && outside == 0) continue;
+  for (const LeftOut& lost : samples_losing_objects(list, order, options)) {
     std::string reason;
-    if (sample.dropped_boxes > 0) {
-      reason = objects(sample.dropped_boxes) +
+    if (lost.empty > 0) {
+      reason = objects(lost.empty) +
                " with no area inside the image (an empty box, or one wholly outside it) left "
                "out; the first: " +
-               first_dropped_place(sample, src, options);
+               first_dropped_place(*lost.sample, src, options);
     }
-    if (outside > 0) {
+    if (lost.outside > 0) {
       if (!reason.empty()) reason += "; ";
-      reason += objects(outside) + " mostly outside the image (less than " +
+      reason += objects(lost.outside) + " mostly outside the image (less than " +
                 number_text(options.min_visible) + " of the area inside) left out of every variant";
     }
-    out.push_back({sample.path, std::move(reason)});
+    out.push_back({lost.sample->path, std::move(reason)});
   }
-  std::sort(out.begin(), out.end(),
-            [](const SkippedInput& a, const SkippedInput& b) { return a.path < b.path; });
   return out;
 }
 

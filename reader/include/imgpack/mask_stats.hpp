@@ -33,7 +33,9 @@ struct MaskLabelCounts {
 // Counts the labels of the dataset's clean masks, all of them when they
 // hold at most `max_bytes`, else every k-th sample's so that at most that
 // many bytes are read. Throws imgpack::UsageError for a dataset without
-// masks; imgpack::Error naming a shard on a read error.
+// masks; imgpack::Error naming the shard and row for a shard truncated or
+// rewritten in place since the dataset was opened (the read of its mapping
+// faults: an error, not SIGBUS).
 MaskLabelCounts count_mask_labels(const Dataset& dataset, uint64_t max_bytes = uint64_t{1} << 30);
 
 }  // namespace imgpack

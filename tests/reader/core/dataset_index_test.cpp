@@ -212,13 +212,14 @@ void expect_refused_naming(const std::filesystem::path& dir, const std::string& 
   }
 }
 
-// Overwrites element `i` of the numeric dataset `name` of DIR/FILE in place,
-// leaving its checksum attribute as it was.
+// Overwrites element `i` (in row-major order, of any rank) of the numeric
+// dataset `name` of the file at `path` in place, leaving its checksum
+// attribute as it was.
 template <class T>
 void overwrite_number(const std::filesystem::path& path, const std::string& name, std::size_t i,
                       T value) {
   h5::File file = h5::File::open_write(path);
-  std::vector<T> values = file.read<T>(name);
+  std::vector<T> values = file.read_shaped<T>(name, file.shape(name));
   ASSERT_LT(i, values.size());
   values[i] = value;
   h5::Handle dataset = file.open_dataset(name);
@@ -635,21 +636,10 @@ TEST_P(EveryFormat, MultilabelAndTargetsRoundTripChecksummed) {
   }
 
   // One value changed behind the table's checksum.
-  auto overwrite = [&](const char* table, auto value, std::vector<uint64_t> shape) {
-    using T = decltype(value);
-    h5::File file = h5::File::open_write(index_file);
-    std::vector<T> values = file.read_shaped<T>(table, shape);
-    values[1] = value;
-    h5::Handle dataset = file.open_dataset(table);
-    ASSERT_GE(
-        H5Dwrite(dataset.get(), h5::native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
-        0);
-    file.close();
-  };
-  overwrite(format::kSamplesMultilabel, uint8_t{1}, {3, 3});
+  overwrite_number<uint8_t>(index_file, format::kSamplesMultilabel, 1, 1);
   expect_refused_naming(dir.path(), format::kSamplesMultilabel);
   write_index(dir.path(), index);
-  overwrite(format::kSamplesTargets, 2.5F, {3, 2});
+  overwrite_number(index_file, format::kSamplesTargets, 1, 2.5F);
   expect_refused_naming(dir.path(), format::kSamplesTargets);
   write_index(dir.path(), index);
 
@@ -716,17 +706,7 @@ TEST_P(EveryFormat, AKeypointSkeletonRoundTripsChecksummed) {
     EXPECT_EQ(file.shape(format::kKeypointsSkeleton), (std::vector<uint64_t>{3, 2}));
     EXPECT_EQ(file.read_int_attr("/", format::kAttrKeypointEdges), 3);
   }
-  {
-    // An end moved behind the table's checksum.
-    h5::File file = h5::File::open_write(index_file);
-    std::vector<int32_t> ends = file.read_shaped<int32_t>(format::kKeypointsSkeleton, {3, 2});
-    ends[1] = 2;
-    h5::Handle dataset = file.open_dataset(format::kKeypointsSkeleton);
-    ASSERT_GE(H5Dwrite(dataset.get(), h5::native_type<int32_t>(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                       ends.data()),
-              0);
-    file.close();
-  }
+  overwrite_number<int32_t>(index_file, format::kKeypointsSkeleton, 1, 2);  // an end moved
   expect_refused_naming(dir.path(), format::kKeypointsSkeleton);
   write_index(dir.path(), index);
   {
