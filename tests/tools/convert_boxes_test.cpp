@@ -524,6 +524,103 @@ TEST_F(ConvertBoxesTest, VerifyFindsADamagedBoxAndPartsMergeToTheSameBoxes) {
       << r.out << r.err;
 }
 
+// A COCO skeleton through the ways a dataset is made besides one
+// conversion: parts merge to the whole conversion's skeleton and keypoints;
+// parts made with different skeletons do not merge; an append whose
+// annotations give another skeleton is refused before anything changes,
+// and one whose annotations give none keeps the dataset's.
+TEST_F(ConvertBoxesTest, ASkeletonHoldsThroughPartsMergeAndAppend) {
+  auto coco_file = [&](const fs::path& file, const nlohmann::json& skeleton,
+                       const std::vector<std::string>& names) {
+    nlohmann::json person = {
+        {"id", 1}, {"name", "person"}, {"keypoints", {"left_eye", "right_eye", "nose"}}};
+    if (!skeleton.is_null()) person["skeleton"] = skeleton;
+    nlohmann::json coco;
+    coco["categories"] = nlohmann::json::array({person});
+    coco["images"] = nlohmann::json::array();
+    coco["annotations"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const int id = static_cast<int>(i) + 1;
+      coco["images"].push_back(
+          {{"id", id}, {"file_name", "c/" + names[i]}, {"width", 80}, {"height", 60}});
+      if (names[i] == "d.png") continue;  // an image without objects
+      coco["annotations"].push_back({{"id", 100 + id},
+                                     {"image_id", id},
+                                     {"category_id", 1},
+                                     {"bbox", {20, 10, 40, 30}},
+                                     {"keypoints", {30, 20, 2, 50, 20, 2, 40, 30 + id, 1}}});
+    }
+    write_bytes(file, coco.dump());
+    return " --coco " + q(file);
+  };
+  const std::vector<std::string> held = {"a.png", "b.png", "c.png", "d.png"};
+  const nlohmann::json skeleton = {{1, 3}, {2, 3}};
+  const std::string options = " --order sorted --variants 2 --augment hflip=1";
+  const std::string same = coco_file(dir_.path() / "same.json", skeleton, held) + options;
+  const std::string other = coco_file(dir_.path() / "other.json", {{1, 2}}, held) + options;
+  const std::vector<int32_t> stored = {0, 2, 1, 2};  // from 0
+
+  const fs::path whole = dir_.path() / "whole";
+  ASSERT_EQ(convert(whole, same).exit_code, 0);
+  EXPECT_EQ(read_index(whole).keypoint_skeleton, stored);
+  const fs::path parts = dir_.path() / "parts";
+  for (int part = 0; part < 2; ++part) {
+    ASSERT_EQ(convert(parts, same + " --part " + std::to_string(part) + "/2").exit_code, 0);
+  }
+  CommandResult r = run_imgpack("merge " + q(parts) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_index(parts).keypoint_skeleton, stored);
+  auto keypoints_by_record = [](const fs::path& dataset) {
+    std::map<std::pair<std::string, uint16_t>, std::vector<float>> keypoints;
+    for (const StoredRecord& record : read_stored(dataset)) {
+      keypoints[{record.path, record.variant}] = record.keypoints;
+    }
+    return keypoints;
+  };
+  const auto want = keypoints_by_record(whole);
+  ASSERT_EQ(want.size(), 8u);
+  EXPECT_EQ(keypoints_by_record(parts), want);
+
+  // Part 1 from annotations with another skeleton: its own fingerprint.
+  const fs::path mixed = dir_.path() / "mixed";
+  ASSERT_EQ(convert(mixed, same + " --part 0/2").exit_code, 0);
+  ASSERT_EQ(convert(mixed, other + " --part 1/2").exit_code, 0);
+  const auto before_merge = test::directory_snapshot(mixed);
+  r = run_imgpack("merge " + q(mixed) + " --quiet");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("was made with other options"), std::string::npos) << r.err;
+  EXPECT_EQ(test::directory_snapshot(mixed), before_merge);
+
+  // An append of e.png whose annotations join other keypoints: refused,
+  // naming the source, the dataset as it was.
+  fs::copy(src_ / "c" / "a.png", src_ / "c" / "e.png");
+  std::vector<std::string> grown = held;
+  grown.emplace_back("e.png");
+  const std::string append = "convert " + q(src_) + " " + q(whole) + " --append -q";
+  const auto before_append = test::directory_snapshot(whole);
+  r = run_imgpack(append + coco_file(dir_.path() / "grown-other.json", {{1, 2}}, grown));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(src_.string() + ": the keypoints' skeleton is not the dataset's"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(test::directory_snapshot(whole), before_append);
+
+  // Annotations without a skeleton: the dataset keeps its own, and e.png's
+  // keypoints are stored as a.png's are (the same picture, one more in y).
+  r = run_imgpack(append + coco_file(dir_.path() / "grown-none.json", nullptr, grown));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_index(whole).keypoint_skeleton, stored);
+  const auto grown_keypoints = keypoints_by_record(whole);
+  ASSERT_EQ(grown_keypoints.size(), 10u);
+  const std::vector<float>& a = grown_keypoints.at({"c/a.png", 0});
+  const std::vector<float>& added = grown_keypoints.at({"c/e.png", 0});
+  ASSERT_EQ(added.size(), 9u);
+  ASSERT_EQ(a.size(), 9u);
+  for (std::size_t i = 0; i < 9; ++i) {
+    EXPECT_NEAR(added[i] - a[i], i == 7 ? 2.0F : 0.0F, 1e-4) << i;  // nose y: 40 px -> 30 rows
+  }
+}
+
 // Killed while writing, then resumed: the same bytes as a run never killed;
 // a label file edited before the resume (new content, new boxes) has its
 // shards converted again, so the result is that of a fresh run over the
